@@ -1,0 +1,60 @@
+"""The `agentgspo` console command.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Only the chosen subcommand's module is imported, so `agentgspo judge --help` does not import torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import sys
+
+# name -> (module, one-line help). Modules are imported lazily.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check-env": ("agentgspo.commands.check_env", "run the Gymnasium contract checks on a registered env"),
+    "check-template": ("agentgspo.commands.check_template", "check that a chat template is prefix-preserving"),
+    "rollout": ("agentgspo.commands.rollout", "play episodes with a policy and write trajectories.jsonl"),
+    "quickstart": ("agentgspo.commands.quickstart", "train the tiny MoE policy on Calculator-v0 on CPU"),
+    "train": ("agentgspo.commands.train", "GSPO training of a policy on an env"),
+    "judge": ("agentgspo.commands.judge", "judge a solution on a folder of tests"),
+    "sandbox-server": ("agentgspo.commands.sandbox_server", "serve the sandbox over HTTP for remote execution"),
+    "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
+}
+
+
+def _top_level_help() -> str:
+    lines = ["usage: agentgspo COMMAND [options]", "", "commands:"]
+    width = max(map(len, COMMANDS))
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run `agentgspo COMMAND --help` for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `agentgspo` command; returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_top_level_help())
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from agentgspo import __version__
+
+        print(__version__)
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        close = difflib.get_close_matches(name, COMMANDS, n=3)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        print(f"agentgspo: unknown command {name!r}.{hint}\n\n{_top_level_help()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"agentgspo {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)
+    args = parser.parse_args(rest)
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
