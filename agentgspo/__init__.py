@@ -7,5 +7,7 @@ Heavy pieces (policy backends, the learner) live in submodules and are imported 
 from agentgspo.env import Action, ChatEnv, ToolCall
 from agentgspo.registry import make, register
 
+import agentgspo.envs  # noqa: E402,F401 -- registers the bundled env ids (their modules load on make)
+
 __version__ = "0.1.0"
 __all__ = ["Action", "ChatEnv", "ToolCall", "make", "register", "__version__"]

@@ -1,0 +1,201 @@
+"""The chat environment contract: Gymnasium's `reset`/`step`, with chat messages as observations.
+
+Contract (checked by :func:`agentgspo.env_checker.check_env`):
+
+- ``reset(*, seed=None, options=None) -> (messages, info)``: ``messages`` is the opening conversation, a non-empty
+  list of ``{"role": str, "content": str}`` dicts (roles ``system``, ``user``); ``info`` is a dict. The same seed
+  gives the same messages (the G samples of a group share a seed, hence a task).
+- ``step(action) -> (messages, reward, terminated, truncated, info)``: ``action`` is the assistant turn, as an
+  :class:`Action` or plain text (tool calls are parsed from it). ``messages`` are the environment's new messages
+  (``tool`` results, ``user`` replies; may be empty when the episode ends); ``reward`` a float; ``terminated``
+  means the task ended (solved or failed for good); ``truncated`` means the episode was cut by a limit (wrappers
+  :class:`~agentgspo.wrappers.MaxTurns` and :class:`~agentgspo.wrappers.Deadline`), exactly as in Gymnasium.
+- The episode is scored as a whole: intermediate rewards are usually 0 and the final step carries the score.
+  Rewards of all steps are summed into the trajectory's reward.
+- ``info["stop_reason"]`` may name why an episode ended (``parse_error``, ...); ``info["tool_errors"]`` counts
+  failed tool calls of the step by kind; ``info["mask_turn"]`` asks the learner not to train on this turn.
+
+:class:`ChatEnv` implements the tool loop: an assistant turn with ``<tool_call>`` blocks gets one ``tool`` message
+per call; a turn without tool calls goes to :meth:`ChatEnv.respond`, the one method a subclass must write (plus
+``reset``). Failed tool calls never raise: they become tool messages the model can read and follow the env's
+``tool_error_policy``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from agentgspo.tool_calls import ToolCall, parse_tool_calls
+from agentgspo.tools import ToolSet
+
+Message = dict[str, Any]
+ToolErrorPolicy = Literal["feedback", "penalise", "mask"]
+TOOL_ERROR_POLICIES: tuple[str, ...] = ("feedback", "penalise", "mask")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One assistant turn: its text (without the end-of-turn token) and the tool calls parsed from it."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    parse_errors: tuple[str, ...] = ()
+
+    @classmethod
+    def from_text(cls, text: str) -> Action:
+        """Parse the Hermes/Qwen ``<tool_call>{json}</tool_call>`` blocks of ``text``; never raises."""
+        calls, errors = parse_tool_calls(text)
+        return cls(text=text, tool_calls=tuple(calls), parse_errors=tuple(errors))
+
+
+def as_action(action: Action | str) -> Action:
+    """Accept an :class:`Action` or the raw text of an assistant turn."""
+    if isinstance(action, Action):
+        return action
+    if isinstance(action, str):
+        return Action.from_text(action)
+    raise TypeError(f"expected an Action or the assistant turn as str, got {type(action).__name__}")
+
+
+def is_message(obj: Any) -> bool:
+    """True for a chat message: a dict with a str ``role`` and a str ``content``."""
+    return isinstance(obj, dict) and isinstance(obj.get("role"), str) and isinstance(obj.get("content"), str)
+
+
+class MessagesSpace(gym.Space):
+    """Observation space: a list of chat messages (dicts with str ``role`` and ``content``)."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, list) and all(is_message(m) for m in x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> list[Message]:
+        return [{"role": "user", "content": "hello"}]
+
+    def __repr__(self) -> str:
+        return "MessagesSpace()"
+
+
+class AssistantTurnSpace(gym.Space):
+    """Action space: an assistant turn, as :class:`Action` or text."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (str, Action))
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return "I am not sure."
+
+    def __repr__(self) -> str:
+        return "AssistantTurnSpace()"
+
+
+@dataclass
+class ToolStepOutcome:
+    """What running the tool calls of one turn produced."""
+
+    messages: list[Message]
+    errors: Counter = field(default_factory=Counter)
+
+
+class ChatEnv(gym.Env):
+    """Base class for multi-turn chat environments with tools (the contract is in the module docstring).
+
+    Subclasses write ``reset`` (call ``super().reset(seed=seed)`` first, then return the opening messages) and
+    :meth:`respond` (the env's answer to a turn without tool calls: score it, end the episode or reply).
+
+    Args:
+        tools: plain Python functions (sync or async) with type hints and a docstring; see :mod:`agentgspo.tools`.
+        tool_error_policy: what a failed tool call (malformed JSON, unknown tool, bad arguments, a tool that
+            raises) does besides the error message the model reads: ``"feedback"`` nothing more,
+            ``"penalise"`` adds ``-tool_error_penalty`` per failed call to the step's reward, ``"mask"`` asks the
+            learner to exclude the turn from the loss (``info["mask_turn"]``).
+        tool_error_penalty: reward subtracted per failed call under ``"penalise"``.
+        max_parse_errors: end the episode (``stop_reason="parse_error"``) after this many turns in a row whose
+            tool calls could not be parsed; ``None`` never ends it.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    observation_space = MessagesSpace()
+    action_space = AssistantTurnSpace()
+    #: Optional text policies ``fn(messages) -> str`` of the assistant's next turn: one that solves the task and
+    #: one that fails it. ``check_env`` and the tests play them; the quickstart imitates the oracle.
+    oracle: Callable[[list[Message]], str] | None = None
+    wrong: Callable[[list[Message]], str] | None = None
+
+    def __init__(
+        self,
+        tools: Sequence[Callable[..., Any]] = (),
+        *,
+        tool_error_policy: ToolErrorPolicy = "feedback",
+        tool_error_penalty: float = 0.1,
+        max_parse_errors: int | None = None,
+    ) -> None:
+        if tool_error_policy not in TOOL_ERROR_POLICIES:
+            raise ValueError(
+                f"tool_error_policy: expected one of {TOOL_ERROR_POLICIES}, got {tool_error_policy!r}"
+            )
+        if max_parse_errors is not None and max_parse_errors < 1:
+            raise ValueError(f"max_parse_errors: expected None or >= 1, got {max_parse_errors}")
+        self.toolset = ToolSet(tools)
+        self.tool_error_policy = tool_error_policy
+        self.tool_error_penalty = float(tool_error_penalty)
+        self.max_parse_errors = max_parse_errors
+        self._parse_error_streak = 0
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-style JSON schemas of the tools, for the chat template's ``tools`` argument."""
+        return self.toolset.schemas
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Seed ``self.np_random`` and clear per-episode state; subclasses call it first, then return
+        ``(messages, info)``."""
+        super().reset(seed=seed)
+        self._parse_error_streak = 0
+
+    def respond(self, action: Action) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        """The env's reply to an assistant turn without tool calls, as ``step``'s 5-tuple."""
+        raise NotImplementedError(f"{type(self).__name__} must implement respond(action)")
+
+    def step(self, action: Action | str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        """Run the turn's tool calls, or hand a turn without tool calls to :meth:`respond`."""
+        action = as_action(action)
+        if not action.tool_calls and not action.parse_errors:
+            self._parse_error_streak = 0
+            return self.respond(action)
+        outcome = self.run_tools(action)
+        n_errors = sum(outcome.errors.values())
+        info: dict[str, Any] = {"tool_calls": len(action.tool_calls), "tool_errors": dict(outcome.errors)}
+        reward = 0.0
+        if n_errors and self.tool_error_policy == "penalise":
+            reward = -self.tool_error_penalty * n_errors
+        if n_errors and self.tool_error_policy == "mask":
+            info["mask_turn"] = True
+        self._parse_error_streak = self._parse_error_streak + 1 if action.parse_errors else 0
+        terminated = self.max_parse_errors is not None and self._parse_error_streak >= self.max_parse_errors
+        if terminated:
+            info["stop_reason"] = "parse_error"
+        return outcome.messages, reward, terminated, False, info
+
+    def run_tools(self, action: Action) -> ToolStepOutcome:
+        """One ``tool`` message per call (and per unparseable block), errors counted by kind."""
+        outcome = ToolStepOutcome(messages=[])
+        for error in action.parse_errors:
+            outcome.errors["parse_error"] += 1
+            outcome.messages.append({"role": "tool", "name": "error", "content": f"Error: {error}"})
+        for call in action.tool_calls:
+            result = self.toolset.call(call)
+            if result.error_kind is not None:
+                outcome.errors[result.error_kind] += 1
+            outcome.messages.append({"role": "tool", "name": call.name, "content": result.content})
+        return outcome

@@ -1,0 +1,73 @@
+"""Parse tool calls in the Hermes/Qwen format: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
+
+Parsing never raises: each block that cannot be read becomes an error string the model will see.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+_BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)(?:" + re.escape(TOOL_CALL_CLOSE) + r"|$)", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A parsed call: the tool's name and its JSON arguments."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def to_text(self) -> str:
+        """The call as the model writes it (the inverse of :func:`parse_tool_calls`)."""
+        payload = json.dumps({"name": self.name, "arguments": self.arguments})
+        return f"{TOOL_CALL_OPEN}\n{payload}\n{TOOL_CALL_CLOSE}"
+
+
+def _parse_block(body: str) -> ToolCall | str:
+    body = _FENCE.sub("", body.strip())
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return f"could not parse the tool call as JSON ({exc.msg} at char {exc.pos}); write " \
+               '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+    if not isinstance(payload, dict):
+        return f"expected a JSON object with 'name' and 'arguments' in <tool_call>, got {type(payload).__name__}"
+    name = payload.get("name")
+    if not isinstance(name, str) or not name:
+        return "the tool call has no 'name' (expected a string naming the tool)"
+    arguments = payload.get("arguments", payload.get("parameters", {}))
+    if isinstance(arguments, str):  # some models emit arguments as a JSON string, as OpenAI's API does
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return f"the arguments of {name!r} are a string that is not valid JSON"
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return f"the arguments of {name!r} must be a JSON object, got {type(arguments).__name__}"
+    return ToolCall(name=name, arguments=arguments)
+
+
+def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:
+    """All tool calls in ``text`` and one error message per block that could not be parsed.
+
+    >>> calls, errors = parse_tool_calls('<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>')
+    >>> calls, errors
+    ([ToolCall(name='f', arguments={'x': 1})], [])
+    >>> parse_tool_calls('<tool_call>{"name": "f", "argu')[1][0].startswith('could not parse')
+    True
+    """
+    if TOOL_CALL_OPEN not in text:
+        return [], []
+    calls: list[ToolCall] = []
+    errors: list[str] = []
+    for match in _BLOCK.finditer(text):
+        parsed = _parse_block(match.group(1))
+        (calls if isinstance(parsed, ToolCall) else errors).append(parsed)
+    return calls, errors

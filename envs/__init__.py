@@ -1,0 +1,5 @@
+"""Bundled environments, registered with Gymnasium under ``agentgspo/`` (modules are imported on ``make``)."""
+
+from agentgspo.registry import register
+
+register("agentgspo/Calculator-v0", entry_point="agentgspo.envs.calculator:CalculatorEnv")

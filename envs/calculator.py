@@ -1,0 +1,96 @@
+"""`agentgspo/Calculator-v0`: arithmetic that needs a tool call, then a final answer.
+
+Turn 1, the model calls ``calculate`` with the expression; the tool's reply is the value; turn 2, the model
+answers ``<answer>N</answer>``. Reward 1.0 for the right value in the answer, else 0.0. The numbers are too big for
+a small model to multiply in its head, so the task is about using the tool and copying its result exactly.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from typing import Any
+
+from agentgspo.env import Action, ChatEnv, Message
+
+SYSTEM_PROMPT = "Use the calculate tool, then reply <answer>N</answer>."
+_ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")
+_QUESTION = re.compile(r"What is (.+)\?")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+        ast.Mod: operator.mod, ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg,
+        ast.UAdd: operator.pos}
+
+
+def _evaluate(node: ast.AST) -> int | float:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ValueError("exponent too large (at most 64)")
+        return _OPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.operand))
+    raise ValueError(f"unsupported syntax {ast.dump(node)[:40]}; use numbers, + - * / // % ** and parentheses")
+
+
+def calculate(expression: str) -> str:
+    """Evaluate an arithmetic expression and return its value.
+
+    Args:
+        expression: numbers with + - * / // % ** and parentheses, e.g. "347*29+18".
+    """
+    if len(expression) > 200:
+        raise ValueError("expression longer than 200 characters")
+    value = _evaluate(ast.parse(expression.strip(), mode="eval").body)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _question(messages: list[Message]) -> str:
+    match = _QUESTION.search(next(m["content"] for m in messages if m["role"] == "user"))
+    return match.group(1) if match else ""
+
+
+def calculator_oracle(messages: list[Message]) -> str:
+    """Expert turn: call the tool with the question's expression, then answer with the tool's value."""
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    if not results:
+        return '<tool_call>\n{"name": "calculate", "arguments": {"expression": "%s"}}\n</tool_call>' % _question(
+            messages
+        )
+    return f"<answer>{results[-1]}</answer>"
+
+
+def calculator_wrong(messages: list[Message]) -> str:
+    """A policy that always answers a wrong value without using the tool."""
+    return "<answer>-1</answer>"
+
+
+class CalculatorEnv(ChatEnv):
+    """Questions ``What is A*B+C?`` with A in [100, 999], B in [10, 99], C in [10, 99]; one tool, ``calculate``."""
+
+    oracle = staticmethod(calculator_oracle)
+    wrong = staticmethod(calculator_wrong)
+
+    def __init__(self, **chat_env_kwargs: Any):
+        super().__init__(tools=[calculate], **chat_env_kwargs)
+        self.expression = ""
+        self.target = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        a, b, c = (int(self.np_random.integers(lo, hi)) for lo, hi in ((100, 1000), (10, 100), (10, 100)))
+        self.expression = f"{a}*{b}+{c}"
+        self.target = a * b + c
+        messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": f"What is {self.expression}?"}]
+        return messages, {"target": self.target}
+
+    def respond(self, action: Action):
+        match = _ANSWER.search(action.text)
+        correct = match is not None and int(match.group(1)) == self.target
+        info = {"answered": match is not None, "correct": correct}
+        return [], 1.0 if correct else 0.0, True, False, info
