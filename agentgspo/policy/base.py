@@ -1,0 +1,77 @@
+"""The protocol every policy backend implements (transformers, vLLM engine, vLLM/OpenAI server, scripted)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample a turn. Log-probs are of the sampled ids under softmax(logits / temperature), before top-p
+    truncation; the learner must score with the same temperature."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature: expected >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p: expected in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens: expected >= 1, got {self.max_new_tokens}")
+
+
+@dataclass(frozen=True)
+class SampleRequest:
+    """One turn to sample: the ids so far (what a token backend consumes) and the messages (for chat APIs)."""
+
+    prompt_ids: Sequence[int]
+    messages: Sequence[Message]
+    params: SamplingParams
+
+
+@dataclass
+class SampledTurn:
+    """Sampled ids (ending with the end-of-turn id when ``finish_reason == "stop"``) and their log-probs."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: Literal["stop", "length"]
+
+
+@runtime_checkable
+class PolicyBackend(Protocol):
+    """Samples assistant turns. ``sample`` is called concurrently by many episodes; backends batch them."""
+
+    end_of_turn_id: int
+
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        """Sample one assistant turn after ``request.prompt_ids``."""
+        ...
+
+
+class ScriptedPolicy:
+    """A text policy ``fn(messages) -> str`` (an env's oracle, say) as a backend: instant, log-probs 0.0.
+
+    The text is tokenized with the renderer's tokenizer and the end-of-turn id appended, so its records are
+    token-exact like any other backend's.
+    """
+
+    def __init__(self, fn: Callable[[list[Message]], str], renderer: Any):
+        self.fn = fn
+        self.renderer = renderer
+        self.end_of_turn_id = renderer.end_of_turn_id
+
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        ids = self.renderer.encode(self.fn(list(request.messages)))
+        ids.append(self.end_of_turn_id)
+        limit = request.params.max_new_tokens
+        finish_reason = "stop" if len(ids) <= limit else "length"
+        ids = ids[:limit]
+        return SampledTurn(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish_reason)

@@ -1,0 +1,164 @@
+"""Sampling with a Hugging Face transformers causal LM: the embedded default backend (CPU and small GPU runs).
+
+Concurrent ``sample`` calls from many episodes are gathered into batches; each batch runs a lean KV-cached
+sampling loop in a worker thread, so the event loop keeps stepping environments meanwhile. The loop returns the
+log-prob of each sampled id under ``log_softmax(logits / temperature)`` computed in fp32 (before top-p
+truncation), which is what the learner recomputes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+
+
+def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Zero the tail of each row outside the smallest set whose mass reaches ``top_p`` (nucleus sampling)."""
+    sorted_probs, order = probs.sort(dim=-1, descending=True)  # [B, V]
+    outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # [B, V] True past the nucleus
+    sorted_probs = sorted_probs.masked_fill(outside, 0.0)
+    return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+
+
+class HFPolicy:
+    """A transformers causal LM as a :class:`~agentgspo.policy.base.PolicyBackend`.
+
+    Args:
+        model: a ``PreTrainedModel`` (any causal LM, MoE included); it is used in eval mode without gradients.
+        end_of_turn_id: the id that ends an assistant turn (sampling stops there).
+        pad_token_id: id used to left-pad prompts (never attended to).
+        max_batch_size: most sequences sampled together.
+        seed: seed of the sampler's own ``torch.Generator`` (the global RNG is left alone).
+    """
+
+    def __init__(self, model: Any, *, end_of_turn_id: int, pad_token_id: int, max_batch_size: int = 256,
+                 seed: int = 0):
+        self.model = model
+        self.end_of_turn_id = end_of_turn_id
+        self.pad_token_id = pad_token_id
+        self.max_batch_size = max_batch_size
+        self.device = next(model.parameters()).device
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self._lock = threading.Lock()  # one batch at a time on the model
+        self._pending: list[tuple[SampleRequest, asyncio.Future]] = []
+        self._flusher: asyncio.Task | None = None
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, *, dtype: torch.dtype = torch.float32, device: str = "cpu",
+                        **kwargs: Any) -> HFPolicy:
+        """Load a folder saved with ``save_pretrained`` (``"tiny"`` builds/loads the embedded tiny policy)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from agentgspo.chat import ChatRenderer
+
+        if str(path) == "tiny":
+            from agentgspo.tiny import tiny_policy_path
+
+            path = tiny_policy_path()
+        if not Path(path).is_dir():
+            raise FileNotFoundError(f"policy {str(path)!r}: expected 'tiny' or a folder saved with save_pretrained")
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
+        renderer = ChatRenderer(tokenizer)
+        policy = cls(model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, **kwargs)
+        policy.renderer = renderer
+        return policy
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[SampledTurn]:
+        """Sample one turn for each prompt (a batch), stopping each row at its end-of-turn id."""
+        with self._lock:
+            return self._generate(prompts, params)
+
+    def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[SampledTurn]:
+        batch, width = len(prompts), max(len(p) for p in prompts)
+        input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((batch, width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):  # left padding: every row's next token is at the same column
+            input_ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+            attention_mask[row, width - len(prompt):] = 1
+        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [B, L]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             use_cache=True)
+            past, logits = out.past_key_values, out.logits[:, -1]  # [B, V]
+            next_position = position_ids[:, -1:] + 1  # [B, 1]
+            finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
+            sampled, sampled_logprobs = [], []
+            for _ in range(params.max_new_tokens):
+                temperature = params.temperature if params.temperature > 0 else 1.0
+                logprobs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [B, V] fp32
+                if params.temperature == 0:
+                    token = logprobs.argmax(-1)  # [B]
+                else:
+                    probs = logprobs.exp()
+                    if params.top_p < 1.0:
+                        probs = _top_p_filter(probs, params.top_p)
+                    token = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)  # [B]
+                token = token.masked_fill(finished, self.pad_token_id)
+                sampled.append(token)
+                sampled_logprobs.append(logprobs.gather(-1, token[:, None]).squeeze(-1))
+                finished |= token == self.end_of_turn_id
+                if bool(finished.all()):
+                    break
+                attention_mask = torch.cat([attention_mask, torch.ones((batch, 1), dtype=torch.long,
+                                                                       device=self.device)], dim=1)
+                out = self.model(input_ids=token[:, None], attention_mask=attention_mask,
+                                 position_ids=next_position, past_key_values=past, use_cache=True)
+                past, logits = out.past_key_values, out.logits[:, -1]
+                next_position = next_position + 1
+        finally:
+            self.model.train(was_training)
+        tokens = torch.stack(sampled, 1).tolist()  # [B, N]
+        logprobs_out = torch.stack(sampled_logprobs, 1).tolist()  # [B, N]
+        turns = []
+        for row in range(batch):
+            ids = tokens[row]
+            if self.end_of_turn_id in ids:
+                n = ids.index(self.end_of_turn_id) + 1
+                turns.append(SampledTurn(ids[:n], logprobs_out[row][:n], "stop"))
+            else:
+                turns.append(SampledTurn(ids, logprobs_out[row], "length"))
+        return turns
+
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        """Queue one turn; requests arriving together are sampled as one batch."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((request, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        while self._pending:
+            # Let every episode that is about to ask join the batch: wait until a tick adds no new request.
+            seen = -1
+            while len(self._pending) != seen and len(self._pending) < self.max_batch_size:
+                seen = len(self._pending)
+                await asyncio.sleep(0.001)
+            todo, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size:]
+            todo = [(r, f) for r, f in todo if not f.cancelled()]
+            by_params: dict[SamplingParams, list[tuple[SampleRequest, asyncio.Future]]] = {}
+            for request, future in todo:
+                by_params.setdefault(request.params, []).append((request, future))
+            for params, group in by_params.items():
+                try:
+                    turns = await asyncio.to_thread(self.generate, [r.prompt_ids for r, _ in group], params)
+                except Exception as exc:  # a backend failure reaches every waiting episode
+                    for _, future in group:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), turn in zip(group, turns):
+                    if not future.done():
+                        future.set_result(turn)

@@ -1,0 +1,272 @@
+"""The rollout runner: N prompts x G samples, every episode concurrent, a finished batch always.
+
+Each episode is an asyncio task. Environment calls (``make``, ``reset``, ``step``, ``close``) block, so they run
+on a pool of daemon worker threads and the event loop keeps sampling for the other episodes. Per episode:
+
+- a deadline (wall clock) bounds it; a hung ``step`` ends the episode with ``stop_reason="deadline"`` and its
+  worker thread is replaced (Python cannot kill a thread; a daemon thread does not block interpreter exit);
+- an exception anywhere in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata;
+- the context window is enforced: a turn gets at most the room left, and an env reply that does not fit ends
+  the episode with ``stop_reason="context_overflow"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from agentgspo.chat import ChatRenderer
+from agentgspo.policy.base import PolicyBackend, SampleRequest, SamplingParams
+from agentgspo.trajectory import STOP_REASONS, Trajectory
+
+
+class DaemonThreadPool:
+    """A fixed-size pool of daemon threads; a worker lost to a hung call can be replaced."""
+
+    def __init__(self, max_workers: int):
+        if max_workers < 1:
+            raise ValueError(f"max_workers: expected >= 1, got {max_workers}")
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(max_workers):
+            self.add_worker()
+
+    def add_worker(self) -> None:
+        """Start one more worker (call it when a worker is stuck in a call that will not return)."""
+        threading.Thread(target=self._work, daemon=True, name="agentgspo-env").start()
+
+    def _work(self) -> None:
+        while True:
+            future, fn = self._tasks.get()
+            if future is None:
+                return
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # delivered to the awaiting episode
+                    future.set_exception(exc)
+
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
+        """Run ``fn()`` on a worker."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._tasks.put((future, fn))
+        return future
+
+    def shutdown(self, workers: int) -> None:
+        """Ask ``workers`` idle workers to exit (busy or stuck ones finish or stay, as daemons)."""
+        for _ in range(workers):
+            self._tasks.put((None, None))
+
+
+class EpisodeDeadline(Exception):
+    """The episode ran past its wall-clock deadline."""
+
+
+@dataclass
+class RolloutConfig:
+    """Limits of one rollout batch.
+
+    Attributes:
+        group_size: G samples per prompt (same seed, same task).
+        max_turns: assistant turns per episode before ``stop_reason="max_turns"``.
+        max_context: most ids in a trajectory (prompt, env messages and sampled turns together).
+        episode_timeout_s: wall-clock deadline per episode (``None``: none).
+        env_workers: threads running blocking env calls.
+        sampling: temperature, top-p and the most ids per turn.
+    """
+
+    group_size: int = 8
+    max_turns: int = 8
+    max_context: int = 1024
+    episode_timeout_s: float | None = 300.0
+    env_workers: int = 64
+    sampling: SamplingParams = SamplingParams()
+
+    def __post_init__(self) -> None:
+        for name in ("group_size", "max_turns", "max_context", "env_workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
+        if self.episode_timeout_s is not None and self.episode_timeout_s <= 0:
+            raise ValueError(f"episode_timeout_s: expected > 0 or None, got {self.episode_timeout_s}")
+
+
+class RolloutRunner:
+    """Plays episodes of one environment with one policy backend and returns their trajectories.
+
+    Args:
+        make_env: builds a fresh env (e.g. ``lambda: gymnasium.make("agentgspo/Calculator-v0")``).
+        policy: any :class:`~agentgspo.policy.base.PolicyBackend`.
+        renderer: the chat renderer of the policy's tokenizer.
+        config: limits, see :class:`RolloutConfig`.
+        env_id: recorded in every trajectory.
+        group_hook: optional ``fn(trajectories_of_one_group)`` called when a group finished, e.g. to set
+            rewards that compare the G samples (it may modify their ``reward``).
+    """
+
+    def __init__(self, make_env: Callable[[], gym.Env], policy: PolicyBackend, renderer: ChatRenderer,
+                 config: RolloutConfig | None = None, *, env_id: str = "",
+                 group_hook: Callable[[list[Trajectory]], None] | None = None):
+        self.make_env = make_env
+        self.policy = policy
+        self.renderer = renderer
+        self.config = config or RolloutConfig()
+        self.env_id = env_id
+        self.group_hook = group_hook
+        self._pool: DaemonThreadPool | None = None
+
+    async def _in_thread(self, fn: Callable[[], Any], deadline: float | None) -> Any:
+        future = asyncio.wrap_future(self._pool.submit(fn))
+        if deadline is None:
+            return await future
+        remaining = deadline - time.monotonic()
+        try:
+            return await asyncio.wait_for(future, timeout=max(remaining, 0.0))
+        except asyncio.TimeoutError:
+            self._pool.add_worker()  # the stuck call keeps its thread; keep the pool's capacity
+            raise EpisodeDeadline from None
+
+    async def _within(self, awaitable: Any, deadline: float | None) -> Any:
+        if deadline is None:
+            return await awaitable
+        try:
+            return await asyncio.wait_for(awaitable, timeout=max(deadline - time.monotonic(), 0.0))
+        except asyncio.TimeoutError:
+            raise EpisodeDeadline from None
+
+    async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0) -> Trajectory:
+        """Play one episode; never raises for env failures (they become the trajectory's stop reason)."""
+        config = self.config
+        trajectory = Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id)
+        tool_errors: Counter = Counter()
+        deadline = None if config.episode_timeout_s is None else time.monotonic() + config.episode_timeout_s
+        env = None
+        history: list[dict[str, Any]] = []
+        try:
+            env = await self._in_thread(self.make_env, deadline)
+            messages, _ = await self._in_thread(lambda: env.reset(seed=seed), deadline)
+            history.extend(messages)
+            tools = getattr(env.unwrapped, "tool_schemas", None)
+            trajectory.append_forced(self.renderer.prompt_ids(history, tools))
+            if len(trajectory.token_ids) >= config.max_context:
+                trajectory.stop_reason = "context_overflow"
+            while trajectory.stop_reason != "context_overflow":
+                room = config.max_context - len(trajectory.token_ids)
+                params = config.sampling
+                if room < params.max_new_tokens:
+                    params = SamplingParams(params.temperature, params.top_p, room)
+                turn = await self._within(
+                    self.policy.sample(SampleRequest(list(trajectory.token_ids), list(history), params)), deadline
+                )
+                trajectory.append_sampled(turn.token_ids, turn.logprobs)
+                text_ids = turn.token_ids[:-1] if turn.finish_reason == "stop" else turn.token_ids
+                history.append({"role": "assistant", "content": self.renderer.decode(text_ids)})
+                if turn.finish_reason == "length":
+                    trajectory.stop_reason = "max_tokens" if params is config.sampling else "context_overflow"
+                    break
+                text = history[-1]["content"]
+                messages, reward, terminated, truncated, info = await self._in_thread(
+                    lambda: env.step(text), deadline
+                )
+                trajectory.reward += float(reward)
+                tool_errors.update(info.get("tool_errors", {}))
+                if info.get("mask_turn"):
+                    trajectory.mask_turn(trajectory.num_turns - 1)
+                if terminated or truncated:
+                    history.extend(messages)
+                    reason = info.get("stop_reason", "completed" if terminated else "max_turns")
+                    trajectory.stop_reason = reason if reason in STOP_REASONS else "completed"
+                    break
+                if trajectory.num_turns >= config.max_turns:
+                    history.extend(messages)
+                    trajectory.stop_reason = "max_turns"
+                    break
+                ids, exact = self.renderer.continuation_ids(history, messages, tools)
+                history.extend(messages)
+                if not exact:
+                    trajectory.metadata["template_fallbacks"] = trajectory.metadata.get("template_fallbacks", 0) + 1
+                if len(trajectory.token_ids) + len(ids) >= config.max_context:
+                    trajectory.stop_reason = "context_overflow"
+                    break
+                trajectory.append_forced(ids)
+        except EpisodeDeadline:
+            trajectory.stop_reason = "deadline"
+        except Exception as exc:  # noqa: BLE001 -- an env failure ends this episode, not the batch
+            trajectory.stop_reason = "env_error"
+            trajectory.metadata["error"] = f"{type(exc).__name__}: {exc}"
+            trajectory.metadata["traceback"] = traceback.format_exc()
+        finally:
+            if env is not None:
+                self._pool.submit(env.close)  # fire and forget: a hung close must not hold the batch
+        trajectory.messages = history
+        if tool_errors:
+            trajectory.metadata["tool_errors"] = dict(tool_errors)
+        trajectory.matches_full_render = self._matches_full_render(trajectory, history, tools if env else None)
+        return trajectory
+
+    def _matches_full_render(self, trajectory: Trajectory, history: list[dict[str, Any]],
+                             tools: list[dict[str, Any]] | None) -> bool | None:
+        if not trajectory.turn_spans:
+            return None
+        last_assistant = max(i for i, m in enumerate(history) if m["role"] == "assistant")
+        try:
+            full = self.renderer.encode(self.renderer.render(history[: last_assistant + 1],
+                                                             add_generation_prompt=False, tools=tools))
+        except Exception:  # noqa: BLE001 -- a template that cannot render its own history does not match
+            return False
+        return full[: len(trajectory.token_ids)] == trajectory.token_ids
+
+    async def run(self, seeds: Sequence[int]) -> list[Trajectory]:
+        """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order."""
+        self._pool = DaemonThreadPool(self.config.env_workers)
+        try:
+            groups = [
+                asyncio.gather(*(self.episode(seed, group_id, k) for k in range(self.config.group_size)))
+                for group_id, seed in enumerate(seeds)
+            ]
+            results = await asyncio.gather(*groups)
+        finally:
+            self._pool.shutdown(self.config.env_workers)
+        trajectories = []
+        for group in results:
+            if self.group_hook is not None:
+                self.group_hook(list(group))
+            trajectories.extend(group)
+        return trajectories
+
+    def run_sync(self, seeds: Sequence[int]) -> list[Trajectory]:
+        """:meth:`run` from synchronous code."""
+        return asyncio.run(self.run(seeds))
+
+
+def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+    """Batch metrics: reward, success (reward >= 1), stop reasons, turns, tokens, tool errors, token exactness."""
+    n = len(trajectories)
+    if n == 0:
+        return {"episodes": 0}
+    rewards = [t.reward for t in trajectories]
+    mean = sum(rewards) / n
+    rendered = [t.matches_full_render for t in trajectories if t.matches_full_render is not None]
+    tool_errors: Counter = Counter()
+    for t in trajectories:
+        tool_errors.update(t.metadata.get("tool_errors", {}))
+    return {
+        "episodes": n,
+        "reward_mean": mean,
+        "reward_std": (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5,
+        "success": sum(r >= 1.0 for r in rewards) / n,
+        "turns_mean": sum(t.num_turns for t in trajectories) / n,
+        "tokens_mean": sum(len(t.token_ids) for t in trajectories) / n,
+        "sampled_tokens": sum(t.num_sampled_tokens for t in trajectories),
+        "stop_reasons": dict(Counter(t.stop_reason for t in trajectories)),
+        "tool_errors": dict(tool_errors),
+        "matches_full_render": sum(rendered) / len(rendered) if rendered else None,
+    }

@@ -1,0 +1,144 @@
+"""The trajectory record: the exact ids a policy played, with a loss mask made where the tokens are made.
+
+Built append-only during a rollout: prompt and environment ids go in with ``loss_mask`` 0 and log-prob 0.0;
+sampled ids go in with ``loss_mask`` 1 and the sampler's log-probs. The learner trains on these ids and nothing
+else. On disk a trajectory is a :class:`TrajectoryRecord` (pydantic), one JSON object per line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+
+Message = dict[str, Any]
+StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_error",
+                     "deadline"]
+STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
+
+
+@dataclass
+class Trajectory:
+    """One episode as token ids. Mutate only through the ``append_*`` and ``mask_turn`` methods."""
+
+    env_id: str = ""
+    seed: int | None = None
+    group_id: int = 0
+    sample_id: int = 0
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    sampler_logprobs: list[float] = field(default_factory=list)
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each sampled turn
+    messages: list[Message] = field(default_factory=list)
+    reward: float = 0.0
+    stop_reason: StopReason = "completed"
+    matches_full_render: bool | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def append_forced(self, ids: Sequence[int]) -> None:
+        """Append ids the policy did not sample (prompt, environment messages, template glue): mask 0."""
+        self.token_ids.extend(ids)
+        self.loss_mask.extend([0] * len(ids))
+        self.sampler_logprobs.extend([0.0] * len(ids))
+
+    def append_sampled(self, ids: Sequence[int], logprobs: Sequence[float]) -> None:
+        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id."""
+        if len(ids) != len(logprobs):
+            raise ValueError(f"sampled turn: expected one log-prob per id, got {len(logprobs)} for {len(ids)} ids")
+        start = len(self.token_ids)
+        self.token_ids.extend(ids)
+        self.loss_mask.extend([1] * len(ids))
+        self.sampler_logprobs.extend(float(x) for x in logprobs)
+        self.turn_spans.append((start, len(self.token_ids)))
+
+    def mask_turn(self, turn: int) -> None:
+        """Exclude sampled turn ``turn`` from the loss (the env's ``mask`` tool-error policy)."""
+        start, end = self.turn_spans[turn]
+        self.loss_mask[start:end] = [0] * (end - start)
+
+    @property
+    def num_turns(self) -> int:
+        """Number of sampled assistant turns."""
+        return len(self.turn_spans)
+
+    @property
+    def num_sampled_tokens(self) -> int:
+        """Tokens the policy sampled and the learner trains on."""
+        return sum(self.loss_mask)
+
+    def to_record(self) -> TrajectoryRecord:
+        """The validated on-disk form."""
+        return TrajectoryRecord(
+            env_id=self.env_id, seed=self.seed, group_id=self.group_id, sample_id=self.sample_id,
+            token_ids=self.token_ids, loss_mask=self.loss_mask, sampler_logprobs=self.sampler_logprobs,
+            turn_spans=self.turn_spans, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
+            num_turns=self.num_turns, matches_full_render=self.matches_full_render, metadata=self.metadata,
+        )
+
+
+class TrajectoryRecord(pydantic.BaseModel):
+    """A trajectory as written to ``trajectories.jsonl``; lengths and masks are validated on load."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    env_id: str
+    seed: int | None
+    group_id: int
+    sample_id: int
+    token_ids: list[int]
+    loss_mask: list[Literal[0, 1]]
+    sampler_logprobs: list[float]
+    turn_spans: list[tuple[int, int]]
+    messages: list[dict[str, Any]]
+    reward: float
+    stop_reason: StopReason
+    num_turns: int
+    matches_full_render: bool | None
+    metadata: dict[str, Any]
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> TrajectoryRecord:
+        n = len(self.token_ids)
+        if len(self.loss_mask) != n or len(self.sampler_logprobs) != n:
+            raise ValueError(
+                f"token_ids, loss_mask and sampler_logprobs must have equal lengths, got {n}, "
+                f"{len(self.loss_mask)}, {len(self.sampler_logprobs)}"
+            )
+        for start, end in self.turn_spans:
+            if not 0 <= start <= end <= n:
+                raise ValueError(f"turn span ({start}, {end}) is outside the {n} token ids")
+        return self
+
+    def to_trajectory(self) -> Trajectory:
+        """Back to the in-memory form."""
+        data = self.model_dump(exclude={"num_turns"})
+        data["turn_spans"] = [tuple(span) for span in data["turn_spans"]]
+        return Trajectory(**data)
+
+
+def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path, *, append: bool = False) -> int:
+    """Write trajectories one JSON object per line; returns how many were written."""
+    count = 0
+    with open(path, "a" if append else "w") as f:
+        for trajectory in trajectories:
+            f.write(trajectory.to_record().model_dump_json() + "\n")
+            count += 1
+    return count
+
+
+def read_jsonl(path: str | Path) -> list[Trajectory]:
+    """Read and validate ``trajectories.jsonl``; a bad line is an error naming its line number."""
+    trajectories = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                trajectories.append(TrajectoryRecord.model_validate(json.loads(line)).to_trajectory())
+            except (ValueError, pydantic.ValidationError) as exc:
+                raise ValueError(f"{path}:{number}: not a valid trajectory record: {exc}") from exc
+    return trajectories
