@@ -1,0 +1,293 @@
+"""Policy-gradient objectives: GSPO, GSPO-token and the GRPO baseline (Zheng et al., arXiv 2507.18071).
+
+One objective, one function. Each takes per-token log-probs of the sampled tokens ``[B, T]`` under the current
+policy (with grad) and the behaviour policy (``old_logprobs``, no grad), advantages, and a ``loss_mask`` ``[B, T]``
+(1 = token sampled by the policy, 0 = prompt, tool output, template glue, padding), and returns
+``(loss, diagnostics)`` with ``loss = -J`` ready for ``backward()``.
+
+Conventions a trainer must know:
+
+- Precision: every ratio, clip test and objective is computed in ``promote(dtype, float32)``: bf16/fp16 inputs are
+  upcast, float64 stays float64. GSPO's clip band [1 - 3e-4, 1 + 4e-4] is finer than bf16 resolution.
+- Masking selects, never multiplies: masked log-probs and advantages are replaced with 0 by ``torch.where`` before
+  any arithmetic, so NaN / inf at masked positions changes neither the loss nor any gradient.
+- Aggregation is the paper's per-trajectory mean ``(1/N) sum_i (...)`` for every objective: each trajectory weighs
+  1/N whatever its length. ``N`` is ``num_sequences``; by default the number of sequences in this call with at
+  least one trained token (empty rows contribute nothing and are not counted). With gradient accumulation over
+  micro-batches, pass ``num_sequences = `` the number of non-empty trajectories in the whole minibatch (the same
+  number to every micro-batch): the summed micro-batch losses and gradients then equal the full-minibatch ones.
+  Do not also divide by the number of micro-batches. Under data parallelism that averages gradients over W ranks,
+  pass the global count divided by W.
+- Clipped terms are selected explicitly: where the min in ``min(r A, clip(r) A)`` picks the clipped term, the term
+  is the constant ``clip(r) A`` and its gradient is exactly 0 (also when ``r`` overflowed to inf).
+- Diagnostics are detached 0-dim tensors (call ``.item()`` when logging; they are computed without a host sync):
+
+  ==================  ==========================================================================================
+  ``clip_frac_seq``    share of trained sequences that are clipped (GSPO), or have >= 1 clipped token (token-level)
+  ``clip_frac_token``  clipped tokens / trained tokens; for GSPO the tokens of clipped sequences
+  ``clip_frac_low``    share of clipping units clipped at the low side (A < 0, r < 1 - eps_low); the unit is the
+                       sequence for ``gspo_loss`` (low + high = clip_frac_seq), the token for the token-level
+                       losses (low + high = clip_frac_token)
+  ``clip_frac_high``   the same at the high side (A > 0, r > 1 + eps_high)
+  ``ratio_mean``       mean ratio over clipping units (sequences for GSPO, trained tokens otherwise); NaN if none
+  ``ratio_min``        min of the same ratios (``ratio_max``: max); NaN if none
+  ``num_tokens``       trained tokens (sum of loss_mask) in this call
+  ``num_sequences``    sequences with >= 1 trained token in this call
+  ==================  ==========================================================================================
+
+  To combine micro-batches, weight ``clip_frac_seq`` by ``num_sequences`` and token fractions by ``num_tokens``.
+
+The optional KL penalty is not part of these losses; ``kl_k3`` gives the per-trajectory k3 estimate to add.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["gspo_loss", "gspo_token_loss", "grpo_loss", "kl_k3"]
+
+
+def gspo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    *,
+    eps_low: float = 3e-4,
+    eps_high: float = 4e-4,
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """GSPO loss, paper Eq. 5-7 (defaults eps_low=3e-4, eps_high=4e-4 from §5.1).
+
+        s_i  = exp( (1/|y_i|) sum_t m_it (logp_it - logp_old_it) ),   |y_i| = sum_t m_it      (Eq. 7)
+        J    = (1/N) sum_i min( s_i A_i, clip(s_i, 1 - eps_low, 1 + eps_high) A_i )          (Eq. 5)
+        loss = -J
+
+    Clipping is decided per sequence from s_i only; single token ratios never clip. Every policy token of an
+    unclipped trajectory gets gradient ``-s_i A_i / (N |y_i|)`` (Eq. 10).
+
+    Args:
+        logprobs: ``[B, T]`` log-probs of the sampled tokens under the current policy (carries grad).
+        old_logprobs: ``[B, T]`` log-probs under the behaviour policy (treated as constants).
+        advantages: ``[B]`` one advantage per trajectory (e.g. from ``group_advantages``).
+        loss_mask: ``[B, T]`` 1/True where the token was sampled by the policy.
+        num_sequences: N above; see the module docstring for micro-batching.
+    """
+    mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    adv = _per_sequence_advantages(advantages, logp)  # [B]
+    seq_len = mask.sum(dim=-1).to(logp.dtype)  # [B]
+    has_tokens = seq_len > 0  # [B]
+    seq_log_ratio = (logp - old_logp).sum(dim=-1) / seq_len.clamp(min=1)  # [B], 0 for empty rows
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(seq_log_ratio, adv, eps_low, eps_high)  # [B] x4
+    objective = torch.where(has_tokens, objective, 0.0)  # [B]
+    normalizer = _normalizer(num_sequences, has_tokens)  # []
+    loss = -objective.sum() / normalizer  # []
+
+    with torch.no_grad():
+        low = clipped_low & has_tokens  # [B]
+        high = clipped_high & has_tokens  # [B]
+        clipped = low | high  # [B]
+        num_seq = has_tokens.sum().to(logp.dtype)  # []
+        num_tokens = seq_len.sum()  # []
+        diagnostics = {
+            "clip_frac_seq": clipped.sum() / num_seq.clamp(min=1),
+            "clip_frac_token": (seq_len * clipped).sum() / num_tokens.clamp(min=1),
+            "clip_frac_low": low.sum() / num_seq.clamp(min=1),
+            "clip_frac_high": high.sum() / num_seq.clamp(min=1),
+            **_ratio_stats(ratio, has_tokens),
+            "num_tokens": num_tokens,
+            "num_sequences": num_seq,
+        }
+    return loss, diagnostics
+
+
+def gspo_token_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    *,
+    eps_low: float = 3e-4,
+    eps_high: float = 4e-4,
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """GSPO-token loss for per-token (e.g. per-turn) advantages, paper Eq. 13-14.
+
+        s_it = sg[s_i] * pi(y_it) / sg[pi(y_it)]        (value s_i, gradient s_i * d logp_it)          (Eq. 14)
+        J    = (1/N) sum_i (1/|y_i|) sum_t m_it min( s_it A_it, clip(s_it, 1 - eps_low, 1 + eps_high) A_it )
+        loss = -J                                                                                         (Eq. 13)
+
+    With ``A_it = A_i`` for all t this equals ``gspo_loss`` in value, clipping and gradient. Clipping is per token
+    only because the advantage's sign may differ between tokens; the ratio value is the sequence's s_i.
+
+    Args:
+        logprobs, old_logprobs, loss_mask: ``[B, T]`` as in ``gspo_loss``.
+        advantages: ``[B, T]`` per-token advantages (``[B]`` is broadcast over tokens).
+        num_sequences: N above; see the module docstring for micro-batching.
+    """
+    mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    adv = _per_token_advantages(advantages, mask, logp)  # [B, T]
+    seq_len = mask.sum(dim=-1).to(logp.dtype)  # [B]
+    seq_log_ratio = (logp - old_logp).sum(dim=-1) / seq_len.clamp(min=1)  # [B]
+    token_log_ratio = seq_log_ratio.detach()[:, None] + logp - logp.detach()  # [B, T], log s_it of Eq. 14
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(token_log_ratio, adv, eps_low, eps_high)  # [B, T]
+    return _token_level_loss_and_diagnostics(objective, ratio, clipped_low, clipped_high, mask, num_sequences)
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.27,
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """GRPO baseline loss with token-level ratios, as the paper states it in Eq. 2-3 (eps 0.2/0.27 from §5.1).
+
+        w_it = exp(logp_it - logp_old_it)                                                              (Eq. 3)
+        J    = (1/N) sum_i (1/|y_i|) sum_t m_it min( w_it A_it, clip(w_it, 1 - eps_low, 1 + eps_high) A_it )
+        loss = -J                                                                                       (Eq. 2)
+
+    No KL term (add ``kl_k3`` yourself if wanted).
+
+    Args:
+        logprobs, old_logprobs, loss_mask: ``[B, T]`` as in ``gspo_loss``.
+        advantages: ``[B]`` per-trajectory (broadcast over tokens) or ``[B, T]`` per-token advantages.
+        num_sequences: N above; see the module docstring for micro-batching.
+    """
+    mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    adv = _per_token_advantages(advantages, mask, logp)  # [B, T]
+    token_log_ratio = logp - old_logp  # [B, T]
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(token_log_ratio, adv, eps_low, eps_high)  # [B, T]
+    return _token_level_loss_and_diagnostics(objective, ratio, clipped_low, clipped_high, mask, num_sequences)
+
+
+def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """Per-trajectory mean of Schulman's k3 estimator of KL(pi_theta || pi_ref) (http://joschu.net/blog/kl-approx.html).
+
+        k3_it = exp(logp_ref_it - logp_it) - (logp_ref_it - logp_it) - 1        (>= 0, unbiased for the KL)
+        kl_i  = (1/|y_i|) sum_t m_it k3_it
+
+    Returns ``[B]`` (0 for sequences without trained tokens), differentiable w.r.t. ``logprobs``. Aggregate it the
+    same way as the loss, e.g. ``beta * kl.sum() / num_sequences``. Not clamped: a policy token whose log-prob falls
+    far below the reference's makes ``exp`` large, which is the estimator's honest value.
+    """
+    mask, logp, ref_logp = _check_and_select(logprobs, ref_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    log_ratio = ref_logp - logp  # [B, T], 0 at masked positions
+    k3 = torch.where(mask, torch.exp(log_ratio) - log_ratio - 1.0, 0.0)  # [B, T]
+    return k3.sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)  # [B]
+
+
+# ---------------------------------------------------------------------------------------------- shared helpers
+
+
+def _check_and_select(
+    logprobs: torch.Tensor, other_logprobs: torch.Tensor, loss_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Check shapes, upcast to fp32 or better, and replace masked positions by 0 before any arithmetic.
+
+    Selecting (not multiplying) here is what keeps NaN / inf at masked positions out of values and gradients.
+    """
+    if logprobs.dim() != 2 or other_logprobs.shape != logprobs.shape or loss_mask.shape != logprobs.shape:
+        raise ValueError(
+            "expected logprobs, old/ref logprobs and loss_mask of the same shape [B, T], got "
+            f"{tuple(logprobs.shape)}, {tuple(other_logprobs.shape)} and {tuple(loss_mask.shape)}"
+        )
+    dtype = torch.promote_types(logprobs.dtype, torch.float32)
+    mask = loss_mask.bool()  # [B, T]
+    logp = torch.where(mask, logprobs.to(dtype), 0.0)  # [B, T]
+    other = torch.where(mask, other_logprobs.detach().to(dtype), 0.0)  # [B, T]
+    return mask, logp, other
+
+
+def _per_sequence_advantages(advantages: torch.Tensor, logp: torch.Tensor) -> torch.Tensor:
+    if advantages.shape != logp.shape[:1]:
+        raise ValueError(
+            f"expected one advantage per sequence, shape {tuple(logp.shape[:1])}, got {tuple(advantages.shape)}; "
+            "for per-token advantages use gspo_token_loss"
+        )
+    return advantages.detach().to(logp.dtype)  # [B]
+
+
+def _per_token_advantages(advantages: torch.Tensor, mask: torch.Tensor, logp: torch.Tensor) -> torch.Tensor:
+    if advantages.shape == logp.shape[:1]:
+        advantages = advantages[:, None].expand_as(logp)  # [B, T]
+    if advantages.shape != logp.shape:
+        raise ValueError(
+            f"expected advantages of shape [B] = {tuple(logp.shape[:1])} or [B, T] = {tuple(logp.shape)}, "
+            f"got {tuple(advantages.shape)}"
+        )
+    return torch.where(mask, advantages.detach().to(logp.dtype), 0.0)  # [B, T]
+
+
+def _clipped_surrogate(
+    log_ratio: torch.Tensor, adv: torch.Tensor, eps_low: float, eps_high: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``min(r A, clip(r, 1 - eps_low, 1 + eps_high) A)`` with ``r = exp(log_ratio)``, elementwise, any shape.
+
+    The min picks the clipped term exactly when (A > 0 and r > 1 + eps_high) or (A < 0 and r < 1 - eps_low); there
+    it is a constant. The log-ratio of clipped entries is replaced by 0 before ``exp`` so that an overflowed ratio
+    cannot turn the zero gradient into ``0 * inf = NaN``. Returns (objective, detached ratio, low mask, high mask).
+    """
+    ratio = torch.exp(log_ratio.detach())  # [...]
+    clipped_high = (adv > 0) & (ratio > 1.0 + eps_high)  # [...]
+    clipped_low = (adv < 0) & (ratio < 1.0 - eps_low)  # [...]
+    clipped = clipped_low | clipped_high  # [...]
+    live_ratio = torch.exp(torch.where(clipped, 0.0, log_ratio))  # [...], carries grad where unclipped
+    clipped_value = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * adv  # [...], constant
+    objective = torch.where(clipped, clipped_value, live_ratio * adv)  # [...]
+    return objective, ratio, clipped_low, clipped_high
+
+
+def _normalizer(num_sequences: int | float | torch.Tensor | None, has_tokens: torch.Tensor) -> torch.Tensor | float:
+    if num_sequences is None:
+        return has_tokens.sum().clamp(min=1)  # [], this call's non-empty sequences
+    if isinstance(num_sequences, torch.Tensor):
+        num_sequences = num_sequences.detach()
+    elif num_sequences <= 0:
+        raise ValueError(f"num_sequences must be > 0 (non-empty trajectories in the minibatch), got {num_sequences}")
+    return num_sequences
+
+
+def _ratio_stats(ratio: torch.Tensor, valid: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Mean/min/max of ``ratio`` over ``valid`` entries (NaN when there are none), without a host sync."""
+    count = valid.sum()  # []
+    empty = torch.where(count > 0, 0.0, float("nan")).to(ratio.dtype)  # [], NaN when nothing is valid
+    return {
+        "ratio_mean": torch.where(valid, ratio, 0.0).sum() / count.clamp(min=1) + empty,
+        "ratio_min": torch.where(valid, ratio, float("inf")).min() + empty,
+        "ratio_max": torch.where(valid, ratio, float("-inf")).max() + empty,
+    }
+
+
+def _token_level_loss_and_diagnostics(
+    objective: torch.Tensor,
+    ratio: torch.Tensor,
+    clipped_low: torch.Tensor,
+    clipped_high: torch.Tensor,
+    mask: torch.Tensor,
+    num_sequences: int | float | torch.Tensor | None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per-trajectory mean of per-token terms, ``-(1/N) sum_i (1/|y_i|) sum_t m_it objective_it``, and diagnostics."""
+    seq_len = mask.sum(dim=-1).to(objective.dtype)  # [B]
+    has_tokens = seq_len > 0  # [B]
+    per_sequence = torch.where(mask, objective, 0.0).sum(dim=-1) / seq_len.clamp(min=1)  # [B]
+    loss = -per_sequence.sum() / _normalizer(num_sequences, has_tokens)  # []
+
+    with torch.no_grad():
+        low = clipped_low & mask  # [B, T]
+        high = clipped_high & mask  # [B, T]
+        num_tokens = seq_len.sum()  # []
+        num_seq = has_tokens.sum().to(objective.dtype)  # []
+        diagnostics = {
+            "clip_frac_seq": (low | high).any(dim=-1).sum() / num_seq.clamp(min=1),
+            "clip_frac_token": (low | high).sum() / num_tokens.clamp(min=1),
+            "clip_frac_low": low.sum() / num_tokens.clamp(min=1),
+            "clip_frac_high": high.sum() / num_tokens.clamp(min=1),
+            **_ratio_stats(ratio, mask),
+            "num_tokens": num_tokens,
+            "num_sequences": num_seq,
+        }
+    return loss, diagnostics
