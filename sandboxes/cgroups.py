@@ -1,0 +1,93 @@
+"""Per-sandbox cgroups (pids and memory caps) when this process may create them (root), v1 or v2.
+
+A pid namespace alone does not stop a fork bomb from exhausting the host's pid table, and RLIMIT_NPROC is ignored
+for root; a ``pids`` cgroup does both. The memory cap here is a backstop for the whole box (the per-test limit is
+an rlimit set by the runner).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def _v1_dirs() -> list[Path]:
+    return [ROOT / c for c in ("pids", "memory") if (ROOT / c / "cgroup.procs").exists()]
+
+
+def available() -> bool:
+    """True when a per-box cgroup can be created (root with a writable pids controller)."""
+    if os.geteuid() != 0:
+        return False
+    if (ROOT / "pids" / "cgroup.procs").exists():
+        return os.access(ROOT / "pids", os.W_OK)
+    return (ROOT / "cgroup.controllers").exists() and "pids" in (ROOT / "cgroup.controllers").read_text()
+
+
+class BoxCgroup:
+    """pids.max and a memory cap for one box; ``add(pid)`` before untrusted code runs, ``destroy()`` at the end."""
+
+    def __init__(self, pids_max: int, memory_bytes: int) -> None:
+        name = f"agentgspo-{uuid.uuid4().hex[:12]}"
+        self.dirs: list[Path] = []
+        if (ROOT / "pids" / "cgroup.procs").exists():  # cgroup v1: one hierarchy per controller
+            for base in _v1_dirs():
+                path = base / "agentgspo" / name
+                path.mkdir(parents=True)
+                self.dirs.append(path)
+                if base.name == "pids":
+                    (path / "pids.max").write_text(str(pids_max))
+                else:
+                    (path / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    try:  # include swap in the cap where swap accounting exists
+                        (path / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+                    except OSError:
+                        pass
+        else:  # cgroup v2: one directory, controllers enabled in the parent
+            parent = ROOT / "agentgspo"
+            parent.mkdir(exist_ok=True)
+            try:
+                (ROOT / "cgroup.subtree_control").write_text("+pids +memory")
+                (parent / "cgroup.subtree_control").write_text("+pids +memory")
+            except OSError:
+                pass
+            path = parent / name
+            path.mkdir()
+            self.dirs.append(path)
+            (path / "pids.max").write_text(str(pids_max))
+            if (path / "memory.max").exists():
+                (path / "memory.max").write_text(str(memory_bytes))
+
+    def add(self, pid: int) -> None:
+        """Move ``pid`` (and so all its future children) into the box's cgroups."""
+        for path in self.dirs:
+            (path / "cgroup.procs").write_text(str(pid))
+
+    def destroy(self) -> None:
+        """Kill every process still in the box, then remove the cgroups."""
+        for _ in range(50):
+            pids = set()
+            for path in self.dirs:
+                try:
+                    pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+                except OSError:
+                    pass
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            import time
+
+            time.sleep(0.005)
+        for path in self.dirs:
+            try:
+                path.rmdir()
+            except OSError:
+                pass

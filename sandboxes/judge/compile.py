@@ -1,0 +1,101 @@
+"""How sources are compiled: the C++ command line and the precompiled ``bits/stdc++.h`` cached on the host.
+
+Compilation itself always happens inside the sandbox (a source is untrusted: ``#include "/etc/..."`` must see
+nothing); only the precompiled header, built from the trusted system header, is made on the host, once per
+compiler version and flag set, and bound read-only into the boxes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+#: Flags of every C++ compile; the precompiled header is only used when built with exactly these.
+CPP_FLAGS = ["-std=gnu++17", "-O2", "-pipe"]
+#: Suffixes by language; ``language_of`` maps a file name to "py" or "cpp".
+SUFFIXES = {".py": "py", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp"}
+_pch_lock = threading.Lock()
+_pch_dir: Path | None = None
+
+
+def language_of(path: str | os.PathLike) -> str:
+    """The judge language of a source file from its suffix ("py" or "cpp"); ValueError names the fix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ValueError(f"cannot tell the language of {str(path)!r} from its suffix {suffix!r}: "
+                         f"expected one of {sorted(SUFFIXES)}, or pass the language (--lang py|cpp)")
+    return SUFFIXES[suffix]
+
+
+def normalize_language(lang: str) -> str:
+    """Accepts py/python/python3 and cpp/c++/cpp17/g++; returns "py" or "cpp"."""
+    key = lang.lower().strip()
+    if key in ("py", "python", "python3", "py3"):
+        return "py"
+    if key in ("cpp", "c++", "cpp17", "c++17", "g++", "cxx", "gnu++17"):
+        return "cpp"
+    raise ValueError(f"unsupported language {lang!r}: expected 'py' (Python 3) or 'cpp' (C++17)")
+
+
+def cpp_compile_command(source_path: str, binary_path: str, pch_dir: str = "") -> list[str]:
+    """The g++ argv that builds ``binary_path``; with ``pch_dir`` the precompiled bits/stdc++.h is found first."""
+    include = ["-I", pch_dir, "-Winvalid-pch"] if pch_dir else []
+    return ["g++", *CPP_FLAGS, *include, "-o", binary_path, source_path, "-lm"]
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo")
+    return Path(base)
+
+
+def _stdcpp_header() -> str | None:
+    probe = subprocess.run(["g++", *CPP_FLAGS, "-x", "c++", "-E", "-H", "-", "-o", os.devnull],
+                           input="#include <bits/stdc++.h>\n", capture_output=True, text=True)
+    for line in probe.stderr.splitlines():
+        if line.startswith(". ") and line.endswith("bits/stdc++.h"):
+            return line[2:].strip()
+    return None
+
+
+def host_pch_dir(build: bool = False) -> Path | None:
+    """Directory holding ``bits/stdc++.h.gch`` for this g++ and CPP_FLAGS, or None.
+
+    With ``build=True`` it is built once (about a second) under ``$AGENTGSPO_CACHE`` or ``~/.cache/agentgspo``,
+    safely across threads and processes. Returns None when g++ is missing or the build fails (compiles then just
+    take longer).
+    """
+    global _pch_dir
+    with _pch_lock:
+        if _pch_dir is not None or not build:
+            return _pch_dir
+        if shutil.which("g++") is None:
+            return None
+        version = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout
+        key = hashlib.sha256((version + " ".join(CPP_FLAGS)).encode()).hexdigest()[:16]
+        target = _cache_root() / "pch" / key
+        gch = target / "bits" / "stdc++.h.gch"
+        if not gch.exists():
+            header = _stdcpp_header()
+            if header is None:
+                return None
+            gch.parent.mkdir(parents=True, exist_ok=True)
+            with open(target / ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not gch.exists():
+                    tmp = gch.with_suffix(f".tmp{os.getpid()}")
+                    done = subprocess.run(["g++", *CPP_FLAGS, "-x", "c++-header", header, "-o", str(tmp)],
+                                          capture_output=True)
+                    if done.returncode != 0:
+                        return None
+                    os.chmod(tmp, 0o644)
+                    os.replace(tmp, gch)
+        for path in (target, target / "bits"):
+            os.chmod(path, 0o755)
+        _pch_dir = target
+        return _pch_dir

@@ -1,0 +1,337 @@
+"""The judge: compile once, run every test of a submission in one sandbox, decide verdicts outside it.
+
+The solution's box receives the source and the test inputs only; answers stay in this process, where the checker
+compares them with the captured outputs. See ``sandboxes/__init__.py`` for the public API.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..protocol import Sandbox, Session, get_sandbox
+from ..results import ExecResult, JudgeResult, Limits, TestResult, Verdict
+from .checkers import Checker, make_checker, program_argv
+from .compile import cpp_compile_command, host_pch_dir, normalize_language
+
+BINARY = "solution"
+MEMORY_ERROR_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
+
+
+@dataclass
+class TestCase:
+    """One test: ``input`` fed on stdin, ``answer`` given to the checker (never to the solution)."""
+
+    input: bytes
+    answer: bytes = b""
+    name: str = ""
+
+    @classmethod
+    def coerce(cls, test: "TestCase | tuple | dict", index: int) -> "TestCase":
+        """Accept a TestCase, an ``(input, answer)`` pair or a ``{"input", "output"|"answer"}`` dict."""
+        if isinstance(test, TestCase):
+            case = test
+        elif isinstance(test, dict):
+            case = cls(test["input"], test.get("answer", test.get("output", b"")), test.get("name", ""))
+        else:
+            inp, ans = test
+            case = cls(inp, ans)
+        inp = case.input.encode() if isinstance(case.input, str) else bytes(case.input)
+        ans = case.answer.encode() if isinstance(case.answer, str) else bytes(case.answer)
+        return cls(inp, ans, case.name or str(index + 1))
+
+
+def classify_run(event: dict, limits: Limits, interactive: bool = False) -> Verdict | None:
+    """The verdict a run earns on its own (TLE, ILE, OLE, MLE, RE), or None when its output must be checked.
+
+    Order: output limit, time (CPU, then the wall guard: ILE for an interactive solution that idled), memory,
+    runtime error. MLE is a failed run that hit the address-space limit (allocation error or peak near the limit)
+    or a peak above the limit.
+    """
+    output_bytes = int(limits.output_limit_mb * 1024 * 1024)
+    sig = event.get("signal")
+    if event.get("stdout_bytes", 0) > output_bytes or sig == signal.SIGXFSZ:
+        return Verdict.OLE
+    cpu = float(event.get("cpu_s", 0.0))
+    if cpu > limits.time_limit_s or sig in (signal.SIGXCPU, signal.SIGPROF):
+        return Verdict.TLE
+    if event.get("wall_timeout"):
+        return Verdict.ILE if interactive else Verdict.TLE
+    memory_mb = event.get("memory_kb", 0) / 1024
+    failed = event.get("exit_code") != 0
+    if interactive and sig == signal.SIGPIPE:
+        return None  # the interactor hung up first: its verdict decides
+    stderr = event.get("stderr", "")
+    if failed and (memory_mb >= 0.9 * limits.memory_limit_mb or any(m in stderr for m in MEMORY_ERROR_MARKERS)):
+        return Verdict.MLE
+    if memory_mb > limits.memory_limit_mb:
+        return Verdict.MLE
+    if failed:
+        return Verdict.RE
+    return None
+
+
+def _run_message(event: dict, verdict: Verdict) -> str:
+    if verdict == Verdict.RE:
+        how = f"signal {event['signal']}" if event.get("signal") else f"exit code {event.get('exit_code')}"
+        return f"{how}: {event.get('stderr', '')[-500:]}".strip()
+    if verdict in (Verdict.TLE, Verdict.ILE):
+        return f"cpu {event.get('cpu_s', 0):.3f} s, wall {event.get('wall_s', 0):.3f} s"
+    if verdict == Verdict.MLE:
+        return f"peak {event.get('memory_kb', 0) / 1024:.1f} MB: {event.get('stderr', '')[-300:]}".strip()
+    if verdict == Verdict.OLE:
+        return f"output of {event.get('stdout_bytes', 0)} bytes or more"
+    return ""
+
+
+def _test_result(name: str, event: dict, verdict: Verdict, message: str = "") -> TestResult:
+    return TestResult(
+        name=name, verdict=verdict, time_s=round(float(event.get("cpu_s", 0.0)), 4),
+        wall_time_s=round(float(event.get("wall_s", 0.0)), 4),
+        memory_mb=round(event.get("memory_kb", 0) / 1024, 2), exit_code=event.get("exit_code"),
+        signal=event.get("signal"), message=message or _run_message(event, verdict),
+    )
+
+
+def _error_of(events: list[dict]) -> str | None:
+    for event in events:
+        if event.get("event") == "error":
+            return event.get("message", "sandbox error")
+    return None
+
+
+def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool, str, float, str | None]:
+    """C++: compile inside the box. Returns (ok, compiler output, seconds, infrastructure error)."""
+    if lang != "cpp":
+        return True, "", 0.0, None
+    binary = f"{box.bin_dir}/{BINARY}"
+    spec = {
+        "mode": "compile", "lang": "cpp", "source": source, "source_path": "/tmp/w/solution.cpp",
+        "compile_cmd": cpp_compile_command("/tmp/w/solution.cpp", binary, box.pch_dir),
+        "compile_limits": {"cpu_s": limits.compile_time_limit_s, "wall_s": limits.compile_time_limit_s * 1.5,
+                           "memory_mb": limits.compile_memory_mb},
+    }
+    if not box.isolated:
+        spec["source_path"] = spec["compile_cmd"][-2] = os.path.join(box.bin_dir, "solution.cpp")
+    events = box.call(spec)
+    for event in events:
+        if event.get("event") == "compile":
+            return bool(event["ok"]), event.get("stderr", ""), float(event.get("wall_s", 0.0)), None
+    return False, "", 0.0, _error_of(events) or "compiler did not report"
+
+
+def _run_spec(source: str, lang: str, box: Session, limits: Limits, io_mode: str, mode: str) -> dict:
+    spec = {"mode": mode, "lang": lang, "limits": limits.runner_limits(), "io_mode": io_mode}
+    if lang == "py":
+        spec["source"] = source
+    else:
+        spec["binary"] = f"{box.bin_dir}/{BINARY}"
+    return spec
+
+
+def _compile_error_of(events: list[dict]) -> str | None:
+    for event in events:
+        if event.get("event") == "compile" and not event.get("ok"):
+            return event.get("stderr", "")
+    return None
+
+
+def _start_interactor(interactor: str, input_path: str, log_path: str, err_file):
+    def start(stdin_fd: int, stdout_fd: int) -> subprocess.Popen:
+        return subprocess.Popen(program_argv(interactor) + [input_path, log_path], stdin=stdin_fd,
+                                stdout=stdout_fd, stderr=err_file, start_new_session=True)
+    return start
+
+
+def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCase], interactor: str,
+                       limits: Limits, stop_on_failure: bool) -> list[TestResult]:
+    """Each test: the solution in the box, the interactor (trusted) here, stdin/stdout cross-piped."""
+    results: list[TestResult] = []
+    spec = _run_spec(source, lang, box, limits, "stdio", "interact")
+    with tempfile.TemporaryDirectory(prefix="agentgspo-interact-") as tmp:
+        for case in cases:
+            input_path, log_path = os.path.join(tmp, "input"), os.path.join(tmp, "log")
+            Path(input_path).write_bytes(case.input)
+            peer_holder: list[subprocess.Popen] = []
+            with open(os.path.join(tmp, "interactor.err"), "w+b") as err_file:
+                starter = _start_interactor(interactor, input_path, log_path, err_file)
+
+                def start(stdin_fd: int, stdout_fd: int) -> subprocess.Popen:
+                    peer_holder.append(starter(stdin_fd, stdout_fd))
+                    return peer_holder[-1]
+
+                events = box.interact(spec, start)
+                peer_code, peer_msg = None, ""
+                if peer_holder:
+                    try:
+                        peer_code = peer_holder[0].wait(timeout=limits.wall_s + 5)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(peer_holder[0].pid, signal.SIGKILL)
+                        peer_holder[0].wait()
+                        peer_msg = "interactor did not exit after the solution ended"
+                    err_file.seek(0)
+                    peer_msg = (peer_msg or err_file.read(500).decode("utf-8", "replace")).strip()
+            results.append(_interactive_verdict(case.name, events, peer_code, peer_msg, limits))
+            if stop_on_failure and results[-1].verdict != Verdict.AC:
+                break
+    return results
+
+
+def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
+                         limits: Limits) -> TestResult:
+    """Precedence: interactor failure -> JE; solution TLE/ILE/MLE/RE -> that; interactor WA/PE; else AC."""
+    test_events = [e for e in events if e.get("event") == "test"]
+    compile_error = _compile_error_of(events)
+    if compile_error is not None:
+        return TestResult(name, Verdict.CE, message=compile_error)
+    if not test_events or peer_code is None:
+        return TestResult(name, Verdict.JE, message=_error_of(events) or peer_msg or "interactor did not start")
+    event = test_events[0]
+    own = classify_run(event, limits, interactive=True)
+    if peer_code not in (0, 1, 2):
+        return _test_result(name, event, Verdict.JE, f"interactor exited with {peer_code}: {peer_msg}")
+    if own is not None:
+        return _test_result(name, event, own)
+    if peer_code in (1, 2):
+        return _test_result(name, event, Verdict.WA if peer_code == 1 else Verdict.PE, peer_msg)
+    if event.get("signal") == signal.SIGPIPE:
+        return _test_result(name, event, Verdict.AC, "")
+    return _test_result(name, event, Verdict.AC, peer_msg)
+
+
+def _judge_batch(box: Session, source: str, lang: str, cases: list[TestCase], checker: Checker, limits: Limits,
+                 stop_on_failure: bool, io_mode: str) -> tuple[list[TestResult], str | None]:
+    spec = _run_spec(source, lang, box, limits, io_mode, "run")
+    spec["stop_on_error"] = stop_on_failure
+    events = box.call(spec, [c.input for c in cases])
+    compile_error = _compile_error_of(events)
+    if compile_error is not None:
+        return [], compile_error
+    results: list[TestResult] = []
+    for event in events:
+        if event.get("event") != "test":
+            continue
+        case = cases[event["index"]]
+        verdict = classify_run(event, limits)
+        message = ""
+        if verdict is None:
+            output = base64.b64decode(event.get("stdout_b64", ""))
+            verdict, message = checker.check(case.input, output, case.answer)
+        results.append(_test_result(case.name, event, verdict, message))
+        if stop_on_failure and verdict != Verdict.AC:
+            break
+    error = _error_of(events)
+    if error is not None and len(results) < len(cases) and not (stop_on_failure and results and
+                                                                results[-1].verdict != Verdict.AC):
+        # The box broke before all tests ran. A solution that kills its own runner gets RE; anything else is
+        # the judge's failure.
+        name = cases[len(results)].name
+        results.append(TestResult(name, Verdict.JE, message=error))
+    return results, None
+
+
+def overall_verdict(tests: Sequence[TestResult], expected: int) -> Verdict:
+    """JE if any test is JE (never blamed on the solution); else the first non-AC verdict; AC if all passed."""
+    if any(t.verdict == Verdict.JE for t in tests):
+        return Verdict.JE
+    for t in tests:
+        if t.verdict != Verdict.AC:
+            return t.verdict
+    return Verdict.AC if len(tests) == expected else Verdict.JE
+
+
+def judge(
+    source: str,
+    tests: Iterable["TestCase | tuple | dict"],
+    *,
+    lang: str = "py",
+    checker: "str | Checker | None" = "tokens",
+    interactor: str | os.PathLike | None = None,
+    limits: Limits | None = None,
+    stop_on_failure: bool = False,
+    io_mode: str = "stdio",
+    backend: "str | Sandbox" = "local",
+) -> JudgeResult:
+    """Judge ``source`` (Python 3 or C++17) on ``tests``; returns a JudgeResult (never raises for bad solutions).
+
+    tests: TestCase objects, ``(input, answer)`` pairs or ``{"input", "output"}`` dicts (str or bytes).
+    checker: ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` or a Checker object.
+    interactor: path of an interactor run as ``interactor INPUT LOG`` with its stdio cross-piped to the solution's
+    (exit 0 AC, 1 WA, 2 PE, else JE); the answers are then unused.
+    io_mode: "stdio", or "file" (the program reads input.txt and writes output.txt in its working directory).
+    backend: "local" | "docker" | "remote" or a Sandbox instance (see ``get_sandbox``).
+    Raises ValueError only for bad arguments (unknown language or checker).
+    """
+    lang = normalize_language(lang)
+    limits = limits or Limits()
+    cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
+    the_checker = make_checker(checker)
+    sandbox = get_sandbox(backend)
+    if hasattr(sandbox, "judge_remote"):
+        return sandbox.judge_remote(source, cases, lang=lang, checker=checker, interactor=interactor,
+                                    limits=limits, stop_on_failure=stop_on_failure, io_mode=io_mode)
+    if lang == "cpp":
+        host_pch_dir(build=True)
+    try:
+        with sandbox.session(limits.pids_limit) as box:
+            ok, compile_output, compile_s, error = _compile(box, source, lang, limits)
+            if error is not None:
+                return JudgeResult(Verdict.JE, message=f"compilation could not run: {error}")
+            if not ok:
+                return JudgeResult(Verdict.CE, compile_output=compile_output, compile_time_s=compile_s)
+            if interactor is not None:
+                results = _judge_interactive(box, source, lang, cases, str(interactor), limits, stop_on_failure)
+                ce = next((r.message for r in results if r.verdict == Verdict.CE), None)
+            else:
+                results, ce = _judge_batch(box, source, lang, cases, the_checker, limits, stop_on_failure,
+                                           io_mode)
+    except Exception as exc:  # infrastructure: never blamed on the solution
+        return JudgeResult(Verdict.JE, message=f"{type(exc).__name__}: {exc}")
+    if ce is not None:
+        return JudgeResult(Verdict.CE, compile_output=ce)
+    verdict = overall_verdict(results, len(cases))
+    if stop_on_failure and verdict != Verdict.AC:
+        results += [TestResult(c.name, Verdict.SKIPPED) for c in cases[len(results):]]
+    return JudgeResult(verdict, results, compile_output=compile_output, compile_time_s=compile_s)
+
+
+def run_python(code: str, stdin: str | bytes = "", *, limits: Limits | None = None,
+               backend: "str | Sandbox" = "local") -> ExecResult:
+    """Run a Python 3 program in the sandbox with ``stdin``; returns its stdout/stderr/exit status/measurements.
+
+    verdict: OK, TLE, MLE, OLE, RE (non-zero exit or signal), CE (syntax error) or JE (sandbox failure).
+    Default limits: 5 s CPU, 256 MB, 1 MB of stdout.
+    """
+    limits = limits or Limits(time_limit_s=5.0, memory_limit_mb=256, output_limit_mb=1.0)
+    data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+    sandbox = get_sandbox(backend)
+    if hasattr(sandbox, "run_remote"):
+        return sandbox.run_remote(code, data, limits=limits)
+    try:
+        with sandbox.session(limits.pids_limit) as box:
+            events = box.call(_run_spec(code, "py", box, limits, "stdio", "run"), [data])
+    except Exception as exc:
+        return ExecResult(verdict=Verdict.JE, error=f"{type(exc).__name__}: {exc}")
+    compile_error = _compile_error_of(events)
+    if compile_error is not None:
+        return ExecResult(stderr=compile_error, exit_code=1, verdict=Verdict.CE)
+    test_events = [e for e in events if e.get("event") == "test"]
+    if not test_events:
+        return ExecResult(verdict=Verdict.JE, error=_error_of(events) or "no result")
+    event = test_events[0]
+    verdict = classify_run(event, limits) or Verdict.OK
+    stdout = base64.b64decode(event.get("stdout_b64", ""))
+    return ExecResult(
+        stdout=stdout.decode("utf-8", "replace"), stderr=event.get("stderr", ""),
+        exit_code=event.get("exit_code"), signal=event.get("signal"), cpu_time_s=float(event.get("cpu_s", 0.0)),
+        wall_time_s=float(event.get("wall_s", 0.0)), memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
+        stdout_truncated=event.get("stdout_bytes", 0) > len(stdout),
+        stderr_truncated=len(event.get("stderr", "")) >= limits.runner_limits()["stderr_bytes"],
+        timed_out=verdict == Verdict.TLE, verdict=verdict,
+    )

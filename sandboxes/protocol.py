@@ -1,0 +1,115 @@
+"""The sandbox protocol every backend implements, the backend registry, and the runner's wire framing.
+
+A backend opens *sessions*. A session is one isolated box for one submission: the compiled program persists in
+it between calls, and it is torn down (every process killed) when the ``with`` block ends. Inside, the
+in-sandbox runner (``sandboxes/runner.py``) is driven by JSON specs and answers with JSON event records.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Callable, Protocol, runtime_checkable
+
+RUNNER_PATH = Path(__file__).with_name("runner.py")
+
+# start_peer(stdin_fd, stdout_fd) starts the interactor with those fds and returns its Popen.
+StartPeer = Callable[[int, int], subprocess.Popen]
+
+
+class SandboxUnavailable(RuntimeError):
+    """The backend cannot isolate code on this machine; the message says how to fix it."""
+
+
+@runtime_checkable
+class Session(Protocol):
+    """One isolated box (see the module docstring)."""
+
+    #: True when the session runs inside its own pid namespace/container (the runner may kill(-1) strays).
+    isolated: bool
+    #: Directory, inside the box, where a compiled binary must be written (and is read from later).
+    bin_dir: str
+    #: Directory, inside the box, holding the precompiled bits/stdc++.h (``bits/stdc++.h.gch``), or "".
+    pch_dir: str
+
+    def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:
+        """Run the runner with ``spec`` (modes compile/run) and the test inputs; return its event records.
+
+        On infrastructure failure returns a list ending with ``{"event": "error", "message": ...}``."""
+        ...
+
+    def interact(self, spec: dict, start_peer: StartPeer) -> list[dict]:
+        """Run the runner in interact mode with the solution's stdio cross-connected to a peer process."""
+        ...
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A backend: ``local`` (bubblewrap), ``docker`` or ``remote``. Thread-safe."""
+
+    name: str
+
+    def session(self, limits_pids: int = 64) -> AbstractContextManager[Session]:
+        """Open an isolated box; every process in it is killed when the block exits."""
+        ...
+
+
+def frame_spec(spec: dict) -> bytes:
+    """The runner's stdin framing: a 16-byte decimal length, then the JSON spec."""
+    payload = json.dumps(spec).encode()
+    return b"%016d" % len(payload) + payload
+
+
+def parse_events(text: bytes | str, infra_stderr: str = "") -> list[dict]:
+    """Parse the runner's JSON lines; if no ``done`` event arrived, append an ``error`` explaining why."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    events: list[dict] = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    if not events or events[-1].get("event") != "done":
+        detail = infra_stderr.strip()[-2000:] or "no output"
+        events.append({"event": "error", "message": f"sandbox runner ended without finishing: {detail}"})
+    return events
+
+
+_registry: dict[tuple, Sandbox] = {}
+_registry_lock = threading.Lock()
+
+
+def get_sandbox(name: str | Sandbox = "local", **options) -> Sandbox:
+    """Return the shared backend ``name`` ("local" | "docker" | "remote") built with ``options``.
+
+    Instances are cached per (name, options), so warm Docker containers and HTTP connection pools are shared by
+    all threads. Passing a Sandbox instance returns it unchanged. Raises ``SandboxUnavailable`` with the fix when
+    the backend cannot run here, ``ValueError`` for an unknown name.
+    """
+    if not isinstance(name, str):
+        return name
+    key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
+    with _registry_lock:
+        if key in _registry:
+            return _registry[key]
+        if name == "local":
+            from .local import LocalSandbox
+
+            backend: Sandbox = LocalSandbox(**options)
+        elif name == "docker":
+            from .docker_backend import DockerSandbox
+
+            backend = DockerSandbox(**options)
+        elif name == "remote":
+            from .remote import RemoteSandbox
+
+            backend = RemoteSandbox(**options)
+        else:
+            raise ValueError(f"unknown sandbox backend {name!r}; expected one of 'local', 'docker', 'remote'")
+        _registry[key] = backend
+        return backend
