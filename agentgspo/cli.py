@@ -53,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"agentgspo {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
     args = parser.parse_args(rest)
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except (ValueError, LookupError, FileNotFoundError, NotADirectoryError) as exc:
+        # Bad input: one clear line, no traceback (the message names the input and the fix).
+        print(f"agentgspo {name}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ import gymnasium as gym
 NAMESPACE = "agentgspo"
 
 
+class UnknownEnvError(gym.error.NameNotFound, LookupError):
+    """No env is registered under the requested id."""
+
+
 def register(env_id: str, entry_point: str | Any, **kwargs: Any) -> None:
     """Register ``env_id`` (which must start with ``agentgspo/`` or another namespace) with Gymnasium.
 
@@ -39,7 +43,7 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         known = ", ".join(registered_ids())
-        raise gym.error.NameNotFound(
+        raise UnknownEnvError(
             f"unknown env id {env_id!r}.{hint} Registered agentgspo envs: {known}. "
             "Register your own with agentgspo.register('agentgspo/Name-v0', entry_point='module:Class')."
         )
