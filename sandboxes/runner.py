@@ -5,7 +5,7 @@ either from a read-only bind (local backend) or as ``python3 -c SOURCE`` (Docker
 expected answers: it gets the inputs, runs the program, and reports raw facts (exit status, CPU time, wall time,
 peak memory, output bytes). Verdicts are decided outside, by the judge.
 
-Protocol: one JSON object (the spec) on stdin, framed by a 16-byte decimal length, JSON lines (events) on the result stream: stdout in the
+Protocol: one dict (the spec, in ``marshal`` format) on stdin, framed by a 16-byte decimal length, JSON lines (events) on the result stream: stdout in the
 ``compile`` and ``run`` modes, stderr in the ``interact`` mode (there stdin/stdout are the pipes to the
 interactor and belong to the solution).
 
@@ -15,7 +15,7 @@ Spec fields:
     source: program text (py: run/interact; cpp: compile)
     binary: path of the compiled program (cpp run/interact; compile writes it)
     compile_cmd: argv for the compiler (cpp compile); compile_limits: {cpu_s, wall_s, memory_mb}
-    tests: [{"path": FILE} | {"data_b64": BYTES}]   (run mode)
+    tests: [{"path": FILE} | {"data": BYTES}]   (run mode)
     limits: {cpu_s, wall_s, memory_mb, output_bytes, stderr_bytes, nproc}
     io_mode: "stdio" | "file"  (file: the program reads ./input.txt and writes ./output.txt)
     stop_on_error: stop after the first test that fails on its own (exit != 0, signal, time)
@@ -27,8 +27,9 @@ Event lines: {"event": "ready"} | {"event": "compile", "ok", "stderr", "cpu_s", 
  "stdout_b64", "stdout_bytes", "stderr"} | {"event": "done"} | {"event": "error", "message"}.
 """
 
-import base64
-import json
+import binascii
+import builtins
+import marshal
 import os
 import resource
 import select
@@ -48,8 +49,27 @@ def set_scratch(tmp):
     WORK, OUT, ERR, IN = (os.path.join(tmp, name) for name in ("w", "out", "err", "in"))
 
 
+# A tiny JSON encoder: importing the json module costs more than a whole test (startup matters at 700 tests/s).
+_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
+_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+
+
+def to_json(value):
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPES) + '"'
+    return "{" + ",".join(to_json(k) + ":" + to_json(v) for k, v in value.items()) + "}"
+
+
 def emit(stream, record):
-    stream.write(json.dumps(record) + "\n")
+    stream.write(to_json(record) + "\n")
     stream.flush()
 
 
@@ -79,9 +99,6 @@ def reset_signals():
 
 def run_python_child(code):
     """Body of the forked child for Python: exec the compiled code as __main__ and _exit with its status."""
-    import builtins
-    import traceback
-
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a normal python3 process
     sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
@@ -99,11 +116,15 @@ def run_python_child(code):
             print(exc.code, file=sys.stderr)
             status = 1
     except BaseException:
+        import traceback
+
         traceback.print_exc()
         status = 1
     try:
         sys.stdout.flush()
     except BaseException:
+        import traceback
+
         traceback.print_exc()
         status = status or 1
     try:
@@ -243,7 +264,8 @@ def load_program(spec, result_stream):
 
 def mode_compile(spec):
     """Compile C++ with the given argv, limited; the binary lands where compile_cmd says."""
-    os.makedirs(WORK, exist_ok=True)
+    for path in [WORK] + spec.get("make_dirs", []):
+        os.makedirs(path, exist_ok=True)
     src_path = spec["source_path"]
     with open(src_path, "w") as f:
         f.write(spec["source"])
@@ -292,7 +314,7 @@ def mode_run(spec):
         else:
             in_path = IN
             with open(IN, "wb") as f:
-                f.write(base64.b64decode(test["data_b64"]))
+                f.write(test["data"])
         out_path = os.path.join(WORK, "output.txt") if file_mode else OUT
         for stale in (out_path, ERR):
             try:
@@ -314,7 +336,7 @@ def mode_run(spec):
         record = describe(status, usage, wall, timed_out, index)
         stdout, size = read_capped(out_path, int(limits["output_bytes"]))
         stderr, _ = read_capped(ERR, int(limits.get("stderr_bytes", 4096)))
-        record["stdout_b64"] = base64.b64encode(stdout[: int(limits["output_bytes"])]).decode()
+        record["stdout_b64"] = binascii.b2a_base64(stdout[: int(limits["output_bytes"])], newline=False).decode()
         record["stdout_bytes"] = size
         record["stderr"] = stderr.decode("utf-8", "replace")
         emit(out_stream, record)
@@ -356,13 +378,13 @@ def read_exact(fd, count):
 
 
 def read_spec(fd):
-    """The spec is framed as a 16-byte decimal length then the JSON bytes, so that in interact mode the
+    """The spec is framed as a 16-byte decimal length then the marshal bytes (trusted: written by the judge), so that in interact mode the
     bytes after it (the interactor's) stay unread in the pipe for the solution."""
     return read_exact(fd, int(read_exact(fd, 16)))
 
 
 def main():
-    spec = json.loads(read_spec(0))
+    spec = marshal.loads(read_spec(0))
     try:  # non-dumpable: the solution (same uid) cannot open /proc/<runner>/fd or ptrace the runner
         import ctypes
 

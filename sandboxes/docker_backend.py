@@ -1,0 +1,285 @@
+"""Docker backend: a pool of hardened warm containers driven through ``docker exec`` (the ``docker`` SDK).
+
+Each session leases one idle container for one submission (a pool with a size limit: when all are busy, callers
+wait, which is the backpressure); the runner (``sandboxes/runner.py``) is sent as ``python3 -c`` and the spec on
+the exec's stdin. On release a background thread kills every process in the container and wipes its /tmp before
+the container goes back to the pool. The image (Debian + python3 + g++ + a precompiled bits/stdc++.h) is built
+locally by ``.ci/setup_sandboxes.sh``; no registry is used.
+
+Threat model.
+Protects against (tests in ``tests/sandboxes/test_isolation.py``, Docker variants):
+  - network access: ``network_mode=none`` (only a private loopback);
+  - writes to the image or the host: read-only root filesystem, the only writable place a size-limited tmpfs /tmp;
+  - privilege: a non-root user (65534), every capability dropped, ``no-new-privileges``;
+  - fork bombs: ``pids_limit``; memory bombs: a container memory cgroup plus the runner's per-test RLIMIT_AS (MLE);
+  - infinite output: the runner's RLIMIT_FSIZE (OLE); sleepers: the runner's wall guard and an overall deadline;
+  - processes outliving the call: ``kill(-1)`` after every test and at release (a reaper as pid 1 collects them);
+  - answers: they never enter the container (checkers run in the judge's process).
+Does not protect against: kernel exploits (containers share the host kernel: use a VM, gVisor or Kata for
+hostile code at scale), a compromised Docker daemon, side channels between containers, or one submission seeing
+another's leftovers if the cleanup exec fails (the container is then discarded instead of reused).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import struct
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, frame_spec, parse_events
+
+DEFAULT_SOCKET = "unix:///run/agentgspo-docker.sock"
+DEFAULT_IMAGE = "agentgspo-sandbox:1"
+USER = "65534:65534"
+# pid 1 of every container: reaps orphans forever. It must be pid 1 itself (not a child of an init), because
+# the runner's kill(-1) spares only pid 1 and would otherwise stop the container.
+REAPER = "import os, time\nwhile True:\n    try:\n        os.wait()\n    except ChildProcessError:\n        time.sleep(0.2)\n"
+CLEANUP = ["/bin/sh", "-c", "kill -9 -1 2>/dev/null; rm -rf /tmp/* /tmp/.[!.]* 2>/dev/null; exit 0"]
+
+
+def docker_host() -> str:
+    """The Docker socket the sandboxes use: ``$AGENTGSPO_DOCKER_HOST`` or the one ``.ci/setup_sandboxes.sh`` starts."""
+    return os.environ.get("AGENTGSPO_DOCKER_HOST", DEFAULT_SOCKET)
+
+
+class DockerSandbox:
+    """Warm-container pool backend (see the module docstring for the threat model). Thread-safe.
+
+    base_url: Docker daemon (default ``docker_host()``); image: sandbox image; pool_size: containers at most;
+    acquire_timeout_s: how long a caller waits for a free container before an error; memory_mb, pids_limit,
+    tmpfs_mb: per-container caps.
+    """
+
+    name = "docker"
+
+    def __init__(self, base_url: str | None = None, image: str = DEFAULT_IMAGE, pool_size: int = 4,
+                 acquire_timeout_s: float = 300.0, memory_mb: int = 2048, pids_limit: int = 128,
+                 tmpfs_mb: int = 512) -> None:
+        try:
+            import docker
+        except ImportError:
+            raise SandboxUnavailable("the docker backend needs the docker SDK: pip install 'agentgspo[docker]'") from None
+        self.base_url = base_url or docker_host()
+        try:
+            self.client = docker.DockerClient(base_url=self.base_url, timeout=120)
+            self.client.ping()
+        except Exception as exc:
+            raise SandboxUnavailable(
+                f"Docker daemon not reachable at {self.base_url} ({exc}). Start it with "
+                "`sudo bash .ci/setup_sandboxes.sh` (private dockerd and image) or set AGENTGSPO_DOCKER_HOST."
+            ) from None
+        try:
+            self.client.images.get(image)
+        except Exception:
+            raise SandboxUnavailable(
+                f"sandbox image {image!r} not found on {self.base_url}; build it with `sudo bash .ci/setup_sandboxes.sh`"
+            ) from None
+        self.image, self.pool_size, self.acquire_timeout_s = image, pool_size, acquire_timeout_s
+        self.memory_mb, self.pids_limit, self.tmpfs_mb = memory_mb, pids_limit, tmpfs_mb
+        self.runner_source = RUNNER_PATH.read_text()
+        self._idle: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._created = 0
+        self._all: list = []
+
+    # --- pool ---------------------------------------------------------------------------------------------
+    def _create(self):
+        return self.client.containers.run(
+            self.image, ["python3", "-I", "-S", "-c", REAPER], detach=True, network_mode="none", read_only=True,
+            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={self.tmpfs_mb}m,mode=1777"},
+            mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=self.pids_limit,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER, working_dir="/tmp",
+            labels={"agentgspo.sandbox": "1"}, environment={"LANG": "C.UTF-8", "HOME": "/tmp"},
+        )
+
+    def _acquire(self):
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            grow = self._created < self.pool_size
+            if grow:
+                self._created += 1
+        if grow:
+            try:
+                container = self._create()
+            except Exception:
+                with self._lock:
+                    self._created -= 1
+                raise
+            with self._lock:
+                self._all.append(container)
+            return container
+        try:
+            return self._idle.get(timeout=self.acquire_timeout_s)
+        except queue.Empty:
+            raise TimeoutError(f"no free Docker sandbox within {self.acquire_timeout_s} s "
+                               f"(pool_size={self.pool_size}); raise pool_size or lower concurrency") from None
+
+    def _release(self, container) -> None:
+        def clean() -> None:
+            try:
+                result = container.exec_run(CLEANUP, user=USER)
+                if result.exit_code != 0:
+                    raise RuntimeError(result.output)
+                self._idle.put(container)
+            except Exception:
+                self._discard(container)
+
+        threading.Thread(target=clean, daemon=True).start()
+
+    def _discard(self, container) -> None:
+        try:
+            container.remove(force=True)
+        except Exception:
+            pass
+        with self._lock:
+            self._created -= 1
+            if container in self._all:
+                self._all.remove(container)
+
+    @contextmanager
+    def session(self, limits_pids: int = 64) -> Iterator["DockerSession"]:
+        """Lease a warm container for one submission (waits when the pool is exhausted)."""
+        container = self._acquire()
+        box = DockerSession(self, container)
+        try:
+            yield box
+        finally:
+            if box.broken:
+                self._discard(container)
+            else:
+                self._release(container)
+
+    def close(self) -> None:
+        """Remove every container of this pool."""
+        with self._lock:
+            containers, self._all = list(self._all), []
+        for container in containers:
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+
+
+class DockerSession:
+    """One leased container (see ``sandboxes.protocol.Session``)."""
+
+    isolated = True
+    bin_dir = "/tmp/bin"
+    pch_dir = "/opt/agentgspo/pch"
+
+    def __init__(self, backend: DockerSandbox, container) -> None:
+        self.backend, self.container, self.broken = backend, container, False
+
+    def _exec_socket(self) -> socket.socket:
+        api = self.backend.client.api
+        exec_id = api.exec_create(self.container.id, ["python3", "-I", "-S", "-c", self.backend.runner_source],
+                                  stdin=True, stdout=True, stderr=True, user=USER, workdir="/tmp")["Id"]
+        sock = api.exec_start(exec_id, socket=True)
+        return getattr(sock, "_sock", sock)
+
+    @staticmethod
+    def _deadline(spec: dict, n_tests: int) -> float:
+        limits = spec.get("limits") or spec.get("compile_limits") or {}
+        return 20.0 + (float(limits.get("wall_s", 10.0)) + 0.5) * max(1, n_tests)
+
+    def _read_frames(self, sock: socket.socket, deadline: float, on_stdout=None) -> tuple[bytes, bytes]:
+        """Demultiplex the exec stream until EOF; stdout goes to on_stdout when given."""
+        out, err, buf = [], [], b""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("sandbox call exceeded its overall deadline")
+            sock.settimeout(remaining)
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while len(buf) >= 8:
+                stream, size = buf[0], struct.unpack(">I", buf[4:8])[0]
+                if len(buf) < 8 + size:
+                    break
+                payload, buf = buf[8:8 + size], buf[8 + size:]
+                if stream == 1:
+                    on_stdout(payload) if on_stdout else out.append(payload)
+                else:
+                    err.append(payload)
+        return b"".join(out), b"".join(err)
+
+    def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:
+        """Run the runner once in the container (modes compile/run)."""
+        spec = dict(spec, kill_strays=True)
+        if inputs is not None:
+            spec["tests"] = [{"data": data} for data in inputs]
+        try:
+            sock = self._exec_socket()
+            try:
+                sock.sendall(frame_spec(spec))
+                sock.shutdown(socket.SHUT_WR)
+                out, err = self._read_frames(sock, time.monotonic() + self._deadline(spec, len(inputs or [])))
+            finally:
+                sock.close()
+        except Exception as exc:
+            self.broken = True
+            return [{"event": "error", "message": f"docker exec failed: {type(exc).__name__}: {exc}"}]
+        return parse_events(out, err.decode("utf-8", "replace"))
+
+    def interact(self, spec: dict, start_peer: StartPeer) -> list[dict]:
+        """One interactive test: the exec's stdin/stdout are relayed to and from the peer process."""
+        spec = dict(spec, kill_strays=True)
+        to_peer_r, to_peer_w = os.pipe()
+        from_peer_r, from_peer_w = os.pipe()
+        try:
+            sock = self._exec_socket()
+            sock.sendall(frame_spec(spec))
+            peer = start_peer(to_peer_r, from_peer_w)
+        except Exception as exc:
+            self.broken = True
+            for fd in (to_peer_r, to_peer_w, from_peer_r, from_peer_w):
+                os.close(fd)
+            return [{"event": "error", "message": f"docker exec failed: {type(exc).__name__}: {exc}"}]
+        os.close(to_peer_r)
+        os.close(from_peer_w)
+
+        def pump_to_box() -> None:
+            try:
+                while True:
+                    data = os.read(from_peer_r, 1 << 16)
+                    if not data:
+                        break
+                    sock.sendall(data)
+            except OSError:
+                pass
+            finally:
+                try:
+                    sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                os.close(from_peer_r)
+
+        def to_peer(data: bytes) -> None:
+            try:
+                os.write(to_peer_w, data)
+            except OSError:
+                pass
+
+        pump = threading.Thread(target=pump_to_box, daemon=True)
+        pump.start()
+        try:
+            _, err = self._read_frames(sock, time.monotonic() + self._deadline(spec, 1), on_stdout=to_peer)
+        except Exception as exc:
+            self.broken = True
+            err = f'{{"event": "error", "message": "docker exec failed: {type(exc).__name__}"}}'.encode()
+        finally:
+            os.close(to_peer_w)
+            sock.close()
+        pump.join(timeout=5)
+        del peer
+        return parse_events(err)
