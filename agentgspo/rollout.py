@@ -142,8 +142,12 @@ class RolloutRunner:
         except asyncio.TimeoutError:
             raise EpisodeDeadline from None
 
-    async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0) -> Trajectory:
-        """Play one episode; never raises for env failures (they become the trajectory's stop reason)."""
+    async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0, sampling_seed: int = 0) -> Trajectory:
+        """Play one episode; never raises for env failures (they become the trajectory's stop reason).
+
+        ``seed`` picks the task (``env.reset(seed=...)``); the policy's draws for turn k are seeded by
+        ``(sampling_seed, seed, sample_id, k)``, so an episode replays identically whatever runs beside it.
+        """
         config = self.config
         trajectory = Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id)
         tool_errors: Counter = Counter()
@@ -163,9 +167,9 @@ class RolloutRunner:
                 params = config.sampling
                 if room < params.max_new_tokens:
                     params = SamplingParams(params.temperature, params.top_p, room)
-                turn = await self._within(
-                    self.policy.sample(SampleRequest(list(trajectory.token_ids), list(history), params)), deadline
-                )
+                turn_seed = hash((sampling_seed, seed, sample_id, trajectory.num_turns)) & 0x7FFFFFFFFFFFFFFF
+                request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
+                turn = await self._within(self.policy.sample(request), deadline)
                 trajectory.append_sampled(turn.token_ids, turn.logprobs)
                 text_ids = turn.token_ids[:-1] if turn.finish_reason == "stop" else turn.token_ids
                 history.append({"role": "assistant", "content": self.renderer.decode(text_ids)})
@@ -224,12 +228,13 @@ class RolloutRunner:
             return False
         return full[: len(trajectory.token_ids)] == trajectory.token_ids
 
-    async def run(self, seeds: Sequence[int]) -> list[Trajectory]:
+    async def run(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
         """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order."""
         self._pool = DaemonThreadPool(self.config.env_workers)
         try:
             groups = [
-                asyncio.gather(*(self.episode(seed, group_id, k) for k in range(self.config.group_size)))
+                asyncio.gather(*(self.episode(seed, group_id, k, sampling_seed)
+                                 for k in range(self.config.group_size)))
                 for group_id, seed in enumerate(seeds)
             ]
             results = await asyncio.gather(*groups)
@@ -242,9 +247,9 @@ class RolloutRunner:
             trajectories.extend(group)
         return trajectories
 
-    def run_sync(self, seeds: Sequence[int]) -> list[Trajectory]:
+    def run_sync(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
         """:meth:`run` from synchronous code."""
-        return asyncio.run(self.run(seeds))
+        return asyncio.run(self.run(seeds, sampling_seed))
 
 
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:

@@ -34,6 +34,9 @@ class SampleRequest:
     prompt_ids: Sequence[int]
     messages: Sequence[Message]
     params: SamplingParams
+    #: Seed of this turn's random draws. Backends that honour it sample the same ids for the same seed whatever
+    #: else is in the batch, so rollouts are reproducible under concurrency.
+    seed: int | None = None
 
 
 @dataclass

@@ -19,6 +19,27 @@ import torch
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
 
 
+_MASK32 = 0xFFFFFFFF
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (lowbias32 by C. Wellons), vectorised on int64 tensors holding values < 2**32."""
+    x = ((x >> 16) ^ x) * 0x21F0AAAD & _MASK32
+    x = ((x >> 15) ^ x) * 0x735A2D97 & _MASK32
+    return (x >> 15) ^ x
+
+
+def counter_uniform(seeds: torch.Tensor, position: int) -> torch.Tensor:
+    """Uniform numbers in (0, 1), one per row: a pure function of (row seed, position).
+
+    A counter-based generator: the draw for token ``position`` of a request depends only on the request's seed,
+    never on which other requests share the batch or in which order they arrived.
+    """
+    low, high = seeds & _MASK32, (seeds >> 32) & _MASK32  # [B]
+    x = _mix32(_mix32(low ^ _mix32(high + 0x9E3779B9)) ^ position)  # [B] in [0, 2**32)
+    return (x.double() + 0.5) / 2.0**32  # [B]
+
+
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Zero the tail of each row outside the smallest set whose mass reaches ``top_p`` (nucleus sampling)."""
     sorted_probs, order = probs.sort(dim=-1, descending=True)  # [B, V]
@@ -35,7 +56,7 @@ class HFPolicy:
         end_of_turn_id: the id that ends an assistant turn (sampling stops there).
         pad_token_id: id used to left-pad prompts (never attended to).
         max_batch_size: most sequences sampled together.
-        seed: seed of the sampler's own ``torch.Generator`` (the global RNG is left alone).
+        seed: seed of requests that carry none (the global RNG is never used).
     """
 
     def __init__(self, model: Any, *, end_of_turn_id: int, pad_token_id: int, max_batch_size: int = 256,
@@ -45,7 +66,8 @@ class HFPolicy:
         self.pad_token_id = pad_token_id
         self.max_batch_size = max_batch_size
         self.device = next(model.parameters()).device
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.seed = seed
+        self.calls = 0  # numbers the draws of seedless requests
         self._lock = threading.Lock()  # one batch at a time on the model
         self._pending: list[tuple[SampleRequest, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
@@ -72,12 +94,21 @@ class HFPolicy:
         return policy
 
     @torch.no_grad()
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[SampledTurn]:
-        """Sample one turn for each prompt (a batch), stopping each row at its end-of-turn id."""
-        with self._lock:
-            return self._generate(prompts, params)
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                 seeds: Sequence[int | None] | None = None) -> list[SampledTurn]:
+        """Sample one turn for each prompt (a batch), stopping each row at its end-of-turn id.
 
-    def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[SampledTurn]:
+        Row r's draws are a function of ``seeds[r]`` (see :func:`counter_uniform`); rows without a seed get one
+        derived from the backend's seed and a call counter.
+        """
+        with self._lock:
+            self.calls += 1
+            seeds = list(seeds) if seeds is not None else [None] * len(prompts)
+            filled = [s if s is not None else hash((self.seed, self.calls, row)) for row, s in enumerate(seeds)]
+            return self._generate(prompts, params, filled)
+
+    def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                  seeds: Sequence[int]) -> list[SampledTurn]:
         batch, width = len(prompts), max(len(p) for p in prompts)
         input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((batch, width), dtype=torch.long)
@@ -86,6 +117,7 @@ class HFPolicy:
             attention_mask[row, width - len(prompt):] = 1
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [B, L]
+        row_seeds = torch.tensor([s & 0x7FFFFFFFFFFFFFFF for s in seeds], dtype=torch.long, device=self.device)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -95,7 +127,7 @@ class HFPolicy:
             next_position = position_ids[:, -1:] + 1  # [B, 1]
             finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
             sampled, sampled_logprobs = [], []
-            for _ in range(params.max_new_tokens):
+            for step in range(params.max_new_tokens):
                 temperature = params.temperature if params.temperature > 0 else 1.0
                 logprobs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [B, V] fp32
                 if params.temperature == 0:
@@ -104,7 +136,9 @@ class HFPolicy:
                     probs = logprobs.exp()
                     if params.top_p < 1.0:
                         probs = _top_p_filter(probs, params.top_p)
-                    token = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)  # [B]
+                    cdf = probs.double().cumsum(-1)  # [B, V]
+                    draw = counter_uniform(row_seeds, step)[:, None] * cdf[:, -1:]  # [B, 1] inverse-CDF sampling
+                    token = torch.searchsorted(cdf, draw).squeeze(-1).clamp(max=probs.shape[-1] - 1)  # [B]
                 token = token.masked_fill(finished, self.pad_token_id)
                 sampled.append(token)
                 sampled_logprobs.append(logprobs.gather(-1, token[:, None]).squeeze(-1))
@@ -153,7 +187,8 @@ class HFPolicy:
                 by_params.setdefault(request.params, []).append((request, future))
             for params, group in by_params.items():
                 try:
-                    turns = await asyncio.to_thread(self.generate, [r.prompt_ids for r, _ in group], params)
+                    turns = await asyncio.to_thread(self.generate, [r.prompt_ids for r, _ in group], params,
+                                                    [r.seed for r, _ in group])
                 except Exception as exc:  # a backend failure reaches every waiting episode
                     for _, future in group:
                         if not future.done():
