@@ -3,7 +3,8 @@
 Built in: ``tokens`` (whitespace-insensitive, case-sensitive tokens; the default) and ``float:EPS`` (numbers
 within absolute OR relative error EPS, other tokens exact). External: ``testlib:PATH`` runs
 ``PATH INPUT OUTPUT ANSWER`` (exit 0 AC, 1 WA, 2 PE, anything else a judge error) and ``openr1:PATH`` runs an
-open-r1/codeforces generated checker ``PATH INPUT ANSWER OUTPUT`` (prints 1 or 100 on stdout for a pass).
+open-r1/codeforces generated checker ``PATH INPUT ANSWER OUTPUT`` (prints 1 or 100 on stdout for a pass);
+``kattis:PATH`` runs an ICPC output validator ``PATH INPUT ANSWER FEEDBACK_DIR < OUTPUT`` (exit 42 AC, 43 WA).
 A ``.py`` checker is run with python3. Checkers are jury code: trusted, run with a timeout only.
 
 Token mismatch rules follow testlib: a differing token is WA; output that ends early or has extra tokens is PE.
@@ -105,7 +106,8 @@ def program_argv(path: str | os.PathLike) -> list[str]:
 @dataclass
 class ExternalChecker:
     """A checker program. ``style="testlib"``: ``PATH INPUT OUTPUT ANSWER``, exit 0/1/2 = AC/WA/PE, else JE.
-    ``style="openr1"``: ``PATH INPUT ANSWER OUTPUT``, a pass prints 1 (or 100) on stdout; a crash is JE."""
+    ``style="openr1"``: ``PATH INPUT ANSWER OUTPUT``, a pass prints 1 (or 100) on stdout; a crash is JE.
+    ``style="kattis"``: ``PATH INPUT ANSWER FEEDBACK_DIR < OUTPUT``, exit 42 AC, 43 WA, else JE."""
 
     path: str
     style: str = "testlib"
@@ -118,9 +120,13 @@ class ExternalChecker:
                 paths[name] = os.path.join(tmp, name)
                 with open(paths[name], "wb") as f:
                     f.write(data)
-            order = ("input", "output", "answer") if self.style == "testlib" else ("input", "answer", "output")
+            if self.style == "kattis":  # validator JUDGE_IN JUDGE_ANS FEEDBACK_DIR < output
+                args, stdin = [paths["input"], paths["answer"], tmp + "/"], open(paths["output"], "rb")
+            else:
+                order = ("input", "output", "answer") if self.style == "testlib" else ("input", "answer", "output")
+                args, stdin = [paths[k] for k in order], subprocess.DEVNULL
             try:
-                done = subprocess.run(program_argv(self.path) + [paths[k] for k in order], capture_output=True,
+                done = subprocess.run(program_argv(self.path) + args, capture_output=True, stdin=stdin,
                                       timeout=CHECKER_TIMEOUT_S, cwd=tmp)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return Verdict.JE, f"checker {self.path} failed to run: {exc}"
@@ -130,6 +136,9 @@ class ExternalChecker:
                 return Verdict.JE, f"checker exited with {done.returncode}: {message}"
             first = done.stdout.split()[:1]
             return (Verdict.AC if first in ([b"1"], [b"100"]) else Verdict.WA), message
+        if self.style == "kattis":
+            verdict = {42: Verdict.AC, 43: Verdict.WA}.get(done.returncode, Verdict.JE)
+            return verdict, message if verdict != Verdict.JE else f"validator exited with {done.returncode}: {message}"
         verdict = {0: Verdict.AC, 1: Verdict.WA, 2: Verdict.PE}.get(done.returncode, Verdict.JE)
         if verdict == Verdict.JE:
             message = f"checker exited with {done.returncode} (judge failure, not the solution's): {message}"
@@ -137,7 +146,7 @@ class ExternalChecker:
 
 
 def make_checker(spec: "str | Checker | None") -> Checker:
-    """Build a checker from ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` (or pass one through).
+    """Build a checker from ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` | ``kattis:PATH``.
 
     >>> make_checker("float:1e-6").eps
     1e-06
@@ -153,8 +162,8 @@ def make_checker(spec: "str | Checker | None") -> Checker:
         except ValueError:
             raise ValueError(f"bad checker {spec!r}: expected float:EPS such as float:1e-6") from None
         return FloatChecker(eps)
-    if kind in ("testlib", "openr1"):
+    if kind in ("testlib", "openr1", "kattis"):
         if not arg or not Path(arg).exists():
             raise ValueError(f"bad checker {spec!r}: checker program {arg!r} does not exist")
         return ExternalChecker(arg, style=kind)
-    raise ValueError(f"unknown checker {spec!r}: expected tokens, float:EPS, testlib:PATH or openr1:PATH")
+    raise ValueError(f"unknown checker {spec!r}: expected tokens, float:EPS, testlib:PATH, openr1:PATH or kattis:PATH")

@@ -1,0 +1,40 @@
+"""`agentgspo sandbox-server`: serve the sandbox and judge over HTTP for the remote backend.
+
+    AGENTGSPO_SANDBOX_TOKEN=secret agentgspo sandbox-server --host 0.0.0.0 --port 8910 --backend local
+Clients: ``judge(..., backend=get_sandbox("remote", endpoints=["http://HOST:8910"], token="secret"))``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `agentgspo sandbox-server`."""
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8910, help="TCP port (default 8910)")
+    parser.add_argument("--token", default=os.environ.get("AGENTGSPO_SANDBOX_TOKEN", ""),
+                        help="bearer token clients must send (default $AGENTGSPO_SANDBOX_TOKEN); required")
+    parser.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox used by the server")
+    parser.add_argument("--max-concurrency", type=int, default=max(1, os.cpu_count() or 1),
+                        help="requests executed at once (default: CPU count)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server; returns when it stops."""
+    try:
+        import uvicorn
+
+        from agentgspo.sandboxes.server import create_app
+    except ImportError as exc:
+        print(f"agentgspo sandbox-server needs the server extras ({exc}): pip install 'agentgspo[server]'",
+              file=sys.stderr)
+        return 2
+    if not args.token:
+        print("agentgspo sandbox-server: a token is required (--token or AGENTGSPO_SANDBOX_TOKEN)", file=sys.stderr)
+        return 2
+    app = create_app(args.token, backend=args.backend, max_concurrency=args.max_concurrency)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,153 @@
+"""Remote backend: an httpx async client for ``agentgspo sandbox-server`` instances, to scale execution out.
+
+The unit of remote work is a whole submission (``/judge``) or a whole program run (``/run_python``): answers and
+jury programs travel to the server, which judges with its own local or Docker backend. Requests are spread over
+several endpoints (round robin), retried with exponential backoff on connection errors, 429 and 5xx, and capped
+by a client-side concurrency limit. The sync methods run the async ones on a private event-loop thread, so any
+number of worker threads may call them at once.
+
+Threat model: the server's backend isolates the code (see ``local.py`` / ``docker_backend.py``); this client adds
+bearer-token authentication and nothing else. Use TLS (a reverse proxy) between machines you do not control; the
+token grants running code and jury programs on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import os
+import threading
+from pathlib import Path
+
+from .protocol import SandboxUnavailable
+from .results import ExecResult, JudgeResult, Limits, Verdict
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+class RemoteSandbox:
+    """Client for one or more sandbox servers. Thread-safe; also usable from asyncio (``ajudge``, ``arun_python``).
+
+    endpoints: base URLs (default ``$AGENTGSPO_SANDBOX_URLS``, comma-separated); token: bearer token (default
+    ``$AGENTGSPO_SANDBOX_TOKEN``); max_concurrency: requests in flight at once; retries: extra attempts per request;
+    backoff_s: first retry delay (doubles each attempt); timeout_s: per-request timeout.
+    """
+
+    name = "remote"
+
+    def __init__(self, endpoints: "list[str] | str | None" = None, token: str | None = None,
+                 max_concurrency: int = 32, retries: int = 3, backoff_s: float = 0.2,
+                 timeout_s: float = 600.0) -> None:
+        if endpoints is None:
+            endpoints = os.environ.get("AGENTGSPO_SANDBOX_URLS", "")
+        if isinstance(endpoints, str):
+            endpoints = [e.strip() for e in endpoints.split(",") if e.strip()]
+        if not endpoints:
+            raise SandboxUnavailable("the remote backend needs endpoints: pass endpoints=[...] or set "
+                                     "AGENTGSPO_SANDBOX_URLS=http://host:8910 (start one with `agentgspo sandbox-server`)")
+        self.endpoints = [e.rstrip("/") for e in endpoints]
+        self.token = token if token is not None else os.environ.get("AGENTGSPO_SANDBOX_TOKEN", "")
+        self.max_concurrency, self.retries, self.backoff_s, self.timeout_s = max_concurrency, retries, backoff_s, timeout_s
+        self._cycle = itertools.cycle(range(len(self.endpoints)))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+        self._clients: dict[int, tuple] = {}  # id(loop) -> (httpx.AsyncClient, Semaphore)
+
+    def session(self, limits_pids: int = 64):
+        """Not supported: the remote backend works at submission level (``judge`` / ``run_python``)."""
+        raise NotImplementedError("the remote backend judges whole submissions; call judge() or run_python() "
+                                  "with backend='remote'")
+
+    # --- async core ---------------------------------------------------------------------------------------
+    def _client(self):
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if id(loop) not in self._clients:
+            limits = httpx.Limits(max_connections=self.max_concurrency)
+            self._clients[id(loop)] = (httpx.AsyncClient(timeout=self.timeout_s, limits=limits),
+                                       asyncio.Semaphore(self.max_concurrency))
+        return self._clients[id(loop)]
+
+    async def _post(self, path: str, payload: dict) -> dict:
+        """POST with round robin over endpoints, retries with exponential backoff, and the concurrency cap."""
+        import httpx
+
+        client, gate = self._client()
+        headers = {"Authorization": f"Bearer {self.token}"}
+        last_error = ""
+        async with gate:
+            for attempt in range(self.retries + 1):
+                url = self.endpoints[next(self._cycle)] + path
+                try:
+                    response = await client.post(url, json=payload, headers=headers)
+                except httpx.HTTPError as exc:
+                    last_error = f"{url}: {type(exc).__name__}: {exc}"
+                else:
+                    if response.status_code == 200:
+                        return response.json()
+                    last_error = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
+                    if response.status_code not in (429, 500, 502, 503, 504):
+                        raise RuntimeError(last_error)
+                if attempt < self.retries:
+                    await asyncio.sleep(self.backoff_s * 2 ** attempt)
+        raise ConnectionError(f"sandbox server unreachable after {self.retries + 1} attempts; last: {last_error}")
+
+    async def ajudge(self, source: str, tests, *, lang: str = "py", checker="tokens", interactor=None,
+                     limits: Limits | None = None, stop_on_failure: bool = False,
+                     io_mode: str = "stdio") -> JudgeResult:
+        """Judge on a server (arguments as ``sandboxes.judge``); transport failures give a JE result."""
+        from .judge.core import TestCase
+
+        limits = limits or Limits()
+        cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
+        payload: dict = {
+            "source": source, "lang": lang, "limits": limits.to_dict(), "stop_on_failure": stop_on_failure,
+            "io_mode": io_mode, "checker": "tokens",
+            "tests": [{"name": c.name, "input_b64": _b64(c.input), "answer_b64": _b64(c.answer)} for c in cases],
+        }
+        if isinstance(checker, str):
+            kind, _, arg = checker.partition(":")
+            if kind in ("testlib", "openr1"):
+                payload["checker"] = kind
+                payload["checker_program"] = {"name": Path(arg).name, "data_b64": _b64(Path(arg).read_bytes())}
+            else:
+                payload["checker"] = checker
+        elif checker is not None:
+            raise ValueError("the remote backend takes checkers as strings (tokens, float:EPS, testlib:PATH)")
+        if interactor is not None:
+            payload["interactor"] = {"name": Path(interactor).name, "data_b64": _b64(Path(interactor).read_bytes())}
+        try:
+            return JudgeResult.from_dict(await self._post("/judge", payload))
+        except (ConnectionError, RuntimeError) as exc:
+            return JudgeResult(Verdict.JE, message=str(exc))
+
+    async def arun_python(self, code: str, stdin: bytes | str = b"", *, limits: Limits | None = None) -> ExecResult:
+        """Run a Python program on a server; transport failures give a JE result."""
+        limits = limits or Limits(time_limit_s=5.0, memory_limit_mb=256, output_limit_mb=1.0)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        try:
+            out = await self._post("/run_python", {"code": code, "stdin_b64": _b64(data), "limits": limits.to_dict()})
+        except (ConnectionError, RuntimeError) as exc:
+            return ExecResult(verdict=Verdict.JE, error=str(exc))
+        out["verdict"] = Verdict(out["verdict"])
+        return ExecResult(**out)
+
+    # --- sync wrappers (used by sandboxes.judge / run_python with backend="remote") --------------------------
+    def _run(self, coro):
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, daemon=True, name="agentgspo-remote").start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def judge_remote(self, source: str, tests, **kwargs) -> JudgeResult:
+        """Synchronous ``ajudge``; safe from any thread."""
+        return self._run(self.ajudge(source, tests, **kwargs))
+
+    def run_remote(self, code: str, stdin: bytes | str = b"", *, limits: Limits | None = None) -> ExecResult:
+        """Synchronous ``arun_python``; safe from any thread."""
+        return self._run(self.arun_python(code, stdin, limits=limits))

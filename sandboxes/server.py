@@ -1,0 +1,145 @@
+"""The sandbox server behind the remote backend (``agentgspo sandbox-server``): FastAPI, token auth, a concurrency cap.
+
+Endpoints:
+    GET  /health       no auth; ``{"status": "ok", "backend", "in_flight", "max_concurrency"}``
+    POST /run_python   ``RunRequest`` -> ``ExecResult.to_dict()``
+    POST /judge        ``JudgeRequest`` -> ``JudgeResult.to_dict()``
+Every POST needs ``Authorization: Bearer TOKEN``. At most ``max_concurrency`` requests execute at once; the others
+wait in the server (the client has its own limit too). The server judges with one of its own backends (local or
+docker), so the threat model is that backend's; checker and interactor programs sent by clients run unsandboxed
+on the server like any jury program, which is why the token is mandatory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hmac
+import os
+import stat
+import tempfile
+
+from pydantic import BaseModel, Field
+
+from .judge.core import judge, run_python
+from .protocol import get_sandbox
+from .results import Limits
+
+
+class LimitsModel(BaseModel):
+    """Wire form of ``Limits``."""
+
+    time_limit_s: float = 2.0
+    memory_limit_mb: float = 256.0
+    output_limit_mb: float = 64.0
+    wall_limit_s: float | None = None
+    compile_time_limit_s: float = 30.0
+    compile_memory_mb: float = 2048.0
+    pids_limit: int = 64
+
+
+class RunRequest(BaseModel):
+    """Run a Python program with stdin."""
+
+    code: str
+    stdin_b64: str = ""
+    limits: LimitsModel = Field(default_factory=LimitsModel)
+
+
+class TestModel(BaseModel):
+    """One test: base64 input and answer."""
+
+    name: str = ""
+    input_b64: str
+    answer_b64: str = ""
+
+
+class ProgramModel(BaseModel):
+    """A jury program (checker or interactor) shipped by the client: its file name and bytes."""
+
+    name: str
+    data_b64: str
+
+
+class JudgeRequest(BaseModel):
+    """Judge a source on tests (see ``sandboxes.judge.judge``)."""
+
+    source: str
+    lang: str = "py"
+    tests: list[TestModel]
+    checker: str = "tokens"  # tokens | float:EPS | testlib | openr1 (the program in checker_program)
+    checker_program: ProgramModel | None = None
+    interactor: ProgramModel | None = None
+    limits: LimitsModel = Field(default_factory=LimitsModel)
+    stop_on_failure: bool = False
+    io_mode: str = "stdio"
+
+
+def _write_program(directory: str, program: ProgramModel) -> str:
+    path = os.path.join(directory, os.path.basename(program.name) or "program")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(program.data_b64))
+    os.chmod(path, stat.S_IRWXU)
+    return path
+
+
+def _judge_request(request: JudgeRequest, backend: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="agentgspo-server-") as tmp:
+        checker = request.checker
+        if checker in ("testlib", "openr1"):
+            if request.checker_program is None:
+                raise ValueError(f"checker {checker!r} needs checker_program")
+            checker = f"{checker}:{_write_program(tmp, request.checker_program)}"
+        interactor = _write_program(tmp, request.interactor) if request.interactor else None
+        tests = [(base64.b64decode(t.input_b64), base64.b64decode(t.answer_b64)) for t in request.tests]
+        result = judge(request.source, tests, lang=request.lang, checker=checker, interactor=interactor,
+                       limits=Limits(**request.limits.model_dump()), stop_on_failure=request.stop_on_failure,
+                       io_mode=request.io_mode, backend=backend)
+    for test, wire in zip(result.tests, request.tests):
+        test.name = wire.name or test.name
+    return result.to_dict()
+
+
+def create_app(token: str, backend: str = "local", max_concurrency: int = 8):
+    """Build the FastAPI app. ``token`` must be non-empty; ``backend`` is the server's own sandbox backend."""
+    from fastapi import Depends, FastAPI, Header, HTTPException
+
+    if not token:
+        raise ValueError("the sandbox server needs a token (--token or AGENTGSPO_SANDBOX_TOKEN)")
+    get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
+    app = FastAPI(title="agentgspo sandbox server")
+    gate = asyncio.Semaphore(max_concurrency)
+    state = {"in_flight": 0}
+
+    def check_token(authorization: str = Header(default="")) -> None:
+        if not hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
+            raise HTTPException(status_code=401, detail="missing or wrong bearer token")
+
+    async def limited(fn, *args):
+        async with gate:
+            state["in_flight"] += 1
+            try:
+                return await asyncio.to_thread(fn, *args)
+            finally:
+                state["in_flight"] -= 1
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "backend": backend, "in_flight": state["in_flight"],
+                "max_concurrency": max_concurrency}
+
+    @app.post("/run_python", dependencies=[Depends(check_token)])
+    async def run_python_endpoint(request: RunRequest) -> dict:
+        limits = Limits(**request.limits.model_dump())
+        stdin = base64.b64decode(request.stdin_b64)
+        result = await limited(lambda: run_python(request.code, stdin, limits=limits, backend=backend))
+        return result.to_dict()
+
+    @app.post("/judge", dependencies=[Depends(check_token)])
+    async def judge_endpoint(request: JudgeRequest) -> dict:
+        try:
+            return await limited(_judge_request, request, backend)
+        except ValueError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+
+    return app
