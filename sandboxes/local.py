@@ -152,7 +152,7 @@ class LocalSession:
                 "--bind" if writable_bin else "--ro-bind", str(self.host_dir / "bin"), self.bin_dir]
         if self._host_pch:
             argv += ["--ro-bind", str(self._host_pch), BOX_PCH]
-        argv += ["--chdir", "/tmp", "--unshare-user", "--uid", "65534", "--gid", "65534",
+        argv += ["--remount-ro", "/", "--chdir", "/tmp", "--unshare-user", "--uid", "65534", "--gid", "65534",
                  PYTHON, "-I", "-S", BOX_RUNNER]
         return argv
 
