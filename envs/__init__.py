@@ -3,3 +3,5 @@
 from agentgspo.registry import register
 
 register("agentgspo/Calculator-v0", entry_point="agentgspo.envs.calculator:CalculatorEnv")
+register("agentgspo/Math-v0", entry_point="agentgspo.envs.math:MathEnv")
+register("agentgspo/Search-v0", entry_point="agentgspo.envs.search:SearchEnv")
