@@ -97,6 +97,10 @@ def reset_signals():
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _site_exit(code=None):
+    raise SystemExit(code)
+
+
 def run_python_child(code):
     """Body of the forked child for Python: exec the compiled code as __main__ and _exit with its status."""
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a normal python3 process
@@ -104,6 +108,7 @@ def run_python_child(code):
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)
     sys.argv = ["solution.py"]
+    builtins.exit = builtins.quit = _site_exit  # python3 -S skips site, which defines them
     status = 0
     try:
         exec(code, {"__name__": "__main__", "__builtins__": builtins, "__file__": "solution.py"})
@@ -115,10 +120,11 @@ def run_python_child(code):
         else:
             print(exc.code, file=sys.stderr)
             status = 1
-    except BaseException:
+    except BaseException as exc:
         import traceback
 
-        traceback.print_exc()
+        # Skip the runner's own frame: the solution sees the traceback a plain python3 would print.
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
         status = 1
     try:
         sys.stdout.flush()

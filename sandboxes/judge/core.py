@@ -185,7 +185,8 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
 
 def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
                          limits: Limits) -> TestResult:
-    """Precedence: interactor failure -> JE; solution TLE/ILE/MLE/RE -> that; interactor WA/PE; else AC."""
+    """Precedence: interactor failure -> JE; solution TLE/ILE/MLE/OLE -> that; interactor WA/PE -> WA/PE;
+    solution RE -> RE; else AC."""
     test_events = [e for e in events if e.get("event") == "test"]
     compile_error = _compile_error_of(events)
     if compile_error is not None:
@@ -196,7 +197,8 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
     own = classify_run(event, limits, interactive=True)
     if peer_code not in (0, 1, 2):
         return _test_result(name, event, Verdict.JE, f"interactor exited with {peer_code}: {peer_msg}")
-    if own is not None:
+    # A runtime error after the interactor rejected and hung up (EOF, broken pipe) is a consequence: WA/PE wins.
+    if own is not None and not (own == Verdict.RE and peer_code in (1, 2)):
         return _test_result(name, event, own)
     if peer_code in (1, 2):
         return _test_result(name, event, Verdict.WA if peer_code == 1 else Verdict.PE, peer_msg)

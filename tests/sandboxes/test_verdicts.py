@@ -1,0 +1,165 @@
+"""Every verdict produced by a small solution, checkers, floats, interactive problems (local backend)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from agentgspo.sandboxes import Limits, Verdict, judge, run_python
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LIMITS = Limits(time_limit_s=0.5, memory_limit_mb=128, output_limit_mb=1, wall_limit_s=1.5)
+APLUSB = [("1 2\n", "3\n"), ("10 -4\n", "6\n"), ("0 0\n", "0\n")]
+
+PY = {
+    "AC": "a, b = map(int, input().split())\nprint(a + b)\n",
+    "WA": "a, b = map(int, input().split())\nprint(a - b)\n",
+    "PE": "a, b = map(int, input().split())\nprint(a + b, a + b)\n",
+    "TLE": "while True:\n    pass\n",
+    "MLE": "x = bytearray(500 * 1024 * 1024)\nprint(len(x))\n",
+    "RE": "raise ValueError('boom')\n",
+    "CE": "def broken(:\n",
+    "OLE": "while True:\n    print('y' * 1000)\n",
+}
+
+
+@pytest.mark.parametrize("expected", list(PY))
+def test_python_verdicts(expected):
+    result = judge(PY[expected], APLUSB, lang="py", limits=LIMITS)
+    assert result.verdict.value == expected, result.to_dict()
+    if expected not in ("CE",):
+        assert result.tests and result.tests[0].verdict.value == expected
+
+
+CPP = {
+    "AC": "#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}",
+    "WA": "#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a*b<<\"\\n\";}",
+    "RE": "#include <bits/stdc++.h>\nint main(){int *p=nullptr; volatile int x=*p; return x;}",
+    "MLE": "#include <bits/stdc++.h>\nint main(){std::vector<char> v(600u<<20, 1); std::cout<<(int)v[12345]<<std::endl;}",
+    "TLE": "int main(){volatile unsigned long x=0; for(;;) x++;}",
+    "CE": "int main( { return 0; }",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("expected", list(CPP))
+def test_cpp_verdicts(expected):
+    result = judge(CPP[expected], APLUSB, lang="cpp", limits=LIMITS)
+    assert result.verdict.value == expected, result.to_dict()
+    if expected == "CE":
+        assert "error" in result.compile_output
+
+
+def test_judge_reports_per_test_time_and_memory():
+    result = judge(PY["AC"], APLUSB, limits=LIMITS)
+    assert result.verdict == Verdict.AC and result.passed == 3
+    for test in result.tests:
+        assert 0 <= test.time_s < 0.5 and 0 < test.memory_mb < 128
+
+
+def test_stop_on_failure_skips_the_rest():
+    result = judge(PY["WA"], APLUSB, limits=LIMITS, stop_on_failure=True)
+    assert [t.verdict for t in result.tests] == [Verdict.WA, Verdict.SKIPPED, Verdict.SKIPPED]
+
+
+def test_testlib_checker_accepts_a_valid_output_that_differs_from_the_answer():
+    tests = [("10\n", "5 5\n"), ("7\n", "3 4\n")]
+    solution = "n = int(input())\nprint(0, n)\n"
+    checker = f"testlib:{FIXTURES / 'checker_sum.py'}"
+    assert judge(solution, tests, checker=checker, limits=LIMITS).verdict == Verdict.AC
+    assert judge(solution, tests, limits=LIMITS).verdict == Verdict.WA  # tokens would reject it
+    assert judge("print(1, 1)", tests, checker=checker, limits=LIMITS).verdict == Verdict.WA
+    assert judge("print('x')", tests, checker=checker, limits=LIMITS).verdict == Verdict.PE
+
+
+def test_broken_checker_is_a_judge_error_not_the_solutions_fault(tmp_path):
+    bad = tmp_path / "bad_checker.py"
+    bad.write_text("import sys\nsys.exit(3)\n")
+    result = judge(PY["AC"], APLUSB, checker=f"testlib:{bad}", limits=LIMITS)
+    assert result.verdict == Verdict.JE
+
+
+def test_float_checker():
+    tests = [("3\n", "0.333333333\n"), ("7\n", "0.142857142857\n")]
+    close = "print(1 / int(input()) + 4e-7)\n"
+    far = "print(1 / int(input()) + 1e-4)\n"
+    assert judge(close, tests, checker="float:1e-6", limits=LIMITS).verdict == Verdict.AC
+    assert judge(close, tests, limits=LIMITS).verdict == Verdict.WA
+    assert judge(far, tests, checker="float:1e-6", limits=LIMITS).verdict == Verdict.WA
+
+
+BINARY_SEARCH = """
+n = int(input())
+lo, hi = 1, n
+while lo < hi:
+    mid = (lo + hi) // 2
+    print("?", mid, flush=True)
+    r = input()
+    if r == "=":
+        lo = hi = mid
+    elif r == "<":
+        hi = mid - 1
+    else:
+        lo = mid + 1
+print("!", lo, flush=True)
+"""
+LINEAR = """
+n = int(input())
+for x in range(1, n + 1):
+    print("?", x, flush=True)
+    if input() == "=":
+        print("!", x, flush=True)
+        break
+"""
+NO_FLUSH = """
+import sys
+n = int(input())
+sys.stdout.write("? 1\\n")  # never flushed: both sides wait for each other
+r = sys.stdin.readline()
+print("!", 1)
+"""
+INTERACTIVE_TESTS = [("1000 1\n", ""), ("1000 777\n", ""), ("1000 1000\n", "")]
+
+
+@pytest.mark.parametrize("solution, expected", [(BINARY_SEARCH, Verdict.AC), (LINEAR, Verdict.WA),
+                                                (NO_FLUSH, Verdict.ILE)], ids=["binary-search", "too-many-queries", "no-flush"])
+def test_interactive(solution, expected):
+    start = time.time()
+    result = judge(solution, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
+                   limits=LIMITS, stop_on_failure=True)
+    assert result.verdict == expected, result.to_dict()
+    assert time.time() - start < 3 * (LIMITS.wall_s + 2)
+
+
+def test_run_python_tool_result():
+    result = run_python("import sys\nprint(sys.stdin.read().upper())\nprint('err', file=sys.stderr)\nexit(3)", "abc")
+    assert (result.stdout, result.stderr.strip(), result.exit_code, result.verdict) == ("ABC\n", "err", 3, Verdict.RE)
+    assert run_python("print(1)").ok
+    assert run_python("def f(:").verdict == Verdict.CE
+    big = run_python("print('z' * 10**7)", limits=Limits(output_limit_mb=0.1))
+    assert big.verdict == Verdict.OLE and big.stdout_truncated and len(big.stdout) <= 0.1 * 2**20
+
+
+def test_file_io_mode():
+    solution = "a, b = map(int, open('input.txt').read().split())\nopen('output.txt', 'w').write(str(a + b))\n"
+    assert judge(solution, APLUSB, io_mode="file", limits=LIMITS).verdict == Verdict.AC
+
+
+def test_concurrent_judging_from_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda s: judge(s, APLUSB, limits=LIMITS).verdict, [PY["AC"], PY["WA"]] * 8))
+    assert results == [Verdict.AC, Verdict.WA] * 8
+
+
+@pytest.mark.docker
+def test_docker_verdicts_and_interactive(docker_backend):
+    assert judge(PY["AC"], APLUSB, limits=LIMITS, backend=docker_backend).verdict == Verdict.AC
+    assert judge(PY["WA"], APLUSB, limits=LIMITS, backend=docker_backend).verdict == Verdict.WA
+    assert judge(CPP["AC"], APLUSB, lang="cpp", limits=LIMITS, backend=docker_backend).verdict == Verdict.AC
+    result = judge(BINARY_SEARCH, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
+                   limits=LIMITS, backend=docker_backend)
+    assert result.verdict == Verdict.AC, result.to_dict()
