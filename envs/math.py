@@ -260,13 +260,41 @@ def verifier_pool() -> VerifierPool:
 
 # ----------------------------------------------------------------------------------------------- python tool
 
+def _tool_output(text: str, max_output_chars: int, note: str = "") -> str:
+    if len(text) > max_output_chars:
+        text = text[:max_output_chars] + f"\n[output truncated to {max_output_chars} characters]"
+    if note:
+        return f"{text}\n[{note}]" if text else f"[{note}]"
+    return text if text.strip() else "[no output; print() the values you want to see]"
+
+
+def run_python_sandboxed(code: str, timeout_s: float = 5.0, max_output_chars: int = 4000,
+                         backend: str = "local") -> str:
+    """Run ``code`` with ``agentgspo.sandboxes.run_python`` (bubblewrap by default); return stdout+stderr.
+
+    The sandbox's threat model is in ``sandboxes/local.py`` (no network, no host files, limits on CPU, memory,
+    processes and output). Raises ``RuntimeError`` when the sandbox itself fails (the model reads it as a tool
+    error); the program's own failures (exceptions, time or memory limits) are output for the model.
+    """
+    from agentgspo.sandboxes import Limits, Verdict, run_python
+
+    limits = Limits(time_limit_s=timeout_s, wall_limit_s=timeout_s, memory_limit_mb=512,
+                    output_limit_mb=max_output_chars * 4 / 2**20)
+    result = run_python(code, limits=limits, backend=backend)
+    if result.verdict == Verdict.JE:
+        raise RuntimeError(f"the sandbox failed: {result.error}")
+    notes = {Verdict.TLE: f"killed: the program ran longer than {timeout_s:g} s",
+             Verdict.MLE: "killed: the program used more than 512 MB", Verdict.OLE: "killed: too much output"}
+    return _tool_output(result.stdout + result.stderr, max_output_chars, notes.get(result.verdict, ""))
+
+
 def run_python_subprocess(code: str, timeout_s: float = 5.0, max_output_chars: int = 4000) -> str:
     """Run ``code`` with ``python -I`` in a fresh temporary directory; return stdout+stderr (truncated).
 
-    Threat model: this is NOT a sandbox. It bounds wall time (the process group is killed) and the output read,
-    and isolates from the caller's environment variables, working directory and user site-packages; it does not
-    stop the code from reading or writing the user's files, using the network, or exhausting memory. Use it for
-    trusted policies only, until the bubblewrap sandbox in ``agentgspo.sandboxes`` is wired in.
+    Threat model: this is NOT a sandbox (``MathEnv(sandbox="none")`` only). It bounds wall time (the process
+    group is killed) and the output read, and hides the caller's environment variables, working directory and
+    user site-packages; it does not stop the code from reading or writing the user's files, using the network,
+    or exhausting memory. For trusted policies on machines without bubblewrap.
     """
     with tempfile.TemporaryDirectory(prefix="agentgspo-python-") as workdir:
         proc = subprocess.Popen(
@@ -287,13 +315,10 @@ def run_python_subprocess(code: str, timeout_s: float = 5.0, max_output_chars: i
         status = proc.wait()
         proc.stdout.close()
     text = box.get("out", b"").decode("utf-8", "replace")
-    if len(text) > max_output_chars:
-        text = text[:max_output_chars] + f"\n[output truncated to {max_output_chars} characters]"
-    if timed_out:
-        return text + f"\n[killed: the program ran longer than {timeout_s:g} s]"
-    if status != 0 and not text:
-        return f"[exit status {status}, no output]"
-    return text if text.strip() else "[no output; print() the values you want to see]"
+    note = f"killed: the program ran longer than {timeout_s:g} s" if timed_out else ""
+    if status != 0 and not text and not timed_out:
+        note = f"exit status {status}, no output"
+    return _tool_output(text, max_output_chars, note)
 
 
 # ----------------------------------------------------------------------------------------------- policies
@@ -328,6 +353,20 @@ def math_wrong(messages: list[Message]) -> str:
 
 # ----------------------------------------------------------------------------------------------- env
 
+def _python_runner(sandbox: str) -> Callable[[str, float, int], str]:
+    """The python tool's runner for ``sandbox``; fails now, with the fix, when the sandbox cannot isolate here."""
+    if sandbox == "none":
+        return run_python_subprocess
+    from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
+
+    try:
+        get_sandbox(sandbox)  # cached per process; the local backend probes bubblewrap once
+    except (SandboxUnavailable, ValueError) as exc:
+        raise SandboxUnavailable(f"Math-v0's python tool cannot use sandbox {sandbox!r}: {exc}. To run the "
+                                 "model's code WITHOUT isolation (trusted policies only), pass sandbox='none'.") from exc
+    return lambda code, timeout_s, max_chars: run_python_sandboxed(code, timeout_s, max_chars, backend=sandbox)
+
+
 class MathEnv(ChatEnv):
     """Math problems, a ``python`` tool, answers in ``\\boxed{}`` checked by math-verify (see module docstring).
 
@@ -337,8 +376,9 @@ class MathEnv(ChatEnv):
         python_timeout_s: wall-clock limit of one python call.
         max_output_chars: most characters of program output returned to the model.
         verify_timeout_s: limit of one math-verify check in a worker process; ``None`` checks in this thread.
-        python_runner: ``fn(code, timeout_s, max_output_chars) -> str`` running the tool's code; default
-            :func:`run_python_subprocess` (not a sandbox; see its threat model).
+        sandbox: where the tool's code runs: an ``agentgspo.sandboxes`` backend (``"local"`` bubblewrap,
+            ``"docker"``, ``"remote"``), checked at construction; or ``"none"``: a plain subprocess, NOT isolated
+            (:func:`run_python_subprocess`), for trusted policies on machines without bubblewrap.
         **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
     """
 
@@ -347,9 +387,7 @@ class MathEnv(ChatEnv):
 
     def __init__(self, data_files: str | Path | None = None, *, problem_field: str = "problem",
                  answer_field: str = "answer", python_timeout_s: float = 5.0, max_output_chars: int = 4000,
-                 verify_timeout_s: float | None = 5.0,
-                 python_runner: Callable[[str, float, int], str] = run_python_subprocess,
-                 **chat_env_kwargs: Any):
+                 verify_timeout_s: float | None = 5.0, sandbox: str = "local", **chat_env_kwargs: Any):
         import importlib.util
 
         if importlib.util.find_spec("math_verify") is None:
@@ -357,6 +395,7 @@ class MathEnv(ChatEnv):
         if python_timeout_s <= 0 or (verify_timeout_s is not None and verify_timeout_s <= 0):
             raise ValueError(f"timeouts must be > 0, got python_timeout_s={python_timeout_s}, "
                              f"verify_timeout_s={verify_timeout_s}")
+        runner = _python_runner(sandbox)
         path = builtin_path(BUILTIN_DATA) if data_files is None else data_files
         self.rows = load_rows(path, (problem_field, answer_field))
         self.problem_field, self.answer_field = problem_field, answer_field
@@ -368,7 +407,7 @@ class MathEnv(ChatEnv):
             Args:
                 code: the program; print() the values you want to see.
             """
-            return python_runner(code, python_timeout_s, max_output_chars)
+            return runner(code, python_timeout_s, max_output_chars)
 
         super().__init__(tools=[python], **chat_env_kwargs)
         self.problem = ""
