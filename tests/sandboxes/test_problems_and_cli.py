@@ -1,0 +1,84 @@
+"""Problem formats (own, ICPC/Kattis, open-r1/codeforces rows) and the `agentgspo judge` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentgspo.cli import main
+from agentgspo.sandboxes import (Verdict, judge_problem, load_kattis_problem, load_problem,
+                                 problem_from_codeforces_row, read_tests_dir)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+APLUSB = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+def _write_tests(directory: Path, pairs) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, (inp, ans) in enumerate(pairs, 1):
+        (directory / f"{i}.in").write_text(inp)
+        (directory / f"{i}.ans").write_text(ans)
+
+
+def test_own_format(tmp_path):
+    (tmp_path / "problem.json").write_text(json.dumps({"name": "aplusb", "time_limit_s": 1, "memory_limit_mb": 64}))
+    _write_tests(tmp_path / "tests", [("1 2\n", "3\n")] * 2 + [("5 6\n", "11\n")] * 9)
+    problem = load_problem(tmp_path)
+    assert [t.name for t in problem.tests][:3] == ["1", "2", "3"] and problem.tests[-1].name == "11"
+    assert judge_problem(problem, APLUSB).verdict == Verdict.AC
+    (tmp_path / "problem.json").write_text(json.dumps({"name": "x", "time_limt": 1}))
+    with pytest.raises(ValueError, match="time_limt"):
+        load_problem(tmp_path)
+
+
+def test_missing_answer_is_a_clear_error(tmp_path):
+    (tmp_path / "1.in").write_text("1 2\n")
+    with pytest.raises(ValueError, match=r"1\.in.*has no answer file '1\.ans'"):
+        read_tests_dir(tmp_path)
+
+
+def test_kattis_package(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Half\nvalidator_flags: float_tolerance 1e-6\nlimits:\n  memory: 128\n")
+    _write_tests(tmp_path / "data" / "sample", [("1\n", "0.5\n")])
+    _write_tests(tmp_path / "data" / "secret" / "group1", [("3\n", "1.5\n"), ("1\n", "0.5000000001\n")])
+    problem = load_kattis_problem(tmp_path)
+    assert problem.name == "Half" and problem.checker == "float:1e-6" and problem.memory_limit_mb == 128
+    assert [t.name for t in problem.tests] == ["sample/1", "secret/group1/1", "secret/group1/2"]
+    assert judge_problem(problem, "print(int(input()) / 2)").verdict == Verdict.AC
+
+
+def test_kattis_output_validator(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Any\nvalidation: custom\n")
+    _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
+    validator = tmp_path / "output_validators" / "v" / "validate.py"
+    validator.parent.mkdir(parents=True)
+    validator.write_text("import sys\nn = int(open(sys.argv[1]).read())\na, b = map(int, sys.stdin.read().split())\n"
+                         "sys.exit(42 if a + b == n else 43)\n")
+    problem = load_kattis_problem(tmp_path)
+    assert judge_problem(problem, "print(1, int(input()) - 1)").verdict == Verdict.AC
+    assert judge_problem(problem, "print(1, 1)").verdict == Verdict.WA
+
+
+def test_codeforces_row():
+    row = json.loads((FIXTURES / "codeforces_row.json").read_text())
+    problem = problem_from_codeforces_row(row)
+    assert problem.name == "2050A" and len(problem.tests) == 3 and len(problem.samples) == 2
+    assert problem.time_limit_s == 1.0 and problem.checker.startswith("openr1:")
+    assert judge_problem(problem, APLUSB).verdict == Verdict.AC
+    assert judge_problem(problem, "print(3)").verdict == Verdict.WA
+
+
+def test_cli_json(tmp_path, capsys):
+    _write_tests(tmp_path / "tests", [("1 2\n", "3\n"), ("2 2\n", "4\n")])
+    solution = tmp_path / "sol.py"
+    solution.write_text(APLUSB)
+    assert main(["judge", "--tests", str(tmp_path / "tests"), "--solution", str(solution), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "AC" and {"verdict", "time_s", "memory_mb"} <= set(out["tests"][0])
+    (tmp_path / "tests" / "3.in").write_text("1 1\n")
+    assert main(["judge", "--tests", str(tmp_path / "tests"), "--solution", str(solution)]) == 2
+    assert "3.ans" in capsys.readouterr().err
+    solution.rename(tmp_path / "sol.txt")
+    assert main(["judge", "--tests", str(tmp_path), "--solution", str(tmp_path / "sol.txt")]) == 2

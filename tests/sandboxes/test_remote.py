@@ -1,0 +1,76 @@
+"""The remote backend against a real `agentgspo sandbox-server` app started on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from agentgspo.sandboxes import Limits, Verdict, get_sandbox, judge, run_python
+from agentgspo.sandboxes.remote import RemoteSandbox
+
+TOKEN = "test-token"
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    import uvicorn
+
+    from agentgspo.sandboxes.server import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(TOKEN, max_concurrency=2), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            if httpx.get(url + "/health").status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_health_and_auth(server_url):
+    health = httpx.get(server_url + "/health").json()
+    assert health["status"] == "ok" and health["max_concurrency"] == 2
+    assert httpx.post(server_url + "/judge", json={}).status_code == 401
+    wrong = RemoteSandbox([server_url], token="wrong", retries=0)
+    assert judge("print(1)", [("", "1")], backend=wrong).verdict == Verdict.JE
+
+
+def test_remote_judge_and_run(server_url):
+    remote = get_sandbox("remote", endpoints=[server_url], token=TOKEN)
+    result = judge("a, b = map(int, input().split())\nprint(a + b)\n", [("1 2", "3"), ("2 2", "5")], backend=remote)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA] and result.verdict == Verdict.WA
+    out = run_python("print(input() * 2)", "ab", backend=remote)
+    assert out.stdout == "abab\n" and out.verdict == Verdict.OK
+    tle = judge("while True: pass", [("", "")], limits=Limits(time_limit_s=0.3), backend=remote)
+    assert tle.verdict == Verdict.TLE
+
+
+def test_remote_retries_over_endpoints_and_runs_concurrently(server_url):
+    dead = "http://127.0.0.1:9"  # nothing listens: the client must fall over to the live endpoint
+    remote = RemoteSandbox([dead, server_url], token=TOKEN, retries=3, backoff_s=0.01, max_concurrency=4)
+
+    async def many():
+        return await asyncio.gather(*(remote.ajudge("print(input())", [(str(i), str(i))]) for i in range(6)))
+
+    results = asyncio.run(many())
+    assert [r.verdict for r in results] == [Verdict.AC] * 6
+
+
+def test_remote_unreachable_is_judge_error():
+    remote = RemoteSandbox(["http://127.0.0.1:9"], token=TOKEN, retries=1, backoff_s=0.01)
+    result = judge("print(1)", [("", "1")], backend=remote)
+    assert result.verdict == Verdict.JE and "unreachable" in result.message
