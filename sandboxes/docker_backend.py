@@ -22,6 +22,7 @@ another's leftovers if the cleanup exec fails (the container is then discarded i
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import socket
@@ -86,6 +87,28 @@ class DockerSandbox:
         self._lock = threading.Lock()
         self._created = 0
         self._all: list = []
+        self._remove_stale()
+        atexit.register(self.close)
+
+    def _remove_stale(self) -> None:
+        """Remove pool containers left by processes of this host that died without closing their pool."""
+        import socket as _socket
+
+        try:
+            stale = self.client.containers.list(all=True, filters={"label": f"agentgspo.host={_socket.gethostname()}"})
+        except Exception:
+            return
+        for container in stale:
+            try:
+                owner = int(container.labels.get("agentgspo.pid", "0"))
+                os.kill(owner, 0)  # owner alive: leave it
+            except ProcessLookupError:
+                try:
+                    container.remove(force=True)
+                except Exception:
+                    pass
+            except (ValueError, PermissionError):
+                pass
 
     # --- pool ---------------------------------------------------------------------------------------------
     def _create(self):
@@ -94,7 +117,7 @@ class DockerSandbox:
             tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={self.tmpfs_mb}m,mode=1777"},
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=self.pids_limit,
             cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER, working_dir="/tmp",
-            labels={"agentgspo.sandbox": "1"}, environment={"LANG": "C.UTF-8", "HOME": "/tmp"},
+            labels={"agentgspo.sandbox": "1", "agentgspo.host": socket.gethostname(), "agentgspo.pid": str(os.getpid())}, environment={"LANG": "C.UTF-8", "HOME": "/tmp"},
         )
 
     def _acquire(self):
