@@ -17,7 +17,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-template": ("agentgspo.commands.check_template", "check that a chat template is prefix-preserving"),
     "rollout": ("agentgspo.commands.rollout", "play episodes with a policy and write trajectories.jsonl"),
     "quickstart": ("agentgspo.commands.quickstart", "train the tiny MoE policy on Calculator-v0 on CPU"),
-    "train": ("agentgspo.commands.train", "GSPO training of a policy on an env"),
     "judge": ("agentgspo.commands.judge", "judge a solution on a folder of tests"),
     "sandbox-server": ("agentgspo.commands.sandbox_server", "serve the sandbox over HTTP for remote execution"),
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),

@@ -70,13 +70,19 @@ def calculator_wrong(messages: list[Message]) -> str:
 
 
 class CalculatorEnv(ChatEnv):
-    """Questions ``What is A*B+C?`` with A in [100, 999], B in [10, 99], C in [10, 99]; one tool, ``calculate``."""
+    """Questions ``What is A*B+C?`` with A in [100, 999], B in [10, 99], C in [10, 99]; one tool, ``calculate``.
+
+    Args:
+        system_prompt: the instructions; ``None`` sends none (a policy trained on demonstrations needs none, and
+            the quickstart saves the tokens).
+    """
 
     oracle = staticmethod(calculator_oracle)
     wrong = staticmethod(calculator_wrong)
 
-    def __init__(self, **chat_env_kwargs: Any):
+    def __init__(self, system_prompt: str | None = SYSTEM_PROMPT, **chat_env_kwargs: Any):
         super().__init__(tools=[calculate], **chat_env_kwargs)
+        self.system_prompt = system_prompt
         self.expression = ""
         self.target = 0
 
@@ -85,8 +91,9 @@ class CalculatorEnv(ChatEnv):
         a, b, c = (int(self.np_random.integers(lo, hi)) for lo, hi in ((100, 1000), (10, 100), (10, 100)))
         self.expression = f"{a}*{b}+{c}"
         self.target = a * b + c
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": f"What is {self.expression}?"}]
+        messages = [{"role": "user", "content": f"What is {self.expression}?"}]
+        if self.system_prompt is not None:
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
         return messages, {"target": self.target}
 
     def respond(self, action: Action):

@@ -1,0 +1,293 @@
+"""The GSPO learner: one rollout batch in, optimizer steps out (arXiv 2507.18071).
+
+    rollout batch -> group advantages (Eq. 6) -> logp_old (recomputed, or the sampler's, §5.4)
+      -> shuffle into `minibatches` (paper: 4; updates 2..4 are off-policy)
+        -> length-bucketed micro-batches, gradients accumulated -> clip grad norm -> AdamW step -> LR schedule
+
+Distributed work goes through an ``accelerate.Accelerator`` (DDP on CPU with gloo, FSDP2 / DeepSpeed on GPUs).
+Each rank trains on its own trajectories; DDP averages gradients, so with equal trajectory counts per rank the
+update is the paper's per-trajectory mean over all ranks.
+
+Trajectories whose advantage is 0 (all-equal groups) contribute exactly nothing to the GSPO objective, so they are
+not forwarded (they still count in the 1/N weighting). MoE policies get the router load-balancing loss and a
+routing-volatility metric: the share of (token, layer) top-k expert choices that change across the update on the
+same tokens (the paper reports ~10% for Qwen3-30B-A3B).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from agentgspo.advantages import group_advantages
+from agentgspo.batching import Batch, collate, length_buckets, score
+from agentgspo.logprobs import token_entropy
+from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, kl_k3
+from agentgspo.trajectory import Trajectory
+
+OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
+# Paper §5.1 (v2): GSPO eps 3e-4 / 4e-4; the GRPO baseline 0.2 / 0.27.
+DEFAULT_EPS = {"gspo": (3e-4, 4e-4), "gspo_token": (3e-4, 4e-4), "grpo": (0.2, 0.27)}
+
+
+@dataclass
+class LearnerConfig:
+    """Settings of :class:`GSPOLearner` (each documented; defaults cite the paper where it gives one).
+
+    Attributes:
+        objective: ``gspo`` (sequence ratio, the paper), ``gspo_token`` (Eq. 13-14) or ``grpo`` (baseline).
+        eps_low / eps_high: clip band; ``None`` takes the paper's value for the objective.
+        minibatches: optimizer steps per rollout batch (paper §5.1: 4).
+        micro_batch_tokens: padded tokens per forward; gradients are accumulated across micro-batches.
+        logp_old: ``recompute`` (score the batch with the policy before updating; default) or ``sampler``
+            (reuse the sampler's log-probs, paper §5.4; saves a forward pass).
+        temperature: the sampler's temperature; log-probs are of softmax(logits / temperature).
+        max_grad_norm: gradient clipping (``None``: off).
+        kl_coef: weight of a k3 KL penalty to a frozen reference model (0: off, the author's advice).
+        router_aux_loss_coef: weight of the MoE load-balancing loss (``None``: the model config's value; 0: off).
+        volatility_rows: trajectories used for the routing-volatility metric (0: off).
+        skip_zero_advantage: do not forward trajectories with A = 0 (exact for the objective; saves compute).
+    """
+
+    objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
+    eps_low: float | None = None
+    eps_high: float | None = None
+    minibatches: int = 4
+    micro_batch_tokens: int = 8192
+    logp_old: Literal["recompute", "sampler"] = "recompute"
+    temperature: float = 1.0
+    max_grad_norm: float | None = 1.0
+    kl_coef: float = 0.0
+    router_aux_loss_coef: float | None = None
+    volatility_rows: int = 16
+    skip_zero_advantage: bool = True
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
+        if self.logp_old not in ("recompute", "sampler"):
+            raise ValueError(f"logp_old: expected 'recompute' or 'sampler', got {self.logp_old!r}")
+        low, high = DEFAULT_EPS[self.objective]
+        self.eps_low = low if self.eps_low is None else self.eps_low
+        self.eps_high = high if self.eps_high is None else self.eps_high
+        if self.minibatches < 1 or self.micro_batch_tokens < 1:
+            raise ValueError("minibatches and micro_batch_tokens must be >= 1")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "
+                             f"{self.temperature}; for greedy rollouts train with T=1")
+
+
+class _Means:
+    """Weighted means, minima and maxima of metrics gathered over micro-batches."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.weights: dict[str, float] = {}
+        self.extremes: dict[str, float] = {}
+        self.counts: dict[str, float] = {}
+
+    def add(self, name: str, value: float, weight: float = 1.0) -> None:
+        if weight > 0 and not math.isnan(value):
+            self.sums[name] = self.sums.get(name, 0.0) + value * weight
+            self.weights[name] = self.weights.get(name, 0.0) + weight
+
+    def extreme(self, name: str, value: float, pick: Any) -> None:
+        if not math.isnan(value):
+            self.extremes[name] = pick(self.extremes.get(name, value), value)
+
+    def count(self, name: str, value: float) -> None:
+        self.counts[name] = self.counts.get(name, 0.0) + value
+
+    def result(self) -> dict[str, float]:
+        return {**{n: self.sums[n] / self.weights[n] for n in self.sums}, **self.extremes, **self.counts}
+
+
+def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
+    """Top-k expert ids per (layer, token) at the batch's real tokens: ``[L, N, k]``."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
+                output_router_logits=True)
+    real = batch.attention_mask.reshape(-1).bool()  # [B*T]
+    return torch.stack([logits[real].topk(k, dim=-1).indices.sort(-1).values for logits in out.router_logits])
+
+
+def routing_volatility(before: torch.Tensor, after: torch.Tensor) -> float:
+    """Share of expert choices in ``before`` (``[L, N, k]``) that are not among the same slot's ``after`` choices."""
+    kept = (before[..., :, None] == after[..., None, :]).any(-1)  # [L, N, k]
+    return 1.0 - kept.float().mean().item()
+
+
+class GSPOLearner:
+    """Updates a policy from rollout batches with GSPO (or GSPO-token / GRPO).
+
+    Args:
+        model: the policy, already passed through ``accelerator.prepare`` (with its optimizer and scheduler).
+        optimizer: e.g. ``torch.optim.AdamW``.
+        accelerator: the ``accelerate.Accelerator`` that prepared them.
+        pad_token_id: padding id for collation.
+        config: :class:`LearnerConfig`.
+        scheduler: stepped once per optimizer step (optional).
+        ref_model: frozen reference policy, needed when ``config.kl_coef > 0``.
+        seed: seed of the minibatch shuffling generator (its state is part of :meth:`state_dict`).
+    """
+
+    def __init__(self, model: Any, optimizer: Any, accelerator: Any, *, pad_token_id: int,
+                 config: LearnerConfig | None = None, scheduler: Any = None, ref_model: Any = None, seed: int = 0):
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.accelerator = accelerator
+        self.pad_token_id = pad_token_id
+        self.config = config or LearnerConfig()
+        if self.config.kl_coef > 0 and ref_model is None:
+            raise ValueError("kl_coef > 0 needs ref_model (a frozen copy of the initial policy)")
+        self.ref_model = ref_model
+        base = accelerator.unwrap_model(model)
+        model_config = getattr(base, "config", None)
+        self.is_moe = hasattr(model_config, "num_experts_per_tok")
+        coef = self.config.router_aux_loss_coef
+        self.aux_coef = (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) \
+            if self.is_moe else 0.0
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learner's own state (the minibatch shuffling RNG); model/optimizer state is checkpointed apart."""
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.generator.set_state(state["generator"])
+
+    @torch.no_grad()
+    def _score_no_grad(self, model: Any, batch: Batch) -> torch.Tensor:
+        return score(model, batch, temperature=self.config.temperature)[0]
+
+    def step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
+        """Train on one rollout batch (this rank's trajectories); returns metrics for logging."""
+        config, accelerator, device = self.config, self.accelerator, self.accelerator.device
+        started = time.perf_counter()
+        rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float64)
+        group_ids = torch.tensor([t.group_id for t in trajectories])
+        advantages, advantage_stats = group_advantages(rewards, group_ids)  # [N]
+        n = len(trajectories)
+        keep = [i for i in range(n) if advantages[i] != 0 or not config.skip_zero_advantage or config.kl_coef > 0]
+
+        # logp_old: the policy that sampled, scored before any update of this batch.
+        old: dict[int, torch.Tensor] = {}
+        gap_sum, gap_tokens = 0.0, 0
+        for bucket in length_buckets([len(trajectories[i].token_ids) for i in keep], config.micro_batch_tokens):
+            rows = [keep[j] for j in bucket]
+            batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
+            if config.logp_old == "recompute":
+                logp = self._score_no_grad(self.model, batch)
+                gap = (logp - batch.sampler_logprobs).abs()
+                gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
+                gap_tokens += int(batch.loss_mask.sum())
+            else:
+                logp = batch.sampler_logprobs
+            for r, i in enumerate(rows):
+                old[i] = logp[r, : len(trajectories[i].token_ids)]
+
+        volatility_batch = None
+        if self.is_moe and config.volatility_rows and keep:
+            picks = [trajectories[i] for i in keep[: config.volatility_rows]]
+            volatility_batch = collate(picks, self.pad_token_id).to(device)
+            k = accelerator.unwrap_model(self.model).config.num_experts_per_tok
+            with torch.no_grad():
+                choices_before = _expert_choices(self.model, volatility_batch, k)
+
+        order = torch.randperm(n, generator=self.generator).tolist()
+        chunks = [order[m::config.minibatches] for m in range(config.minibatches)]
+        means = _Means()
+        optimizer_steps = 0
+        for chunk in chunks:
+            rows = [i for i in chunk if i in old]
+            trainable = torch.tensor(float(len(rows)), device=device)
+            if accelerator.num_processes > 1:
+                trainable = accelerator.reduce(trainable, reduction="sum")
+            if float(trainable) == 0:
+                continue  # every rank agrees: nothing to learn from this minibatch
+            dummy = not rows  # this rank has nothing but must join the gradient all-reduce
+            if dummy:
+                rows = [chunk[0] if chunk else 0]
+                old.setdefault(rows[0], torch.zeros(len(trajectories[rows[0]].token_ids), device=device))
+            buckets = length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)
+            minibatch_loss = 0.0
+            for b, bucket in enumerate(buckets):
+                micro = [rows[j] for j in bucket]
+                minibatch_loss += self._micro_step(trajectories, micro, old, advantages, num_sequences=len(chunk),
+                                                   scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1,
+                                                   means=means)
+            means.add("loss", minibatch_loss)
+            if config.max_grad_norm is not None:
+                grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                means.add("grad_norm", float(grad_norm))
+            self.optimizer.step()
+            if self.scheduler is not None:
+                self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            optimizer_steps += 1
+
+        metrics = means.result()
+        if volatility_batch is not None and optimizer_steps:
+            with torch.no_grad():
+                choices_after = _expert_choices(self.model, volatility_batch, choices_before.shape[-1])
+            metrics["routing_volatility"] = routing_volatility(choices_before, choices_after)
+        if gap_tokens:
+            metrics["sampler_logprob_gap"] = gap_sum / gap_tokens
+        metrics.update(
+            optimizer_steps=optimizer_steps, trained_sequences=len(keep),
+            zero_variance_frac=advantage_stats["zero_variance_frac"],
+            lr=self.optimizer.param_groups[0]["lr"], learner_seconds=time.perf_counter() - started,
+        )
+        return metrics
+
+    def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
+                    advantages: torch.Tensor, *, num_sequences: int, scale: float, sync: bool,
+                    means: _Means) -> float:
+        """Forward and backward of one micro-batch; returns its share of the minibatch loss."""
+        config, accelerator = self.config, self.accelerator
+        batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(accelerator.device)
+        old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
+        for r, i in enumerate(rows):
+            old_logprobs[r, : old[i].shape[0]] = old[i]
+        adv = advantages[rows].to(accelerator.device)  # [B]
+        context = accelerator.no_sync(self.model) if not sync and accelerator.num_processes > 1 \
+            else contextlib.nullcontext()
+        with context:
+            logprobs, outputs = score(self.model, batch, temperature=config.temperature,
+                                      output_router_logits=self.aux_coef > 0)  # [B, T]
+            loss, diagnostics = OBJECTIVES[config.objective](
+                logprobs, old_logprobs, adv, batch.loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
+                num_sequences=num_sequences,
+            )
+            total = loss
+            if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
+                # Weighted by the micro-batch's share of the minibatch so the minibatch sum is a mean.
+                total = total + self.aux_coef * outputs.aux_loss * (len(rows) / num_sequences)
+                means.add("aux_loss", outputs.aux_loss.item(), len(rows))
+            if config.kl_coef > 0:
+                with torch.no_grad():
+                    ref_logprobs = self._score_no_grad(self.ref_model, batch)
+                kl = kl_k3(logprobs, ref_logprobs, batch.loss_mask)  # [B]
+                total = total + config.kl_coef * kl.sum() / num_sequences
+                means.add("kl", float(kl.mean()), len(rows))
+            accelerator.backward(total * scale)
+        if scale == 0.0:
+            return 0.0
+        sequences, tokens = float(diagnostics["num_sequences"]), float(diagnostics["num_tokens"])
+        unit = sequences if config.objective == "gspo" else tokens  # what the low/high split and ratios count
+        means.add("clip_frac_seq", float(diagnostics["clip_frac_seq"]), sequences)
+        means.add("clip_frac_token", float(diagnostics["clip_frac_token"]), tokens)
+        for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):
+            means.add(name, float(diagnostics[name]), unit)
+        means.extreme("ratio_min", float(diagnostics["ratio_min"]), min)
+        means.extreme("ratio_max", float(diagnostics["ratio_max"]), max)
+        means.count("trained_tokens", tokens)
+        entropy = token_entropy(outputs.logits[:, :-1].detach(), temperature=config.temperature,
+                                loss_mask=batch.loss_mask[:, 1:])
+        means.add("entropy", float(entropy), tokens)
+        return float(loss)

@@ -1,0 +1,135 @@
+"""Run logging: hyper-parameters at start, one JSONL line per step, TensorBoard, optional W&B / trackio, plots."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def _finite_numbers(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))}
+
+
+class MetricsLogger:
+    """Writes ``out_dir/metrics.jsonl`` (one object per step), ``out_dir/config.json`` and TensorBoard events.
+
+    Args:
+        out_dir: run folder.
+        hparams: every hyper-parameter of the run, written at start (and to TensorBoard's text panel).
+        resume_step: when resuming, lines of steps after this one (logged before a crash) are dropped.
+        backends: any of ``"tensorboard"``, ``"wandb"``, ``"trackio"``; the last two are used when installed.
+        enabled: False on non-main ranks (they log nothing).
+    """
+
+    def __init__(self, out_dir: str | Path, hparams: dict[str, Any], *, resume_step: int | None = None,
+                 backends: Sequence[str] = ("tensorboard",), project: str = "agentgspo", enabled: bool = True):
+        self.enabled = enabled
+        self.out = Path(out_dir)
+        self.path = self.out / "metrics.jsonl"
+        self._tb = self._wandb = self._trackio = None
+        if not enabled:
+            return
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "config.json").write_text(json.dumps(hparams, indent=2, default=str))
+        if resume_step is None:
+            self.path.write_text("")
+        elif self.path.exists():
+            kept = [line for line in self.path.read_text().splitlines()
+                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+            self.path.write_text("".join(line + "\n" for line in kept))
+        if "tensorboard" in backends:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.out / "tensorboard"))
+            self._tb.add_text("hparams", "```\n" + json.dumps(hparams, indent=2, default=str) + "\n```")
+        if "wandb" in backends:
+            try:
+                import wandb
+
+                self._wandb = wandb.init(project=project, config=hparams, dir=str(self.out))
+            except ImportError:
+                print("metrics: wandb is not installed (pip install wandb); skipping it")
+        if "trackio" in backends:
+            try:
+                import trackio
+
+                trackio.init(project=project, config=hparams)
+                self._trackio = trackio
+            except ImportError:
+                print("metrics: trackio is not installed (pip install trackio); skipping it")
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        """Append one step's metrics."""
+        if not self.enabled:
+            return
+        with self.path.open("a") as f:
+            f.write(json.dumps({"step": step, **metrics}, default=str) + "\n")
+        numbers = _finite_numbers(metrics)
+        if self._tb is not None:
+            for name, value in numbers.items():
+                self._tb.add_scalar(name, value, step)
+        if self._wandb is not None:
+            self._wandb.log(numbers, step=step)
+        if self._trackio is not None:
+            self._trackio.log(numbers, step=step)
+
+    def close(self) -> None:
+        """Flush and close the backends."""
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+        if self._trackio is not None:
+            self._trackio.finish()
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """The lines of a ``metrics.jsonl``."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def moving_average(values: Sequence[float], window: int) -> list[float]:
+    """Trailing mean over up to ``window`` values."""
+    out, total = [], 0.0
+    for i, value in enumerate(values):
+        total += value
+        if i >= window:
+            total -= values[i - window]
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
+                  warm_start: Sequence[dict[str, Any]] = (), window: int = 10, title: str = "") -> None:
+    """Reward and success vs step (raw and moving average); the warm start's evals in a left panel if given."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 2 if warm_start else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
+    if warm_start:
+        ax = axes[0][0]
+        ax.plot([m["step"] for m in warm_start], [m["success"] for m in warm_start], "o-", color="tab:gray")
+        ax.set(title="supervised warm start (oracle demos)", xlabel="SFT step", ylabel="success (sampled)",
+               ylim=(-0.02, 1.02))
+        ax.grid(alpha=0.3)
+    ax = axes[0][-1]
+    steps = [m["step"] for m in metrics]
+    for key, color in (("reward_mean", "tab:blue"), ("success", "tab:green")):
+        values = [m.get(key, float("nan")) for m in metrics]
+        ax.plot(steps, values, color=color, alpha=0.3, lw=1)
+        ax.plot(steps, moving_average(values, window), color=color, lw=2, label=f"{key} ({window}-step mean)")
+    ax.axhline(0.9, color="k", ls="--", lw=0.8, label="0.9 target")
+    ax.set(title=title or "GSPO", xlabel="GSPO step", ylabel="per-step mean over the rollout batch",
+           ylim=(-0.02, 1.02))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
