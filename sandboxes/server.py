@@ -26,24 +26,12 @@ from .protocol import get_sandbox
 from .results import Limits
 
 
-class LimitsModel(BaseModel):
-    """Wire form of ``Limits``."""
-
-    time_limit_s: float = 2.0
-    memory_limit_mb: float = 256.0
-    output_limit_mb: float = 64.0
-    wall_limit_s: float | None = None
-    compile_time_limit_s: float = 30.0
-    compile_memory_mb: float = 2048.0
-    pids_limit: int = 64
-
-
 class RunRequest(BaseModel):
     """Run a Python program with stdin."""
 
     code: str
     stdin_b64: str = ""
-    limits: LimitsModel = Field(default_factory=LimitsModel)
+    limits: Limits = Field(default_factory=Limits)  # pydantic validates the dataclass
 
 
 class TestModel(BaseModel):
@@ -70,7 +58,7 @@ class JudgeRequest(BaseModel):
     checker: str = "tokens"  # tokens | float:EPS | testlib | openr1 (the program in checker_program)
     checker_program: ProgramModel | None = None
     interactor: ProgramModel | None = None
-    limits: LimitsModel = Field(default_factory=LimitsModel)
+    limits: Limits = Field(default_factory=Limits)  # pydantic validates the dataclass
     stop_on_failure: bool = False
     io_mode: str = "stdio"
 
@@ -93,7 +81,7 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
         interactor = _write_program(tmp, request.interactor) if request.interactor else None
         tests = [(base64.b64decode(t.input_b64), base64.b64decode(t.answer_b64)) for t in request.tests]
         result = judge(request.source, tests, lang=request.lang, checker=checker, interactor=interactor,
-                       limits=Limits(**request.limits.model_dump()), stop_on_failure=request.stop_on_failure,
+                       limits=request.limits, stop_on_failure=request.stop_on_failure,
                        io_mode=request.io_mode, backend=backend)
     for test, wire in zip(result.tests, request.tests):
         test.name = wire.name or test.name
@@ -130,7 +118,7 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8):
 
     @app.post("/run_python", dependencies=[Depends(check_token)])
     async def run_python_endpoint(request: RunRequest) -> dict:
-        limits = Limits(**request.limits.model_dump())
+        limits = request.limits
         stdin = base64.b64decode(request.stdin_b64)
         result = await limited(lambda: run_python(request.code, stdin, limits=limits, backend=backend))
         return result.to_dict()

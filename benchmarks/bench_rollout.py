@@ -1,0 +1,142 @@
+"""Framework overhead of the rollout runner per env step, with an instant scripted policy.
+
+Plays 1,024 concurrent Calculator-v0 episodes (128 seeds x group 8) with ``ScriptedPolicy(calculator_oracle)``
+and splits the wall time into what the env itself spends (``make``, ``reset``, ``step``, ``close``), what the
+policy's text function spends, and the rest: the framework (event loop, worker-thread hand-offs, tokenizing,
+chat rendering of continuations, the full-render check, record building). Target: <= 0.5 ms of framework time
+per env step.
+
+Env and policy time are measured as CPU time of the thread running them (``time.thread_time``), so a call that
+waits for the GIL while another thread runs is not counted twice; the overhead is
+``(wall - env - policy) / steps``. Medians over the repeats.
+
+    python benchmarks/bench_rollout.py                      # 5 repeats, 128 x 8
+    python benchmarks/bench_rollout.py --repeats 3 --seeds 64 --profile   # + cProfile of one run, top 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import threading
+import time
+from typing import Any
+
+import gymnasium as gym
+
+TARGET_MS = 0.5
+
+
+class Stopwatch:
+    """Thread-safe accumulator of thread CPU seconds and call counts by name."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+
+    def time(self, name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent = time.thread_time() - started
+            with self.lock:
+                self.seconds[name] = self.seconds.get(name, 0.0) + spent
+                self.calls[name] = self.calls.get(name, 0) + 1
+
+
+class TimedEnv(gym.Wrapper):
+    """Accumulates the env's own time in ``reset``, ``step`` and ``close``."""
+
+    def __init__(self, env: gym.Env, watch: Stopwatch):
+        super().__init__(env)
+        self.watch = watch
+
+    def reset(self, **kwargs: Any):
+        return self.watch.time("env", self.env.reset, **kwargs)
+
+    def step(self, action: Any):
+        result = self.watch.time("env", self.env.step, action)
+        with self.watch.lock:
+            self.watch.calls["steps"] = self.watch.calls.get("steps", 0) + 1
+        return result
+
+    def close(self):
+        return self.watch.time("env", self.env.close)
+
+
+def one_run(renderer: Any, seeds: int, group_size: int, profile: bool = False) -> dict[str, float]:
+    from agentgspo.envs.calculator import calculator_oracle
+    from agentgspo.policy.base import ScriptedPolicy
+    from agentgspo.registry import make
+    from agentgspo.rollout import RolloutConfig, RolloutRunner
+
+    watch = Stopwatch()
+
+    def make_env() -> gym.Env:
+        return TimedEnv(watch.time("env", make, "agentgspo/Calculator-v0"), watch)
+
+    def oracle(messages):
+        return watch.time("policy", calculator_oracle, messages)
+
+    runner = RolloutRunner(make_env, ScriptedPolicy(oracle, renderer), renderer,
+                           RolloutConfig(group_size=group_size, episode_timeout_s=None),
+                           env_id="agentgspo/Calculator-v0")
+    profiler = cProfile.Profile() if profile else None
+    started, cpu_started = time.perf_counter(), time.process_time()
+    if profiler:
+        profiler.enable()
+    trajectories = runner.run_sync(range(seeds))
+    if profiler:
+        profiler.disable()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    assert all(t.reward == 1.0 for t in trajectories), "the oracle must solve every episode"
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    steps = watch.calls["steps"]
+    env, policy = watch.seconds["env"], watch.seconds["policy"]
+    # env.close runs fire-and-forget and may finish after run(); count only what finished (it is tiny).
+    return {"wall_s": wall, "process_cpu_s": cpu, "env_s": env, "policy_s": policy,
+            "framework_s": wall - env - policy, "steps": steps, "steps_per_s": steps / wall,
+            "framework_ms_per_step": 1e3 * (wall - env - policy) / steps,
+            "env_ms_per_step": 1e3 * env / steps}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=128)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="cProfile one extra run and print the top entries")
+    args = parser.parse_args()
+
+    from transformers import AutoTokenizer
+
+    from agentgspo.chat import ChatRenderer
+    from agentgspo.tiny import tiny_policy_path
+
+    renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
+    one_run(renderer, 8, 2)  # warm-up: imports, template compilation
+    runs = [one_run(renderer, args.seeds, args.group_size) for _ in range(args.repeats)]
+    episodes = args.seeds * args.group_size
+    print(f"rollout runner, Calculator-v0, ScriptedPolicy(calculator_oracle), {episodes} concurrent episodes "
+          f"({args.seeds} seeds x group {args.group_size}), {args.repeats} repeats")
+    print(f"{'metric':<24}{'median':>12}{'min':>12}{'max':>12}")
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        print(f"{key:<24}{statistics.median(values):>12.4g}{min(values):>12.4g}{max(values):>12.4g}")
+    framework = statistics.median(r["framework_ms_per_step"] for r in runs)
+    env = statistics.median(r["env_ms_per_step"] for r in runs)
+    print(f"\nframework / target ({TARGET_MS} ms/step): {framework / TARGET_MS:.2f}x   "
+          f"framework / env time: {framework / env:.1f}x   "
+          f"{'OK' if framework <= TARGET_MS else 'OVER TARGET'}")
+    if args.profile:
+        one_run(renderer, args.seeds, args.group_size, profile=True)
+
+
+if __name__ == "__main__":
+    main()
