@@ -29,6 +29,7 @@ Event lines: {"event": "ready"} | {"event": "compile", "ok", "stderr", "cpu_s", 
 
 import binascii
 import builtins
+import gc
 import marshal
 import os
 import resource
@@ -402,6 +403,8 @@ def main():
         pass
     set_scratch(spec.get("tmp", "/tmp"))
     mode = spec["mode"]
+    # Freeze the runner's objects out of the collector: forked children then do not write to (copy) their pages.
+    gc.freeze()
     stream = sys.stderr if mode == "interact" else sys.stdout
     try:
         if mode == "compile":
