@@ -1,0 +1,405 @@
+"""`agentgspo/CodeForces-v0`: a competitive-programming statement; run code, test on samples, submit to the judge.
+
+Tools: ``run(code, stdin, lang)`` runs a program on custom input, ``run_samples(code, lang)`` judges it on the
+statement's examples (showing input, expected and actual output: they are public), ``submit(code, lang)``
+judges it on the hidden tests with the problem's checker, interactor, time and memory limits
+(``agentgspo.sandboxes``). ``lang`` is ``"python"`` or ``"cpp"`` (C++17). A submission's tool message is its
+verdict with per-test verdicts, times and memory, never a hidden test's content nor the checker's message about
+it. The episode ends at the first AC, when ``max_submissions`` are used, or at a turn without tool calls (its
+last code block, if any and if submissions are left, is submitted first).
+
+Reward at the end: 1.0 for AC; otherwise 0.0, or with ``partial_credit=True`` the best fraction of hidden tests
+passed by a submission (judged without stopping at the first failure); minus ``compile_error_penalty`` per
+submission that did not compile. A judge error (checker, interactor or sandbox failure) is never charged to the
+model: the submission does not count, the tool message says so, ``info["judge_errors"]`` counts it, and after
+``max_judge_errors`` the episode ends with ``stop_reason="judge_error"`` and the turn masked.
+
+Problems: rows in the open-r1/codeforces schema (``docs``: FORMATS.md) from a JSONL file (plain ``json``) or a
+JSON/Parquet file (through ``datasets``), converted with ``agentgspo.sandboxes.problem_from_codeforces_row``;
+read once per process. Two optional fields extend the schema: ``interactor`` (Python source of a testlib-style
+interactor, ``interactor INPUT LOG``, exit 0/1/2 = AC/WA/PE) makes an interactive row judgeable, and
+``reference_solutions`` (``{"python": src, "cpp": src}``) feeds the oracle policy. Interactive rows without an
+interactor are skipped (counted in ``skipped_interactive``). Five built-in problems
+(``envs/data/codeforces_builtin.jsonl``: exact tokens, a float checker in open-r1 ``generated_checker`` form,
+several test cases per input, an interactive one) make the env work offline.
+
+Threat model: the judge's (``sandboxes/judge/core.py``, ``sandboxes/local.py``): solutions run in bubblewrap with
+CPU, memory, output and process limits; hidden inputs are bound read-only and answers never enter the sandbox;
+checkers and interactors are trusted jury code run on the host. This env adds: hidden test contents and checker
+messages never reach the model (a solution that prints its input to stderr cannot leak it through the verdict),
+so printing guessed outputs earns nothing beyond what the checker accepts; early exits are judged on the output
+produced (empty output is WA/PE).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentgspo.env import Action, ChatEnv, Message, as_action
+from agentgspo.envs.math import _read_file, _tool_output, builtin_path, task_index
+
+SYSTEM_PROMPT = (
+    "Solve the competitive-programming problem in Python or C++17. Tools: run (your program on custom input), "
+    "run_samples (on the statement's examples) and submit (judged on hidden tests; limited submissions). "
+    "The episode ends at an accepted submission."
+)
+BUILTIN_DATA = "codeforces_builtin.jsonl"
+_LANGS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp", "c++17": "cpp"}
+_CODE_BLOCK = re.compile(r"```(python|py|python3|cpp|c\+\+)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+@dataclass
+class CodeforcesTask:
+    """One judgeable problem: the sandboxes ``Problem``, the statement shown to the model, reference solutions."""
+
+    problem: Any  # agentgspo.sandboxes.Problem
+    statement: str
+    references: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProblemSet:
+    """The tasks of one file and how many interactive rows were skipped (no interactor to judge them)."""
+
+    tasks: list[CodeforcesTask]
+    skipped_interactive: int = 0
+
+
+_sets: dict[str, ProblemSet] = {}
+_sets_lock = threading.Lock()
+
+
+def _cache_file(kind: str, source: str) -> str:
+    """Write jury code (an interactor) to a content-addressed file in the temp dir; returns its path."""
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"agentgspo-{kind}-{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    return str(path)
+
+
+def format_statement(row: dict[str, Any]) -> str:
+    """The statement as the model reads it: title, limits, sections, examples (not for interactive rows)."""
+    parts = [f"# {row.get('title') or row['id']}",
+             f"Time limit: {float(row['time_limit'] or 2):g} s. Memory limit: {float(row['memory_limit'] or 256):g} MB."]
+    for key, heading in (("description", None), ("input_format", "Input"), ("output_format", "Output"),
+                         ("interaction_format", "Interaction")):
+        if row.get(key):
+            parts.append(f"## {heading}\n{row[key]}" if heading else str(row[key]))
+    if not row.get("interaction_format"):
+        for i, example in enumerate(row.get("examples") or [], start=1):
+            parts.append(f"## Example {i}\nInput:\n```\n{example['input']}```\nOutput:\n```\n{example['output']}```")
+    if row.get("note"):
+        parts.append(f"## Note\n{row['note']}")
+    return "\n\n".join(parts)
+
+
+def task_from_row(row: Any, where: str) -> CodeforcesTask | None:
+    """A task from one open-r1/codeforces row; ``None`` for an interactive row without an interactor.
+
+    Raises ``ValueError`` naming ``where`` (file and row) for rows that are not valid.
+    """
+    from agentgspo.sandboxes import problem_from_codeforces_row
+
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected an object in the open-r1/codeforces schema, got {type(row).__name__}")
+    try:
+        problem = problem_from_codeforces_row(row)
+        statement = format_statement(row)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    if row.get("interactor"):
+        problem.interactor = _cache_file("interactor", str(row["interactor"]))
+        problem.interactive = True
+    elif problem.interactive:
+        return None
+    references = row.get("reference_solutions") or {}
+    if not isinstance(references, dict):
+        raise ValueError(f"{where}: reference_solutions must be an object {{lang: source}}, got {references!r}")
+    return CodeforcesTask(problem, statement, {_LANGS.get(k, k): v for k, v in references.items()})
+
+
+def load_problem_set(path: str | Path | None = None) -> ProblemSet:
+    """The tasks of a .jsonl/.json/.parquet file of open-r1/codeforces rows (``None``: the built-in five); read once
+    per process, cached by resolved path (thread-safe). Errors name the path or the row."""
+    path = builtin_path(BUILTIN_DATA) if path is None else Path(path).expanduser().resolve()
+    key = str(path)
+    with _sets_lock:
+        if key in _sets:
+            return _sets[key]
+        if not path.is_file():
+            raise FileNotFoundError(f"codeforces problems file {key!r} does not exist; pass the path of a "
+                                    ".jsonl/.json/.parquet file of open-r1/codeforces rows (data_files=...)")
+        problem_set = ProblemSet([])
+        for number, row in enumerate(_read_file(path), start=1):
+            task = task_from_row(row, f"{path}: row {number}")
+            if task is None:
+                problem_set.skipped_interactive += 1
+            else:
+                problem_set.tasks.append(task)
+        if not problem_set.tasks:
+            raise ValueError(f"{path}: no judgeable problems (rows: {problem_set.skipped_interactive} interactive "
+                             "without an interactor)")
+        _sets[key] = problem_set
+        return problem_set
+
+
+def judge_language(lang: str) -> str:
+    """``"py"`` or ``"cpp"`` for a tool's ``lang``; ValueError lists the accepted names."""
+    key = str(lang).lower().strip()
+    if key not in _LANGS:
+        raise ValueError(f"unknown lang {lang!r}; use 'python' or 'cpp'")
+    return _LANGS[key]
+
+
+class _Capture:
+    """A checker that keeps the program's output as its message, with ``inner``'s verdict (AC when None)."""
+
+    def __init__(self, inner: Any = None):
+        self.inner = inner
+
+    def check(self, input_data: bytes, output: bytes, answer: bytes):
+        """``inner``'s verdict, and the output itself as the message."""
+        from agentgspo.sandboxes import Verdict
+
+        verdict = self.inner.check(input_data, output, answer)[0] if self.inner is not None else Verdict.AC
+        return verdict, output.decode("utf-8", "replace")
+
+
+def _last_code_block(text: str) -> tuple[str, str] | None:
+    blocks = _CODE_BLOCK.findall(text)
+    if not blocks:
+        return None
+    lang, code = blocks[-1]
+    return ("cpp" if lang in ("cpp", "c++") else "python"), code
+
+
+# ----------------------------------------------------------------------------------------------- policies
+
+def _task_for(messages: list[Message]) -> CodeforcesTask | None:
+    user = next((m["content"] for m in messages if m["role"] == "user"), "")
+    with _sets_lock:
+        for problem_set in _sets.values():
+            for task in problem_set.tasks:
+                if task.statement == user:
+                    return task
+    return None
+
+
+def _call(name: str, **arguments: str) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def codeforces_oracle(messages: list[Message]) -> str:
+    """Expert turns: run the reference solution on the samples, then submit it (Python, else C++)."""
+    task = _task_for(messages)
+    lang = "py" if task is None or "py" in task.references else "cpp"
+    code = task.references.get(lang, "") if task else ""
+    lang_name = "python" if lang == "py" else "cpp"
+    if not any(m["role"] == "tool" for m in messages):
+        return "Checking the examples first.\n" + _call("run_samples", code=code, lang=lang_name)
+    return "Submitting.\n" + _call("submit", code=code, lang=lang_name)
+
+
+def codeforces_wrong(messages: list[Message]) -> str:
+    """A policy that submits a program printing 0 until its submissions run out."""
+    return _call("submit", code="print(0)", lang="python")
+
+
+# ----------------------------------------------------------------------------------------------- env
+
+class CodeforcesEnv(ChatEnv):
+    """Competitive programming with run / run_samples / submit tools (see the module docstring).
+
+    Args:
+        data_files: a .jsonl/.json/.parquet file of open-r1/codeforces rows; ``None``: the 5 built-in problems.
+        max_submissions: submissions per episode (AC or this many end the episode).
+        partial_credit: reward the best fraction of hidden tests passed when nothing was accepted.
+        compile_error_penalty: subtracted from the reward per submission that did not compile.
+        max_judge_errors: judge errors (not the model's fault, not counted as submissions) before the episode
+            ends with ``stop_reason="judge_error"``.
+        run_time_limit_s: CPU limit of a ``run`` call.
+        max_output_chars: most characters of program output in a tool message.
+        sandbox: ``agentgspo.sandboxes`` backend (``"local"`` bubblewrap, ``"docker"``, ``"remote"``).
+        **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
+    """
+
+    oracle = staticmethod(codeforces_oracle)
+    wrong = staticmethod(codeforces_wrong)
+
+    def __init__(self, data_files: str | Path | None = None, *, max_submissions: int = 3,
+                 partial_credit: bool = False, compile_error_penalty: float = 0.0, max_judge_errors: int = 3,
+                 run_time_limit_s: float = 5.0, max_output_chars: int = 4000, sandbox: str = "local",
+                 **chat_env_kwargs: Any):
+        from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
+
+        if max_submissions < 1 or max_judge_errors < 1:
+            raise ValueError(f"max_submissions and max_judge_errors: expected >= 1, got {max_submissions}, "
+                             f"{max_judge_errors}")
+        if compile_error_penalty < 0 or run_time_limit_s <= 0:
+            raise ValueError(f"expected compile_error_penalty >= 0 and run_time_limit_s > 0, got "
+                             f"{compile_error_penalty}, {run_time_limit_s}")
+        try:
+            get_sandbox(sandbox)
+        except (SandboxUnavailable, ValueError) as exc:
+            raise SandboxUnavailable(f"CodeForces-v0 cannot use sandbox {sandbox!r}: {exc}") from exc
+        self.problem_set = load_problem_set(data_files)
+        self.tasks = self.problem_set.tasks
+        self.max_submissions, self.partial_credit = max_submissions, partial_credit
+        self.compile_error_penalty, self.max_judge_errors = float(compile_error_penalty), max_judge_errors
+        self.run_time_limit_s, self.max_output_chars, self.sandbox = run_time_limit_s, max_output_chars, sandbox
+        super().__init__(tools=[self.run, self.run_samples, self.submit], **chat_env_kwargs)
+        self.task: CodeforcesTask | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self.submissions: list[dict[str, Any]] = []
+        self.judge_errors = 0
+        self.accepted = False
+
+    # ------------------------------------------------------------------------------------------- tools
+
+    def run(self, code: str, stdin: str = "", lang: str = "python") -> str:
+        """Run your program on custom input and return its output (or how it failed).
+
+        Args:
+            code: the complete program (Python 3 or C++17).
+            stdin: the input fed to the program.
+            lang: "python" or "cpp".
+        """
+        from agentgspo.sandboxes import Verdict, judge
+
+        problem = self.task.problem
+        limits = problem.limits(time_limit_s=self.run_time_limit_s)
+        result = judge(code, [(stdin, "")], lang=judge_language(lang), checker=_Capture(), limits=limits,
+                       io_mode=problem.io_mode, backend=self.sandbox)
+        if result.verdict == Verdict.CE:
+            return "Compilation error:\n" + _tool_output(result.compile_output, self.max_output_chars)
+        if result.verdict == Verdict.JE:
+            raise RuntimeError(f"the sandbox failed: {result.message or result.tests[0].message}")
+        test = result.tests[0]
+        if test.verdict == Verdict.AC:
+            return _tool_output(test.message, self.max_output_chars, f"{test.time_s:.2f} s, {test.memory_mb:.0f} MB")
+        return _tool_output(test.message, self.max_output_chars, f"{test.verdict.value} after {test.time_s:.2f} s")
+
+    def run_samples(self, code: str, lang: str = "python") -> str:
+        """Judge your program on the statement's examples; shows input, expected and actual output of each.
+
+        Args:
+            code: the complete program (Python 3 or C++17).
+            lang: "python" or "cpp".
+        """
+        from agentgspo.sandboxes import judge
+        from agentgspo.sandboxes.judge.checkers import make_checker
+
+        problem = self.task.problem
+        if not problem.samples:
+            return "This problem has no examples; use run with your own input."
+        checker = None if problem.interactor else _Capture(make_checker(problem.checker))
+        result = judge(code, problem.samples, lang=judge_language(lang), checker=checker,
+                       interactor=problem.interactor, limits=problem.limits(), io_mode=problem.io_mode,
+                       backend=self.sandbox)
+        if result.verdict.value == "CE":
+            return "Compilation error:\n" + _tool_output(result.compile_output, self.max_output_chars)
+        lines = [f"Examples: {result.verdict.value} ({result.passed}/{len(problem.samples)} passed)"]
+        for sample, test in zip(problem.samples, result.tests):
+            lines.append(f"Example {test.name}: {test.verdict.value}, {test.time_s:.2f} s")
+            if test.verdict.value != "AC":
+                shown = "" if problem.interactor else test.message
+                lines.append(f"input:\n{sample.input.decode()}\nexpected:\n{sample.answer.decode()}\ngot:\n{shown}")
+        return _tool_output("\n".join(lines), self.max_output_chars)
+
+    def submit(self, code: str, lang: str = "python") -> str:
+        """Submit your program: it is judged on the hidden tests (limited submissions; AC ends the episode).
+
+        Args:
+            code: the complete program (Python 3 or C++17).
+            lang: "python" or "cpp".
+        """
+        if self.accepted:
+            return "Already accepted; the episode is over."
+        if len(self.submissions) >= self.max_submissions:
+            return f"No submissions left (limit {self.max_submissions})."
+        return self._judge_submission(code, judge_language(lang))
+
+    def _judge_submission(self, code: str, lang: str) -> str:
+        from agentgspo.sandboxes import judge_problem
+
+        problem = self.task.problem
+        result = judge_problem(problem, code, lang, backend=self.sandbox, stop_on_failure=not self.partial_credit)
+        verdict = result.verdict.value
+        if verdict == "JE":
+            self.judge_errors += 1
+            return "Judge error (not your fault); this submission does not count. Try again."
+        total = len(problem.tests)
+        self.submissions.append({"verdict": verdict, "passed": result.passed, "total": total, "lang": lang})
+        self.accepted = verdict == "AC"
+        left = self.max_submissions - len(self.submissions)
+        if verdict == "CE":
+            return (f"Submission {len(self.submissions)}: Compilation error ({left} left):\n"
+                    + _tool_output(result.compile_output, self.max_output_chars))
+        # Per-test verdict, time and memory only: the tests' contents and checker messages stay hidden.
+        lines = [f"Submission {len(self.submissions)}: {verdict} ({result.passed}/{total} tests passed"
+                 + ("" if self.accepted else f"; {left} submissions left") + ")"]
+        lines += [f"test {i}: {t.verdict.value} {t.time_s:.2f} s {t.memory_mb:.0f} MB"
+                  for i, t in enumerate(result.tests, start=1) if t.verdict.value != "SKIPPED"]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------------------------------- episode
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Pose problem ``options["index"]``, else ``seed % len(tasks)``, else a random one."""
+        super().reset(seed=seed)
+        index = task_index(seed, options, len(self.tasks), self.np_random)
+        self.task = self.tasks[index]
+        self._clear()
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.task.statement}]
+        return messages, {"index": index, "problem": self.task.problem.name}
+
+    def _final_reward(self) -> float:
+        if self.accepted:
+            reward = 1.0
+        elif self.partial_credit:
+            reward = max((s["passed"] / s["total"] for s in self.submissions if s["total"]), default=0.0)
+        else:
+            reward = 0.0
+        return reward - self.compile_error_penalty * sum(s["verdict"] == "CE" for s in self.submissions)
+
+    def _info(self) -> dict[str, Any]:
+        return {"submissions": [dict(s) for s in self.submissions], "accepted": self.accepted,
+                "judge_errors": self.judge_errors}
+
+    def step(self, action: Action | str):
+        """Run the tools; end the episode (with the final reward) at AC, no submissions left or judge errors."""
+        action = as_action(action)
+        messages, reward, terminated, truncated, info = super().step(action)
+        if not action.tool_calls and not action.parse_errors:
+            return messages, reward, terminated, truncated, info  # respond() ended the episode
+        info.update(self._info())
+        if self.judge_errors >= self.max_judge_errors:
+            info.update(stop_reason="judge_error", mask_turn=True)
+            return messages, reward, True, truncated, info
+        if self.accepted or len(self.submissions) >= self.max_submissions:
+            return messages, reward + self._final_reward(), True, truncated, info
+        return messages, reward, terminated, truncated, info
+
+    def respond(self, action: Action):
+        """A turn without tool calls ends the episode; its last code block is submitted if submissions are left."""
+        block = _last_code_block(action.text)
+        judge_errors = self.judge_errors
+        if block is not None and not self.accepted and len(self.submissions) < self.max_submissions:
+            self._judge_submission(block[1], judge_language(block[0]))
+        info = self._info()
+        if self.judge_errors > judge_errors:  # the final submission could not be judged: recorded, masked
+            info.update(stop_reason="judge_error", mask_turn=True)
+        return [], self._final_reward(), True, False, info
