@@ -16,13 +16,15 @@ def run(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     from agentgspo.env_checker import EnvContractError, check_env
-    from agentgspo.registry import make, registered_ids
+    from agentgspo.registry import UnknownEnvError, make, registered_ids
 
     ids = args.env_ids or registered_ids()
     failed = 0
     for env_id in ids:
         try:
             env = make(env_id)
+        except UnknownEnvError:
+            raise  # bad input, not a failing env: exit status 2 with the close matches (see cli.main)
         except gym.error.Error as exc:
             print(f"FAIL {env_id}: {exc}")
             failed += 1
