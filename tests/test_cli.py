@@ -1,0 +1,83 @@
+"""The `agentgspo` command: check-env, rollout (tiny and oracle policies), bad input as exit status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentgspo.cli import main
+from agentgspo.trajectory import read_jsonl
+
+
+def test_check_env_calculator_exits_zero(capsys):
+    assert main(["check-env", "agentgspo/Calculator-v0"]) == 0
+    assert "ok   agentgspo/Calculator-v0" in capsys.readouterr().out
+
+
+def test_console_script_is_installed_and_runs_check_env():
+    script = Path(sys.executable).with_name("agentgspo")
+    result = subprocess.run([str(script), "check-env", "agentgspo/Calculator-v0"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "ok   agentgspo/Calculator-v0" in result.stdout
+
+
+@pytest.mark.parametrize("command", [["check-env"], ["rollout", "--out", "unused", "--env"]])
+def test_unknown_env_id_exits_two_with_close_matches(command, capsys, tmp_path):
+    assert main([*command, "agentgspo/Calculater-v0"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown env id 'agentgspo/Calculater-v0'" in err and "Did you mean: agentgspo/Calculator-v0" in err
+
+
+def test_unknown_command_suggests_close_ones(capsys):
+    assert main(["chek-env"]) == 2
+    assert "Did you mean: check-env" in capsys.readouterr().err
+
+
+def rollout(tmp_path, policy, capsys, *extra):
+    out = tmp_path / policy
+    status = main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", policy, "--episodes", "2",
+                   "--group-size", "2", "--out", str(out), *extra])
+    capsys.readouterr()
+    assert status == 0
+    return read_jsonl(out / "trajectories.jsonl")  # validates every record
+
+
+def test_rollout_with_the_tiny_policy_writes_valid_records(tmp_path, capsys, renderer):
+    trajectories = rollout(tmp_path, "tiny", capsys, "--max-new-tokens", "16")
+    assert len(trajectories) == 4
+    assert [(t.seed, t.sample_id) for t in trajectories] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for t in trajectories:
+        assert t.env_id == "agentgspo/Calculator-v0"
+        assert t.num_turns >= 1 and t.stop_reason in ("completed", "max_tokens", "max_turns", "parse_error")
+        assert len(t.token_ids) == len(t.loss_mask) == len(t.sampler_logprobs)
+        for start, end in t.turn_spans:
+            assert 1 <= end - start <= 16 and t.loss_mask[start:end] == [1] * (end - start)
+            assert all(lp <= 0.0 for lp in t.sampler_logprobs[start:end])
+        assert t.num_sampled_tokens == sum(end - start for start, end in t.turn_spans)
+        assert isinstance(t.reward, float) and t.matches_full_render is True
+        assert [m["role"] for m in t.messages].count("assistant") == t.num_turns
+
+
+def test_rollout_with_the_oracle_scores_one(tmp_path, capsys):
+    trajectories = rollout(tmp_path, "oracle", capsys)  # default --max-new-tokens: the tool call is ~25 ids
+    assert len(trajectories) == 4
+    assert all(t.reward == 1.0 and t.stop_reason == "completed" and t.num_turns == 2 for t in trajectories)
+
+
+def test_top_level_help_lists_the_commands(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("check-env", "check-template", "rollout"))
+    assert main([]) == 2
+
+
+def test_cli_help_does_not_import_torch():
+    code = "import sys; from agentgspo.cli import main; main(['--help']); assert 'torch' not in sys.modules"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,146 @@
+"""The chat-env contract: registration, gymnasium.make, check_env on every env, broken envs caught, the README env."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import agentgspo
+from agentgspo.env import Action, ChatEnv
+from agentgspo.env_checker import EnvContractError, check_env, play
+from agentgspo.registry import UnknownEnvError, registered_ids
+
+
+def test_gymnasium_make_works_after_import_agentgspo():
+    env = gym.make("agentgspo/Calculator-v0")
+    messages, info = env.reset(seed=3)
+    assert messages[-1]["role"] == "user" and "What is" in messages[-1]["content"]
+    assert isinstance(info["target"], int)
+    env.close()
+
+
+# Collected at import time so envs other engineers register are checked without touching this file.
+@pytest.mark.parametrize("env_id", registered_ids())
+def test_check_env_passes_on_every_registered_env(env_id):
+    with agentgspo.make(env_id) as env:
+        check_env(env)
+
+
+def test_calculator_oracle_scores_one_and_wrong_scores_zero():
+    env = gym.make("agentgspo/Calculator-v0")
+    unwrapped = env.unwrapped
+    gold, terminated, history = play(env, unwrapped.oracle, seed=5)
+    assert (gold, terminated) == (1.0, True)
+    assert [m["role"] for m in history] == ["system", "user", "assistant", "tool", "assistant"]
+    bad, _, _ = play(env, unwrapped.wrong, seed=5)
+    assert bad == 0.0
+
+
+def test_same_seed_same_task_different_seed_different_task():
+    env = gym.make("agentgspo/Calculator-v0")
+    first = env.reset(seed=1)[0]
+    assert env.reset(seed=1)[0] == first
+    assert any(env.reset(seed=s)[0] != first for s in range(2, 6))
+
+
+class _Echo(ChatEnv):
+    """A minimal valid env that the broken variants below break one piece at a time."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return [{"role": "user", "content": "say hi"}], {}
+
+    def respond(self, action: Action):
+        return [], 1.0, True, False, {}
+
+
+class _ResetReturnsStr(_Echo):
+    def reset(self, *, seed=None, options=None):
+        return "hello", {}
+
+
+class _RewardIsBool(_Echo):
+    def respond(self, action: Action):
+        return [], True, True, False, {}
+
+
+class _TerminatedIsInt(_Echo):
+    def respond(self, action: Action):
+        return [], 1.0, 1, False, {}
+
+
+class _MessageWithoutContent(_Echo):
+    def respond(self, action: Action):
+        return [{"role": "user"}], 0.0, False, False, {}
+
+
+class _Unseeded(_Echo):
+    count = 0
+
+    def reset(self, *, seed=None, options=None):
+        _Unseeded.count += 1
+        return [{"role": "user", "content": f"task {_Unseeded.count}"}], {}
+
+
+def test_check_env_passes_a_minimal_env():
+    check_env(_Echo())
+
+
+@pytest.mark.parametrize(("env_cls", "expected"), [
+    (_ResetReturnsStr, "reset() messages: expected a list of messages, got 'str'"),
+    (_RewardIsBool, "reward: expected a float, got True"),
+    (_TerminatedIsInt, "terminated: expected a bool, got 1"),
+    (_MessageWithoutContent, "expected a dict with str 'role' and str 'content', got {'role': 'user'}"),
+    (_Unseeded, "expected the same messages (seeded tasks)"),
+])
+def test_check_env_names_what_it_expected_and_what_it_got(env_cls, expected):
+    with pytest.raises(EnvContractError) as excinfo:
+        check_env(env_cls())
+    assert expected in str(excinfo.value)
+
+
+def test_check_env_fails_an_oracle_that_does_not_beat_the_wrong_policy():
+    class NoSignal(_Echo):
+        oracle = staticmethod(lambda messages: "a")
+        wrong = staticmethod(lambda messages: "b")
+
+    with pytest.raises(EnvContractError, match="oracle > wrong"):
+        check_env(NoSignal())
+
+
+def test_unknown_env_id_lists_close_matches():
+    with pytest.raises(UnknownEnvError) as excinfo:
+        agentgspo.make("agentgspo/Calculater-v0")
+    message = str(excinfo.value)
+    assert "'agentgspo/Calculater-v0'" in message
+    assert "Did you mean: agentgspo/Calculator-v0" in message
+    assert isinstance(excinfo.value, gym.error.Error) and isinstance(excinfo.value, LookupError)
+
+
+def test_register_requires_a_namespace_and_is_idempotent():
+    with pytest.raises(ValueError, match="agentgspo/Calculator-v0"):
+        agentgspo.register("Calculator-v0", entry_point="agentgspo.envs.calculator:CalculatorEnv")
+    agentgspo.register("agentgspo/Calculator-v0", entry_point="somewhere.else:Nothing")  # no-op, no warning
+    assert isinstance(gym.make("agentgspo/Calculator-v0").unwrapped, ChatEnv)
+
+
+def test_chat_env_rejects_bad_settings_at_construction():
+    with pytest.raises(ValueError, match="tool_error_policy: expected one of"):
+        _Echo(tool_error_policy="ignore")
+    with pytest.raises(ValueError, match="max_parse_errors: expected None or >= 1, got 0"):
+        _Echo(max_parse_errors=0)
+
+
+def test_readme_example_runs_and_its_env_passes_check_env_and_scores_one():
+    path = Path(__file__).with_name("readme_example.py")
+    assert len(path.read_text().splitlines()) <= 50  # "a custom environment in about 30 lines" (+ docstring)
+    namespace = runpy.run_path(str(path), run_name="readme_example")
+    assert namespace["reward"] == 1.0 and namespace["terminated"] is True
+    env = gym.make("agentgspo/Reverse-v0")
+    assert isinstance(env.unwrapped, namespace["ReverseEnv"])
+    check_env(env)
+    assert env.unwrapped.tool_schemas[0]["function"]["parameters"]["properties"]["text"] == {
+        "type": "string", "description": "the string to reverse."}

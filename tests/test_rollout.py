@@ -1,0 +1,147 @@
+"""The rollout runner: every env failure becomes a stop reason, the batch always finishes. Scripted policies keep
+these tests instant; the token-exact tests with a sampled policy are in test_token_exact.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agentgspo.env import Action, ChatEnv
+from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
+from agentgspo.policy.base import SamplingParams, ScriptedPolicy
+from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.wrappers import MaxTurns
+
+
+def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
+    config.setdefault("group_size", 1)
+    config.setdefault("episode_timeout_s", 30)
+    runner = RolloutRunner(make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(**config),
+                           env_id="test")
+    return runner.run_sync(list(seeds))
+
+
+class StepRaises(CalculatorEnv):
+    def step(self, action):
+        raise RuntimeError("the verifier fell over")
+
+
+RELEASE_HUNG_STEPS = threading.Event()
+
+
+class StepHangsOnEvenSeeds(CalculatorEnv):
+    def reset(self, *, seed=None, options=None):
+        self.hang = seed % 2 == 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.hang:
+            RELEASE_HUNG_STEPS.wait()  # hangs until the test releases it (Python cannot kill the thread)
+        return super().step(action)
+
+
+class Again(ChatEnv):
+    """Never ends by itself: every answer gets "Again."."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return [{"role": "user", "content": "talk"}], {}
+
+    def respond(self, action: Action):
+        return [{"role": "user", "content": "Again."}], 0.0, False, False, {}
+
+
+def test_oracle_batch_completes_with_reward_one_and_ordered_groups(renderer):
+    trajectories = run(renderer, CalculatorEnv, seeds=(3, 4), group_size=3)
+    assert [(t.seed, t.group_id, t.sample_id) for t in trajectories] == [
+        (3, 0, 0), (3, 0, 1), (3, 0, 2), (4, 1, 0), (4, 1, 1), (4, 1, 2)]
+    assert all(t.stop_reason == "completed" and t.reward == 1.0 and t.num_turns == 2 for t in trajectories)
+    assert all(t.matches_full_render and t.env_id == "test" for t in trajectories)
+    summary = summarize(trajectories)
+    assert summary["success"] == 1.0 and summary["stop_reasons"] == {"completed": 6}
+
+
+def test_env_step_that_raises_is_env_error_with_the_traceback(renderer):
+    (t,) = run(renderer, StepRaises)
+    assert t.stop_reason == "env_error"
+    assert t.metadata["error"] == "RuntimeError: the verifier fell over"
+    assert "Traceback" in t.metadata["traceback"] and "in step" in t.metadata["traceback"]
+    assert t.num_turns == 1  # the sampled turn is kept
+
+
+def test_env_that_cannot_be_made_is_env_error(renderer):
+    def broken_factory():
+        raise ImportError("no module named verifier")
+
+    (t,) = run(renderer, broken_factory)
+    assert t.stop_reason == "env_error" and "no module named verifier" in t.metadata["error"]
+    assert t.token_ids == [] and t.matches_full_render is None
+
+
+def test_hung_step_hits_the_deadline_and_the_rest_of_the_batch_finishes(renderer):
+    RELEASE_HUNG_STEPS.clear()
+    started = time.monotonic()
+    try:
+        trajectories = run(renderer, StepHangsOnEvenSeeds, seeds=(0, 1, 2), group_size=2, episode_timeout_s=1)
+    finally:
+        RELEASE_HUNG_STEPS.set()
+    elapsed = time.monotonic() - started
+    assert [t.stop_reason for t in trajectories if t.seed != 1] == ["deadline"] * 4
+    assert [(t.stop_reason, t.reward) for t in trajectories if t.seed == 1] == [("completed", 1.0)] * 2
+    assert elapsed < 10
+
+
+def test_prompt_longer_than_the_context_is_context_overflow(renderer):
+    (t,) = run(renderer, CalculatorEnv, max_context=10)
+    assert t.stop_reason == "context_overflow" and t.num_turns == 0 and len(t.token_ids) >= 10
+
+
+def test_turn_that_runs_into_the_context_limit_is_context_overflow(renderer):
+    env = CalculatorEnv()
+    messages, _ = env.reset(seed=0)
+    prompt = len(renderer.prompt_ids(messages, env.tool_schemas))
+    (t,) = run(renderer, CalculatorEnv, max_context=prompt + 5)
+    assert t.stop_reason == "context_overflow"
+    assert len(t.token_ids) == prompt + 5 and t.turn_spans == [(prompt, prompt + 5)]
+
+
+def test_env_reply_that_does_not_fit_is_context_overflow(renderer):
+    env = CalculatorEnv()
+    messages, _ = env.reset(seed=0)
+    prompt = len(renderer.prompt_ids(messages, env.tool_schemas))
+    first_turn = len(renderer.encode(calculator_oracle(messages))) + 1
+    (t,) = run(renderer, CalculatorEnv, max_context=prompt + first_turn + 3)
+    assert t.stop_reason == "context_overflow" and t.num_turns == 1
+    assert len(t.token_ids) == prompt + first_turn  # the reply was not appended
+
+
+def test_turn_hitting_max_new_tokens_is_max_tokens(renderer):
+    (t,) = run(renderer, CalculatorEnv, sampling=SamplingParams(max_new_tokens=5))
+    assert t.stop_reason == "max_tokens" and t.turn_spans[0][1] - t.turn_spans[0][0] == 5
+    assert renderer.end_of_turn_id not in t.token_ids[t.turn_spans[0][0]:]
+
+
+def test_max_turns_of_the_runner(renderer):
+    (t,) = run(renderer, Again, policy=lambda messages: "hello", max_turns=3)
+    assert t.stop_reason == "max_turns" and t.num_turns == 3
+    assert [m["content"] for m in t.messages if m["role"] == "user"] == ["talk", "Again.", "Again.", "Again."]
+
+
+def test_max_turns_of_a_wrapper(renderer):
+    (t,) = run(renderer, lambda: MaxTurns(Again(), max_turns=2), policy=lambda messages: "hello", max_turns=8)
+    assert t.stop_reason == "max_turns" and t.num_turns == 2
+
+
+def test_parse_error_ends_the_episode(renderer):
+    (t,) = run(renderer, lambda: CalculatorEnv(max_parse_errors=1), policy=lambda m: "<tool_call>{oops</tool_call>")
+    assert t.stop_reason == "parse_error" and t.num_turns == 1
+    assert t.metadata["tool_errors"] == {"parse_error": 1}
+    assert t.messages[-1]["role"] == "tool" and t.messages[-1]["content"].startswith("Error: could not parse")
+
+
+@pytest.mark.parametrize("bad", [{"group_size": 0}, {"max_context": 0}, {"episode_timeout_s": 0}])
+def test_config_is_checked_at_construction(bad):
+    with pytest.raises(ValueError, match="expected"):
+        RolloutConfig(**bad)

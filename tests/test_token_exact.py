@@ -1,0 +1,99 @@
+"""Token exactness with a sampled policy: a multi-turn episode of the (briefly warm-started) tiny MoE is the
+concatenation of its sampled ids and the env ids the renderer appends, the loss mask is 1 exactly on sampled ids,
+and the sampler's log-probs equal a fresh fp32 forward pass of the learner on the record."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agentgspo.batching import collate, score
+from agentgspo.env import Action
+from agentgspo.envs.calculator import CalculatorEnv
+from agentgspo.policy.base import SamplingParams
+from agentgspo.policy.hf import HFPolicy
+from agentgspo.rollout import RolloutConfig, RolloutRunner
+
+# HF sampling (left-padded batch, KV cache, one token at a time) and scoring (right-padded, full sequence) run
+# different kernels on the same fp32 weights; they agree to ~1e-5 per token.
+LOGPROB_ATOL = 1e-4
+
+
+class AgainCalculator(CalculatorEnv):
+    """Calculator-v0 that keeps the conversation going: an answer gets "Again." until the third answer."""
+
+    def reset(self, *, seed=None, options=None):
+        self.answers = 0
+        return super().reset(seed=seed, options=options)
+
+    def respond(self, action: Action):
+        self.answers += 1
+        messages, reward, terminated, truncated, info = super().respond(action)
+        if self.answers < 3:
+            return [{"role": "user", "content": "Again."}], 0.0, False, False, info
+        return messages, reward, terminated, truncated, info
+
+
+@pytest.fixture(scope="module")
+def sampled(warm_model, renderer, tokenizer):
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id,
+                      seed=0)
+    config = RolloutConfig(group_size=2, max_turns=5, max_context=1024, episode_timeout_s=120,
+                           sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
+    return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync([11, 12, 13])
+
+
+def rerender(trajectory, renderer):
+    """The ids the record must hold, re-derived from its messages: prompt + (sampled turn + env continuation)*."""
+    tools = CalculatorEnv().tool_schemas
+    history = trajectory.messages
+    assistant_at = [i for i, m in enumerate(history) if m["role"] == "assistant"]
+    ids = renderer.prompt_ids(history[: assistant_at[0]], tools)
+    for turn, (at, (start, end)) in enumerate(zip(assistant_at, trajectory.turn_spans)):
+        sampled = trajectory.token_ids[start:end]
+        finished = sampled[-1] == renderer.end_of_turn_id  # a turn cut at max_new_tokens ends the episode
+        assert finished or (turn + 1 == trajectory.num_turns and trajectory.stop_reason == "max_tokens")
+        assert renderer.decode(sampled[:-1] if finished else sampled) == history[at]["content"]
+        ids = ids + sampled
+        if turn + 1 < len(assistant_at):
+            continuation, exact = renderer.continuation_ids(history[: at + 1], history[at + 1: assistant_at[turn + 1]],
+                                                            tools)
+            assert exact
+            ids = ids + continuation
+    return ids
+
+
+def test_the_sampled_episodes_are_multi_turn_with_tool_messages(sampled):
+    long_ones = [t for t in sampled if t.num_turns >= 3 and any(m["role"] == "tool" for m in t.messages)]
+    assert long_ones, [(t.stop_reason, t.num_turns, t.messages[2:]) for t in sampled]
+    assert all(t.stop_reason in ("completed", "max_turns", "max_tokens") for t in sampled)
+
+
+def test_ids_are_the_sampled_turns_and_the_appended_env_ids(sampled, renderer):
+    for trajectory in sampled:
+        assert trajectory.token_ids == rerender(trajectory, renderer)
+
+
+def test_loss_mask_is_one_exactly_on_sampled_tokens(sampled):
+    for trajectory in sampled:
+        on_turns = {i for start, end in trajectory.turn_spans for i in range(start, end)}
+        assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
+        assert all(trajectory.sampler_logprobs[i] == 0.0 for i in range(len(trajectory.token_ids))
+                   if i not in on_turns)
+
+
+def test_tiny_template_matches_the_full_render(sampled):
+    assert all(t.matches_full_render is True for t in sampled)
+    assert all("template_fallbacks" not in t.metadata for t in sampled)
+
+
+def test_sampler_logprobs_equal_a_fresh_fp32_forward_pass(sampled, warm_model, tokenizer):
+    batch = collate(sampled, tokenizer.pad_token_id)
+    with torch.no_grad():
+        logprobs, _ = score(warm_model, batch, temperature=1.0)  # [B, T] fp32
+    assert logprobs.dtype == torch.float32
+    mask = batch.loss_mask
+    assert int(mask.sum()) == sum(t.num_sampled_tokens for t in sampled)
+    difference = (logprobs - batch.sampler_logprobs).abs()[mask]  # [N]
+    assert float(difference.max()) <= LOGPROB_ATOL, f"max |sampler - learner| = {float(difference.max()):.2e}"
+    assert bool((batch.sampler_logprobs[mask] < 0).all())  # real log-probs, not placeholders

@@ -1,0 +1,92 @@
+"""The trajectory record: masks made where tokens are made, validated JSONL on disk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentgspo.trajectory import STOP_REASONS, Trajectory, TrajectoryRecord, read_jsonl, write_jsonl
+
+
+def make_trajectory(sample_id: int = 0) -> Trajectory:
+    t = Trajectory(env_id="agentgspo/Calculator-v0", seed=7, group_id=1, sample_id=sample_id)
+    t.append_forced([5, 6, 7])
+    t.append_sampled([8, 9], [-0.5, -0.25])
+    t.append_forced([10])
+    t.append_sampled([11], [-1.5])
+    t.messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
+                  {"role": "tool", "name": "calculate", "content": "1"}, {"role": "assistant", "content": "b"}]
+    t.reward = 1.0
+    t.stop_reason = "completed"
+    t.matches_full_render = True
+    t.metadata = {"tool_errors": {"unknown_tool": 1}}
+    return t
+
+
+def test_append_makes_masks_logprobs_and_spans():
+    t = make_trajectory()
+    assert t.token_ids == [5, 6, 7, 8, 9, 10, 11]
+    assert t.loss_mask == [0, 0, 0, 1, 1, 0, 1]
+    assert t.sampler_logprobs == [0.0, 0.0, 0.0, -0.5, -0.25, 0.0, -1.5]
+    assert t.turn_spans == [(3, 5), (6, 7)]
+    assert (t.num_turns, t.num_sampled_tokens) == (2, 3)
+
+
+def test_append_sampled_needs_one_logprob_per_id():
+    with pytest.raises(ValueError, match="expected one log-prob per id, got 1 for 2 ids"):
+        Trajectory().append_sampled([1, 2], [-0.1])
+
+
+def test_mask_turn_zeroes_only_that_turn():
+    t = make_trajectory()
+    t.mask_turn(0)
+    assert t.loss_mask == [0, 0, 0, 0, 0, 0, 1]
+    assert t.sampler_logprobs[3:5] == [-0.5, -0.25]  # log-probs stay: only the mask says "do not train"
+
+
+def test_jsonl_round_trip(tmp_path):
+    path = tmp_path / "trajectories.jsonl"
+    originals = [make_trajectory(0), make_trajectory(1)]
+    assert write_jsonl(originals, path) == 2
+    assert write_jsonl([make_trajectory(2)], path, append=True) == 1
+    loaded = read_jsonl(path)
+    assert loaded == [*originals, make_trajectory(2)]
+    assert isinstance(loaded[0].turn_spans[0], tuple)
+    record = json.loads(path.read_text().splitlines()[0])
+    for name in ("token_ids", "loss_mask", "sampler_logprobs", "reward", "stop_reason", "num_turns",
+                 "turn_spans", "matches_full_render"):
+        assert name in record
+    assert record["num_turns"] == 2
+
+
+def test_invalid_line_is_an_error_naming_the_line_number(tmp_path):
+    path = tmp_path / "trajectories.jsonl"
+    write_jsonl([make_trajectory(0), make_trajectory(1)], path)
+    lines = path.read_text().splitlines()
+    broken = json.loads(lines[1])
+    broken["loss_mask"] = broken["loss_mask"][:-1]
+    path.write_text(lines[0] + "\n\n" + json.dumps(broken) + "\n")  # a blank line 2 is skipped, not an error
+    with pytest.raises(ValueError, match=r"(?s)trajectories\.jsonl:3: not a valid trajectory record.*equal lengths"):
+        read_jsonl(path)
+    path.write_text(lines[0] + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"trajectories\.jsonl:2: not a valid trajectory record"):
+        read_jsonl(path)
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("loss_mask", [0, 0, 0, 1, 2, 0, 1], "loss_mask"),
+    ("turn_spans", [(3, 5), (6, 9)], "turn span (6, 9) is outside the 7 token ids"),
+    ("stop_reason", "crashed", "stop_reason"),
+    ("extra_field", 1, "extra_field"),
+])
+def test_record_validation_rejects_inconsistent_records(field, value, expected):
+    data = make_trajectory().to_record().model_dump()
+    data[field] = value
+    with pytest.raises(ValueError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        TrajectoryRecord.model_validate(data)
+
+
+def test_stop_reasons_are_the_documented_ones():
+    assert set(STOP_REASONS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
+                                 "env_error", "deadline"}
