@@ -1,0 +1,202 @@
+"""agentgspo/CodeForces-v0: contract, oracle/wrong, C++, limits and rewards, hidden tests stay hidden, reward hacks,
+open-r1 rows and bad data, 64 concurrent episodes."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+import agentgspo  # noqa: F401 -- registers the env ids
+from agentgspo.env_checker import check_env, play
+from agentgspo.envs.codeforces import CodeforcesEnv, codeforces_oracle, load_problem_set
+from agentgspo.policy.base import SamplingParams, ScriptedPolicy
+from agentgspo.rollout import RolloutConfig, RolloutRunner
+
+A_PLUS_B = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+def _call(name: str, **arguments: str) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+def _env(index: int = 0, **kwargs) -> CodeforcesEnv:
+    env = CodeforcesEnv(**kwargs)
+    env.reset(options={"index": index})
+    return env
+
+
+def test_check_env_passes():
+    check_env(gym.make("agentgspo/CodeForces-v0"))
+
+
+def test_builtin_set_has_a_float_checker_and_an_interactive_problem():
+    problems = [t.problem for t in load_problem_set().tasks]
+    assert len(problems) == 5
+    assert any(p.checker.startswith("openr1:") for p in problems)
+    assert any(p.interactive and p.interactor for p in problems)
+
+
+def test_oracle_scores_one_and_wrong_zero_on_every_builtin_problem():
+    env = CodeforcesEnv()
+    for seed in range(len(env.tasks)):
+        gold, terminated, history = play(env, env.oracle, seed=seed)
+        assert (gold, terminated) == (1.0, True), history
+        assert history[3]["content"].startswith("Examples: AC"), history[3]
+        bad, terminated, history = play(env, env.wrong, seed=seed)
+        assert (bad, terminated) == (0.0, True)
+        assert sum(m["role"] == "tool" for m in history) == 3  # the default max_submissions
+
+
+def test_cpp_solutions_compile_run_and_get_accepted():
+    env = _env(0)
+    cpp = env.task.references["cpp"]
+    messages, *_ = env.step(_call("run", code=cpp, stdin="40 2", lang="cpp"))
+    assert messages[0]["content"].split()[0] == "42"
+    messages, reward, terminated, _, info = env.step(_call("submit", code=cpp, lang="cpp"))
+    assert (reward, terminated, info["accepted"]) == (1.0, True, True), messages
+
+
+def test_partial_credit_and_compile_error_penalty():
+    env = _env(0, partial_credit=True, compile_error_penalty=0.25, max_submissions=2)
+    messages, reward, terminated, *_ = env.step(_call("submit", code="int main( {", lang="cpp"))
+    assert "Compilation error" in messages[0]["content"] and (reward, terminated) == (0.0, False)
+    small_only = "a, b = map(int, input().split())\nprint(a + b if abs(a) < 10**9 else 0)\n"
+    messages, reward, terminated, _, info = env.step(_call("submit", code=small_only))
+    assert terminated and info["submissions"][1]["passed"] == 2
+    assert reward == pytest.approx(2 / 4 - 0.25)
+    messages, *_ = env.step(_call("submit", code=A_PLUS_B))
+    assert "No submissions left" in messages[0]["content"]
+
+
+def test_a_plain_turn_submits_its_last_code_block_and_ends():
+    env = _env(0)
+    _, reward, terminated, _, info = env.step(f"Done.\n```python\n{A_PLUS_B}```")
+    assert (reward, terminated, info["accepted"]) == (1.0, True, True)
+    env.reset(options={"index": 0})
+    _, reward, terminated, _, info = env.step("I give up.")
+    assert (reward, terminated, info["submissions"]) == (0.0, True, [])
+
+
+def test_verdicts_never_show_hidden_test_contents():
+    env = _env(0)
+    leak = "import sys\ndata = sys.stdin.read()\nprint(data, file=sys.stderr)\nprint(data)\nsys.exit(3)\n"
+    messages, *_ = env.step(_call("submit", code=leak))
+    text = messages[0]["content"]
+    assert "RE" in text and "1000000000000000000" not in text and "-5" not in text, text
+    wrong = "a, b = map(int, input().split())\nprint(a - b)\n"
+    messages, *_ = env.step(_call("submit", code=wrong))
+    assert "WA" in messages[0]["content"] and "expected" not in messages[0]["content"]
+
+
+def test_run_samples_shows_the_public_examples():
+    env = _env(3)
+    messages, *_ = env.step(_call("run_samples", code="print('YES')\nprint('YES')"))
+    text = messages[0]["content"]
+    assert "Examples: WA" in text and "abba" in text and "expected:\nYES\nNO" in text
+    env = _env(4)  # interactive: the example runs against the interactor
+    messages, *_ = env.step(_call("run_samples", code=env.task.references["py"]))
+    assert messages[0]["content"].startswith("Examples: AC")
+
+
+HACKS = {
+    "sys.exit(0) first": "import sys\nsys.exit(0)\nprint(3)\n",
+    "os._exit(0) first": "import os\nos._exit(0)\n",
+    "print the sample output": "print(3)\n",
+    "read the answers": r'''
+import os, stat
+found = None
+for root in ("/", "/tmp", "/box", "/proc"):
+    for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath.startswith(("/proc/sys", "/sys", "/usr", "/dev")) or dirpath.count("/") > 4:
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                if name.endswith((".ans", "answer")) and stat.S_ISREG(os.stat(path).st_mode):
+                    found = open(path).read()
+            except OSError:
+                pass
+print(found if found is not None else 0)
+''',
+}
+
+
+@pytest.mark.parametrize("name", list(HACKS))
+def test_reward_hacks_earn_nothing(name):
+    env = _env(0, max_submissions=1)
+    messages, reward, terminated, _, info = env.step(_call("submit", code=HACKS[name]))
+    assert (reward, terminated, info["accepted"]) == (0.0, True, False), messages
+
+
+def test_tool_errors_are_tool_messages():
+    env = _env(0, run_time_limit_s=0.5)
+    messages, reward, terminated, _, info = env.step(_call("run", code="print(1)", stdin="", lang="rust"))
+    assert "unknown lang 'rust'" in messages[0]["content"] and not terminated
+    assert info["tool_errors"] == {"tool_exception": 1}
+    messages, *_ = env.step(_call("run", code="while True: pass", stdin=""))
+    assert "TLE" in messages[0]["content"]
+
+
+def _row(**overrides) -> dict:
+    row = json.loads(_builtin_lines()[0])
+    row.pop("reference_solutions")
+    row.update(overrides)
+    return row
+
+
+def _builtin_lines() -> list[str]:
+    from agentgspo.envs.codeforces import BUILTIN_DATA
+    from agentgspo.envs.math import builtin_path
+
+    return builtin_path(BUILTIN_DATA).read_text().splitlines()
+
+
+def test_open_r1_rows_from_jsonl_and_parquet(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    interactive = json.loads(_builtin_lines()[4])
+    interactive.pop("interactor")
+    rows = [_row(id="1A"), interactive]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problem_set = load_problem_set(path)
+    assert [t.problem.name for t in problem_set.tasks] == ["1A"] and problem_set.skipped_interactive == 1
+    assert load_problem_set(path) is problem_set
+    env = CodeforcesEnv(data_files=path)
+    env.reset(seed=0)
+    assert env.step(_call("submit", code=A_PLUS_B))[1] == 1.0
+    parquet = tmp_path / "rows.parquet"
+    datasets.Dataset.from_list([_row(id="2B")]).to_parquet(str(parquet))
+    assert [t.problem.name for t in load_problem_set(parquet).tasks] == ["2B"]
+
+
+@pytest.mark.parametrize("row, message", [
+    ("[1]", "row 2: expected an object"),
+    ({"id": "x"}, "row 2: not an open-r1/codeforces row: missing fields"),
+    ({"id": "x", "time_limit": 1, "memory_limit": 256, "examples": []}, "row 2: .*neither official_tests nor examples"),
+])
+def test_malformed_rows_name_the_row(tmp_path, row, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_row()) + "\n" + (row if isinstance(row, str) else json.dumps(row)) + "\n")
+    with pytest.raises(ValueError, match=message):
+        CodeforcesEnv(data_files=path)
+
+
+def test_a_missing_file_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        CodeforcesEnv(data_files=tmp_path / "nope.jsonl")
+
+
+def test_problems_are_loaded_once_per_process():
+    assert CodeforcesEnv().tasks is CodeforcesEnv().tasks
+
+
+def test_64_concurrent_oracle_episodes_all_score_one(renderer):
+    config = RolloutConfig(group_size=2, max_context=16384, env_workers=64, sampling=SamplingParams(max_new_tokens=4096))
+    runner = RolloutRunner(CodeforcesEnv, ScriptedPolicy(codeforces_oracle, renderer), renderer, config,
+                           env_id="agentgspo/CodeForces-v0")
+    trajectories = runner.run_sync(range(32))
+    assert len(trajectories) == 64
+    assert [t.reward for t in trajectories] == [1.0] * 64, [t.metadata for t in trajectories if t.reward != 1.0]
