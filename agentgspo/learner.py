@@ -232,6 +232,9 @@ class GSPOLearner:
             optimizer_steps += 1
 
         metrics = means.result()
+        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
+        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high"):
+            metrics.setdefault(name, 0.0)
         if volatility_batch is not None and optimizer_steps:
             with torch.no_grad():
                 choices_after = _expert_choices(self.model, volatility_batch, choices_before.shape[-1])
@@ -290,4 +293,4 @@ class GSPOLearner:
         entropy = token_entropy(outputs.logits[:, :-1].detach(), temperature=config.temperature,
                                 loss_mask=batch.loss_mask[:, 1:])
         means.add("entropy", float(entropy), tokens)
-        return float(loss)
+        return loss.detach().item()

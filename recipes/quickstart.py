@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +40,6 @@ from transformers import get_scheduler
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from agentgspo.envs.calculator import calculator_oracle
 from agentgspo.learner import GSPOLearner, LearnerConfig
 from agentgspo.metrics import MetricsLogger, moving_average, plot_training
 from agentgspo.policy.base import SamplingParams, ScriptedPolicy
@@ -46,7 +47,6 @@ from agentgspo.policy.hf import HFPolicy
 from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.sft import warm_start
 
-ENV_ID = "agentgspo/Calculator-v0"
 EVAL_SEEDS = range(0, 256)  # held out: training prompts start at TRAIN_SEED_BASE
 TRAIN_SEED_BASE = 1_000_000
 DEMO_SEED_BASE = 9_000_000
@@ -59,6 +59,9 @@ class QuickstartConfig:
     out: str = "runs/quickstart"  # run folder
     seed: int = 0  # model init, data order and sampling
     device: str = "cpu"  # "cpu" or "cuda"
+    env_id: str = "agentgspo/Calculator-v0"  # any registered env with an oracle (demonstrations come from it)
+    env_kwargs: str = '{"system_prompt": null}'  # JSON keyword arguments of gymnasium.make
+    kill_after_step: int = 0  # testing exact resume: SIGKILL this process right after that step (0: never)
     # Supervised warm start on oracle transcripts (loss on assistant tokens only).
     demos: int = 512  # oracle episodes to imitate
     warm_lr: float = 3e-3
@@ -98,17 +101,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             default=field.default)
 
 
-def evaluate(policy, renderer, *, seeds, temperature: float, max_new_tokens: int, group_size: int = 1) -> dict:
+def evaluate(make_env, policy, renderer, *, seeds, temperature: float, max_new_tokens: int) -> dict:
     """Success of the policy on ``seeds`` (a fresh runner, no training)."""
-    config = RolloutConfig(group_size=group_size, max_turns=3, max_context=256,
+    config = RolloutConfig(group_size=1, max_turns=3, max_context=256,
                            sampling=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens))
-    runner = RolloutRunner(make_env, policy, renderer, config, env_id=ENV_ID)
-    return summarize(runner.run_sync(list(seeds), sampling_seed=12345))
-
-
-def make_env() -> gym.Env:
-    """The calculator without a system prompt."""
-    return gym.make(ENV_ID, system_prompt=None, disable_env_checker=True)
+    return summarize(RolloutRunner(make_env, policy, renderer, config).run_sync(list(seeds), sampling_seed=12345))
 
 
 def main(config: QuickstartConfig | None = None) -> dict:
@@ -119,6 +116,14 @@ def main(config: QuickstartConfig | None = None) -> dict:
     set_seed(config.seed)  # same init on every rank
     out = Path(config.out)
     rank, world = accelerator.process_index, accelerator.num_processes
+    env_kwargs = json.loads(config.env_kwargs)
+
+    def make_env() -> gym.Env:
+        return gym.make(config.env_id, disable_env_checker=True, **env_kwargs)
+
+    oracle = make_env().unwrapped.oracle
+    if oracle is None:
+        raise ValueError(f"env {config.env_id!r} has no oracle policy to warm-start from; pick one that has")
 
     # Policy and sampler: the sampler shares the trainer's weights (colocated), so no weight sync is needed.
     policy = HFPolicy.from_pretrained("tiny", device=str(accelerator.device), seed=config.seed)
@@ -129,15 +134,15 @@ def main(config: QuickstartConfig | None = None) -> dict:
     resume_from = latest_checkpoint(out)
     warm_log: list[dict] = []
     if resume_from is None:
-        demo_runner = RolloutRunner(make_env, ScriptedPolicy(calculator_oracle, renderer), renderer,
-                                    RolloutConfig(group_size=1), env_id=ENV_ID)
+        demo_runner = RolloutRunner(make_env, ScriptedPolicy(oracle, renderer), renderer,
+                                    RolloutConfig(group_size=1), env_id=config.env_id)
         demos = demo_runner.run_sync(range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.demos))
 
         def eval_warm_start(step: int, loss: float) -> bool:
             if step % config.warm_eval_every:
                 return False
             model.eval()
-            result = evaluate(policy, renderer, seeds=EVAL_SEEDS[:64], temperature=1.0,
+            result = evaluate(make_env, policy, renderer, seeds=EVAL_SEEDS[:64], temperature=1.0,
                               max_new_tokens=config.max_new_tokens)
             model.train()
             warm_log.append({"step": step, "loss": loss, "success": result["success"]})
@@ -175,7 +180,7 @@ def main(config: QuickstartConfig | None = None) -> dict:
     runner = RolloutRunner(make_env, policy, renderer, RolloutConfig(
         group_size=config.group_size, max_turns=3, max_context=256,
         sampling=SamplingParams(temperature=config.temperature, max_new_tokens=config.max_new_tokens)),
-        env_id=ENV_ID)
+        env_id=config.env_id)
 
     history = [m["success"] for m in _previous_metrics(out, start_step)]
     gspo_started = time.perf_counter()
@@ -204,6 +209,8 @@ def main(config: QuickstartConfig | None = None) -> dict:
                         loss=f"{stats.get('loss', 0):.4f}", vol=f"{stats.get('routing_volatility', 0):.3f}")
         if (step + 1) % config.checkpoint_every == 0:
             save_checkpoint(accelerator, out, step + 1, {"phase": "gspo"})
+        if step + 1 == config.kill_after_step:
+            os.kill(os.getpid(), signal.SIGKILL)
         smoothed = moving_average(history, 10)[-1]
         out_of_time = (time.perf_counter() - gspo_started) / 60 > config.max_minutes
         if (len(history) >= 10 and smoothed >= config.stop_success) or out_of_time:
@@ -213,24 +220,31 @@ def main(config: QuickstartConfig | None = None) -> dict:
     # Final evaluation on held-out prompts, the policy saved for any backend, and the plot.
     model.eval()
     final = {
-        "sampled": evaluate(policy, renderer, seeds=EVAL_SEEDS[: config.eval_episodes], temperature=1.0,
+        "sampled": evaluate(make_env, policy, renderer, seeds=EVAL_SEEDS[: config.eval_episodes], temperature=1.0,
                             max_new_tokens=config.max_new_tokens)["success"],
-        "greedy": evaluate(policy, renderer, seeds=EVAL_SEEDS[: config.eval_episodes], temperature=0.0,
+        "greedy": evaluate(make_env, policy, renderer, seeds=EVAL_SEEDS[: config.eval_episodes], temperature=0.0,
                            max_new_tokens=config.max_new_tokens)["success"],
         "seconds": time.perf_counter() - started,
+        "parameter_checksums": _gathered_checksums(accelerator, model),
     }
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).save_pretrained(out / "final")
         renderer.tokenizer.save_pretrained(out / "final")
         metrics = _previous_metrics(out, None)
         plot_training(metrics, out / "reward.png", warm_start=warm_log,
-                      title=f"GSPO on {ENV_ID} (final success: sampled {final['sampled']:.2f}, "
+                      title=f"GSPO on {config.env_id} (final success: sampled {final['sampled']:.2f}, "
                             f"greedy {final['greedy']:.2f})")
         (out / "final_eval.json").write_text(json.dumps(final))
         print(json.dumps({"first_step_success": metrics[0]["success"] if metrics else None, **final}))
     logger.close()
     accelerator.end_training()
     return final
+
+
+def _gathered_checksums(accelerator: Accelerator, model) -> list[float]:
+    """Sum of |param| (float64) of each rank's copy: equal on every rank when the ranks stayed in sync."""
+    local = sum(p.detach().double().abs().sum() for p in accelerator.unwrap_model(model).parameters())
+    return accelerator.gather(torch.stack([local.to(accelerator.device)])).tolist()
 
 
 def _previous_metrics(out: Path, up_to: int | None) -> list[dict]:
