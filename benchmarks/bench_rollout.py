@@ -68,7 +68,8 @@ class TimedEnv(gym.Wrapper):
         return self.watch.time("env", self.env.close)
 
 
-def one_run(renderer: Any, seeds: int, group_size: int, profile: bool = False) -> dict[str, float]:
+def one_run(renderer: Any, seeds: int, group_size: int, env_workers: int = 64,
+            profile: bool = False) -> dict[str, float]:
     from agentgspo.envs.calculator import calculator_oracle
     from agentgspo.policy.base import ScriptedPolicy
     from agentgspo.registry import make
@@ -83,7 +84,7 @@ def one_run(renderer: Any, seeds: int, group_size: int, profile: bool = False) -
         return watch.time("policy", calculator_oracle, messages)
 
     runner = RolloutRunner(make_env, ScriptedPolicy(oracle, renderer), renderer,
-                           RolloutConfig(group_size=group_size, episode_timeout_s=None),
+                           RolloutConfig(group_size=group_size, episode_timeout_s=None, env_workers=env_workers),
                            env_id="agentgspo/Calculator-v0")
     profiler = cProfile.Profile() if profile else None
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -111,6 +112,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=128)
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--env-workers", type=int, default=64, help="RolloutConfig.env_workers (its default: 64)")
     parser.add_argument("--profile", action="store_true", help="cProfile one extra run and print the top entries")
     args = parser.parse_args()
 
@@ -121,10 +123,10 @@ def main() -> None:
 
     renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
     one_run(renderer, 8, 2)  # warm-up: imports, template compilation
-    runs = [one_run(renderer, args.seeds, args.group_size) for _ in range(args.repeats)]
+    runs = [one_run(renderer, args.seeds, args.group_size, args.env_workers) for _ in range(args.repeats)]
     episodes = args.seeds * args.group_size
     print(f"rollout runner, Calculator-v0, ScriptedPolicy(calculator_oracle), {episodes} concurrent episodes "
-          f"({args.seeds} seeds x group {args.group_size}), {args.repeats} repeats")
+          f"({args.seeds} seeds x group {args.group_size}), {args.env_workers} env workers, {args.repeats} repeats")
     print(f"{'metric':<24}{'median':>12}{'min':>12}{'max':>12}")
     for key in runs[0]:
         values = [r[key] for r in runs]
@@ -135,7 +137,7 @@ def main() -> None:
           f"framework / env time: {framework / env:.1f}x   "
           f"{'OK' if framework <= TARGET_MS else 'OVER TARGET'}")
     if args.profile:
-        one_run(renderer, args.seeds, args.group_size, profile=True)
+        one_run(renderer, args.seeds, args.group_size, args.env_workers, profile=True)
 
 
 if __name__ == "__main__":
