@@ -45,10 +45,9 @@ import hashlib
 import json
 import os
 import re
-import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,23 +313,21 @@ if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2])
 '''
 
-_interactor_path: str | None = None
+_jury_files_lock = threading.Lock()
 
 
-def interactor_path() -> str:
-    """The interactor script, written once per process to the temp directory (named by its content hash)."""
-    global _interactor_path
-    with _problems_lock:
-        if _interactor_path is None:
-            source = _INTERACTOR_SOURCE
-            digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-            path = Path(tempfile.gettempdir()) / f"agentgspo-code-interactor-{digest}.py"
-            if not path.exists():
-                tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-                tmp.write_text(source)
-                os.replace(tmp, path)
-            _interactor_path = str(path)
-        return _interactor_path
+def jury_file(kind: str, source: str) -> str:
+    """Write jury code (an interactor, a checker) to ``$TMPDIR/agentgspo-KIND-HASH.py`` once; returns the path.
+
+    Content-addressed, written atomically, so threads and processes share one file per source."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"agentgspo-{kind}-{digest}.py"
+    with _jury_files_lock:
+        if not path.exists():
+            tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(source)
+            os.replace(tmp, path)
+    return str(path)
 
 
 # ----------------------------------------------------------------------------------------------- judging
@@ -369,7 +366,7 @@ def judge_solution(problem: CodeProblem, solution: str, *, time_limit_s: float =
     spec = json.dumps({"prompt": problem.prompt, "tests": problem.tests, "entry_point": problem.entry_point})
     limits = Limits(time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb, wall_limit_s=2 * time_limit_s + 2)
     result = judge(server, [TestCase(spec.encode(), b"", problem.task_id)], lang="py", checker=None,
-                   interactor=interactor_path(), limits=limits, backend=backend)
+                   interactor=jury_file("code-interactor", _INTERACTOR_SOURCE), limits=limits, backend=backend)
     test = result.tests[0] if result.tests else None
     message = result.message or result.compile_output or (test.message if test else "")
     return CodeVerdict(result.verdict.value, message, test.time_s if test else 0.0)

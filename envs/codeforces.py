@@ -33,9 +33,7 @@ produced (empty output is WA/PE).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -43,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message, as_action
+from agentgspo.envs.code import jury_file
 from agentgspo.envs.math import _read_file, _tool_output, builtin_path, task_index
 
 SYSTEM_PROMPT = (
@@ -76,18 +75,6 @@ _sets: dict[str, ProblemSet] = {}
 _sets_lock = threading.Lock()
 
 
-def _cache_file(kind: str, source: str) -> str:
-    """Write jury code (an interactor) to a content-addressed file in the temp dir; returns its path."""
-    import tempfile
-
-    path = Path(tempfile.gettempdir()) / f"agentgspo-{kind}-{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
-    if not path.exists():
-        tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(source)
-        os.replace(tmp, path)
-    return str(path)
-
-
 def format_statement(row: dict[str, Any]) -> str:
     """The statement as the model reads it: title, limits, sections, examples (not for interactive rows)."""
     parts = [f"# {row.get('title') or row['id']}",
@@ -119,7 +106,7 @@ def task_from_row(row: Any, where: str) -> CodeforcesTask | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
     if row.get("interactor"):
-        problem.interactor = _cache_file("interactor", str(row["interactor"]))
+        problem.interactor = jury_file("interactor", str(row["interactor"]))
         problem.interactive = True
     elif problem.interactive:
         return None

@@ -89,9 +89,9 @@ def add(a, b):
 
 @pytest.mark.parametrize("name", list(HACKS))
 def test_reward_hacks_earn_nothing(name):
-    verdict = judge_solution(_builtin("add"), HACKS[name], time_limit_s=2.0)
+    verdict = judge_solution(_builtin("add"), HACKS[name], time_limit_s=1.0)
     assert verdict.verdict not in ("AC", "JE"), verdict
-    env = CodeEnv(judge_time_limit_s=2.0)
+    env = CodeEnv(judge_time_limit_s=1.0)
     env.reset(options={"index": 0})
     _, reward, terminated, _, info = env.step(f"```python\n{HACKS[name]}```")
     assert (reward, terminated) == (0.0, True), info
