@@ -9,6 +9,8 @@ never raises: an unknown name, arguments that fail validation and exceptions ins
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 import json
 import re
@@ -98,7 +100,7 @@ class Tool:
             f"{self.name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
         )
 
-    @property
+    @functools.cached_property
     def schema(self) -> dict[str, Any]:
         """OpenAI/Hermes function schema: ``{"type": "function", "function": {name, description, parameters}}``."""
         parameters = self.arguments_model.model_json_schema()
@@ -141,21 +143,27 @@ class Tool:
         return text
 
 
+@functools.lru_cache(maxsize=1024)
+def _tool_of(fn: Callable[..., Any]) -> Tool:
+    # The rollout runner builds one env per episode; build each function's argument model and schema once.
+    return Tool(fn)
+
+
 class ToolSet:
     """The tools of an environment, by name."""
 
     def __init__(self, tools: Iterable[Callable[..., Any] | Tool] = ()):
         self.tools: dict[str, Tool] = {}
         for item in tools:
-            tool = item if isinstance(item, Tool) else Tool(item)
+            tool = item if isinstance(item, Tool) else _tool_of(item)
             if tool.name in self.tools:
                 raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
             self.tools[tool.name] = tool
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
-        """The JSON schema of every tool, in registration order."""
-        return [tool.schema for tool in self.tools.values()]
+        """The JSON schema of every tool, in registration order (copies: callers may modify them)."""
+        return [copy.deepcopy(tool.schema) for tool in self.tools.values()]
 
     def call(self, call: ToolCall) -> ToolResult:
         """Run one parsed call; an unknown name is an error result that lists the available tools."""
