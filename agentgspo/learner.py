@@ -53,6 +53,8 @@ class LearnerConfig:
         router_aux_loss_coef: weight of the MoE load-balancing loss (``None``: the model config's value; 0: off).
         volatility_rows: trajectories used for the routing-volatility metric (0: off).
         skip_zero_advantage: do not forward trajectories with A = 0 (exact for the objective; saves compute).
+        exclude_stop_reasons: episodes that ended this way carry no signal about the policy (a crashed env, a
+            failed verifier); they are left out of the groups' advantages and of the loss.
     """
 
     objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
@@ -67,6 +69,7 @@ class LearnerConfig:
     router_aux_loss_coef: float | None = None
     volatility_rows: int = 16
     skip_zero_advantage: bool = True
+    exclude_stop_reasons: tuple[str, ...] = ("env_error", "judge_error")
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -169,11 +172,16 @@ class GSPOLearner:
         """Train on one rollout batch (this rank's trajectories); returns metrics for logging."""
         config, accelerator, device = self.config, self.accelerator, self.accelerator.device
         started = time.perf_counter()
-        rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float64)
-        group_ids = torch.tensor([t.group_id for t in trajectories])
-        advantages, advantage_stats = group_advantages(rewards, group_ids)  # [N]
+        included = [i for i, t in enumerate(trajectories) if t.stop_reason not in config.exclude_stop_reasons]
+        advantages = torch.zeros(len(trajectories), dtype=torch.float64)  # [N]; excluded episodes stay at 0
+        advantage_stats = {"zero_variance_frac": 0.0}
+        if included:
+            rewards = torch.tensor([trajectories[i].reward for i in included], dtype=torch.float64)
+            group_ids = torch.tensor([trajectories[i].group_id for i in included])
+            advantages[included], advantage_stats = group_advantages(rewards, group_ids)
         n = len(trajectories)
-        keep = [i for i in range(n) if advantages[i] != 0 or not config.skip_zero_advantage or config.kl_coef > 0]
+        keep = [i for i in included
+                if advantages[i] != 0 or not config.skip_zero_advantage or config.kl_coef > 0]
 
         # logp_old: the policy that sampled, scored before any update of this batch.
         old: dict[int, torch.Tensor] = {}
@@ -203,7 +211,9 @@ class GSPOLearner:
         chunks = [order[m::config.minibatches] for m in range(config.minibatches)]
         means = _Means()
         optimizer_steps = 0
+        included_set = set(included)
         for chunk in chunks:
+            chunk = [i for i in chunk if i in included_set]
             rows = [i for i in chunk if i in old]
             trainable = torch.tensor(float(len(rows)), device=device)
             if accelerator.num_processes > 1:
@@ -212,15 +222,16 @@ class GSPOLearner:
                 continue  # every rank agrees: nothing to learn from this minibatch
             dummy = not rows  # this rank has nothing but must join the gradient all-reduce
             if dummy:
-                rows = [chunk[0] if chunk else 0]
+                rows = [chunk[0] if chunk else 0]  # any row: its loss is scaled by 0
                 old.setdefault(rows[0], torch.zeros(len(trajectories[rows[0]].token_ids), device=device))
             buckets = length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)
             minibatch_loss = 0.0
             for b, bucket in enumerate(buckets):
                 micro = [rows[j] for j in bucket]
-                minibatch_loss += self._micro_step(trajectories, micro, old, advantages, num_sequences=len(chunk),
-                                                   scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1,
-                                                   means=means)
+                minibatch_loss += self._micro_step(
+                    trajectories, micro, old, advantages, num_sequences=max(len(chunk), 1),
+                    scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1, means=means,
+                )
             means.add("loss", minibatch_loss)
             if config.max_grad_norm is not None:
                 grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
@@ -243,6 +254,7 @@ class GSPOLearner:
             metrics["sampler_logprob_gap"] = gap_sum / gap_tokens
         metrics.update(
             optimizer_steps=optimizer_steps, trained_sequences=len(keep),
+            excluded_sequences=len(trajectories) - len(included),
             zero_variance_frac=advantage_stats["zero_variance_frac"],
             lr=self.optimizer.param_groups[0]["lr"], learner_seconds=time.perf_counter() - started,
         )

@@ -187,7 +187,11 @@ class RolloutRunner:
                 if terminated or truncated:
                     history.extend(messages)
                     reason = info.get("stop_reason", "completed" if terminated else "max_turns")
-                    trajectory.stop_reason = reason if reason in STOP_REASONS else "completed"
+                    if reason not in STOP_REASONS:
+                        trajectory.metadata["error"] = f"env reported an unknown stop_reason {reason!r}; " \
+                                                       f"expected one of {STOP_REASONS}"
+                        reason = "env_error"
+                    trajectory.stop_reason = reason
                     break
                 if trajectory.num_turns >= config.max_turns:
                     history.extend(messages)

@@ -16,8 +16,9 @@ from typing import Any, Literal
 import pydantic
 
 Message = dict[str, Any]
+# judge_error: the env's verifier failed (not the policy's fault); such episodes are excluded from learning.
 StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_error",
-                     "deadline"]
+                     "judge_error", "deadline"]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 
 
