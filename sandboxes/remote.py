@@ -80,8 +80,11 @@ class RemoteSandbox:
         headers = {"Authorization": f"Bearer {self.token}"}
         last_error = ""
         async with gate:
+            # Round robin picks where a request starts; its retries then walk the other endpoints in turn, so a
+            # dead endpoint cannot take every attempt of one request while concurrent requests share the cycle.
+            first = next(self._cycle)
             for attempt in range(self.retries + 1):
-                url = self.endpoints[next(self._cycle)] + path
+                url = self.endpoints[(first + attempt) % len(self.endpoints)] + path
                 try:
                     response = await client.post(url, json=payload, headers=headers)
                 except httpx.HTTPError as exc:
