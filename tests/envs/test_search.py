@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import httpx
 import pytest
+from servers import serve
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.env_checker import check_env, play
@@ -40,23 +39,8 @@ def server_url():
 
     from agentgspo.envs.search_server import create_app
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(builtin_path(BUILTIN_CORPUS)), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.05)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(create_app(builtin_path(BUILTIN_CORPUS))) as url:
+        yield url
 
 
 @pytest.mark.parametrize("reward", ["em", "f1"])

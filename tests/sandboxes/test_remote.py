@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 
 import httpx
 import pytest
+from servers import serve
 
 from agentgspo.sandboxes import Limits, Verdict, get_sandbox, judge, run_python
 from agentgspo.sandboxes.remote import RemoteSandbox
@@ -22,23 +20,8 @@ def server_url():
 
     from agentgspo.sandboxes.server import create_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(TOKEN, max_concurrency=2), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(create_app(TOKEN, max_concurrency=2)) as url:
+        yield url
 
 
 def test_health_and_auth(server_url):
