@@ -1,0 +1,272 @@
+"""Full GSPO training step on one GPU (the lent H200): tokens/s and MFU of several variants, one run.
+
+    PYTHONUNBUFFERED=1 python benchmarks/gpu_gspo_step.py --out $OUT        # on the H200, about 5-7 min
+    python benchmarks/gpu_gspo_step.py --smoke                               # CPU code-path check, tiny shapes
+
+The step is what ``GSPOLearner._micro_step`` does for one micro-batch, without the Python bookkeeping: forward,
+fp32 log-probs of the sampled tokens (``agentgspo/logprobs.py: token_logprobs``), ``gspo_loss``
+(``agentgspo/loss.py``; eps 3e-4 / 4e-4, per-sequence mean), backward, ``AdamW(fused=True)`` step. No gradient
+clipping, no router aux loss, no log_p_old pass (log_p_old is scored once per variant, untimed). The two files are
+loaded by path, so the package's own imports (gymnasium, pydantic: absent on the H200 image) are not needed.
+
+Policy: a Qwen3-MoE-shaped ``Qwen3MoeForCausalLM`` from a config, random init on the GPU (no download): 16 layers,
+hidden 1024, 16 query / 4 KV heads of 64, 64 experts top-8 of width 512, vocab 32768, untied head: 1.72B
+parameters, 278M active (experts 8/64, input embedding excluded). Sequences 2048 tokens, the first 256 of each
+masked as prompt (``--smoke``: seq // 4). Precision: pure bf16 (parameters, gradients and the AdamW moments in
+bf16; no fp32 master copy); the log-softmax, ratios and loss in fp32. SDPA attention, ``grouped_mm`` experts, TF32 allowed for fp32 matmuls,
+no gradient checkpointing.
+
+MFU (the formula that gives 16.5% for the 70K tokens/s fwd+bwd baseline and 29.6% for 126K tokens/s):
+
+    FLOP per token = 6 * N_active + 6 * L * T * d_attn      (fwd + bwd; attention scores and values, causal: half
+                                                             of the 12 * L * T * d_attn of the dense count)
+    MFU            = tokens/s * FLOP per token / 795e12     (795 TFLOP/s: the bf16 matmul rate measured on the H200)
+
+with N_active = 277.9M, L = 16, T = 2048, d_attn = heads * head_dim = 1024: 1.869 GFLOP per token; 70K tokens/s
+gives 16.46%. The log-softmax, loss and optimizer are not counted (they are in the measured time).
+
+Variants (each: its own warm-up, then the median of ``--steps`` timed steps; a failing variant is reported and
+skipped; a variant that would overrun ``--budget-s`` is skipped):
+  a_eager            eager model, 8 x 2048, attention_mask of ones passed (as the learner does)
+  b_compile          torch.compile(model, dynamic=False), otherwise as a
+  c_compile_b16      compile, 16 x 2048, attention_mask=None (no padding: SDPA's causal flash path; under compile
+                     transformers cannot check that a mask is all ones and passes it to SDPA), log-prob chunk 4096
+  d_compile_b16_fused  c + the log-prob/loss region compiled too, with the same math as token_logprobs written
+                     as plain ops (Inductor fuses the fp32 upcast, logsumexp and gather; no fp32 logits copy, and
+                     no host sync from token_logprobs' range check)
+  e_compile_nomask   b with attention_mask=None (separates the mask effect from the batch effect of c)
+Results: a table at the end and ``OUT/gpu_gspo_step.json`` (rewritten after every variant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PEAK_FLOPS = 795e12  # bf16 matmul, measured on the H200 (MACHINE.md)
+PROMPT_TOKENS = 256
+
+
+def load_by_path(name: str, path: Path):
+    """Import one file of the package without importing the package (its __init__ needs gymnasium)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+logprobs_module = load_by_path("agentgspo_logprobs", ROOT / "agentgspo" / "logprobs.py")
+loss_module = load_by_path("agentgspo_loss", ROOT / "agentgspo" / "loss.py")
+token_logprobs, gspo_loss = logprobs_module.token_logprobs, loss_module.gspo_loss
+
+VARIANTS = {
+    "a_eager": dict(compile=False, rows=8, mask=True, chunk=512, fused_loss=False),
+    "b_compile": dict(compile=True, rows=8, mask=True, chunk=512, fused_loss=False),
+    "c_compile_b16": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=False),
+    "d_compile_b16_fused": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=True),
+    "e_compile_nomask": dict(compile=True, rows=8, mask=False, chunk=512, fused_loss=False),
+}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for gpu_gspo_step.json")
+    parser.add_argument("--smoke", action="store_true", help="tiny shapes on CPU, 1 step per variant")
+    parser.add_argument("--steps", type=int, default=8, help="timed steps per variant")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per variant (the first compiles)")
+    parser.add_argument("--budget-s", type=float, default=400.0, help="skip variants that would end past this")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset, in order")
+    parser.add_argument("--seq", type=int, default=2048)
+    return parser.parse_args()
+
+
+def model_config(smoke: bool):
+    from transformers import Qwen3MoeConfig
+
+    if smoke:
+        shape = dict(vocab_size=512, hidden_size=64, moe_intermediate_size=32, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2)
+    else:
+        shape = dict(vocab_size=32768, hidden_size=1024, moe_intermediate_size=512, num_hidden_layers=16,
+                     num_attention_heads=16, num_key_value_heads=4, head_dim=64, num_experts=64,
+                     num_experts_per_tok=8)
+    return Qwen3MoeConfig(**shape, intermediate_size=4 * shape["hidden_size"], decoder_sparse_step=1,
+                          mlp_only_layers=[], norm_topk_prob=True, tie_word_embeddings=False,
+                          max_position_embeddings=4096, use_cache=False, output_router_logits=False,
+                          router_aux_loss_coef=0.0)
+
+
+def count_params(model, config) -> tuple[int, int]:
+    """(total, active): active = total - input embedding - the (E - k) / E unused share of expert weights."""
+    total = sum(p.numel() for p in model.parameters())
+    experts = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
+    inactive = experts * (config.num_experts - config.num_experts_per_tok) // config.num_experts
+    return total, total - model.get_input_embeddings().weight.numel() - inactive
+
+
+def flops_per_token(active: int, config, seq: int) -> float:
+    d_attn = config.num_attention_heads * config.head_dim
+    return 6 * active + 6 * config.num_hidden_layers * seq * d_attn
+
+
+def fused_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """token_logprobs' math as plain ops (fp32 upcast, logsumexp, gather) for Inductor to fuse: ``[B, T]``."""
+    z = logits.float()  # [B, T, V]; fused into the reductions below, never stored whole
+    return z.gather(-1, targets[..., None]).squeeze(-1) - torch.logsumexp(z, dim=-1)  # [B, T]
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -> dict:
+    rows, seq = spec["rows"], args.seq
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    input_ids = torch.randint(0, config.vocab_size, (rows, seq), generator=generator).to(device)  # [B, T]
+    attention_mask = torch.ones_like(input_ids) if spec["mask"] else None  # [B, T] or None
+    targets = input_ids[:, 1:]  # [B, T-1]
+    loss_mask = torch.ones_like(targets, dtype=torch.bool)  # [B, T-1]
+    loss_mask[:, : min(PROMPT_TOKENS, seq // 4) - 1] = False  # the prompt
+    advantages = torch.randn(rows, generator=generator).to(device)  # [B]
+    with torch.no_grad():  # log_p_old: the policy before this variant's updates (untimed)
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]  # [B, T-1, V] bf16
+        old_logprobs = token_logprobs(logits, targets)  # [B, T-1] fp32
+        # The fused variant must compute the same function: compare it with token_logprobs here (eager).
+        logprob_diff = float((fused_logprobs(logits, targets) - old_logprobs).abs().max()) \
+            if spec["fused_loss"] else None
+        del logits
+
+    forward = torch.compile(model, dynamic=False) if spec["compile"] else model
+    if spec["fused_loss"]:
+        def loss_region(logits, targets, old, adv, mask):
+            return gspo_loss(fused_logprobs(logits, targets), old, adv, mask, num_sequences=rows)[0]
+
+        loss_region = torch.compile(loss_region, dynamic=False)
+    else:
+        def loss_region(logits, targets, old, adv, mask):
+            logprobs = token_logprobs(logits, targets, chunk_size=spec["chunk"])  # [B, T-1] fp32
+            return gspo_loss(logprobs, old, adv, mask, num_sequences=rows)[0]
+
+    def step() -> torch.Tensor:
+        logits = forward(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+        loss = loss_region(logits, targets, old_logprobs, advantages, loss_mask)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    times, losses = [], []
+    for i in range(args.warmup + args.steps):
+        sync(device)
+        started = time.perf_counter()
+        losses.append(step())
+        sync(device)
+        times.append(time.perf_counter() - started)
+        print(f"  {name} step {i + 1}/{args.warmup + args.steps}: {times[-1] * 1e3:.1f} ms", flush=True)
+    timed = times[args.warmup:]
+    median = statistics.median(timed)
+    tokens = rows * seq
+    return {
+        "status": "ok", **spec, "tokens_per_step": tokens, "step_ms_median": median * 1e3,
+        "step_ms_all": [t * 1e3 for t in times], "first_step_s": times[0], "tokens_per_s": tokens / median,
+        "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None,
+        "losses": [float(x) for x in losses], "fused_vs_token_logprobs_max_abs_diff": logprob_diff,
+        "loss_finite": all(bool(torch.isfinite(x)) for x in losses),
+    }
+
+
+def main() -> int:
+    args = parse_args()
+    started = time.perf_counter()
+    import transformers
+    from transformers import Qwen3MoeForCausalLM
+
+    device = torch.device("cpu" if args.smoke or not torch.cuda.is_available() else "cuda")
+    if args.smoke:
+        args.steps, args.warmup, args.seq = 1, 1, 64
+        torch.set_num_threads(1)  # the shared 2-core CPU machine: 2 OpenMP threads stall under load
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    config = model_config(args.smoke)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = Qwen3MoeForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa",
+                                                 experts_implementation="grouped_mm")
+    model.train()
+    model.config.use_cache = False
+    total, active = count_params(model, config)
+    per_token = flops_per_token(active, config, args.seq)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.0, fused=True)
+    check = 70e3 * flops_per_token(277_908_480, model_config(False), 2048) / PEAK_FLOPS
+    gpu = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    header = {
+        "device": gpu, "torch": torch.__version__, "transformers": transformers.__version__,
+        "params_total": total, "params_active": active, "seq": args.seq, "flops_per_token": per_token,
+        "peak_flops": PEAK_FLOPS, "mfu_formula": "tokens/s * (6*N_active + 6*L*T*heads*head_dim) / 795e12",
+        "mfu_check_70k_tokens_per_s": check, "precision": "pure bf16 params/grads/AdamW moments; fp32 logprobs+loss",
+        "experts_implementation": model.config._experts_implementation,
+        "attn_implementation": model.config._attn_implementation, "smoke": args.smoke,
+    }
+    print(f"{gpu}; torch {torch.__version__}, transformers {transformers.__version__}; {total / 1e9:.3f}B params, "
+          f"{active / 1e6:.1f}M active; {per_token / 1e9:.3f} GFLOP/token; MFU formula check: 70K tokens/s -> "
+          f"{check:.2%} (expect 16.5%); init {time.perf_counter() - started:.0f} s", flush=True)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict] = {}
+    names = [n.strip() for n in args.variants.split(",") if n.strip()]
+    for name in names:
+        spec = VARIANTS[name]
+        elapsed = time.perf_counter() - started
+        estimate = (100 if spec["compile"] else 30) if not args.smoke else 0  # seconds, compile included
+        if elapsed + estimate > args.budget_s:
+            results[name] = {"status": f"skipped: {elapsed:.0f} s elapsed + ~{estimate} s > budget {args.budget_s}"}
+            print(f"{name}: {results[name]['status']}", flush=True)
+            continue
+        print(f"{name}: {spec}", flush=True)
+        try:
+            result = run_variant(name, spec, model, optimizer, config, args, device)
+            result["mfu"] = result["tokens_per_s"] * per_token / PEAK_FLOPS
+        except Exception as exc:  # one failing variant must not end the run
+            traceback.print_exc()
+            result = {"status": f"failed: {type(exc).__name__}: {str(exc)[:300]}", **spec}
+        result["wall_s"] = time.perf_counter() - started - elapsed
+        results[name] = result
+        optimizer.zero_grad(set_to_none=True)
+        torch._dynamo.reset()
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        (out / "gpu_gspo_step.json").write_text(json.dumps({**header, "variants": results}, indent=1))
+
+    print(f"\n{'variant':<22} {'rows':>4} {'ms/step':>8} {'tokens/s':>9} {'MFU':>6} {'peak GiB':>8} "
+          f"{'1st step s':>10} {'wall s':>6}  status")
+    for name, r in results.items():
+        if r.get("status") == "ok":
+            peak = f"{r['peak_gib']:.1f}" if r["peak_gib"] is not None else "-"
+            print(f"{name:<22} {r['rows']:>4} {r['step_ms_median']:>8.1f} {r['tokens_per_s']:>9.0f} "
+                  f"{r['mfu']:>6.1%} {peak:>8} {r['first_step_s']:>10.1f} {r['wall_s']:>6.0f}  "
+                  f"ok{'' if r['loss_finite'] else ' (NON-FINITE LOSS)'}")
+        else:
+            print(f"{name:<22} {'':>4} {'':>8} {'':>9} {'':>6} {'':>8} {'':>10} {'':>6}  {r['status']}")
+    print(f"total {time.perf_counter() - started:.0f} s; JSON: {out / 'gpu_gspo_step.json'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
