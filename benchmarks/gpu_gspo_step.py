@@ -205,8 +205,12 @@ def main() -> int:
     config = model_config(args.smoke)
     torch.manual_seed(0)
     with torch.device(device):
-        model = Qwen3MoeForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa",
-                                                 experts_implementation="grouped_mm")
+        try:
+            model = Qwen3MoeForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa",
+                                                     experts_implementation="grouped_mm")
+        except (TypeError, ValueError) as exc:  # an older transformers: grouped_mm is its default anyway
+            print(f"experts_implementation not accepted ({exc}); using the default", flush=True)
+            model = Qwen3MoeForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
     model.train()
     model.config.use_cache = False
     total, active = count_params(model, config)
@@ -219,7 +223,7 @@ def main() -> int:
         "params_total": total, "params_active": active, "seq": args.seq, "flops_per_token": per_token,
         "peak_flops": PEAK_FLOPS, "mfu_formula": "tokens/s * (6*N_active + 6*L*T*heads*head_dim) / 795e12",
         "mfu_check_70k_tokens_per_s": check, "precision": "pure bf16 params/grads/AdamW moments; fp32 logprobs+loss",
-        "experts_implementation": model.config._experts_implementation,
+        "experts_implementation": getattr(model.config, "_experts_implementation", None),
         "attn_implementation": model.config._attn_implementation, "smoke": args.smoke,
     }
     print(f"{gpu}; torch {torch.__version__}, transformers {transformers.__version__}; {total / 1e9:.3f}B params, "
