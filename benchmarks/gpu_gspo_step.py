@@ -35,6 +35,9 @@ skipped; a variant that would overrun ``--budget-s`` is skipped):
                      as plain ops (Inductor fuses the fp32 upcast, logsumexp and gather; no fp32 logits copy, and
                      no host sync from token_logprobs' range check)
   e_compile_nomask   b with attention_mask=None (separates the mask effect from the batch effect of c)
+  f_compile_b8_fused   d at the issue's 8 x 2048 shape
+  g_compile_b32_fused  d at 32 x 2048 (does a bigger batch keep raising MFU?)
+  h/i_cudagraphs_*   f / d with torch.compile(mode="reduce-overhead") (CUDA graphs: fewer kernel launches)
 Results: a table at the end and ``OUT/gpu_gspo_step.json`` (rewritten after every variant).
 """
 
@@ -76,6 +79,12 @@ VARIANTS = {
     "b_compile": dict(compile=True, rows=8, mask=True, chunk=512, fused_loss=False),
     "c_compile_b16": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=False),
     "d_compile_b16_fused": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=True),
+    "f_compile_b8_fused": dict(compile=True, rows=8, mask=False, chunk=4096, fused_loss=True),
+    "g_compile_b32_fused": dict(compile=True, rows=32, mask=False, chunk=4096, fused_loss=True),
+    "h_cudagraphs_b8_fused": dict(compile=True, rows=8, mask=False, chunk=4096, fused_loss=True,
+                                  mode="reduce-overhead"),
+    "i_cudagraphs_b16_fused": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=True,
+                                   mode="reduce-overhead"),
     "e_compile_nomask": dict(compile=True, rows=8, mask=False, chunk=512, fused_loss=False),
 }
 
@@ -149,7 +158,7 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
             if spec["fused_loss"] else None
         del logits
 
-    forward = torch.compile(model, dynamic=False) if spec["compile"] else model
+    forward = torch.compile(model, dynamic=False, mode=spec.get("mode")) if spec["compile"] else model
     if spec["fused_loss"]:
         def loss_region(logits, targets, old, adv, mask):
             return gspo_loss(fused_logprobs(logits, targets), old, adv, mask, num_sequences=rows)[0]

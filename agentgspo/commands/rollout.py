@@ -14,6 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--episodes", type=int, default=8, help="number of prompts (distinct seeds)")
     parser.add_argument("--group-size", type=int, default=4, help="samples per prompt")
     parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--env-kwargs", default="{}", help='JSON keyword arguments of the env, e.g. \'{"system_prompt": null}\'')
     parser.add_argument("--seed", type=int, default=0, help="first task seed; prompts use seed, seed+1, ...")
     parser.add_argument("--max-turns", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=128)
@@ -34,12 +35,18 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
     from agentgspo.trajectory import write_jsonl
 
-    make(args.env).close()  # fail fast on an unknown id, with close matches
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc})") from exc
+    if not isinstance(env_kwargs, dict):
+        raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
+    make(args.env, **env_kwargs).close()  # fail fast on an unknown id (with close matches) or bad kwargs
     backend = HFPolicy.from_pretrained("tiny" if args.policy == "oracle" else args.policy)
     renderer = backend.renderer
     policy = backend
     if args.policy == "oracle":
-        oracle = make(args.env).unwrapped.oracle
+        oracle = make(args.env, **env_kwargs).unwrapped.oracle
         if oracle is None:
             print(f"rollout: {args.env} has no oracle policy; use --policy tiny or a model folder")
             return 2
@@ -49,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         episode_timeout_s=args.episode_timeout,
         sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens),
     )
-    runner = RolloutRunner(lambda: make(args.env), policy, renderer, config, env_id=args.env)
+    runner = RolloutRunner(lambda: make(args.env, **env_kwargs), policy, renderer, config, env_id=args.env)
     started = time.perf_counter()
     trajectories = runner.run_sync(range(args.seed, args.seed + args.episodes))
     elapsed = time.perf_counter() - started

@@ -125,45 +125,45 @@ class HFPolicy:
                              use_cache=True)
             past, logits = out.past_key_values, out.logits[:, -1]  # [B, V]
             next_position = position_ids[:, -1:] + 1  # [B, 1]
-            finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
-            sampled, sampled_logprobs = [], []
+            live = list(range(batch))  # original row of each row still generating
+            ids: list[list[int]] = [[] for _ in range(batch)]
+            logps: list[list[float]] = [[] for _ in range(batch)]
+            temperature = params.temperature if params.temperature > 0 else 1.0
             for step in range(params.max_new_tokens):
-                temperature = params.temperature if params.temperature > 0 else 1.0
-                logprobs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [B, V] fp32
+                logprobs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [b, V] fp32
                 if params.temperature == 0:
-                    token = logprobs.argmax(-1)  # [B]
+                    token = logprobs.argmax(-1)  # [b]
                 else:
                     probs = logprobs.exp()
                     if params.top_p < 1.0:
                         probs = _top_p_filter(probs, params.top_p)
-                    cdf = probs.double().cumsum(-1)  # [B, V]
-                    draw = counter_uniform(row_seeds, step)[:, None] * cdf[:, -1:]  # [B, 1] inverse-CDF sampling
-                    token = torch.searchsorted(cdf, draw).squeeze(-1).clamp(max=probs.shape[-1] - 1)  # [B]
-                token = token.masked_fill(finished, self.pad_token_id)
-                sampled.append(token)
-                sampled_logprobs.append(logprobs.gather(-1, token[:, None]).squeeze(-1))
-                finished |= token == self.end_of_turn_id
-                if bool(finished.all()):
+                    cdf = probs.double().cumsum(-1)  # [b, V]
+                    draw = counter_uniform(row_seeds, step)[:, None] * cdf[:, -1:]  # [b, 1] inverse-CDF sampling
+                    token = torch.searchsorted(cdf, draw).squeeze(-1).clamp(max=probs.shape[-1] - 1)  # [b]
+                chosen = logprobs.gather(-1, token[:, None]).squeeze(-1)  # [b]
+                for row, t, lp in zip(live, token.tolist(), chosen.tolist()):
+                    ids[row].append(t)
+                    logps[row].append(lp)
+                going = token != self.end_of_turn_id  # [b]
+                if not bool(going.any()):
                     break
-                attention_mask = torch.cat([attention_mask, torch.ones((batch, 1), dtype=torch.long,
-                                                                       device=self.device)], dim=1)
+                if not bool(going.all()):
+                    # Drop finished rows from the batch (and the KV cache): one long row must not make the
+                    # whole batch pay for its tokens.
+                    keep = going.nonzero().squeeze(-1)  # [b']
+                    past.batch_select_indices(keep)
+                    live = [live[i] for i in keep.tolist()]
+                    token, row_seeds = token[keep], row_seeds[keep]
+                    attention_mask, next_position = attention_mask[keep], next_position[keep]
+                attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(live), 1))], dim=1)
                 out = self.model(input_ids=token[:, None], attention_mask=attention_mask,
                                  position_ids=next_position, past_key_values=past, use_cache=True)
                 past, logits = out.past_key_values, out.logits[:, -1]
                 next_position = next_position + 1
         finally:
             self.model.train(was_training)
-        tokens = torch.stack(sampled, 1).tolist()  # [B, N]
-        logprobs_out = torch.stack(sampled_logprobs, 1).tolist()  # [B, N]
-        turns = []
-        for row in range(batch):
-            ids = tokens[row]
-            if self.end_of_turn_id in ids:
-                n = ids.index(self.end_of_turn_id) + 1
-                turns.append(SampledTurn(ids[:n], logprobs_out[row][:n], "stop"))
-            else:
-                turns.append(SampledTurn(ids, logprobs_out[row], "length"))
-        return turns
+        return [SampledTurn(ids[row], logps[row], "stop" if ids[row][-1] == self.end_of_turn_id else "length")
+                for row in range(batch)]
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """Queue one turn; requests arriving together are sampled as one batch."""
