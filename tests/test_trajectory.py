@@ -89,4 +89,4 @@ def test_record_validation_rejects_inconsistent_records(field, value, expected):
 
 def test_stop_reasons_are_the_documented_ones():
     assert set(STOP_REASONS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
-                                 "env_error", "deadline"}
+                                 "env_error", "judge_error", "deadline"}
