@@ -41,7 +41,7 @@ from transformers import get_scheduler
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgspo.learner import GSPOLearner, LearnerConfig
-from agentgspo.metrics import MetricsLogger, moving_average, plot_training
+from agentgspo.metrics import MetricsLogger, moving_average, plot_training, read_metrics
 from agentgspo.policy.base import SamplingParams, ScriptedPolicy
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
@@ -249,9 +249,7 @@ def _gathered_checksums(accelerator: Accelerator, model) -> list[float]:
 
 def _previous_metrics(out: Path, up_to: int | None) -> list[dict]:
     path = out / "metrics.jsonl"
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = read_metrics(path) if path.exists() else []
     return [r for r in rows if up_to is None or r["step"] <= up_to]
 
 

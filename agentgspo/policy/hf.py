@@ -68,6 +68,7 @@ class HFPolicy:
         self.device = next(model.parameters()).device
         self.seed = seed
         self.calls = 0  # numbers the draws of seedless requests
+        self.renderer: Any = None  # set by from_pretrained: the ChatRenderer of the loaded tokenizer
         self._lock = threading.Lock()  # one batch at a time on the model
         self._pending: list[tuple[SampleRequest, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
