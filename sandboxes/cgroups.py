@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path("/sys/fs/cgroup")
 
@@ -26,6 +28,21 @@ def available() -> bool:
     if (ROOT / "pids" / "cgroup.procs").exists():
         return os.access(ROOT / "pids", os.W_OK)
     return (ROOT / "cgroup.controllers").exists() and "pids" in (ROOT / "cgroup.controllers").read_text()
+
+
+def _thread_cgroups() -> dict[str, str]:
+    """The calling thread's cgroup path in each v1 hierarchy, by controller name ({} where unreadable)."""
+    homes: dict[str, str] = {}
+    try:
+        lines = Path("/proc/thread-self/cgroup").read_text().splitlines()
+    except OSError:
+        return homes
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            if controller:
+                homes[controller] = path
+    return homes
 
 
 class BoxCgroup:
@@ -67,6 +84,37 @@ class BoxCgroup:
         for path in self.dirs:
             (path / "cgroup.procs").write_text(str(pid))
 
+    @contextmanager
+    def forking_inside(self) -> Iterator[bool]:
+        """While open, processes forked by the calling thread start inside the box; yields whether it could.
+
+        cgroup v1 only: the thread moves itself in (writing 0 to ``tasks``) and back out at the end. A thread
+        moving itself skips the kernel's global migration lock, which makes ``add(pid)`` wait for an RCU grace
+        period (~10 ms per box). Yields False (nothing moved: use ``add``) on cgroup v2 or any failure.
+        """
+        back = _thread_cgroups()
+        moved: list[Path] = []
+        try:
+            for path in self.dirs:
+                home = back.get(path.parent.parent.name)
+                if home is None or path.parent.parent.parent != ROOT:
+                    break
+                (path / "tasks").write_text("0")
+                moved.append(path.parent.parent / home.lstrip("/"))
+        except OSError:
+            pass
+        try:
+            yield len(moved) == len(self.dirs) > 0
+        finally:
+            failed = []
+            for home_dir in moved:
+                try:
+                    (home_dir / "tasks").write_text("0")
+                except OSError as exc:
+                    failed.append(f"{home_dir}: {exc}")
+            if failed:
+                raise OSError(f"could not move the thread back out of the box cgroup: {'; '.join(failed)}")
+
     def destroy(self) -> None:
         """Kill every process still in the box, then remove the cgroups."""
         for _ in range(50):
@@ -76,6 +124,7 @@ class BoxCgroup:
                     pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
                 except OSError:
                     pass
+            pids.discard(os.getpid())  # never ourselves, should a thread of ours still sit inside
             if not pids:
                 break
             for pid in pids:

@@ -200,6 +200,8 @@ class DockerSession:
 
     def __init__(self, backend: DockerSandbox, container) -> None:
         self.backend, self.container, self.broken = backend, container, False
+        # The container's memory cgroup also holds its tmpfs and the runner: keep a quarter of it for those.
+        self.memory_budget_mb = backend.memory_mb * 3 / 4
 
     def _exec_socket(self) -> socket.socket:
         api = self.backend.client.api

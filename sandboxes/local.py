@@ -29,6 +29,7 @@ runs the runner as a plain subprocess with rlimits only: for trusted code on mac
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -50,10 +51,17 @@ INSTALL_HINT = (
 )
 PYTHON = "/usr/bin/python3"
 BOX_RUNNER = "/opt/agentgspo/runner.py"
+BOX_RUNNER_CODE = "/opt/agentgspo/runner.code"
+# Runs the runner from its code object, compiled once per process (compiling the source costs ~4 ms per sandbox).
+RUNNER_LOADER = "import marshal\nwith open(%r, 'rb') as f:\n    code = marshal.load(f)\nexec(code)\n"
 BOX_DATA = "/box"  # read-only bind of the session directory (inputs, compiled binary)
 BOX_PCH = "/opt/agentgspo/pch"
+BOX_PROCESS_MEMORY_MB = 2048  # the box's memory cgroup holds this much for processes, plus its tmpfs
+INLINE_INPUTS_MAX_BYTES = 16 << 20  # test inputs up to this total travel in the spec, larger ones as bound files
 _probe_lock = threading.Lock()
 _probe_result: str | None = None  # "" when bwrap works, else the reason
+_code_lock = threading.Lock()
+_code_path: str | None = None  # the compiled runner ("" when compiling it failed: run the source)
 
 
 def _bwrap_problem() -> str:
@@ -71,6 +79,33 @@ def _bwrap_problem() -> str:
                 )
                 _probe_result = "" if probe.returncode == 0 else f"bwrap failed: {probe.stderr.strip()}"
         return _probe_result
+
+
+def _python() -> str:
+    """The interpreter that runs the runner (the system python3, which the sandbox binds read-only)."""
+    return PYTHON if os.path.exists(PYTHON) else shutil.which("python3") or "python3"
+
+
+def _runner_code() -> str:
+    """Path of the runner compiled by that interpreter (marshal format), made once per process; "" on failure."""
+    global _code_path
+    with _code_lock:
+        if _code_path is None:
+            _code_path = ""
+            script = ("import marshal, sys\nsource = sys.stdin.read()\n"
+                      "sys.stdout.buffer.write(marshal.dumps(compile(source, 'runner.py', 'exec')))\n")
+            done = subprocess.run([_python(), "-I", "-S", "-c", script], input=RUNNER_PATH.read_bytes(),
+                                  capture_output=True)
+            if done.returncode == 0 and done.stdout:
+                directory = tempfile.mkdtemp(prefix="agentgspo-runner-")
+                atexit.register(shutil.rmtree, directory, True)
+                path = os.path.join(directory, "runner.code")
+                with open(path, "wb") as f:
+                    f.write(done.stdout)
+                os.chmod(directory, 0o755)
+                os.chmod(path, 0o644)
+                _code_path = path
+        return _code_path
 
 
 def _system_binds() -> list[str]:
@@ -103,6 +138,7 @@ class LocalSandbox:
             raise SandboxUnavailable(f"local sandbox unavailable ({problem}). {INSTALL_HINT}")
         self.isolated = not problem
         self.tmpfs_mb = tmpfs_mb
+        self.runner_code = _runner_code()
         self.use_cgroups = self.isolated and cgroups.available()
 
     @contextmanager
@@ -134,26 +170,35 @@ class LocalSession:
         self.pch_dir = (BOX_PCH if self.isolated else str(self._host_pch)) if self._host_pch else ""
         self.cgroup = None
         if backend.use_cgroups:
-            self.cgroup = cgroups.BoxCgroup(pids_max, (backend.tmpfs_mb + 2048) << 20)
+            self.cgroup = cgroups.BoxCgroup(pids_max, (backend.tmpfs_mb + BOX_PROCESS_MEMORY_MB) << 20)
         self._procs: list[subprocess.Popen] = []
         self._lock = threading.Lock()
         self._scratch: str | None = None
+        self.memory_budget_mb = BOX_PROCESS_MEMORY_MB
 
     # --- command lines ---------------------------------------------------------------------------------
+    def _runner_argv(self) -> list[str]:
+        """python3 running the runner: from its compiled code when there is one, else from its source."""
+        code = self.backend.runner_code
+        if not self.isolated:
+            return [_python(), "-I", "-S", *(["-c", RUNNER_LOADER % code] if code else [str(RUNNER_PATH)])]
+        return [PYTHON, "-I", "-S", *(["-c", RUNNER_LOADER % BOX_RUNNER_CODE] if code else [BOX_RUNNER])]
+
     def _argv(self, writable_bin: bool) -> list[str]:
         if not self.isolated:
-            return [PYTHON if os.path.exists(PYTHON) else shutil.which("python3") or "python3", "-I", "-S",
-                    str(RUNNER_PATH)]
+            return self._runner_argv()
+        code = self.backend.runner_code
+        runner_bind = ["--ro-bind", code, BOX_RUNNER_CODE] if code else ["--ro-bind", str(RUNNER_PATH), BOX_RUNNER]
         argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                 "--hostname", "sandbox", *_system_binds(), "--proc", "/proc", "--dev", "/dev",
                 "--size", str(self.backend.tmpfs_mb << 20), "--tmpfs", "/tmp",
-                "--ro-bind", str(RUNNER_PATH), BOX_RUNNER,
+                *runner_bind,
                 "--ro-bind", str(self.host_dir / "in"), self.inputs_dir,
                 "--bind" if writable_bin else "--ro-bind", str(self.host_dir / "bin"), self.bin_dir]
         if self._host_pch:
             argv += ["--ro-bind", str(self._host_pch), BOX_PCH]
         argv += ["--remount-ro", "/", "--chdir", "/tmp", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                 PYTHON, "-I", "-S", BOX_RUNNER]
+                 *self._runner_argv()]
         return argv
 
     def _prepare(self, spec: dict) -> dict:
@@ -169,13 +214,27 @@ class LocalSession:
 
     def _popen(self, argv: list[str], stdin, stdout, stderr) -> subprocess.Popen:
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
-        proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env,
-                                start_new_session=True)
-        if self.cgroup is not None:
-            self.cgroup.add(proc.pid)  # before the spec is written, i.e. before any untrusted code runs
+        if self.cgroup is None:
+            proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
+        else:
+            with self.cgroup.forking_inside() as inside:  # born in the box's cgroups where possible (fast)
+                proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env,
+                                        start_new_session=True)
+            if not inside:
+                self.cgroup.add(proc.pid)  # before the spec is written, i.e. before any untrusted code runs
         with self._lock:
             self._procs.append(proc)
         return proc
+
+    def _tests(self, inputs: list[bytes]) -> list[dict]:
+        """The spec's test list: the inputs themselves when small (no file writes), else files bound read-only."""
+        for stale in (self.host_dir / "in").iterdir():
+            stale.unlink()
+        if sum(len(data) for data in inputs) <= INLINE_INPUTS_MAX_BYTES:
+            return [{"data": bytes(data)} for data in inputs]
+        for i, data in enumerate(inputs):
+            (self.host_dir / "in" / str(i)).write_bytes(data)
+        return [{"path": f"{self.inputs_dir}/{i}"} for i in range(len(inputs))]
 
     @staticmethod
     def _deadline(spec: dict, n_tests: int) -> float:
@@ -188,11 +247,7 @@ class LocalSession:
         """Run the runner once (modes compile/run); see ``sandboxes.protocol.Session.call``."""
         spec = self._prepare(spec)
         if inputs is not None:
-            for stale in (self.host_dir / "in").iterdir():
-                stale.unlink()
-            for i, data in enumerate(inputs):
-                (self.host_dir / "in" / str(i)).write_bytes(data)
-            spec["tests"] = [{"path": f"{self.inputs_dir}/{i}"} for i in range(len(inputs))]
+            spec["tests"] = self._tests(inputs)
         writable_bin = spec.get("mode") == "compile"
         try:
             proc = self._popen(self._argv(writable_bin), subprocess.PIPE, subprocess.PIPE, subprocess.PIPE)

@@ -35,6 +35,8 @@ class Session(Protocol):
     bin_dir: str
     #: Directory, inside the box, holding the precompiled bits/stdc++.h (``bits/stdc++.h.gch``), or "".
     pch_dir: str
+    #: Memory (MB) the box's test processes may use together: the judge runs at most this / memory limit at once.
+    memory_budget_mb: float
 
     def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:
         """Run the runner with ``spec`` (modes compile/run) and the test inputs; return its event records.

@@ -1,13 +1,13 @@
-"""In-sandbox runner: compiles once, then runs every test of one submission in forked children.
+"""In-sandbox runner: compiles once, then runs the tests of one submission in forked children, several at once.
 
 This file is executed *inside* the sandbox by the system ``python3`` (standard library only, Python >= 3.8),
 either from a read-only bind (local backend) or as ``python3 -c SOURCE`` (Docker backend). It never sees the
 expected answers: it gets the inputs, runs the program, and reports raw facts (exit status, CPU time, wall time,
 peak memory, output bytes). Verdicts are decided outside, by the judge.
 
-Protocol: one dict (the spec, in ``marshal`` format) on stdin, framed by a 16-byte decimal length, JSON lines (events) on the result stream: stdout in the
-``compile`` and ``run`` modes, stderr in the ``interact`` mode (there stdin/stdout are the pipes to the
-interactor and belong to the solution).
+Protocol: one dict (the spec, in ``marshal`` format) on stdin, framed by a 16-byte decimal length, JSON lines
+(events) on the result stream: stdout in the ``compile`` and ``run`` modes, stderr in the ``interact`` mode (there
+stdin/stdout are the pipes to the interactor and belong to the solution).
 
 Spec fields:
     mode: "compile" | "run" | "interact"
@@ -18,37 +18,53 @@ Spec fields:
     tests: [{"path": FILE} | {"data": BYTES}]   (run mode)
     limits: {cpu_s, wall_s, memory_mb, output_bytes, stderr_bytes, nproc}
     io_mode: "stdio" | "file"  (file: the program reads ./input.txt and writes ./output.txt)
-    stop_on_error: stop after the first test that fails on its own (exit != 0, signal, time)
-    kill_strays: after each test kill every other process of the sandbox's pid namespace (kill(-1));
-                 only set when the runner is inside its own pid namespace or container.
+    workers: how many tests run at once (run mode, default 1). Each test is its own forked child with its own
+             rlimits, CPU timer, wall guard, working directory and output buffers; CPU time and peak memory are
+             that child's own. Events still come out in test order.
+    stop_on_error: start no test after one that fails on its own (exit != 0, signal, time); later tests that are
+                   already running are killed and not reported.
+    kill_strays: after each test kill what it left behind in the sandbox's pid namespace: every process but us and
+                 init (kill(-1)) when no other test runs, else every process outside the running tests' process
+                 groups (and kill(-1) once all are done); only set when the runner is inside its own pid namespace
+                 or container.
 
-Event lines: {"event": "ready"} | {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
+Parallel tests of one submission share the box: a solution can disturb its own sibling tests (kill them, write
+their scratch files), which can only hurt its own result; it still never sees an answer.
+
+Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
 {"event": "test", "index", "exit_code", "signal", "cpu_s", "wall_s", "memory_kb", "wall_timeout",
  "stdout_b64", "stdout_bytes", "stderr"} | {"event": "done"} | {"event": "error", "message"}.
 """
 
+# _signal is the C module under signal: signal.signal() wraps results in enums, which costs a forked child copied
+# pages, and importing signal (and enum) costs every sandbox start ~2 ms.
+import _signal
 import binascii
 import builtins
 import gc
 import marshal
 import os
 import resource
-import gc
 import select
-import signal
 import sys
 import time
 
-# Modules a typical solution imports: importing them here once makes them free in every forked child.
-import bisect, collections, functools, heapq, itertools, math, string  # noqa: E401,F401
+# Standard modules solutions often import: the ones a Python solution names are imported here once, before the
+# forks, which makes them free in each of its tests (a solution importing nothing pays nothing).
+PRELOADABLE = frozenset(("array", "bisect", "collections", "copy", "decimal", "fractions", "functools", "heapq",
+                         "itertools", "math", "operator", "re", "statistics", "string", "typing"))
 
 # Scratch paths, under the sandbox's private tmp (spec["tmp"], default /tmp); set by set_scratch().
-WORK = OUT = ERR = IN = ""
+TMP = WORK = ERR = ""
+# Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so children restore the defaults.
+RESET_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGPROF, _signal.SIGXCPU, _signal.SIGINT,
+                 _signal.SIGTERM)
 
 
 def set_scratch(tmp):
-    global WORK, OUT, ERR, IN
-    WORK, OUT, ERR, IN = (os.path.join(tmp, name) for name in ("w", "out", "err", "in"))
+    """Point the scratch paths (compile/interact working directory, compiler log) under ``tmp``."""
+    global TMP, WORK, ERR
+    TMP, WORK, ERR = tmp, os.path.join(tmp, "w"), os.path.join(tmp, "err")
 
 
 # A tiny JSON encoder: importing the json module costs more than a whole test (startup matters at 700 tests/s).
@@ -57,6 +73,7 @@ _ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
 
 
 def to_json(value):
+    """JSON text of None, bools, numbers, strings and (nested) dicts with string keys."""
     if value is None:
         return "null"
     if value is True:
@@ -71,44 +88,80 @@ def to_json(value):
 
 
 def emit(stream, record):
+    """Write one event line and flush it."""
     stream.write(to_json(record) + "\n")
     stream.flush()
 
 
-def set_child_limits(limits):
-    """rlimits for one test, set in the forked child before it runs the solution."""
+def child_plan(limits):
+    """The per-test rlimits and CPU timer as plain tuples, built once so that each forked child only applies them.
+
+    Returns (((resource, (soft, hard)), ...), cpu_timer_s)."""
     mem = int(limits["memory_mb"] * 1024 * 1024)
     cpu = float(limits["cpu_s"])
     hard_cpu = int(cpu) + 2
-    resource.setrlimit(resource.RLIMIT_CPU, (hard_cpu, hard_cpu))
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    resource.setrlimit(resource.RLIMIT_STACK, (mem, mem))
     out = int(limits["output_bytes"]) + 1
-    resource.setrlimit(resource.RLIMIT_FSIZE, (out, out))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    rlimits = [(resource.RLIMIT_CPU, (hard_cpu, hard_cpu)), (resource.RLIMIT_AS, (mem, mem)),
+               (resource.RLIMIT_STACK, (mem, mem)), (resource.RLIMIT_FSIZE, (out, out)),
+               (resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_NOFILE, (64, 64))]
     if limits.get("nproc"):
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
-    # A precise CPU-time stop (SIGPROF kills by default); RLIMIT_CPU above is the backstop. Kept across exec.
-    signal.setitimer(signal.ITIMER_PROF, cpu + 0.05)
+        rlimits.append((resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"])))
+    # A precise CPU-time stop (SIGPROF kills by default); RLIMIT_CPU is the backstop. Kept across exec.
+    return tuple(rlimits), cpu + 0.05
+
+
+def apply_plan(plan):
+    """In the forked child: default signal dispositions, then the rlimits and the CPU timer of ``plan``."""
+    reset_signals()
+    rlimits, cpu_timer = plan
+    for which, value in rlimits:
+        resource.setrlimit(which, value)
+    _signal.setitimer(_signal.ITIMER_PROF, cpu_timer)
 
 
 def reset_signals():
-    # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so restore the defaults.
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGPROF, signal.SIGXCPU, signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
+    """Restore the default dispositions of the signals Python changes (before exec of a program)."""
+    for sig in RESET_SIGNALS:
+        _signal.signal(sig, _signal.SIG_DFL)
 
 
 def _site_exit(code=None):
     raise SystemExit(code)
 
 
-def run_python_child(code):
-    """Body of the forked child for Python: exec the compiled code as __main__ and _exit with its status."""
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a normal python3 process
-    sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
-    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)
+def open_stdio():
+    """Text streams on fds 0, 1, 2 as a python3 process has them (utf-8; stderr line-buffered)."""
+    return (open(0, "r", encoding="utf-8", closefd=False), open(1, "w", encoding="utf-8", closefd=False),
+            open(2, "w", encoding="utf-8", closefd=False, buffering=1))
+
+
+def prepare_stdio():
+    """Build the children's stdio streams once, in the runner, over a regular file standing in for fds 0-2.
+
+    Each forked child then finds fresh, unused streams whose cached facts (seekable, position 0) match its real
+    fds 0-2 (regular files), instead of building them itself: that spares every child a few dozen copied pages.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    stand_in = scratch_fd(os.path.join(TMP, "stdio"))
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(stand_in, fd)
+        return open_stdio()
+    finally:
+        for fd, copy in zip((0, 1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(stand_in)
+
+
+def run_python_child(code, stdio=None):
+    """Body of the forked child for Python: exec the compiled code as __main__ and _exit with its status.
+
+    stdio: unused streams on fds 0-2 from prepare_stdio(), or None to open them here."""
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)  # as in a normal python3 process
+    sys.stdin, sys.stdout, sys.stderr = stdio or open_stdio()
     sys.argv = ["solution.py"]
     builtins.exit = builtins.quit = _site_exit  # python3 -S skips site, which defines them
     status = 0
@@ -142,29 +195,34 @@ def run_python_child(code):
     os._exit(status)
 
 
-def spawn(spec, program, stdin_fd, stdout_fd, stderr_fd):
-    """Fork one child that runs the program with the given fds and limits; returns its pid."""
+def spawn(plan, lang, program, cwd, stdin_fd, stdout_fd, stderr_fd, stdio=None):
+    """Fork one child in its own process group that runs the program with the given fds and limits; returns its pid.
+
+    stdio: prepared Python streams for fds 0-2 (see prepare_stdio), when those fds are regular files."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid:
+        try:  # also here, so that the group exists before the parent looks for strays
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
         return pid
     try:
         os.setpgid(0, 0)
         # Lowest priority: under a fork bomb the runner (nice 0) still gets the CPU to enforce the wall guard.
         # Time limits are on CPU time, so this does not change verdicts.
         os.nice(19)
-        os.chdir(WORK)
+        os.chdir(cwd)
         if stdin_fd != 0:
             os.dup2(stdin_fd, 0)
         if stdout_fd != 1:
             os.dup2(stdout_fd, 1)
         os.dup2(stderr_fd, 2)
         os.closerange(3, 1024)
-        reset_signals()
-        set_child_limits(spec["limits"])
-        if spec["lang"] == "py":
-            run_python_child(program)
+        apply_plan(plan)
+        if lang == "py":
+            run_python_child(program, stdio)
         else:
             os.execv(program, [program])
     except BaseException as exc:  # setup failure: report through stderr and a distinctive status
@@ -175,54 +233,128 @@ def spawn(spec, program, stdin_fd, stdout_fd, stderr_fd):
     os._exit(127)
 
 
+def kill_group(pid):
+    """SIGKILL the process group ``pid`` and the process itself (either may be gone already)."""
+    for kill, target in ((os.killpg, pid), (os.kill, pid)):
+        try:
+            kill(target, _signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def wait_with_guard(pid, wall_s):
     """Wait for the child at most wall_s seconds (then SIGKILL its group); returns (status, rusage, wall, timeout)."""
     start = time.monotonic()
-    timed_out = False
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        if not poller.poll(max(0.0, wall_s) * 1000):
-            timed_out = True
-        os.close(pidfd)
-    else:  # old kernels: poll with short sleeps
-        while True:
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                break
-            if time.monotonic() - start > wall_s:
-                timed_out = True
-                break
-            time.sleep(0.002)
+    waiter = Waiter()
+    waiter.add(pid, start + wall_s)
+    timed_out = not waiter.wait()
     if timed_out:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        kill_group(pid)
+    waiter.remove(pid)
     _, status, usage = os.wait4(pid, 0)
     return status, usage, time.monotonic() - start, timed_out
 
 
-def kill_strays(spec, pid):
-    """Kill what the test left behind: its process group, and with kill_strays every process but us and init."""
+class Waiter:
+    """Waits for any of several children, each with its own wall-clock deadline.
+
+    Uses a pidfd per child where the kernel has them (Linux >= 5.3, Python >= 3.9), else polls with short sleeps.
+    """
+
+    def __init__(self):
+        self.deadlines = {}  # pid -> monotonic deadline
+        self.pidfds = {}  # pid -> pidfd
+        self.poller = select.poll()
+
+    def add(self, pid, deadline):
+        """Watch child ``pid`` until ``deadline`` (time.monotonic())."""
+        self.deadlines[pid] = deadline
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            return
+        self.pidfds[pid] = pidfd
+        self.poller.register(pidfd, select.POLLIN)
+
+    def remove(self, pid):
+        """Stop watching ``pid`` (call before reaping it)."""
+        del self.deadlines[pid]
+        pidfd = self.pidfds.pop(pid, None)
+        if pidfd is not None:
+            self.poller.unregister(pidfd)
+            os.close(pidfd)
+
+    def overdue(self):
+        """The watched pids whose deadline has passed."""
+        now = time.monotonic()
+        return [pid for pid, deadline in self.deadlines.items() if deadline <= now]
+
+    def wait(self):
+        """Block until watched children exit (returns their pids) or a deadline passes (returns [])."""
+        while True:
+            exited = [pid for pid in self.deadlines if pid not in self.pidfds
+                      and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None]
+            if exited:
+                return exited
+            left = min(self.deadlines.values()) - time.monotonic()
+            # Children without a pidfd (old kernels) are polled every 2 ms; poll() with no fds just sleeps.
+            step = left if len(self.pidfds) == len(self.deadlines) else min(left, 0.002)
+            ready = self.poller.poll(max(0.0, step) * 1000)
+            if ready:
+                by_fd = {fd: pid for pid, fd in self.pidfds.items()}
+                return [by_fd[fd] for fd, _ in ready]
+            if left <= 0:
+                return []
+
+
+def _namespace_strays(me, live_groups):
+    """Processes of our pid namespace outside the live process groups (not us, not init, not zombies)."""
+    strays = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid in (1, me) or pid in live_groups:
+            continue
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[0] != b"Z" and int(fields[2]) not in live_groups:
+            strays.append(pid)
+    return strays
+
+
+def kill_strays(enabled, pid, live_groups=()):
+    """Kill what the test ``pid`` left behind: its process group and, when ``enabled``, strays of the namespace.
+
+    With no other test running (``live_groups`` empty) that is every process but us and init (kill(-1)); else
+    every process outside the running tests' process groups (a few passes, for strays that fork meanwhile).
+    """
     try:
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, _signal.SIGKILL)
     except OSError:
         pass
-    if spec.get("kill_strays") and os.getpid() != 1:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
-    # reap anything that was our child
-    while True:
+    me = os.getpid()
+    if not enabled or me == 1:
+        return
+    if live_groups:
+        for _ in range(3):
+            strays = _namespace_strays(me, live_groups)
+            for stray in strays:
+                try:
+                    os.kill(stray, _signal.SIGKILL)
+                except OSError:
+                    pass
+            if not strays:
+                break
+        return
+    try:
+        os.kill(-1, _signal.SIGKILL)
+    except OSError:
+        pass
+    while True:  # reap anything that was our child (no test is running, so no test's status is lost)
         try:
             reaped, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -231,18 +363,34 @@ def kill_strays(spec, pid):
             break
 
 
-def read_capped(path, cap):
+def read_path_capped(path, cap):
+    """(first cap+1 bytes, total size) of a file; (b"", 0) when it does not exist."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(cap + 1)
-            f.seek(0, 2)
-            return data, f.tell()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return b"", 0
+    try:
+        return read_fd_capped(fd, cap)
+    finally:
+        os.close(fd)
+
+
+def read_fd_capped(fd, cap):
+    """(first min(size, cap+1) bytes, total size) of an open regular file, read from offset 0."""
+    size = os.fstat(fd).st_size
+    want, chunks, offset = min(size, cap + 1), [], 0
+    while offset < want:
+        chunk = os.pread(fd, min(want - offset, 1 << 24), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks), size
 
 
 def describe(status, usage, wall, timed_out, index):
-    record = {
+    """The raw facts of one finished test as an event record (outputs are added by the caller)."""
+    return {
         "event": "test",
         "index": index,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -252,25 +400,46 @@ def describe(status, usage, wall, timed_out, index):
         "memory_kb": usage.ru_maxrss,
         "wall_timeout": timed_out,
     }
-    return record
 
 
 def failed_on_its_own(record, limits):
+    """True when the test failed without looking at its output (exit code, signal, CPU or wall time)."""
     return record["exit_code"] != 0 or record["wall_timeout"] or record["cpu_s"] > limits["cpu_s"]
 
 
 def load_program(spec, result_stream):
-    """Python: compile the source once (SyntaxError -> compile event with ok=False). C++: the binary path."""
-    if spec["lang"] == "py":
-        try:
-            return compile(spec["source"], "solution.py", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
-            import traceback
+    """Python: compile the source once (SyntaxError -> compile event with ok=False) and preload the standard modules
+    it names. C++: the binary path."""
+    if spec["lang"] != "py":
+        return spec["binary"]
+    try:
+        code = compile(spec["source"], "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        import traceback
 
-            emit(result_stream, {"event": "compile", "ok": False, "stderr": "".join(
-                traceback.format_exception_only(type(exc), exc)), "cpu_s": 0.0, "wall_s": 0.0})
-            return None
-    return spec["binary"]
+        emit(result_stream, {"event": "compile", "ok": False, "stderr": "".join(
+            traceback.format_exception_only(type(exc), exc)), "cpu_s": 0.0, "wall_s": 0.0})
+        return None
+    preload(code)
+    return code
+
+
+def names_of(code):
+    """Every name the code object and the code nested in it use (imported modules among them)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= names_of(const)
+    return names
+
+
+def preload(code):
+    """Import the PRELOADABLE modules the solution names (a miss only costs time: the child imports it itself)."""
+    for name in sorted(names_of(code) & PRELOADABLE):
+        try:
+            __import__(name)
+        except Exception:
+            pass
 
 
 def mode_compile(spec):
@@ -300,8 +469,8 @@ def mode_compile(spec):
             finally:
                 os._exit(127)
         status, usage, wall, timed_out = wait_with_guard(pid, lim["wall_s"])
-    kill_strays(spec, pid)
-    stderr, _ = read_capped(ERR, 64 * 1024)
+    kill_strays(spec.get("kill_strays"), pid)
+    stderr, _ = read_path_capped(ERR, 64 * 1024)
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and not timed_out
     message = stderr.decode("utf-8", "replace")
     if timed_out:
@@ -310,52 +479,181 @@ def mode_compile(spec):
                       "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall})
 
 
+def scratch_fd(path):
+    """A fresh empty read-write file for one test: an anonymous memfd, or ``path`` (recreated) without memfd."""
+    try:
+        return os.memfd_create("scratch", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        try:
+            os.unlink(path)  # a new inode: a stray still holding the old one cannot write into this test
+        except FileNotFoundError:
+            pass
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+
+
+class Running:
+    """One test in flight: its index, child, slot (working directory and scratch), fds and start time."""
+
+    def __init__(self, index, slot, pid, fds, output_path, start):
+        self.index, self.slot, self.pid, self.fds = index, slot, pid, fds
+        self.output_path, self.start = output_path, start
+
+
+class TestRun:
+    """Runs the tests of one spec (run mode) on ``workers`` forked children at once; emits events in test order."""
+
+    def __init__(self, spec, program, stream):
+        self.spec, self.program, self.stream = spec, program, stream
+        self.limits = spec["limits"]
+        self.plan = child_plan(self.limits)
+        self.tests = spec["tests"]
+        self.file_mode = spec.get("io_mode") == "file"
+        self.kill_strays = bool(spec.get("kill_strays"))
+        self.stop_on_error = bool(spec.get("stop_on_error"))
+        self.out_cap = int(self.limits["output_bytes"])
+        self.err_cap = int(self.limits.get("stderr_bytes", 4096))
+        workers = max(1, min(int(spec.get("workers") or 1), len(self.tests)))
+        self.free_slots = list(range(workers - 1, -1, -1))
+        self.slot_dirs = [os.path.join(TMP, "w%d" % slot) for slot in range(workers)]
+        for path in self.slot_dirs:
+            os.makedirs(path, exist_ok=True)
+        self.running = {}  # pid -> Running
+        self.waiter = Waiter()
+        self.stdio = prepare_stdio() if spec["lang"] == "py" else None
+        self.finished = {}  # index -> record, until its turn to be emitted
+        self.next_test = self.next_emit = 0
+        self.end = len(self.tests)  # tests from this index on are not run (stop_on_error)
+
+    def run(self):
+        """Launch, wait, report, until every test (or every test up to the first failure) is done."""
+        while True:
+            self._launch_while_free()
+            if not self.running:
+                break
+            exited = self.waiter.wait()
+            for pid in exited or self.waiter.overdue():
+                test = self.running.get(pid)  # None when an earlier failure (stop_on_error) killed it meanwhile
+                if test is not None:
+                    if not exited:
+                        kill_group(pid)
+                    self._finish(test, timed_out=not exited)
+        self._emit_ready()
+
+    # --- launching ---------------------------------------------------------------------------------------------
+    def _launch_while_free(self):
+        # At most `window` tests past the oldest one not yet reported, so that held-back events stay few.
+        window = 4 * len(self.slot_dirs)
+        while self.free_slots and self.next_test < min(self.end, self.next_emit + window):
+            try:
+                self._launch(self.next_test, self.free_slots[-1])
+            except OSError:
+                if not self.running:
+                    raise
+                return  # e.g. a sibling's fork bomb holds every pid: retry once a running test has ended
+            self.free_slots.pop()
+            self.next_test += 1
+
+    def _stdin_fd(self, test, slot):
+        """The test's stdin: its input file, or its data in a fresh scratch file. In file mode the input goes to
+        ./input.txt instead (a stale ./output.txt is removed) and stdin is /dev/null."""
+        if self.file_mode:
+            work = self.slot_dirs[slot]
+            try:
+                os.unlink(os.path.join(work, "output.txt"))
+            except FileNotFoundError:
+                pass
+            if "path" in test:
+                with open(test["path"], "rb") as f:
+                    data = f.read()
+            else:
+                data = test["data"]
+            with open(os.path.join(work, "input.txt"), "wb") as f:
+                f.write(data)
+            return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        if "path" in test:
+            return os.open(test["path"], os.O_RDONLY | os.O_CLOEXEC)
+        fd = scratch_fd(os.path.join(TMP, "in%d" % slot))
+        view, offset = memoryview(test["data"]), 0
+        while offset < len(view):
+            offset += os.write(fd, view[offset:])
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    def _launch(self, index, slot):
+        work = self.slot_dirs[slot]
+        fds = []
+        try:
+            fds.append(self._stdin_fd(self.tests[index], slot))
+            fds.append(scratch_fd(os.path.join(TMP, "out%d" % slot)))
+            fds.append(scratch_fd(os.path.join(TMP, "err%d" % slot)))
+            pid = spawn(self.plan, self.spec["lang"], self.program, work, fds[0], fds[1], fds[2], self.stdio)
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        start = time.monotonic()
+        os.close(fds[0])
+        output_path = os.path.join(work, "output.txt") if self.file_mode else None
+        self.running[pid] = Running(index, slot, pid, fds[1:], output_path, start)
+        self.waiter.add(pid, start + float(self.limits["wall_s"]))
+
+    # --- finishing ---------------------------------------------------------------------------------------------
+    def _reap(self, test):
+        self.waiter.remove(test.pid)
+        del self.running[test.pid]
+        _, status, usage = os.wait4(test.pid, 0)
+        return status, usage, time.monotonic() - test.start
+
+    def _finish(self, test, timed_out):
+        status, usage, wall = self._reap(test)
+        kill_strays(self.kill_strays, test.pid, set(self.running))
+        record = describe(status, usage, wall, timed_out, test.index)
+        out_fd, err_fd = test.fds
+        if test.output_path is None:
+            stdout, size = read_fd_capped(out_fd, self.out_cap)
+        else:
+            stdout, size = read_path_capped(test.output_path, self.out_cap)
+        stderr, _ = read_fd_capped(err_fd, self.err_cap)
+        for fd in test.fds:
+            os.close(fd)
+        self.free_slots.append(test.slot)
+        record["stdout_b64"] = binascii.b2a_base64(stdout[:self.out_cap], newline=False).decode()
+        record["stdout_bytes"] = size
+        record["stderr"] = stderr[:self.err_cap].decode("utf-8", "replace")
+        if test.index < self.end:
+            self.finished[test.index] = record
+            if self.stop_on_error and failed_on_its_own(record, self.limits):
+                self._stop_after(test.index)
+        self._emit_ready()
+
+    def _stop_after(self, index):
+        """stop_on_error: run nothing after test ``index``; kill the later tests already running."""
+        self.end = index + 1
+        for test in [t for t in self.running.values() if t.index > index]:
+            kill_group(test.pid)
+            self._reap(test)
+            for fd in test.fds:
+                os.close(fd)
+            self.free_slots.append(test.slot)
+        for later in [i for i in self.finished if i > index]:
+            del self.finished[later]
+
+    def _emit_ready(self):
+        while self.next_emit in self.finished:
+            emit(self.stream, self.finished.pop(self.next_emit))
+            self.next_emit += 1
+
+
 def mode_run(spec):
-    """Run every test in its own forked child; emit one event per test."""
-    out_stream = sys.stdout
-    program = load_program(spec, out_stream)
+    """Run every test in its own forked child, ``workers`` at a time; emit one event per test, in test order."""
+    program = load_program(spec, sys.stdout)
     if program is None:
         return
-    limits = spec["limits"]
-    os.makedirs(WORK, exist_ok=True)
-    file_mode = spec.get("io_mode") == "file"
+    run = TestRun(spec, program, sys.stdout)
     # Prefork habit: park the runner's objects outside the collector, so a child's garbage collections do not
     # touch (and copy-on-write) the parent's pages.
     gc.freeze()
-    for index, test in enumerate(spec["tests"]):
-        if "path" in test:
-            in_path = test["path"]
-        else:
-            in_path = IN
-            with open(IN, "wb") as f:
-                f.write(test["data"])
-        out_path = os.path.join(WORK, "output.txt") if file_mode else OUT
-        for stale in (out_path, ERR):
-            try:
-                os.unlink(stale)
-            except FileNotFoundError:
-                pass
-        if file_mode:
-            with open(in_path, "rb") as src, open(os.path.join(WORK, "input.txt"), "wb") as dst:
-                dst.write(src.read())
-            in_path = "/dev/null"
-        fin = os.open(in_path, os.O_RDONLY)
-        fout = os.open(OUT, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        ferr = os.open(ERR, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        pid = spawn(spec, program, fin, fout, ferr)
-        for fd in (fin, fout, ferr):
-            os.close(fd)
-        status, usage, wall, timed_out = wait_with_guard(pid, limits["wall_s"])
-        kill_strays(spec, pid)
-        record = describe(status, usage, wall, timed_out, index)
-        stdout, size = read_capped(out_path, int(limits["output_bytes"]))
-        stderr, _ = read_capped(ERR, int(limits.get("stderr_bytes", 4096)))
-        record["stdout_b64"] = binascii.b2a_base64(stdout[: int(limits["output_bytes"])], newline=False).decode()
-        record["stdout_bytes"] = size
-        record["stderr"] = stderr.decode("utf-8", "replace")
-        emit(out_stream, record)
-        if spec.get("stop_on_error") and failed_on_its_own(record, limits):
-            break
+    run.run()
 
 
 def mode_interact(spec):
@@ -365,22 +663,24 @@ def mode_interact(spec):
     if program is None:
         return
     os.makedirs(WORK, exist_ok=True)
-    ferr = os.open(ERR, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    pid = spawn(spec, program, 0, 1, ferr)
-    os.close(ferr)
+    ferr = scratch_fd(ERR)
+    pid = spawn(child_plan(spec["limits"]), spec["lang"], program, WORK, 0, 1, ferr)
     # The solution owns the pipes now: close ours so EOF propagates when it exits.
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     status, usage, wall, timed_out = wait_with_guard(pid, spec["limits"]["wall_s"])
-    kill_strays(spec, pid)
+    kill_strays(spec.get("kill_strays"), pid)
     record = describe(status, usage, wall, timed_out, 0)
-    stderr, _ = read_capped(ERR, int(spec["limits"].get("stderr_bytes", 4096)))
-    record.update(stdout_b64="", stdout_bytes=0, stderr=stderr.decode("utf-8", "replace"))
+    cap = int(spec["limits"].get("stderr_bytes", 4096))
+    stderr, _ = read_fd_capped(ferr, cap)
+    os.close(ferr)
+    record.update(stdout_b64="", stdout_bytes=0, stderr=stderr[:cap].decode("utf-8", "replace"))
     emit(result_stream, record)
 
 
 def read_exact(fd, count):
+    """Exactly ``count`` bytes from ``fd`` (EOFError if it ends first)."""
     chunks = []
     while count:
         chunk = os.read(fd, min(count, 1 << 20))
@@ -392,19 +692,30 @@ def read_exact(fd, count):
 
 
 def read_spec(fd):
-    """The spec is framed as a 16-byte decimal length then the marshal bytes (trusted: written by the judge), so that in interact mode the
-    bytes after it (the interactor's) stay unread in the pipe for the solution."""
+    """The spec is framed as a 16-byte decimal length then the marshal bytes (trusted: written by the judge), so
+    that in interact mode the bytes after it (the interactor's) stay unread in the pipe for the solution."""
     return read_exact(fd, int(read_exact(fd, 16)))
 
 
-def main():
-    spec = marshal.loads(read_spec(0))
-    try:  # non-dumpable: the solution (same uid) cannot open /proc/<runner>/fd or ptrace the runner
-        import ctypes
+def make_undumpable():
+    """prctl(PR_SET_DUMPABLE, 0): the solution (same uid) can then neither open /proc/<runner>/fd nor ptrace us."""
+    try:  # _ctypes directly: importing ctypes would add ~3 ms to every sandbox start
+        import _ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
     except Exception:
-        pass
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+        except Exception:
+            pass
+
+
+def main():
+    """Read the spec, run its mode, end with a ``done`` event (an ``error`` event first if the runner failed)."""
+    spec = marshal.loads(read_spec(0))
+    make_undumpable()
     set_scratch(spec.get("tmp", "/tmp"))
     mode = spec["mode"]
     # Freeze the runner's objects out of the collector: forked children then do not write to (copy) their pages.

@@ -11,6 +11,8 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -22,6 +24,8 @@ from .compile import cpp_compile_command, host_pch_dir, normalize_language
 
 BINARY = "solution"
 MEMORY_ERROR_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
+_active_lock = threading.Lock()
+_active_batches = 0  # submissions this process is running tests of right now (they share the CPUs)
 
 
 @dataclass
@@ -207,11 +211,47 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
     return _test_result(name, event, Verdict.AC, peer_msg)
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def _batch_slot():
+    """Count this submission among the ones being run now; yields how many there are, this one included."""
+    global _active_batches
+    with _active_lock:
+        _active_batches += 1
+        count = _active_batches
+    try:
+        yield count
+    finally:
+        with _active_lock:
+            _active_batches -= 1
+
+
+def batch_workers(requested: int | None, n_tests: int, limits: Limits, box: Session, concurrent: int = 1) -> int:
+    """How many tests of one submission run at once in its box.
+
+    ``requested`` (None or >= 1) or, by default, the usable CPUs shared among the ``concurrent`` submissions; then capped
+    by the test count, by the box's memory budget over the per-test memory limit, and by its process limit (a
+    quarter of ``pids_limit``, leaving room for the solution's own threads and children).
+    """
+    workers = requested or max(1, usable_cpus() // max(1, concurrent))
+    by_memory = int(getattr(box, "memory_budget_mb", limits.memory_limit_mb) // limits.memory_limit_mb)
+    return max(1, min(workers, n_tests, by_memory, limits.pids_limit // 4))
+
+
 def _judge_batch(box: Session, source: str, lang: str, cases: list[TestCase], checker: Checker, limits: Limits,
-                 stop_on_failure: bool, io_mode: str) -> tuple[list[TestResult], str | None]:
+                 stop_on_failure: bool, io_mode: str, workers: int | None) -> tuple[list[TestResult], str | None]:
     spec = _run_spec(source, lang, box, limits, io_mode, "run")
     spec["stop_on_error"] = stop_on_failure
-    events = box.call(spec, [c.input for c in cases])
+    with _batch_slot() as concurrent:
+        spec["workers"] = batch_workers(workers, len(cases), limits, box, concurrent)
+        events = box.call(spec, [c.input for c in cases])
     compile_error = _compile_error_of(events)
     if compile_error is not None:
         return [], compile_error
@@ -259,6 +299,7 @@ def judge(
     stop_on_failure: bool = False,
     io_mode: str = "stdio",
     backend: "str | Sandbox" = "local",
+    workers: int | None = None,
 ) -> JudgeResult:
     """Judge ``source`` (Python 3 or C++17) on ``tests``; returns a JudgeResult (never raises for bad solutions).
 
@@ -268,10 +309,16 @@ def judge(
     (exit 0 AC, 1 WA, 2 PE, else JE); the answers are then unused.
     io_mode: "stdio", or "file" (the program reads input.txt and writes output.txt in its working directory).
     backend: "local" | "docker" | "remote" or a Sandbox instance (see ``get_sandbox``).
-    Raises ValueError only for bad arguments (unknown language or checker).
+    workers: how many tests run at once inside the submission's box, each in its own process with its own limits
+    (default: the usable CPUs shared among the submissions this process judges at the same time; capped by the
+    box's memory and process budgets; the remote backend uses the server's default). Results are the same as
+    with workers=1, except that a solution can disturb its own tests running beside it.
+    Raises ValueError only for bad arguments (unknown language or checker, workers < 1).
     """
     lang = normalize_language(lang)
     limits = limits or Limits()
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
     cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
     the_checker = make_checker(checker)
     sandbox = get_sandbox(backend)
@@ -292,7 +339,7 @@ def judge(
                 ce = next((r.message for r in results if r.verdict == Verdict.CE), None)
             else:
                 results, ce = _judge_batch(box, source, lang, cases, the_checker, limits, stop_on_failure,
-                                           io_mode)
+                                           io_mode, workers)
     except Exception as exc:  # infrastructure: never blamed on the solution
         return JudgeResult(Verdict.JE, message=f"{type(exc).__name__}: {exc}")
     if ce is not None:

@@ -157,3 +157,48 @@ def test_sleep_forever_is_tle_by_wall_guard(backend):
     assert result.verdict == Verdict.TLE, result
     assert result.tests[0].wall_time_s >= FAST.wall_s - 0.05 and result.tests[0].time_s < 0.5
     assert time.time() - start < 15
+
+
+def test_fork_bomb_in_one_test_spares_its_parallel_siblings(backend):
+    code = """
+import os
+if input() == "bomb":
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+print("ok")
+"""
+    start = time.time()
+    result = judge(code, [("ok", "ok"), ("bomb", ""), ("ok", "ok"), ("bomb", "")], limits=FAST, backend=backend,
+                   workers=2)
+    assert time.time() - start < 40
+    verdicts = [t.verdict for t in result.tests]
+    assert verdicts[0] == verdicts[2] == Verdict.AC, result
+    assert verdicts[1] in (Verdict.TLE, Verdict.RE, Verdict.MLE) and verdicts[3] in (Verdict.TLE, Verdict.RE,
+                                                                                       Verdict.MLE), result
+
+
+def test_strays_of_a_finished_test_die_while_its_siblings_run(backend):
+    marker = f"4343.{os.getpid()}{int(time.time() * 1000) % 100000}"
+    code = f"""
+import os, subprocess, time
+if input() == "spawn":
+    subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+    print("spawned")
+else:
+    time.sleep(1.0)  # the spawning test has ended meanwhile
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            alive += ["{marker}" in open(f"/proc/{{pid}}/cmdline").read()]
+        except OSError:
+            pass
+    print("alive" if any(alive) else "gone")
+"""
+    tests = [("spawn", "spawned"), ("watch", "gone")]
+    result = judge(code, tests, limits=Limits(time_limit_s=2, wall_limit_s=5), backend=backend, workers=2)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.AC], result
+    time.sleep(0.3)
+    assert _procs_with(marker) == []

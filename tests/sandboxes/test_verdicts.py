@@ -163,3 +163,71 @@ def test_docker_verdicts_and_interactive(docker_backend):
     result = judge(BINARY_SEARCH, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
                    limits=LIMITS, backend=docker_backend)
     assert result.verdict == Verdict.AC, result.to_dict()
+
+
+# --- several tests of one submission at once (workers) --------------------------------------------------------
+BY_INPUT = """
+n = int(input())
+if n == 5:
+    raise SystemExit(3)
+print(n * 3 if n == 8 else n * 2)
+"""
+
+
+def test_parallel_results_match_serial_and_keep_test_order():
+    tests = [(f"{i}\n", f"{i * 2}\n") for i in range(12)]
+    serial = judge(BY_INPUT, tests, limits=LIMITS, workers=1)
+    parallel = judge(BY_INPUT, tests, limits=LIMITS, workers=3)
+    assert [(t.name, t.verdict) for t in parallel.tests] == [(t.name, t.verdict) for t in serial.tests]
+    assert [t.verdict for t in parallel.tests][4:9] == [Verdict.AC, Verdict.RE, Verdict.AC, Verdict.AC, Verdict.WA]
+    assert parallel.verdict == serial.verdict == Verdict.RE
+
+
+def test_parallel_cpu_time_is_each_tests_own():
+    solution = ("import time\nif input() == 'burn':\n    end = time.process_time() + 0.3\n"
+                "    while time.process_time() < end:\n        pass\nelse:\n    time.sleep(0.3)\nprint('ok')\n")
+    tests = [("burn", "ok"), ("sleep", "ok")] * 2
+    result = judge(solution, tests, limits=Limits(time_limit_s=2, wall_limit_s=5), workers=2)
+    assert result.verdict == Verdict.AC, result.to_dict()
+    burn, sleep = result.tests[0::2], result.tests[1::2]
+    assert all(t.time_s >= 0.25 for t in burn) and all(t.time_s < 0.1 for t in sleep), result.to_dict()
+
+
+@pytest.mark.parametrize("slow, expected", [
+    ("", [Verdict.AC, Verdict.AC, Verdict.RE] + [Verdict.SKIPPED] * 5),
+    ("0", [Verdict.AC, Verdict.RE] + [Verdict.SKIPPED] * 6),  # test 1 fails while the slow test 0 still runs
+], ids=["in-order", "later-test-fails-first"])
+def test_parallel_stop_on_failure(slow, expected):
+    solution = (f"import time\nn = int(input())\nif str(n) in {slow!r}.split():\n    time.sleep(0.4)\n"
+                f"if n == {expected.index(Verdict.RE)}:\n    raise ValueError(n)\nprint(n)\n")
+    tests = [(f"{i}\n", f"{i}\n") for i in range(8)]
+    result = judge(solution, tests, limits=Limits(time_limit_s=1, wall_limit_s=3), stop_on_failure=True, workers=3)
+    assert [t.verdict for t in result.tests] == expected, result.to_dict()
+
+
+def test_parallel_stop_on_wrong_answer_skips_the_rest():
+    result = judge(BY_INPUT, [(f"{i}\n", f"{i * 2}\n") for i in range(7, 12)], limits=LIMITS,
+                   stop_on_failure=True, workers=2)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA] + [Verdict.SKIPPED] * 3
+
+
+def test_each_test_gets_fresh_ordinary_stdio():
+    facts = run_python("import sys\nprint(sys.stdin.seekable(), sys.stdout.seekable(), sys.stdin.encoding, "
+                       "sys.stderr.line_buffering, sys.stdin.buffer.read().decode()[::-1])", "abc")
+    assert facts.stdout == "True True utf-8 True cba\n", facts
+    echo = "import sys\nsys.stdout.write(sys.stdin.read())\n"
+    tests = [(f"line {i}\n" * (i + 1), f"line {i}\n" * (i + 1)) for i in range(6)]
+    assert judge(echo, tests, limits=LIMITS, workers=2).verdict == Verdict.AC
+
+
+def test_workers_setting_is_validated_and_capped():
+    from agentgspo.sandboxes.judge.core import batch_workers
+
+    class Box:
+        memory_budget_mb = 2048
+
+    assert batch_workers(8, 3, Limits(), Box()) == 3  # no more than the tests
+    assert batch_workers(8, 100, Limits(memory_limit_mb=1024), Box()) == 2  # the box's memory budget
+    assert batch_workers(None, 100, Limits(), Box(), concurrent=10**6) == 1
+    with pytest.raises(ValueError, match="workers"):
+        judge(PY["AC"], APLUSB, workers=0)
