@@ -11,8 +11,9 @@ What it measures (medians over repeats, the two sides alternating; prints ratios
      - 1 submission, 1 test at a time (``workers=1``; the baseline runs one subprocess at a time);
      - 1 submission, W tests at a time (``workers=W``, W = the usable CPUs, the judge's default for a lone
        submission; the baseline runs W subprocesses at a time), printed when W > 1;
-     - 2 submissions judged concurrently from threads (how envs call it), with the judge's default workers
-       (the usable CPUs shared between them); the baseline runs as many subprocesses at a time.
+     - 2 submissions judged concurrently from threads (how envs call it), each with workers = the usable CPUs
+       / 2 (what the judge's default gives submissions judged side by side); the baseline runs as many
+       subprocesses at a time per submission.
   3. C++ compile time of a bits/stdc++.h program with and without the precompiled header.
   4. With ``--docker``: Docker exec latency (one trivial run_python) and the same 100-test judge on Docker.
 """
@@ -98,19 +99,19 @@ def judge_rows(tests, repeats: int) -> None:
     settings = [("1 submission, workers=1", 1, 1)]
     if cpus > 1:
         settings.append((f"1 submission, workers={cpus}", 1, cpus))
-    settings.append((f"2 concurrent submissions, workers={max(1, cpus // 2)} each", 2, None))
+    settings.append((f"2 concurrent submissions, workers={max(1, cpus // 2)} each", 2, max(1, cpus // 2)))
     for label, concurrency, workers in settings:
-        base_workers = workers or max(1, cpus // concurrency)
         ours_s, base_s, ratio = side_by_side(lambda: ours(tests, workers=workers),
-                                             lambda: baseline_judge(tests, base_workers), repeats, concurrency)
+                                             lambda: baseline_judge(tests, workers), repeats, concurrency)
         ours_rate, base_rate = n * concurrency / ours_s, n * concurrency / base_s
         met = "met" if ours_rate >= 700 and ratio >= 5 else "not met"
         print(f"[python {n} tests, {label}] isolated local judge: {ours_rate:5.0f} tests/s | plain subprocess per "
-              f"test, no isolation, {base_workers * concurrency} at a time: {base_rate:4.0f} tests/s | ratio "
+              f"test, no isolation, {workers * concurrency} at a time: {base_rate:4.0f} tests/s | ratio "
               f"{ratio:4.1f}x | target >= 700/s and >= 5x: {met}")
 
 
 def compile_time(use_pch: bool, repeats: int) -> float:
+    """Median seconds to compile the bits/stdc++.h program, with or without the precompiled header."""
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "a.cpp")
