@@ -87,10 +87,11 @@ def _python() -> str:
 
 
 def _runner_code() -> str:
-    """Path of the runner compiled by that interpreter (marshal format), made once per process; "" on failure."""
+    """Path of the runner compiled by that interpreter (marshal format), made once per process (again if the file
+    went missing, e.g. a /tmp cleaner); "" when compiling fails (the runner then runs from its source)."""
     global _code_path
     with _code_lock:
-        if _code_path is None:
+        if _code_path is None or (_code_path and not os.path.exists(_code_path)):
             _code_path = ""
             script = ("import marshal, sys\nsource = sys.stdin.read()\n"
                       "sys.stdout.buffer.write(marshal.dumps(compile(source, 'runner.py', 'exec')))\n")
@@ -138,7 +139,7 @@ class LocalSandbox:
             raise SandboxUnavailable(f"local sandbox unavailable ({problem}). {INSTALL_HINT}")
         self.isolated = not problem
         self.tmpfs_mb = tmpfs_mb
-        self.runner_code = _runner_code()
+        _runner_code()  # compile it now rather than in the first sandbox call
         self.use_cgroups = self.isolated and cgroups.available()
 
     @contextmanager
@@ -177,17 +178,16 @@ class LocalSession:
         self.memory_budget_mb = BOX_PROCESS_MEMORY_MB
 
     # --- command lines ---------------------------------------------------------------------------------
-    def _runner_argv(self) -> list[str]:
-        """python3 running the runner: from its compiled code when there is one, else from its source."""
-        code = self.backend.runner_code
+    def _runner_argv(self, code: str) -> list[str]:
+        """python3 running the runner: from its compiled ``code`` file when there is one, else from its source."""
         if not self.isolated:
             return [_python(), "-I", "-S", *(["-c", RUNNER_LOADER % code] if code else [str(RUNNER_PATH)])]
         return [PYTHON, "-I", "-S", *(["-c", RUNNER_LOADER % BOX_RUNNER_CODE] if code else [BOX_RUNNER])]
 
     def _argv(self, writable_bin: bool) -> list[str]:
+        code = _runner_code()
         if not self.isolated:
-            return self._runner_argv()
-        code = self.backend.runner_code
+            return self._runner_argv(code)
         runner_bind = ["--ro-bind", code, BOX_RUNNER_CODE] if code else ["--ro-bind", str(RUNNER_PATH), BOX_RUNNER]
         argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                 "--hostname", "sandbox", *_system_binds(), "--proc", "/proc", "--dev", "/dev",
@@ -198,7 +198,7 @@ class LocalSession:
         if self._host_pch:
             argv += ["--ro-bind", str(self._host_pch), BOX_PCH]
         argv += ["--remount-ro", "/", "--chdir", "/tmp", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                 *self._runner_argv()]
+                 *self._runner_argv(code)]
         return argv
 
     def _prepare(self, spec: dict) -> dict:

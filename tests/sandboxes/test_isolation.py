@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -202,3 +204,24 @@ else:
     assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.AC], result
     time.sleep(0.3)
     assert _procs_with(marker) == []
+
+
+def test_sandbox_processes_are_born_in_the_box_cgroup():
+    from agentgspo.sandboxes import cgroups
+
+    if not cgroups.available():
+        pytest.skip("per-box cgroups need root")
+    before = open("/proc/thread-self/cgroup").read()
+    box = cgroups.BoxCgroup(16, 256 << 20)
+    try:
+        with box.forking_inside() as inside:
+            child = subprocess.Popen(["sleep", "5"])
+        if not inside:
+            box.add(child.pid)
+        name = box.dirs[0].name
+        assert all(name in line for line in open(f"/proc/{child.pid}/cgroup") if "pids" in line or "memory" in line)
+        assert open("/proc/thread-self/cgroup").read() == before  # the spawning thread is back where it was
+    finally:
+        box.destroy()
+        child.wait(timeout=5)
+    assert child.returncode == -signal.SIGKILL
