@@ -1,8 +1,8 @@
 """Local backend: bubblewrap isolation plus rlimits, cgroups and CPU/wall limits (the default backend).
 
-Each call starts one ``bwrap`` sandbox running the in-sandbox runner (``sandboxes/runner.py``), which runs every
-test of a submission in forked children; a session (one submission) keeps a host directory for the compiled
-binary and the test inputs, bound into each sandbox.
+Each call starts one ``bwrap`` sandbox running the in-sandbox runner (``sandboxes/runner.py``), which runs the
+tests of a submission in forked children, several at once (``workers``); a session (one submission) keeps a host
+directory for the compiled binary and large test inputs, bound into each sandbox (small inputs travel in the spec).
 
 Threat model.
 Protects against (each property has an adversarial test in ``tests/sandboxes/test_isolation.py``):
@@ -12,7 +12,8 @@ Protects against (each property has an adversarial test in ``tests/sandboxes/tes
   - reading the expected answers or other host files: they are never bound in (inputs and the binary are read-only
     binds of a per-session directory that holds no answers);
   - processes outliving the call, including ones that call setsid(): a pid namespace (killed when its init exits),
-    ``--die-with-parent``, ``kill(-1)`` inside the namespace after every test, and, as root, a per-box cgroup
+    ``--die-with-parent``, after every test the kill of what it left (every process outside the running tests'
+    process groups; ``kill(-1)`` once none runs), and, as root, a per-box cgroup (the sandbox is born in it)
     whose remaining processes are killed at the end;
   - fork bombs: a pids cgroup (root) or RLIMIT_NPROC (non-root); memory bombs: RLIMIT_AS per test (MLE) and a
     memory cgroup cap per box; infinite output: RLIMIT_FSIZE (OLE), and the runner reads at most the limit;
@@ -21,8 +22,8 @@ Protects against (each property has an adversarial test in ``tests/sandboxes/tes
 Does not protect against:
   - kernel exploits (bubblewrap shares the host kernel; use the Docker backend in a VM or gVisor for hostile code);
   - side channels and CPU contention between concurrent sandboxes; reading world-readable files under /usr;
-  - a solution tampering with its own measurements (it shares a uid with the runner inside the box): it can only
-    hurt its own result, never see answers or affect other boxes.
+  - a solution tampering with its own measurements or with its own tests running beside it (they share a uid with
+    the runner inside the box): it can only hurt its own result, never see answers or affect other boxes.
 Without bubblewrap it refuses to run; ``LocalSandbox(allow_unisolated=True)`` (or ``AGENTGSPO_ALLOW_UNISOLATED=1``)
 runs the runner as a plain subprocess with rlimits only: for trusted code on machines without user namespaces.
 """

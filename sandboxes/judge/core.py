@@ -236,9 +236,9 @@ def _batch_slot():
 def batch_workers(requested: int | None, n_tests: int, limits: Limits, box: Session, concurrent: int = 1) -> int:
     """How many tests of one submission run at once in its box.
 
-    ``requested`` (None or >= 1) or, by default, the usable CPUs shared among the ``concurrent`` submissions; then capped
-    by the test count, by the box's memory budget over the per-test memory limit, and by its process limit (a
-    quarter of ``pids_limit``, leaving room for the solution's own threads and children).
+    ``requested`` (None or >= 1) or, by default, the usable CPUs shared among the ``concurrent`` submissions;
+    then capped by the test count, by the box's memory budget over the per-test memory limit, and by its process
+    limit (a quarter of ``pids_limit``, leaving room for the solution's own threads and children).
     """
     workers = requested or max(1, usable_cpus() // max(1, concurrent))
     by_memory = int(getattr(box, "memory_budget_mb", limits.memory_limit_mb) // limits.memory_limit_mb)
