@@ -104,8 +104,10 @@ def moving_average(values: Sequence[float], window: int) -> list[float]:
 
 
 def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
-                  warm_start: Sequence[dict[str, Any]] = (), window: int = 10, title: str = "") -> None:
-    """Reward and success vs step (raw and moving average); the warm start's evals in a left panel if given."""
+                  warm_start: Sequence[dict[str, Any]] = (), demonstrator_success: float | None = None,
+                  window: int = 10, title: str = "") -> None:
+    """Reward and success vs step (raw and moving average); the warm start's evals in a left panel if given, and
+    the imitated demonstrator's success as a line on both panels if given (what imitation alone can reach)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,10 +117,16 @@ def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
     if warm_start:
         ax = axes[0][0]
-        ax.plot([m["step"] for m in warm_start], [m["success"] for m in warm_start], "o-", color="tab:gray")
-        ax.set(title="supervised warm start (oracle demos)", xlabel="SFT step", ylabel="success (sampled)",
-               ylim=(-0.02, 1.02))
+        ax.plot([m["step"] for m in warm_start], [m["success"] for m in warm_start], "o-", color="tab:gray",
+                label="policy (sampled)")
+        ax.set(title="supervised warm start (imitation)", xlabel="SFT step", ylabel="success", ylim=(-0.02, 1.02))
+    for ax in axes[0]:
+        if demonstrator_success is not None:
+            ax.axhline(demonstrator_success, color="tab:red", ls=":", lw=1.2,
+                       label=f"imitated demonstrator ({demonstrator_success:.2f})")
         ax.grid(alpha=0.3)
+    if warm_start:
+        axes[0][0].legend(loc="upper left")
     ax = axes[0][-1]
     steps = [m["step"] for m in metrics]
     for key, color in (("reward_mean", "tab:blue"), ("success", "tab:green")):
@@ -128,7 +136,6 @@ def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
     ax.axhline(0.9, color="k", ls="--", lw=0.8, label="0.9 target")
     ax.set(title=title or "GSPO", xlabel="GSPO step", ylabel="per-step mean over the rollout batch",
            ylim=(-0.02, 1.02))
-    ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)

@@ -41,14 +41,12 @@ def warm_model(tiny_path, renderer, tokenizer):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
-    from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.rollout import RolloutConfig, RolloutRunner
-    from agentgspo.sft import warm_start
+    from agentgspo.envs.calculator import CalculatorEnv
+    from agentgspo.sft import play_demonstrations, warm_start
 
-    demos = RolloutRunner(CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer,
-                          RolloutConfig(group_size=1)).run_sync(range(64))
+    demos = play_demonstrations(CalculatorEnv, renderer, range(64))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
-    warm_start(model, demos, pad_token_id=tokenizer.pad_token_id, steps=WARM_START_STEPS, batch_size=32, lr=3e-3)
+    warm_start(model, demos, pad_token_id=tokenizer.pad_token_id, steps=WARM_START_STEPS, batch_size=32, lr=3e-3,
+               lr_schedule="constant")
     return model.eval()

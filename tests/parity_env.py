@@ -10,6 +10,7 @@ class ParityEnv(ChatEnv):
     """One turn: reward 1 when the reply has an even number of characters."""
 
     oracle = staticmethod(lambda messages: "ok")
+    wrong = staticmethod(lambda messages: "odd")
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

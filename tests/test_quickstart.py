@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 REPO = Path(__file__).resolve().parents[1]
 PARITY = ["--env-id", "parity_env:agentgspo/Parity-v0", "--env-kwargs", "{}"]
-SMALL = ["--demos", "16", "--warm-max-steps", "2", "--warm-batch", "8", "--warm-eval-every", "1000",
+SMALL = ["--demos", "16", "--warm-steps", "2", "--warm-batch", "8", "--warm-eval-every", "1000",
          "--prompts-per-step", "4", "--group-size", "4", "--max-new-tokens", "12", "--eval-episodes", "4",
          "--lr", "1e-3", "--warmup-steps", "0", "--stop-success", "2.0"]
 
@@ -36,7 +36,7 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path):
     from agentgspo.recipes.quickstart import QuickstartConfig, main
 
-    config = QuickstartConfig(out=str(tmp_path), demos=16, warm_max_steps=3, warm_batch=8, warm_eval_every=2,
+    config = QuickstartConfig(out=str(tmp_path), demos=16, warm_steps=3, warm_batch=8, warm_eval_every=2,
                               steps=2, prompts_per_step=2, group_size=4, max_new_tokens=24, eval_episodes=4,
                               checkpoint_every=1)
     final = main(config)
