@@ -69,7 +69,7 @@ class QuickstartConfig:
     out: str = "runs/quickstart"  # run folder
     seed: int = 0  # model init, data order and sampling
     device: str = "cpu"  # "cpu" or "cuda"
-    env_id: str = "agentgspo/Calculator-v0"  # any registered env with an oracle (demonstrations come from it)
+    env_id: str = "agentgspo/Calculator-v0"  # any registered env with `oracle` and `wrong` policies (the demonstrator)
     env_kwargs: str = '{"system_prompt": null}'  # JSON keyword arguments of gymnasium.make
     kill_after_step: int = 0  # testing exact resume: SIGKILL this process right after that step (0: never)
     # Supervised warm start on an imperfect demonstrator's transcripts (loss on assistant tokens only).
