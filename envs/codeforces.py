@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message, as_action
 from agentgspo.envs.code import jury_file
-from agentgspo.envs.math import _read_file, _tool_output, builtin_path, task_index
+from agentgspo.envs.datafiles import (LoadedOnce, builtin_path, existing_file, read_data_file, resolved_path,
+                                      task_index)
+from agentgspo.envs.tool_output import format_tool_output
 
 SYSTEM_PROMPT = (
     "Solve the competitive-programming problem in Python or C++17. Tools: run (your program on custom input), "
@@ -71,8 +72,7 @@ class ProblemSet:
     skipped_interactive: int = 0
 
 
-_sets: dict[str, ProblemSet] = {}
-_sets_lock = threading.Lock()
+_problem_sets: LoadedOnce[str, ProblemSet] = LoadedOnce()
 
 
 def format_statement(row: dict[str, Any]) -> str:
@@ -119,26 +119,25 @@ def task_from_row(row: Any, where: str) -> CodeforcesTask | None:
 def load_problem_set(path: str | Path | None = None) -> ProblemSet:
     """The tasks of a .jsonl/.json/.parquet file of open-r1/codeforces rows (``None``: the built-in five); read once
     per process, cached by resolved path (thread-safe). Errors name the path or the row."""
-    path = builtin_path(BUILTIN_DATA) if path is None else Path(path).expanduser().resolve()
-    key = str(path)
-    with _sets_lock:
-        if key in _sets:
-            return _sets[key]
-        if not path.is_file():
-            raise FileNotFoundError(f"codeforces problems file {key!r} does not exist; pass the path of a "
-                                    ".jsonl/.json/.parquet file of open-r1/codeforces rows (data_files=...)")
-        problem_set = ProblemSet([])
-        for number, row in enumerate(_read_file(path), start=1):
-            task = task_from_row(row, f"{path}: row {number}")
-            if task is None:
-                problem_set.skipped_interactive += 1
-            else:
-                problem_set.tasks.append(task)
-        if not problem_set.tasks:
-            raise ValueError(f"{path}: no judgeable problems (rows: {problem_set.skipped_interactive} interactive "
-                             "without an interactor)")
-        _sets[key] = problem_set
-        return problem_set
+    path = builtin_path(BUILTIN_DATA) if path is None else resolved_path(path)
+    return _problem_sets.get(str(path), lambda: _read_problem_set(path))
+
+
+def _read_problem_set(path: Path) -> ProblemSet:
+    """The judgeable tasks of the file at ``path`` (see :func:`load_problem_set`)."""
+    existing_file(path, "codeforces problems file", "pass the path of a .jsonl/.json/.parquet file of "
+                  "open-r1/codeforces rows (data_files=...)")
+    problem_set = ProblemSet([])
+    for number, row in enumerate(read_data_file(path), start=1):
+        task = task_from_row(row, f"{path}: row {number}")
+        if task is None:
+            problem_set.skipped_interactive += 1
+        else:
+            problem_set.tasks.append(task)
+    if not problem_set.tasks:
+        raise ValueError(f"{path}: no judgeable problems (rows: {problem_set.skipped_interactive} interactive "
+                         "without an interactor)")
+    return problem_set
 
 
 def judge_language(lang: str) -> str:
@@ -174,12 +173,12 @@ def _last_code_block(text: str) -> tuple[str, str] | None:
 # ----------------------------------------------------------------------------------------------- policies
 
 def _task_for(messages: list[Message]) -> CodeforcesTask | None:
+    """The posed task, looked up by its statement in the problem sets loaded so far (``None``: unknown)."""
     user = next((m["content"] for m in messages if m["role"] == "user"), "")
-    with _sets_lock:
-        for problem_set in _sets.values():
-            for task in problem_set.tasks:
-                if task.statement == user:
-                    return task
+    for problem_set in _problem_sets.values():
+        for task in problem_set.tasks:
+            if task.statement == user:
+                return task
     return None
 
 
@@ -271,13 +270,15 @@ class CodeforcesEnv(ChatEnv):
         result = judge(code, [(stdin, "")], lang=judge_language(lang), checker=_Capture(), limits=limits,
                        io_mode=problem.io_mode, backend=self.sandbox)
         if result.verdict == Verdict.CE:
-            return "Compilation error:\n" + _tool_output(result.compile_output, self.max_output_chars)
+            return "Compilation error:\n" + format_tool_output(result.compile_output, self.max_output_chars)
         if result.verdict == Verdict.JE:
             raise RuntimeError(f"the sandbox failed: {result.message or result.tests[0].message}")
         test = result.tests[0]
         if test.verdict == Verdict.AC:
-            return _tool_output(test.message, self.max_output_chars, f"{test.time_s:.2f} s, {test.memory_mb:.0f} MB")
-        return _tool_output(test.message, self.max_output_chars, f"{test.verdict.value} after {test.time_s:.2f} s")
+            note = f"{test.time_s:.2f} s, {test.memory_mb:.0f} MB"
+        else:
+            note = f"{test.verdict.value} after {test.time_s:.2f} s"
+        return format_tool_output(test.message, self.max_output_chars, note)
 
     def run_samples(self, code: str, lang: str = "python") -> str:
         """Judge your program on the statement's examples; shows input, expected and actual output of each.
@@ -297,14 +298,14 @@ class CodeforcesEnv(ChatEnv):
                        interactor=problem.interactor, limits=problem.limits(), io_mode=problem.io_mode,
                        backend=self.sandbox)
         if result.verdict.value == "CE":
-            return "Compilation error:\n" + _tool_output(result.compile_output, self.max_output_chars)
+            return "Compilation error:\n" + format_tool_output(result.compile_output, self.max_output_chars)
         lines = [f"Examples: {result.verdict.value} ({result.passed}/{len(problem.samples)} passed)"]
         for sample, test in zip(problem.samples, result.tests):
             lines.append(f"Example {test.name}: {test.verdict.value}, {test.time_s:.2f} s")
             if test.verdict.value != "AC":
                 shown = "" if problem.interactor else test.message
                 lines.append(f"input:\n{sample.input.decode()}\nexpected:\n{sample.answer.decode()}\ngot:\n{shown}")
-        return _tool_output("\n".join(lines), self.max_output_chars)
+        return format_tool_output("\n".join(lines), self.max_output_chars)
 
     def submit(self, code: str, lang: str = "python") -> str:
         """Submit your program: it is judged on the hidden tests (limited submissions; AC ends the episode).
@@ -334,7 +335,7 @@ class CodeforcesEnv(ChatEnv):
         left = self.max_submissions - len(self.submissions)
         if verdict == "CE":
             return (f"Submission {len(self.submissions)}: Compilation error ({left} left):\n"
-                    + _tool_output(result.compile_output, self.max_output_chars))
+                    + format_tool_output(result.compile_output, self.max_output_chars))
         # Per-test verdict, time and memory only: the tests' contents and checker messages stay hidden.
         lines = [f"Submission {len(self.submissions)}: {verdict} ({result.passed}/{total} tests passed"
                  + ("" if self.accepted else f"; {left} submissions left") + ")"]

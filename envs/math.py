@@ -30,12 +30,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
-from importlib import resources
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message
+# builtin_path and load_rows stay importable from here (agentgspo/commands/search_server.py, tests)
+from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, task_index
+from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
 
 SYSTEM_PROMPT = (
     "Solve the problem. You may run Python with the python tool (print what you need to see). "
@@ -44,83 +46,6 @@ SYSTEM_PROMPT = (
 BUILTIN_DATA = "math_builtin.jsonl"
 MATH_INSTALL_HINT = "Math-v0 verifies answers with math-verify: pip install 'agentgspo[math]' (or math-verify)"
 WRONG_ANSWER = "-987654321"  # what the wrong policy answers; no built-in gold answer equals it
-
-
-# ----------------------------------------------------------------------------------------------- data files
-
-_rows_cache: dict[tuple[str, tuple[str, ...]], list[dict[str, str]]] = {}
-_rows_lock = threading.Lock()
-
-
-def builtin_path(name: str) -> Path:
-    """Path of a data file shipped in ``agentgspo.envs.data``."""
-    return Path(str(resources.files("agentgspo.envs.data").joinpath(name)))
-
-
-def _read_file(path: Path) -> list[Any]:
-    if path.suffix == ".jsonl":  # stdlib: no `datasets` import (~1 s) for the common case
-        rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {number} is not valid JSON ({exc.msg}); fix or delete it") from None
-        return rows
-    try:
-        import datasets
-    except ImportError as exc:
-        raise ImportError(f"reading {path.suffix} files needs `datasets`: pip install 'agentgspo[data]'") from exc
-    kind = {".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(path.suffix)
-    if kind is None:
-        raise ValueError(f"{path}: expected a .jsonl, .json, .parquet or .csv file, got {path.suffix or 'no suffix'!r}")
-    return list(datasets.load_dataset(kind, data_files=str(path), split="train"))
-
-
-def load_rows(path: str | Path, fields: Sequence[str]) -> list[dict[str, str]]:
-    """Rows of a local dataset file with the str ``fields`` of each row; read once per process (thread-safe).
-
-    Raises ``FileNotFoundError`` naming the path, or ``ValueError`` naming the first bad row (1-based, as in the
-    file's lines for JSONL) and the fix: a row that is not an object, lacks a field, or has a non-str/empty one.
-    """
-    path = Path(path).expanduser().resolve()
-    key = (str(path), tuple(fields))
-    with _rows_lock:
-        if key in _rows_cache:
-            return _rows_cache[key]
-        if not path.is_file():
-            raise FileNotFoundError(f"dataset file {str(path)!r} does not exist; pass the path of a local "
-                                    ".jsonl/.json/.parquet/.csv file (data_files=...)")
-        rows: list[dict[str, str]] = []
-        for number, row in enumerate(_read_file(path), start=1):
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}: row {number}: expected an object with fields {list(fields)}, "
-                                 f"got {type(row).__name__}")
-            for name in fields:
-                if name not in row:
-                    close = [k for k in row if k.lower() in name.lower() or name.lower() in k.lower()]
-                    hint = f" (it has {sorted(row)}; pass {name}_field={close[0]!r}?)" if close else \
-                        f" (it has {sorted(row)}; rename the field or pass the *_field option)"
-                    raise ValueError(f"{path}: row {number}: missing field {name!r}{hint}")
-                if not isinstance(row[name], str) or not row[name].strip():
-                    raise ValueError(f"{path}: row {number}: field {name!r} must be a non-empty string, got "
-                                     f"{row[name]!r}; quote numbers in the file (\"answer\": \"42\")")
-            rows.append({name: row[name] for name in fields})
-        if not rows:
-            raise ValueError(f"{path}: no rows; expected one object per line with fields {list(fields)}")
-        _rows_cache[key] = rows
-        return rows
-
-
-def task_index(seed: int | None, options: dict[str, Any] | None, n: int, np_random: Any) -> int:
-    """Row to pose: ``options["index"]``, else ``seed % n`` (seeds enumerate the dataset), else a random row."""
-    index = (options or {}).get("index")
-    if index is None:
-        return seed % n if seed is not None else int(np_random.integers(n))
-    if not isinstance(index, int) or not 0 <= index < n:
-        raise ValueError(f"options['index']: expected an int in [0, {n}), got {index!r}")
-    return index
 
 
 # ----------------------------------------------------------------------------------------------- answers
@@ -260,14 +185,6 @@ def verifier_pool() -> VerifierPool:
 
 # ----------------------------------------------------------------------------------------------- python tool
 
-def _tool_output(text: str, max_output_chars: int, note: str = "") -> str:
-    if len(text) > max_output_chars:
-        text = text[:max_output_chars] + f"\n[output truncated to {max_output_chars} characters]"
-    if note:
-        return f"{text}\n[{note}]" if text else f"[{note}]"
-    return text if text.strip() else "[no output; print() the values you want to see]"
-
-
 def run_python_sandboxed(code: str, timeout_s: float = 5.0, max_output_chars: int = 4000,
                          backend: str = "local") -> str:
     """Run ``code`` with ``agentgspo.sandboxes.run_python`` (bubblewrap by default); return stdout+stderr.
@@ -276,16 +193,12 @@ def run_python_sandboxed(code: str, timeout_s: float = 5.0, max_output_chars: in
     processes and output). Raises ``RuntimeError`` when the sandbox itself fails (the model reads it as a tool
     error); the program's own failures (exceptions, time or memory limits) are output for the model.
     """
-    from agentgspo.sandboxes import Limits, Verdict, run_python
+    from agentgspo.sandboxes import Limits, run_python
 
-    limits = Limits(time_limit_s=timeout_s, wall_limit_s=timeout_s, memory_limit_mb=512,
+    limits = Limits(time_limit_s=timeout_s, wall_limit_s=timeout_s, memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB,
                     output_limit_mb=max_output_chars * 4 / 2**20)
     result = run_python(code, limits=limits, backend=backend)
-    if result.verdict == Verdict.JE:
-        raise RuntimeError(f"the sandbox failed: {result.error}")
-    notes = {Verdict.TLE: f"killed: the program ran longer than {timeout_s:g} s",
-             Verdict.MLE: "killed: the program used more than 512 MB", Verdict.OLE: "killed: too much output"}
-    return _tool_output(result.stdout + result.stderr, max_output_chars, notes.get(result.verdict, ""))
+    return sandboxed_run_output(result, timeout_s, max_output_chars)
 
 
 def run_python_subprocess(code: str, timeout_s: float = 5.0, max_output_chars: int = 4000) -> str:
@@ -318,18 +231,18 @@ def run_python_subprocess(code: str, timeout_s: float = 5.0, max_output_chars: i
     note = f"killed: the program ran longer than {timeout_s:g} s" if timed_out else ""
     if status != 0 and not text and not timed_out:
         note = f"exit status {status}, no output"
-    return _tool_output(text, max_output_chars, note)
+    return format_tool_output(text, max_output_chars, note)
 
 
 # ----------------------------------------------------------------------------------------------- policies
 
 def _gold_for(messages: list[Message]) -> str | None:
+    """The gold answer of the posed problem, looked up in the files :func:`load_rows` has read (``None``: unknown)."""
     problem = next((m["content"] for m in messages if m["role"] == "user"), "")
-    with _rows_lock:
-        for (_, fields), rows in _rows_cache.items():
-            for row in rows:
-                if row[fields[0]] == problem:
-                    return row[fields[1]]
+    for fields, rows in loaded_row_sets():
+        for row in rows:
+            if row[fields[0]] == problem:
+                return row[fields[1]]
     return None
 
 

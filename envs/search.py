@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message
-from agentgspo.envs.math import builtin_path, load_rows, task_index
+from agentgspo.envs.datafiles import LoadedOnce, builtin_path, load_rows, resolved_path, task_index
 
 SYSTEM_PROMPT = (
     "Answer the question. The facts are only in the knowledge base: use the search tool (you may search several "
@@ -106,8 +106,7 @@ class BM25Index:
         return [{**self.docs[int(i)], "score": float(s)} for i, s in zip(indices[0], scores[0]) if s > 0]
 
 
-_index_cache: dict[str, BM25Index] = {}
-_index_lock = threading.Lock()
+_bm25_indexes: LoadedOnce[str, BM25Index] = LoadedOnce()
 
 
 def load_corpus(path: str | Path) -> list[dict[str, str]]:
@@ -117,11 +116,8 @@ def load_corpus(path: str | Path) -> list[dict[str, str]]:
 
 def bm25_index(path: str | Path) -> BM25Index:
     """The BM25 index of the corpus file ``path``, built once per process (thread-safe)."""
-    key = str(Path(path).expanduser().resolve())
-    with _index_lock:
-        if key not in _index_cache:
-            _index_cache[key] = BM25Index(load_corpus(key))
-        return _index_cache[key]
+    key = str(resolved_path(path))
+    return _bm25_indexes.get(key, lambda: BM25Index(load_corpus(key)))
 
 
 class HTTPRetriever:
@@ -140,7 +136,7 @@ class HTTPRetriever:
         return response.json()["results"]
 
 
-_http_cache: dict[str, HTTPRetriever] = {}
+_http_retrievers: LoadedOnce[str, HTTPRetriever] = LoadedOnce()
 
 
 def make_retriever(retriever: str, corpus: str | Path) -> BM25Index | HTTPRetriever:
@@ -148,10 +144,7 @@ def make_retriever(retriever: str, corpus: str | Path) -> BM25Index | HTTPRetrie
     if retriever == "bm25":
         return bm25_index(corpus)
     if retriever.startswith(("http://", "https://")):
-        with _index_lock:
-            if retriever not in _http_cache:
-                _http_cache[retriever] = HTTPRetriever(retriever)
-            return _http_cache[retriever]
+        return _http_retrievers.get(retriever, lambda: HTTPRetriever(retriever))
     raise ValueError(f"retriever: expected 'bm25' or a URL like 'http://127.0.0.1:8000', got {retriever!r}")
 
 

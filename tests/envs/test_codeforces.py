@@ -149,7 +149,7 @@ def _row(**overrides) -> dict:
 
 def _builtin_lines() -> list[str]:
     from agentgspo.envs.codeforces import BUILTIN_DATA
-    from agentgspo.envs.math import builtin_path
+    from agentgspo.envs.datafiles import builtin_path
 
     return builtin_path(BUILTIN_DATA).read_text().splitlines()
 

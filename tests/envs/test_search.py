@@ -15,21 +15,13 @@ from servers import serve
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.env_checker import check_env, play
-from agentgspo.envs.math import builtin_path
+from agentgspo.envs.datafiles import builtin_path
 from agentgspo.envs.search import (BUILTIN_CORPUS, SearchEnv, bm25_index, exact_match, search_oracle, search_wrong,
                                    token_f1)
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollout import RolloutConfig, RolloutRunner
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def tiny_policy():
-    """``HFPolicy.from_pretrained("tiny")``, with its ``.renderer``."""
-    from agentgspo.policy.hf import HFPolicy
-
-    return HFPolicy.from_pretrained("tiny")
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +141,7 @@ def test_an_unreachable_server_is_a_tool_error_message():
     assert info["tool_errors"] == {"tool_exception": 1}
 
 
-def test_64_concurrent_oracle_episodes_all_score_one(tiny_policy):
-    renderer = tiny_policy.renderer
+def test_64_concurrent_oracle_episodes_all_score_one(renderer):
     runner = RolloutRunner(SearchEnv, ScriptedPolicy(search_oracle, renderer), renderer,
                            RolloutConfig(group_size=4, max_context=4096), env_id="agentgspo/Search-v0")
     trajectories = runner.run_sync(range(16))
@@ -159,16 +150,3 @@ def test_64_concurrent_oracle_episodes_all_score_one(tiny_policy):
     wrong = RolloutRunner(SearchEnv, ScriptedPolicy(search_wrong, renderer), renderer,
                           RolloutConfig(group_size=1)).run_sync(range(4))
     assert [t.reward for t in wrong] == [0.0] * 4
-
-
-def test_tiny_policy_rollout_writes_valid_records(tiny_policy):
-    from agentgspo.policy.base import SamplingParams
-
-    config = RolloutConfig(group_size=2, max_turns=2, max_context=2048, sampling=SamplingParams(max_new_tokens=32))
-    trajectories = RolloutRunner(SearchEnv, tiny_policy, tiny_policy.renderer, config,
-                                 env_id="agentgspo/Search-v0").run_sync([0, 1])
-    for trajectory in trajectories:
-        record = trajectory.to_record()
-        assert record.env_id == "agentgspo/Search-v0" and record.num_turns >= 1
-        assert record.stop_reason != "env_error", record.metadata
-        assert type(record).model_validate_json(record.model_dump_json()) == record
