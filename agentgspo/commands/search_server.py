@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the index and serve until interrupted; returns the exit status."""
     import uvicorn
 
-    from agentgspo.envs.math import builtin_path
+    from agentgspo.envs.datafiles import builtin_path
     from agentgspo.envs.search import BUILTIN_CORPUS
     from agentgspo.envs.search_server import create_app
 
