@@ -27,7 +27,7 @@ import torch
 
 from agentgspo.advantages import group_advantages
 from agentgspo.batching import Batch, collate, length_buckets, score
-from agentgspo.logprobs import token_entropy
+from agentgspo.logprobs import fused_token_logprobs, token_entropy
 from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, kl_k3
 from agentgspo.trajectory import Trajectory
 
@@ -55,6 +55,10 @@ class LearnerConfig:
         skip_zero_advantage: do not forward trajectories with A = 0 (exact for the objective; saves compute).
         exclude_stop_reasons: episodes that ended this way carry no signal about the policy (a crashed env, a
             failed verifier); they are left out of the groups' advantages and of the loss.
+        compile: ``torch.compile`` the region from the logits to the loss (fp32 log-probs + objective), so the
+            ``[B, T, V]`` fp32 upcast is fused instead of stored (a GPU win; the first micro-batch compiles). The
+            model itself is compiled by accelerate (``Accelerator(dynamo_backend="inductor")`` or
+            ``accelerate launch --dynamo_backend inductor``).
     """
 
     objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
@@ -70,6 +74,7 @@ class LearnerConfig:
     volatility_rows: int = 16
     skip_zero_advantage: bool = True
     exclude_stop_reasons: tuple[str, ...] = ("env_error", "judge_error")
+    compile: bool = False
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -155,6 +160,21 @@ class GSPOLearner:
         self.aux_coef = (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) \
             if self.is_moe else 0.0
         self.generator = torch.Generator().manual_seed(seed)
+        self._compiled_objective = torch.compile(self._fused_objective, dynamic=True) if self.config.compile \
+            else None
+
+    def _fused_objective(self, logits: torch.Tensor, target_ids: torch.Tensor, old_logprobs: torch.Tensor,
+                         advantages: torch.Tensor, loss_mask: torch.Tensor,
+                         num_sequences: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """Logits ``[B, T-1, V]`` -> (loss, diagnostics, log-probs ``[B, T]``): the region ``compile`` compiles."""
+        config = self.config
+        logprobs = fused_token_logprobs(logits, target_ids, temperature=config.temperature)  # [B, T-1] fp32
+        logprobs = torch.nn.functional.pad(logprobs, (1, 0))  # [B, T], column 0 is 0 (as in batching.score)
+        loss, diagnostics = OBJECTIVES[config.objective](
+            logprobs, old_logprobs, advantages, loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
+            num_sequences=num_sequences,
+        )
+        return loss, diagnostics, logprobs
 
     def state_dict(self) -> dict[str, Any]:
         """The learner's own state (the minibatch shuffling RNG); model/optimizer state is checkpointed apart."""
@@ -273,12 +293,20 @@ class GSPOLearner:
         context = accelerator.no_sync(self.model) if not sync and accelerator.num_processes > 1 \
             else contextlib.nullcontext()
         with context:
-            logprobs, outputs = score(self.model, batch, temperature=config.temperature,
-                                      output_router_logits=self.aux_coef > 0)  # [B, T]
-            loss, diagnostics = OBJECTIVES[config.objective](
-                logprobs, old_logprobs, adv, batch.loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
-                num_sequences=num_sequences,
-            )
+            if self._compiled_objective is None:
+                logprobs, outputs = score(self.model, batch, temperature=config.temperature,
+                                          output_router_logits=self.aux_coef > 0)  # [B, T]
+                loss, diagnostics = OBJECTIVES[config.objective](
+                    logprobs, old_logprobs, adv, batch.loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
+                    num_sequences=num_sequences,
+                )
+            else:
+                kwargs = {"output_router_logits": True} if self.aux_coef > 0 else {}
+                outputs = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
+                                     **kwargs)
+                loss, diagnostics, logprobs = self._compiled_objective(
+                    outputs.logits[:, :-1], batch.input_ids[:, 1:], old_logprobs, adv, batch.loss_mask,
+                    torch.tensor(float(num_sequences), device=adv.device))
             total = loss
             if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
                 # Weighted by the micro-batch's share of the minibatch so the minibatch sum is a mean.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["token_logprobs", "token_entropy"]
+__all__ = ["token_logprobs", "token_entropy", "fused_token_logprobs"]
 
 DEFAULT_CHUNK_SIZE = 512  # rows (tokens) per chunk: 512 x 152k vocab x 4 bytes = 311 MB of fp32 scratch
 
@@ -59,6 +59,20 @@ def token_logprobs(
     flat_targets = target_ids.reshape(-1)  # [B*T]
     flat_logp = _ChunkedTargetLogprob.apply(flat_logits, flat_targets, float(temperature), int(chunk_size))  # [B*T]
     return flat_logp.view(target_ids.shape)  # [B, T]
+
+
+def fused_token_logprobs(logits: torch.Tensor, target_ids: torch.Tensor, *, temperature: float = 1.0) -> torch.Tensor:
+    """:func:`token_logprobs`' math as plain ops, for ``torch.compile`` to fuse: ``[B, T]`` fp32 or better.
+
+        logp_bt = z_{b,t,y_bt} - logsumexp_v z_{b,t,v},   z = float32(logits) / temperature
+
+    Eager, this materialises the ``[B, T, V]`` fp32 copy that ``token_logprobs`` avoids; inside a compiled region
+    Inductor fuses the upcast into the reductions (forward and backward), so the copy never goes through memory
+    (measured on an H200: +12-14% GSPO step throughput, ``benchmarks/gpu_gspo_step.py``). No argument checks here
+    (they would break the graph); validate with ``token_logprobs`` semantics upstream.
+    """
+    z = logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature  # [B, T, V], fused when compiled
+    return z.gather(-1, target_ids[..., None]).squeeze(-1) - torch.logsumexp(z, dim=-1)  # [B, T]
 
 
 @torch.no_grad()

@@ -13,8 +13,8 @@ Policy: a Qwen3-MoE-shaped ``Qwen3MoeForCausalLM`` from a config, random init on
 hidden 1024, 16 query / 4 KV heads of 64, 64 experts top-8 of width 512, vocab 32768, untied head: 1.72B
 parameters, 278M active (experts 8/64, input embedding excluded). Sequences 2048 tokens, the first 256 of each
 masked as prompt (``--smoke``: seq // 4). Precision: pure bf16 (parameters, gradients and the AdamW moments in
-bf16; no fp32 master copy); the log-softmax, ratios and loss in fp32. SDPA attention, ``grouped_mm`` experts, TF32 allowed for fp32 matmuls,
-no gradient checkpointing.
+bf16; no fp32 master copy); the log-softmax, ratios and loss in fp32. SDPA attention, ``grouped_mm`` experts, TF32
+allowed for fp32 matmuls, no gradient checkpointing.
 
 MFU (the formula that gives 16.5% for the 70K tokens/s fwd+bwd baseline and 29.6% for 126K tokens/s):
 
@@ -31,9 +31,9 @@ skipped; a variant that would overrun ``--budget-s`` is skipped):
   b_compile          torch.compile(model, dynamic=False), otherwise as a
   c_compile_b16      compile, 16 x 2048, attention_mask=None (no padding: SDPA's causal flash path; under compile
                      transformers cannot check that a mask is all ones and passes it to SDPA), log-prob chunk 4096
-  d_compile_b16_fused  c + the log-prob/loss region compiled too, with the same math as token_logprobs written
-                     as plain ops (Inductor fuses the fp32 upcast, logsumexp and gather; no fp32 logits copy, and
-                     no host sync from token_logprobs' range check)
+  d_compile_b16_fused  c + the log-prob/loss region compiled too (``fused_token_logprobs``, the region that
+                     ``LearnerConfig(compile=True)`` compiles: Inductor fuses the fp32 upcast, logsumexp and
+                     gather; no fp32 logits copy, and no host sync from token_logprobs' range check)
   e_compile_nomask   b with attention_mask=None (separates the mask effect from the batch effect of c)
   f_compile_b8_fused   d at the issue's 8 x 2048 shape
   g_compile_b32_fused  d at 32 x 2048 (does a bigger batch keep raising MFU?)
@@ -73,6 +73,7 @@ def load_by_path(name: str, path: Path):
 logprobs_module = load_by_path("agentgspo_logprobs", ROOT / "agentgspo" / "logprobs.py")
 loss_module = load_by_path("agentgspo_loss", ROOT / "agentgspo" / "loss.py")
 token_logprobs, gspo_loss = logprobs_module.token_logprobs, loss_module.gspo_loss
+fused_logprobs = logprobs_module.fused_token_logprobs  # what LearnerConfig(compile=True) compiles
 
 VARIANTS = {
     "a_eager": dict(compile=False, rows=8, mask=True, chunk=512, fused_loss=False),
@@ -128,12 +129,6 @@ def count_params(model, config) -> tuple[int, int]:
 def flops_per_token(active: int, config, seq: int) -> float:
     d_attn = config.num_attention_heads * config.head_dim
     return 6 * active + 6 * config.num_hidden_layers * seq * d_attn
-
-
-def fused_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """token_logprobs' math as plain ops (fp32 upcast, logsumexp, gather) for Inductor to fuse: ``[B, T]``."""
-    z = logits.float()  # [B, T, V]; fused into the reductions below, never stored whole
-    return z.gather(-1, targets[..., None]).squeeze(-1) - torch.logsumexp(z, dim=-1)  # [B, T]
 
 
 def sync(device: torch.device) -> None:
