@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message
+from agentgspo.tool_calls import ToolCall
 
 SYSTEM_PROMPT = "Use the calculate tool, then reply <answer>N</answer>."
 _ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")
@@ -58,9 +59,7 @@ def calculator_oracle(messages: list[Message]) -> str:
     """Expert turn: call the tool with the question's expression, then answer with the tool's value."""
     results = [m["content"] for m in messages if m["role"] == "tool"]
     if not results:
-        return '<tool_call>\n{"name": "calculate", "arguments": {"expression": "%s"}}\n</tool_call>' % _question(
-            messages
-        )
+        return ToolCall("calculate", {"expression": _question(messages)}).to_text()
     return f"<answer>{results[-1]}</answer>"
 
 

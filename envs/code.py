@@ -56,6 +56,7 @@ from typing import Any
 from agentgspo.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, existing_file, jsonl_objects, resolved_path, task_index
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_output
+from agentgspo.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Complete the Python function. You may run code with the run_python tool. When you are done, reply without "
@@ -407,8 +408,7 @@ def code_oracle(messages: list[Message]) -> str:
     reference = problem.reference if problem else "pass\n"
     if not any(m["role"] == "tool" for m in messages):
         code = reference + "\nprint('defined', callable(%s))\n" % (problem.entry_point if problem else "print")
-        call = {"name": "run_python", "arguments": {"code": code}}
-        return "Let me try it.\n<tool_call>\n" + json.dumps(call) + "\n</tool_call>"
+        return "Let me try it.\n" + ToolCall("run_python", {"code": code}).to_text()
     return f"Here is the solution.\n```python\n{reference}\n```"
 
 

@@ -33,7 +33,6 @@ produced (empty output is WA/PE).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from agentgspo.envs.code import jury_file
 from agentgspo.envs.datafiles import (LoadedOnce, builtin_path, existing_file, read_data_file, resolved_path,
                                       task_index)
 from agentgspo.envs.tool_output import format_tool_output
+from agentgspo.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Solve the competitive-programming problem in Python or C++17. Tools: run (your program on custom input), "
@@ -183,7 +183,7 @@ def _task_for(messages: list[Message]) -> CodeforcesTask | None:
 
 
 def _call(name: str, **arguments: str) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+    return ToolCall(name, arguments).to_text()
 
 
 def codeforces_oracle(messages: list[Message]) -> str:

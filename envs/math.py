@@ -38,6 +38,7 @@ from agentgspo.env import Action, ChatEnv, Message
 # builtin_path and load_rows stay importable from here (agentgspo/commands/search_server.py, tests)
 from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, task_index
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
+from agentgspo.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Solve the problem. You may run Python with the python tool (print what you need to see). "
@@ -255,7 +256,7 @@ def math_oracle(messages: list[Message]) -> str:
     results = [m["content"] for m in messages if m["role"] == "tool"]
     if not results:
         code = f"print({_gold_for(messages)!r})"
-        return "<tool_call>\n" + json.dumps({"name": "python", "arguments": {"code": code}}) + "\n</tool_call>"
+        return ToolCall("python", {"code": code}).to_text()
     return f"The answer is \\boxed{{{results[-1].strip()}}}."
 
 

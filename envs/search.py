@@ -16,7 +16,6 @@ the articles a/an/the removed, whitespace collapsed, as in the SQuAD v1.1 evalua
 
 from __future__ import annotations
 
-import json
 import re
 import string
 import threading
@@ -26,6 +25,7 @@ from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, load_rows, resolved_path, task_index
+from agentgspo.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Answer the question. The facts are only in the knowledge base: use the search tool (you may search several "
@@ -180,7 +180,7 @@ def _document(tool_text: str, title: str) -> str:
 
 
 def _search_call(query: str) -> str:
-    return "<tool_call>\n" + json.dumps({"name": "search", "arguments": {"query": query}}) + "\n</tool_call>"
+    return ToolCall("search", {"query": query}).to_text()
 
 
 def search_oracle(messages: list[Message]) -> str:
