@@ -1,14 +1,18 @@
-"""A rollout with the tiny policy runs in every registered env and writes valid records (``agentgspo rollout``)."""
+"""Every registered env under load: a tiny-policy rollout writes valid records (``agentgspo rollout``), and 64
+concurrent episodes of its oracle all score 1.0."""
 
 from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.cli import main
+from agentgspo.policy.base import SamplingParams, ScriptedPolicy
 from agentgspo.registry import registered_ids
+from agentgspo.rollout import RolloutConfig, RolloutRunner
 from agentgspo.trajectory import read_jsonl
 
 
@@ -28,3 +32,16 @@ def test_tiny_policy_rollout_writes_valid_records(env_id, tmp_path, capsys):
         assert trajectory.env_id == env_id and len(trajectory.turn_spans) >= 1
         assert trajectory.stop_reason != "env_error", trajectory.metadata
         assert len(trajectory.token_ids) == len(trajectory.loss_mask) == len(trajectory.sampler_logprobs)
+
+
+@pytest.mark.parametrize("env_id", registered_ids())
+def test_64_concurrent_oracle_episodes_all_score_one(env_id, renderer):
+    def make_env():
+        return gym.make(env_id, disable_env_checker=True)
+
+    config = RolloutConfig(group_size=2, max_context=16384, env_workers=64, sampling=SamplingParams(max_new_tokens=4096))
+    runner = RolloutRunner(make_env, ScriptedPolicy(make_env().unwrapped.oracle, renderer), renderer, config,
+                           env_id=env_id)
+    trajectories = runner.run_sync(range(32))
+    assert len(trajectories) == 64
+    assert [t.reward for t in trajectories] == [1.0] * 64, [t.metadata for t in trajectories if t.reward != 1.0]

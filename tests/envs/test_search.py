@@ -141,12 +141,7 @@ def test_an_unreachable_server_is_a_tool_error_message():
     assert info["tool_errors"] == {"tool_exception": 1}
 
 
-def test_64_concurrent_oracle_episodes_all_score_one(renderer):
-    runner = RolloutRunner(SearchEnv, ScriptedPolicy(search_oracle, renderer), renderer,
-                           RolloutConfig(group_size=4, max_context=4096), env_id="agentgspo/Search-v0")
-    trajectories = runner.run_sync(range(16))
-    assert len(trajectories) == 64
-    assert [t.reward for t in trajectories] == [1.0] * 64, [t.metadata for t in trajectories if t.reward != 1.0]
+def test_the_wrong_policy_scores_zero(renderer):
     wrong = RolloutRunner(SearchEnv, ScriptedPolicy(search_wrong, renderer), renderer,
                           RolloutConfig(group_size=1)).run_sync(range(4))
     assert [t.reward for t in wrong] == [0.0] * 4
