@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from agentgspo.logprobs import token_logprobs
+from agentgspo.logprobs import fused_token_logprobs, token_logprobs
 from agentgspo.trajectory import Trajectory
 
 
@@ -80,9 +80,26 @@ def score(model: Any, batch: Batch, *, temperature: float = 1.0,
     Returns ``(logprobs [B, T], outputs)``; ``outputs`` is the model's output (``aux_loss`` for MoE models when
     ``output_router_logits``). Column 0 is 0.
     """
+    outputs = forward(model, batch, output_router_logits=output_router_logits)
+    return logprobs_from_logits(outputs.logits, batch.input_ids, temperature=temperature), outputs
+
+
+def forward(model: Any, batch: Batch, *, output_router_logits: bool = False) -> Any:
+    """The model's training forward pass on ``batch`` (no KV cache); router logits on request (MoE aux loss)."""
     kwargs = {"output_router_logits": True} if output_router_logits else {}
-    outputs = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, **kwargs)
-    logits = outputs.logits[:, :-1]  # [B, T-1, V]: position t-1 predicts token t
-    logprobs = token_logprobs(logits, batch.input_ids[:, 1:], temperature=temperature)  # [B, T-1] fp32
-    logprobs = torch.nn.functional.pad(logprobs, (1, 0))  # [B, T]
-    return logprobs, outputs
+    return model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, **kwargs)
+
+
+def logprobs_from_logits(logits: torch.Tensor, input_ids: torch.Tensor, *, temperature: float = 1.0,
+                         fused: bool = False) -> torch.Tensor:
+    """fp32 log-prob of every token of ``input_ids`` ``[B, T]`` from the logits ``[B, T, V]`` of its prefixes.
+
+    Position t-1's logits score token t; column 0 is 0. ``fused`` uses :func:`fused_token_logprobs` (for a
+    ``torch.compile`` region) instead of the chunked, checked :func:`token_logprobs`.
+    """
+    logits, targets = logits[:, :-1], input_ids[:, 1:]  # [B, T-1, V], [B, T-1]
+    if fused:
+        logprobs = fused_token_logprobs(logits, targets, temperature=temperature)  # [B, T-1] fp32
+    else:
+        logprobs = token_logprobs(logits, targets, temperature=temperature)  # [B, T-1] fp32
+    return torch.nn.functional.pad(logprobs, (1, 0))  # [B, T]

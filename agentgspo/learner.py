@@ -26,8 +26,8 @@ from typing import Any, Literal
 import torch
 
 from agentgspo.advantages import group_advantages
-from agentgspo.batching import Batch, collate, length_buckets, score
-from agentgspo.logprobs import fused_token_logprobs, token_entropy
+from agentgspo.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
+from agentgspo.logprobs import token_entropy
 from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, kl_k3
 from agentgspo.trajectory import Trajectory
 
@@ -160,16 +160,15 @@ class GSPOLearner:
         self.aux_coef = (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) \
             if self.is_moe else 0.0
         self.generator = torch.Generator().manual_seed(seed)
-        self._compiled_objective = torch.compile(self._fused_objective, dynamic=True) if self.config.compile \
-            else None
+        self._objective = torch.compile(self._objective_from_logits, dynamic=True) if self.config.compile \
+            else self._objective_from_logits
 
-    def _fused_objective(self, logits: torch.Tensor, target_ids: torch.Tensor, old_logprobs: torch.Tensor,
-                         advantages: torch.Tensor, loss_mask: torch.Tensor,
-                         num_sequences: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
-        """Logits ``[B, T-1, V]`` -> (loss, diagnostics, log-probs ``[B, T]``): the region ``compile`` compiles."""
+    def _objective_from_logits(self, logits: torch.Tensor, input_ids: torch.Tensor, old_logprobs: torch.Tensor,
+                               advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor
+                               ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles."""
         config = self.config
-        logprobs = fused_token_logprobs(logits, target_ids, temperature=config.temperature)  # [B, T-1] fp32
-        logprobs = torch.nn.functional.pad(logprobs, (1, 0))  # [B, T], column 0 is 0 (as in batching.score)
+        logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
         loss, diagnostics = OBJECTIVES[config.objective](
             logprobs, old_logprobs, advantages, loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
             num_sequences=num_sequences,
@@ -293,20 +292,11 @@ class GSPOLearner:
         context = accelerator.no_sync(self.model) if not sync and accelerator.num_processes > 1 \
             else contextlib.nullcontext()
         with context:
-            if self._compiled_objective is None:
-                logprobs, outputs = score(self.model, batch, temperature=config.temperature,
-                                          output_router_logits=self.aux_coef > 0)  # [B, T]
-                loss, diagnostics = OBJECTIVES[config.objective](
-                    logprobs, old_logprobs, adv, batch.loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
-                    num_sequences=num_sequences,
-                )
-            else:
-                kwargs = {"output_router_logits": True} if self.aux_coef > 0 else {}
-                outputs = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
-                                     **kwargs)
-                loss, diagnostics, logprobs = self._compiled_objective(
-                    outputs.logits[:, :-1], batch.input_ids[:, 1:], old_logprobs, adv, batch.loss_mask,
-                    torch.tensor(float(num_sequences), device=adv.device))
+            outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
+            # Compiled, N is a tensor so that a new minibatch size does not recompile.
+            n = torch.tensor(float(num_sequences), device=adv.device) if config.compile else num_sequences
+            loss, diagnostics, logprobs = self._objective(outputs.logits, batch.input_ids, old_logprobs, adv,
+                                                          batch.loss_mask, n)  # [], {...}, [B, T]
             total = loss
             if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
                 # Weighted by the micro-batch's share of the minibatch so the minibatch sum is a mean.

@@ -22,7 +22,7 @@ from agentgspo.trajectory import Trajectory
 
 
 def play_demonstrations(make_env: Callable[[], gym.Env], renderer: ChatRenderer, seeds: Iterable[int], *,
-                   wrong_frac: float = 0.0, seed: int = 0, env_id: str | None = None) -> list[Trajectory]:
+                        wrong_frac: float = 0.0, seed: int = 0, env_id: str | None = None) -> list[Trajectory]:
     """Episodes of an (imperfect) demonstrator: the env's ``oracle``, or in a ``wrong_frac`` share of the episodes
     (drawn with ``seed``) its ``wrong`` policy. Returned in the order of ``seeds``.
 
@@ -41,8 +41,8 @@ def play_demonstrations(make_env: Callable[[], gym.Env], renderer: ChatRenderer,
         if not mine:
             continue
         if policy is None:
-            raise ValueError(f"play_demonstrations: env {env_id or type(env).__name__} defines no `{role}` policy; give "
-                             f"it one (a staticmethod from messages to the reply text) or set wrong_frac to "
+            raise ValueError(f"play_demonstrations: env {env_id or type(env).__name__} defines no `{role}` policy; "
+                             f"give it one (a staticmethod from messages to the reply text) or set wrong_frac to "
                              f"{0.0 if role == 'wrong' else 1.0}")
         runner = RolloutRunner(make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(group_size=1),
                                env_id=env_id)

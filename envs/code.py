@@ -452,7 +452,8 @@ class CodeEnv(ChatEnv):
         self.sandbox = sandbox
         self.judge_time_limit_s = judge_time_limit_s
         limits = Limits(time_limit_s=tool_timeout_s, wall_limit_s=tool_timeout_s,
-                        memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB, output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01))
+                        memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB,
+                        output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01))
 
         def run_python_tool(code: str, stdin: str = "") -> str:
             """Run a Python program in a sandbox and return what it prints (stdout, then stderr).

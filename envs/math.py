@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message
-# builtin_path and load_rows stay importable from here (agentgspo/commands/search_server.py, tests)
 from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, task_index
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
 from agentgspo.tool_calls import ToolCall

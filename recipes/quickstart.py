@@ -141,7 +141,7 @@ def main(config: QuickstartConfig | None = None) -> dict:
     warm_log: dict = {"demonstrator_success": None, "evals": []}
     if resume_from is None:
         demos = play_demonstrations(make_env, renderer, range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.demos),
-                               wrong_frac=config.demo_wrong_frac, seed=config.seed, env_id=config.env_id)
+                                    wrong_frac=config.demo_wrong_frac, seed=config.seed, env_id=config.env_id)
         warm_log["demonstrator_success"] = summarize(demos)["success"]
 
         def eval_warm_start(step: int, loss: float) -> bool:

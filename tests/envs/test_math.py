@@ -11,7 +11,8 @@ import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.env_checker import check_env, play
-from agentgspo.envs.math import MathEnv, last_boxed, load_rows, verify_answer
+from agentgspo.envs.datafiles import builtin_path, load_rows
+from agentgspo.envs.math import MathEnv, last_boxed, verify_answer
 
 
 def test_check_env_passes():
@@ -120,6 +121,6 @@ def test_a_missing_file_names_the_path(tmp_path):
 
 def test_datasets_are_loaded_once_per_process():
     assert MathEnv().rows is MathEnv().rows
-    from agentgspo.envs.math import BUILTIN_DATA, builtin_path
+    from agentgspo.envs.math import BUILTIN_DATA
 
     assert load_rows(builtin_path(BUILTIN_DATA), ("problem", "answer")) is MathEnv().rows

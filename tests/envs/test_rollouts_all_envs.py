@@ -39,7 +39,8 @@ def test_64_concurrent_oracle_episodes_all_score_one(env_id, renderer):
     def make_env():
         return gym.make(env_id, disable_env_checker=True)
 
-    config = RolloutConfig(group_size=2, max_context=16384, env_workers=64, sampling=SamplingParams(max_new_tokens=4096))
+    config = RolloutConfig(group_size=2, max_context=16384, env_workers=64,
+                           sampling=SamplingParams(max_new_tokens=4096))
     runner = RolloutRunner(make_env, ScriptedPolicy(make_env().unwrapped.oracle, renderer), renderer, config,
                            env_id=env_id)
     trajectories = runner.run_sync(range(32))
