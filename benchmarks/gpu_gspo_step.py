@@ -26,7 +26,7 @@ with N_active = 277.9M, L = 16, T = 2048, d_attn = heads * head_dim = 1024: 1.86
 gives 16.46%. The log-softmax, loss and optimizer are not counted (they are in the measured time).
 
 Variants (each: its own warm-up, then the median of ``--steps`` timed steps; a failing variant is reported and
-skipped; a variant that would overrun ``--budget-s`` is skipped):
+skipped; a variant that would overrun ``--budget-s`` is skipped). The default run is f, j, k, m, p:
   a_eager            eager model, 8 x 2048, attention_mask of ones passed (as the learner does)
   b_compile          torch.compile(model, dynamic=False), otherwise as a
   c_compile_b16      compile, 16 x 2048, attention_mask=None (no padding: SDPA's causal flash path; under compile
@@ -35,15 +35,22 @@ skipped; a variant that would overrun ``--budget-s`` is skipped):
                      ``LearnerConfig(compile=True)`` compiles: Inductor fuses the fp32 upcast, logsumexp and
                      gather; no fp32 logits copy, and no host sync from token_logprobs' range check)
   e_compile_nomask   b with attention_mask=None (separates the mask effect from the batch effect of c)
-  f_compile_b8_fused   d at the issue's 8 x 2048 shape
+  f_compile_b8_fused   d at the issue's 8 x 2048 shape (the best of the 2026-11-29 run at this shape, 30.3%)
   g_compile_b32_fused  d at 32 x 2048 (does a bigger batch keep raising MFU?)
   h/i_cudagraphs_*   f / d with torch.compile(mode="reduce-overhead") (CUDA graphs: fewer kernel launches)
+  j_ours_b8          f with ``experts_implementation="agentgspo"`` (agentgspo/moe.py: the expert permutations
+                     differentiated by gathers, no atomic index_put scatter-add in the backward of each layer)
+  k_ours_cudnn_b8    j with SDPA restricted to the cuDNN attention backend (Hopper-tuned kernels)
+  m_ours_b32         j at 32 x 2048
+  p_profile_ours_b8  j under torch.profiler for 3 steps: device time by kernel family (grouped GEMM, GEMM,
+                     attention, Triton-fused, index/scatter, optimizer, other) and the top kernels, in the JSON
 Results: a table at the end and ``OUT/gpu_gspo_step.json`` (rewritten after every variant).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib.util
 import json
@@ -71,23 +78,36 @@ def load_by_path(name: str, path: Path):
 
 
 logprobs_module = load_by_path("agentgspo_logprobs", ROOT / "agentgspo" / "logprobs.py")
+moe_module = load_by_path("agentgspo_moe", ROOT / "agentgspo" / "moe.py")
 loss_module = load_by_path("agentgspo_loss", ROOT / "agentgspo" / "loss.py")
 token_logprobs, gspo_loss = logprobs_module.token_logprobs, loss_module.gspo_loss
 fused_logprobs = logprobs_module.fused_token_logprobs  # what LearnerConfig(compile=True) compiles
 
+FUSED_B8 = dict(compile=True, rows=8, mask=False, chunk=4096, fused_loss=True)
 VARIANTS = {
     "a_eager": dict(compile=False, rows=8, mask=True, chunk=512, fused_loss=False),
     "b_compile": dict(compile=True, rows=8, mask=True, chunk=512, fused_loss=False),
     "c_compile_b16": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=False),
-    "d_compile_b16_fused": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=True),
-    "f_compile_b8_fused": dict(compile=True, rows=8, mask=False, chunk=4096, fused_loss=True),
-    "g_compile_b32_fused": dict(compile=True, rows=32, mask=False, chunk=4096, fused_loss=True),
-    "h_cudagraphs_b8_fused": dict(compile=True, rows=8, mask=False, chunk=4096, fused_loss=True,
-                                  mode="reduce-overhead"),
-    "i_cudagraphs_b16_fused": dict(compile=True, rows=16, mask=False, chunk=4096, fused_loss=True,
-                                   mode="reduce-overhead"),
+    "d_compile_b16_fused": dict(FUSED_B8, rows=16),
+    "f_compile_b8_fused": FUSED_B8,
+    "g_compile_b32_fused": dict(FUSED_B8, rows=32),
+    "h_cudagraphs_b8_fused": dict(FUSED_B8, mode="reduce-overhead"),
+    "i_cudagraphs_b16_fused": dict(FUSED_B8, rows=16, mode="reduce-overhead"),
     "e_compile_nomask": dict(compile=True, rows=8, mask=False, chunk=512, fused_loss=False),
+    "j_ours_b8": dict(FUSED_B8, experts="agentgspo"),
+    "k_ours_cudnn_b8": dict(FUSED_B8, experts="agentgspo", attention="cudnn"),
+    "m_ours_b32": dict(FUSED_B8, rows=32, experts="agentgspo"),
+    "p_profile_ours_b8": dict(FUSED_B8, experts="agentgspo", profile=True),
 }
+DEFAULT_VARIANTS = "f_compile_b8_fused,j_ours_b8,k_ours_cudnn_b8,m_ours_b32,p_profile_ours_b8"
+# Kernel families for the profile, matched in order against the lower-cased kernel name.
+KERNEL_FAMILIES = [
+    ("optimizer", ("adam",)), ("attention", ("flash", "fmha", "cudnn", "attention", "sdpa")),
+    ("grouped_gemm", ("grouped", "groupproblem", "group_gemm", "ptr_array", "ptrarray")),
+    ("gemm", ("gemm", "xmma", "nvjet", "cutlass", "matmul", "::mm", "addmm", "bmm")),
+    ("index_scatter", ("index", "scatter", "gather", "sort", "radix")),
+    ("triton_fused", ("triton",)),
+]
 
 
 def parse_args() -> argparse.Namespace:
@@ -97,7 +117,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=8, help="timed steps per variant")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per variant (the first compiles)")
     parser.add_argument("--budget-s", type=float, default=400.0, help="skip variants that would end past this")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset, in order")
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS,
+                        help=f"comma-separated, in order, from: {', '.join(VARIANTS)}")
     parser.add_argument("--seq", type=int, default=2048)
     return parser.parse_args()
 
@@ -136,8 +157,52 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+def attention_backends(spec: dict, device: torch.device):
+    """The SDPA backends a variant allows: cuDNN only for ``attention="cudnn"``, else torch's default choice."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if spec.get("attention") != "cudnn":
+        return contextlib.nullcontext()
+    if device.type != "cuda":
+        raise RuntimeError("the cuDNN attention backend needs a CUDA device")
+    return sdpa_kernel([SDPBackend.CUDNN_ATTENTION])
+
+
+def kernel_profile(step, device: torch.device, steps: int = 3, top: int = 25) -> dict:
+    """Device time of ``steps`` calls of ``step`` by kernel family (``KERNEL_FAMILIES``) and the top kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        sync(device)
+    attr = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    kernels = {}
+    for event in prof.key_averages():
+        if device.type == "cuda" and getattr(event, "device_type", None) != torch.autograd.DeviceType.CUDA:
+            continue
+        if device.type == "cpu" and not event.key.startswith("aten::"):
+            continue
+        kernels[event.key] = kernels.get(event.key, 0.0) + getattr(event, attr) / 1e3 / steps  # ms per step
+    families: dict[str, float] = {}
+    for kernel, ms in kernels.items():
+        lowered = kernel.lower()
+        family = next((f for f, keys in KERNEL_FAMILIES if any(k in lowered for k in keys)), "other")
+        families[family] = families.get(family, 0.0) + ms
+    ranked = sorted(kernels.items(), key=lambda kv: -kv[1])[:top]
+    return {"ms_per_step_by_family": dict(sorted(families.items(), key=lambda kv: -kv[1])),
+            "device_ms_per_step": sum(kernels.values()),
+            "top_kernels_ms_per_step": [[kernel[:160], ms] for kernel, ms in ranked]}
+
+
 def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -> dict:
     rows, seq = spec["rows"], args.seq
+    experts = spec.get("experts", "grouped_mm")
+    if hasattr(model, "set_experts_implementation"):
+        model.set_experts_implementation(experts)
+    elif experts != "grouped_mm":
+        raise RuntimeError(f"this transformers cannot switch the experts implementation to {experts!r}")
     generator = torch.Generator(device="cpu").manual_seed(0)
     input_ids = torch.randint(0, config.vocab_size, (rows, seq), generator=generator).to(device)  # [B, T]
     attention_mask = torch.ones_like(input_ids) if spec["mask"] else None  # [B, T] or None
@@ -145,7 +210,7 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
     loss_mask = torch.ones_like(targets, dtype=torch.bool)  # [B, T-1]
     loss_mask[:, : min(PROMPT_TOKENS, seq // 4) - 1] = False  # the prompt
     advantages = torch.randn(rows, generator=generator).to(device)  # [B]
-    with torch.no_grad():  # log_p_old: the policy before this variant's updates (untimed)
+    with torch.no_grad(), attention_backends(spec, device):  # log_p_old: the policy before the updates (untimed)
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]  # [B, T-1, V] bf16
         old_logprobs = token_logprobs(logits, targets)  # [B, T-1] fp32
         # The fused variant must compute the same function: compare it with token_logprobs here (eager).
@@ -165,9 +230,10 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
             return gspo_loss(logprobs, old, adv, mask, num_sequences=rows)[0]
 
     def step() -> torch.Tensor:
-        logits = forward(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
-        loss = loss_region(logits, targets, old_logprobs, advantages, loss_mask)
-        loss.backward()
+        with attention_backends(spec, device):
+            logits = forward(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+            loss = loss_region(logits, targets, old_logprobs, advantages, loss_mask)
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return loss.detach()
@@ -185,12 +251,13 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
     timed = times[args.warmup:]
     median = statistics.median(timed)
     tokens = rows * seq
+    profiled = kernel_profile(step, device) if spec.get("profile") else None
     return {
         "status": "ok", **spec, "tokens_per_step": tokens, "step_ms_median": median * 1e3,
         "step_ms_all": [t * 1e3 for t in times], "first_step_s": times[0], "tokens_per_s": tokens / median,
         "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None,
         "losses": [float(x) for x in losses], "fused_vs_token_logprobs_max_abs_diff": logprob_diff,
-        "loss_finite": all(bool(torch.isfinite(x)) for x in losses),
+        "loss_finite": all(bool(torch.isfinite(x)) for x in losses), "kernel_profile": profiled,
     }
 
 
@@ -199,6 +266,11 @@ def main() -> int:
     started = time.perf_counter()
     import transformers
     from transformers import Qwen3MoeForCausalLM
+
+    try:
+        moe_module.register()  # experts_implementation="agentgspo"
+    except ImportError as exc:
+        print(f"agentgspo experts unavailable: {exc}", flush=True)
 
     device = torch.device("cpu" if args.smoke or not torch.cuda.is_available() else "cuda")
     if args.smoke:
@@ -272,6 +344,13 @@ def main() -> int:
                   f"ok{'' if r['loss_finite'] else ' (NON-FINITE LOSS)'}")
         else:
             print(f"{name:<22} {'':>4} {'':>8} {'':>9} {'':>6} {'':>8} {'':>10} {'':>6}  {r['status']}")
+    for name, r in results.items():
+        if r.get("kernel_profile"):
+            prof = r["kernel_profile"]
+            print(f"\n{name}: {prof['device_ms_per_step']:.1f} ms of kernels per step; by family: " + ", ".join(
+                f"{family} {ms:.1f}" for family, ms in prof["ms_per_step_by_family"].items()))
+            for kernel, ms in prof["top_kernels_ms_per_step"][:12]:
+                print(f"  {ms:8.2f} ms  {kernel[:110]}")
     print(f"total {time.perf_counter() - started:.0f} s; JSON: {out / 'gpu_gspo_step.json'}", flush=True)
     return 0
 

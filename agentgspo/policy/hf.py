@@ -75,8 +75,13 @@ class HFPolicy:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, dtype: torch.dtype = torch.float32, device: str = "cpu",
-                        **kwargs: Any) -> HFPolicy:
-        """Load a folder saved with ``save_pretrained`` (``"tiny"`` builds/loads the embedded tiny policy)."""
+                        experts_implementation: str | None = None, **kwargs: Any) -> HFPolicy:
+        """Load a folder saved with ``save_pretrained`` (``"tiny"`` builds/loads the embedded tiny policy).
+
+        ``experts_implementation`` picks how an MoE model computes its experts (transformers' names, or
+        ``"agentgspo"``: grouped GEMMs with an atomics-free, deterministic backward, see ``agentgspo/moe.py``);
+        None keeps transformers' default.
+        """
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from agentgspo.chat import ChatRenderer
@@ -88,7 +93,14 @@ class HFPolicy:
         if not Path(path).is_dir():
             raise FileNotFoundError(f"policy {str(path)!r}: expected 'tiny' or a folder saved with save_pretrained")
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
+        options: dict[str, Any] = {}
+        if experts_implementation is not None:
+            if experts_implementation == "agentgspo":
+                from agentgspo.moe import register
+
+                register()
+            options["experts_implementation"] = experts_implementation
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **options).to(device).eval()
         renderer = ChatRenderer(tokenizer)
         policy = cls(model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, **kwargs)
         policy.renderer = renderer
