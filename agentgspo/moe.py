@@ -10,8 +10,8 @@ This implementation computes the same forward and gives each of the two gathers 
     restore   y[t k + j]      = y_sorted[inv[t k + j]]   backward  dy_sorted[s]  = dy[perm[s]]
 
 with ``perm`` the stable sort of the flattened expert ids and ``inv`` its inverse. Both backwards are gathers
-(the k-sum accumulates in fp32), so they need no atomics and are deterministic (expert biases, as in gpt-oss,
-are still gathered per row like transformers does: their small gradient remains a scatter-add). Group offsets come from a
+(the k-sum accumulates in fp32), so they need no atomics and are deterministic. Expert biases (gpt-oss) are still
+gathered per row as in transformers, so their small gradient remains a scatter-add. Group offsets come from a
 ``searchsorted`` over the sorted ids (no host sync, any device). The per-token combination
 ``sum_j w[t, j] y[t k + j]`` is the same as transformers' (fp32 when the routing weights are fp32).
 

@@ -1,4 +1,4 @@
-"""Tests for agentgspo.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on several MoE models."""
+"""Tests for agentgspo.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE models."""
 
 import pytest
 import torch
