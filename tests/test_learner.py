@@ -11,6 +11,8 @@ from accelerate import Accelerator
 from agentgspo.learner import GSPOLearner, LearnerConfig, routing_volatility
 from agentgspo.trajectory import Trajectory
 
+from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.py
+
 
 @pytest.fixture
 def tiny():
@@ -131,3 +133,18 @@ def test_compiled_loss_region_trains_like_the_eager_one(objective):
     for a, b in zip(eager_params, compiled_params):
         torch.testing.assert_close(b, a, rtol=0, atol=2e-5)
     assert _changed(AutoModelForCausalLM.from_pretrained(tiny_policy_path()), compiled_params) > 1e-4
+
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_other_architectures_train_with_router_loss_and_volatility(name):
+    """Any HF MoE causal LM gets the aux loss and routing volatility; a dense model trains without them."""
+    model = build_tiny(name)
+    learner = _learner(model, router_aux_loss_coef=0.01)
+    before = _snapshot(model)
+    metrics = learner.step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))  # token ids < 100 < vocab 128
+    assert _changed(model, before) > 0 and metrics["optimizer_steps"] == 4
+    moe = name in MOE_FAMILIES
+    assert ("aux_loss" in metrics) == moe and ("routing_volatility" in metrics) == moe
+    if moe:
+        assert metrics["aux_loss"] > 0 and 0 <= metrics["routing_volatility"] <= 1

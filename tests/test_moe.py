@@ -3,29 +3,17 @@
 import pytest
 import torch
 
+from tiny_models import SHAPE, build_tiny
+
 moe = pytest.importorskip("agentgspo.moe")
-transformers = pytest.importorskip("transformers")
 try:
     moe.register()
 except ImportError as exc:  # transformers < 5 or torch < 2.10: nothing to test
     pytest.skip(str(exc), allow_module_level=True)
 
-SHAPE = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2)
-MODELS = {  # three MoE families, top-k 2 and 3, a router that leaves experts without tokens on short inputs
-    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                  dict(moe_intermediate_size=16, num_experts=8, num_experts_per_tok=3, head_dim=8)),
-    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=4, num_experts_per_tok=2)),
-    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", dict(num_experts=8, num_experts_per_tok=2, eos_token_id=None,
-                                                      pad_token_id=0)),
-}
-
-
-def build(name: str, dtype=torch.float32):
-    config_cls, model_cls, extra = MODELS[name]
-    torch.manual_seed(0)
-    config = getattr(transformers, config_cls)(**SHAPE, **extra)
-    return getattr(transformers, model_cls)(config).to(dtype)
+MODELS = ["qwen3_moe", "mixtral", "olmoe"]  # top-k 3 and 2; short inputs leave experts without tokens
+VOCAB = SHAPE["vocab_size"]
+HIDDEN = SHAPE["hidden_size"]
 
 
 def forward_backward(model, implementation: str, input_ids):
@@ -38,11 +26,11 @@ def forward_backward(model, implementation: str, input_ids):
     return logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("input_shape", [(3, 11), (1, 2)])  # (1, 2): most experts get no token
 def test_same_logits_and_gradients_as_transformers_experts(name, input_shape):
-    model = build(name)
-    input_ids = torch.randint(0, SHAPE["vocab_size"], input_shape, generator=torch.Generator().manual_seed(1))
+    model = build_tiny(name)
+    input_ids = torch.randint(0, VOCAB, input_shape, generator=torch.Generator().manual_seed(1))
     reference_logits, reference_grads = forward_backward(model, "eager", input_ids)  # transformers' expert loop
     logits, grads = forward_backward(model, "agentgspo", input_ids)
     torch.testing.assert_close(logits, reference_logits, rtol=0, atol=1e-6)
@@ -53,8 +41,8 @@ def test_same_logits_and_gradients_as_transformers_experts(name, input_shape):
 
 
 def test_bf16_matches_grouped_mm():
-    model = build("qwen3_moe", torch.bfloat16)
-    input_ids = torch.randint(0, SHAPE["vocab_size"], (2, 16), generator=torch.Generator().manual_seed(2))
+    model = build_tiny("qwen3_moe", dtype=torch.bfloat16)
+    input_ids = torch.randint(0, VOCAB, (2, 16), generator=torch.Generator().manual_seed(2))
     reference_logits, reference_grads = forward_backward(model, "grouped_mm", input_ids)
     logits, grads = forward_backward(model, "agentgspo", input_ids)
     torch.testing.assert_close(logits, reference_logits, rtol=0, atol=2e-2)
@@ -78,9 +66,9 @@ def backward_ops(output: torch.Tensor) -> set[str]:
 
 def test_backward_has_no_scatter_add():
     """The point of the implementation: no index backward (an atomic index_put accumulate) in an experts layer."""
-    experts = build("qwen3_moe").model.layers[0].mlp.experts
+    experts = build_tiny("qwen3_moe").model.layers[0].mlp.experts
     tokens, k = 10, 3
-    hidden = torch.randn(tokens, SHAPE["hidden_size"], requires_grad=True)
+    hidden = torch.randn(tokens, HIDDEN, requires_grad=True)
     top_k_index = torch.stack([torch.randperm(8)[:k] for _ in range(tokens)])  # [T, k]
     top_k_weights = torch.rand(tokens, k, requires_grad=True)
     experts.config._experts_implementation = "grouped_mm"
@@ -91,11 +79,11 @@ def test_backward_has_no_scatter_add():
 
 
 def test_expert_parallel_is_refused_clearly():
-    experts = build("qwen3_moe").model.layers[0].mlp.experts
+    experts = build_tiny("qwen3_moe").model.layers[0].mlp.experts
     experts.config._experts_implementation = "agentgspo"
     experts._is_expert_parallel = True
     with pytest.raises(NotImplementedError, match="grouped_mm"):
-        experts(torch.randn(4, SHAPE["hidden_size"]), torch.zeros(4, 3, dtype=torch.long), torch.ones(4, 3))
+        experts(torch.randn(4, HIDDEN), torch.zeros(4, 3, dtype=torch.long), torch.ones(4, 3))
 
 
 def test_policy_loads_with_our_experts(tiny_path):
