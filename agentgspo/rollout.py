@@ -154,6 +154,7 @@ class RolloutRunner:
         deadline = None if config.episode_timeout_s is None else time.monotonic() + config.episode_timeout_s
         env = None
         history: list[dict[str, Any]] = []
+        tools = None  # bound before reset, which may fail or hit the deadline
         try:
             env = await self._in_thread(self.make_env, deadline)
             messages, _ = await self._in_thread(lambda: env.reset(seed=seed), deadline)
@@ -217,7 +218,7 @@ class RolloutRunner:
         trajectory.messages = history
         if tool_errors:
             trajectory.metadata["tool_errors"] = dict(tool_errors)
-        trajectory.matches_full_render = self._matches_full_render(trajectory, history, tools if env else None)
+        trajectory.matches_full_render = self._matches_full_render(trajectory, history, tools)
         return trajectory
 
     def _matches_full_render(self, trajectory: Trajectory, history: list[dict[str, Any]],

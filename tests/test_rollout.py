@@ -23,6 +23,11 @@ def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
     return runner.run_sync(list(seeds))
 
 
+class ResetRaises(CalculatorEnv):
+    def reset(self, *, seed=None, options=None):
+        raise RuntimeError("the dataset row is missing")
+
+
 class StepRaises(CalculatorEnv):
     def step(self, action):
         raise RuntimeError("the verifier fell over")
@@ -78,6 +83,13 @@ def test_env_that_cannot_be_made_is_env_error(renderer):
     (t,) = run(renderer, broken_factory)
     assert t.stop_reason == "env_error" and "no module named verifier" in t.metadata["error"]
     assert t.token_ids == [] and t.matches_full_render is None
+
+
+def test_env_whose_reset_raises_is_env_error_and_the_batch_finishes(renderer):
+    trajectories = run(renderer, ResetRaises, seeds=(0, 1))
+    assert [t.stop_reason for t in trajectories] == ["env_error"] * 2
+    assert all(t.metadata["error"] == "RuntimeError: the dataset row is missing" for t in trajectories)
+    assert all(t.token_ids == [] and t.matches_full_render is None for t in trajectories)
 
 
 def test_hung_step_hits_the_deadline_and_the_rest_of_the_batch_finishes(renderer):
