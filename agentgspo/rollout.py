@@ -37,11 +37,13 @@ class DaemonThreadPool:
         if max_workers < 1:
             raise ValueError(f"max_workers: expected >= 1, got {max_workers}")
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._started = 0
         for _ in range(max_workers):
             self.add_worker()
 
     def add_worker(self) -> None:
         """Start one more worker (call it when a worker is stuck in a call that will not return)."""
+        self._started += 1
         threading.Thread(target=self._work, daemon=True, name="agentgspo-env").start()
 
     def _work(self) -> None:
@@ -61,9 +63,9 @@ class DaemonThreadPool:
         self._tasks.put((future, fn))
         return future
 
-    def shutdown(self, workers: int) -> None:
-        """Ask ``workers`` idle workers to exit (busy or stuck ones finish or stay, as daemons)."""
-        for _ in range(workers):
+    def shutdown(self) -> None:
+        """Ask every worker to exit: idle ones now, busy or stuck ones once their call returns."""
+        for _ in range(self._started):
             self._tasks.put((None, None))
 
 
@@ -244,7 +246,7 @@ class RolloutRunner:
             ]
             results = await asyncio.gather(*groups)
         finally:
-            self._pool.shutdown(self.config.env_workers)
+            self._pool.shutdown()
         trajectories = []
         for group in results:
             if self.group_hook is not None:

@@ -105,6 +105,22 @@ def test_hung_step_hits_the_deadline_and_the_rest_of_the_batch_finishes(renderer
     assert elapsed < 10
 
 
+def test_worker_threads_of_hung_calls_exit_once_the_calls_return(renderer):
+    before = set(threading.enumerate())
+    RELEASE_HUNG_STEPS.clear()
+    try:
+        run(renderer, StepHangsOnEvenSeeds, seeds=(0, 1, 2), group_size=2, episode_timeout_s=1, env_workers=4)
+    finally:
+        RELEASE_HUNG_STEPS.set()
+    give_up = time.monotonic() + 10
+    while time.monotonic() < give_up:
+        left = [t for t in set(threading.enumerate()) - before if t.name == "agentgspo-env" and t.is_alive()]
+        if not left:
+            break
+        time.sleep(0.05)
+    assert left == []  # no worker waits forever on the finished batch's queue
+
+
 def test_prompt_longer_than_the_context_is_context_overflow(renderer):
     (t,) = run(renderer, CalculatorEnv, max_context=10)
     assert t.stop_reason == "context_overflow" and t.num_turns == 0 and len(t.token_ids) >= 10
