@@ -50,7 +50,7 @@ class Problem:
 
 
 def _natural_key(path: Path):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
+    return [[int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)] for name in path.parts]
 
 
 def read_tests_dir(directory: str | os.PathLike, require_answers: bool = True, recursive: bool = False) -> list[TestCase]:

@@ -82,3 +82,11 @@ def test_cli_json(tmp_path, capsys):
     assert "3.ans" in capsys.readouterr().err
     solution.rename(tmp_path / "sol.txt")
     assert main(["judge", "--tests", str(tmp_path), "--solution", str(tmp_path / "sol.txt")]) == 2
+
+
+def test_kattis_test_groups_keep_their_order(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Order\n")
+    _write_tests(tmp_path / "data" / "secret" / "group2", [("1\n", "1\n")])
+    _write_tests(tmp_path / "data" / "secret" / "group1", [("1\n", "1\n")] * 10)
+    names = [t.name for t in load_kattis_problem(tmp_path).tests]
+    assert names == [f"secret/group1/{i}" for i in range(1, 11)] + ["secret/group2/1"]
