@@ -61,8 +61,9 @@ class ChatRenderer:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Text of ``ids``, special tokens included (so tool-call tags survive)."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+        """Text of ``ids``, special tokens included (so tool-call tags survive), never "cleaned up" (a tokenizer
+        with ``clean_up_tokenization_spaces`` would turn a sampled ``" ,"`` into ``","``)."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def prompt_ids(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> list[int]:
         """Ids of the opening conversation followed by the assistant generation prompt."""

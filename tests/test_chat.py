@@ -54,6 +54,16 @@ def test_tool_call_tags_and_end_of_turn_are_single_tokens(renderer):
     assert renderer.end_of_turn_id == renderer.encode("<|im_end|>")[0]
 
 
+def test_decode_is_the_exact_text_of_the_ids_whatever_the_tokenizer_cleanup_setting(tokenizer):
+    # Llama-3-style tokenizer configs set clean_up_tokenization_spaces=True; the env must still get the text the
+    # policy sampled (" ," and " ." inside code or string literals are not to be "cleaned").
+    cleaning = copy.deepcopy(tokenizer)
+    cleaning.clean_up_tokenization_spaces = True
+    renderer = ChatRenderer(cleaning)
+    text = "print('a , b') ; x = 1 . <tool_call>"
+    assert renderer.decode(renderer.encode(text)) == text
+
+
 def test_continuation_ids_append_exactly_what_a_full_render_adds(renderer):
     history = [{"role": "user", "content": "What is 2*3?"},
                {"role": "assistant", "content": '<tool_call>\n{"name": "calculate", "arguments": {}}\n</tool_call>'}]
