@@ -73,7 +73,8 @@ def read_tests_dir(directory: str | os.PathLike, require_answers: bool = True, r
             data = answer.read_bytes()
         name = str(path.relative_to(directory).with_suffix(""))
         tests.append(TestCase(path.read_bytes(), data, name))
-    orphans = [p.name for p in directory.glob("*.ans") if not p.with_suffix(".in").exists()]
+    answers = directory.rglob("*.ans") if recursive else directory.glob("*.ans")
+    orphans = [str(p.relative_to(directory)) for p in answers if not p.with_suffix(".in").exists()]
     if orphans:
         raise ValueError(f"answer files without input in {str(directory)!r}: {orphans[:5]} (add the NAME.in files)")
     return tests

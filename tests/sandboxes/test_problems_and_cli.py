@@ -90,3 +90,11 @@ def test_kattis_test_groups_keep_their_order(tmp_path):
     _write_tests(tmp_path / "data" / "secret" / "group1", [("1\n", "1\n")] * 10)
     names = [t.name for t in load_kattis_problem(tmp_path).tests]
     assert names == [f"secret/group1/{i}" for i in range(1, 11)] + ["secret/group2/1"]
+
+
+def test_orphan_answer_in_a_test_group_is_a_clear_error(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Orphan\n")
+    _write_tests(tmp_path / "data" / "secret" / "group1", [("1\n", "1\n")])
+    (tmp_path / "data" / "secret" / "group1" / "2.ans").write_text("2\n")
+    with pytest.raises(ValueError, match=r"answer files without input.*2\.ans"):
+        load_kattis_problem(tmp_path)
