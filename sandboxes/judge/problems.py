@@ -142,7 +142,7 @@ def load_kattis_problem(directory: str | os.PathLike) -> Problem:
     config = yaml.safe_load(config_path.read_text()) or {}
     if not isinstance(config, dict):
         raise ValueError(f"{config_path}: expected a mapping, got {type(config).__name__}")
-    interactive = config.get("type") == "interactive" or "interactive" in str(config.get("validation", ""))
+    interactive = any("interactive" in str(config.get(key, "")) for key in ("type", "validation"))
     if interactive:
         raise ValueError(f"{config_path}: Kattis interactive problems are not supported (their validators use "
                          "the Kattis interaction protocol); convert them to the own format with an interactor")

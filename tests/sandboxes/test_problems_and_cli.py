@@ -98,3 +98,10 @@ def test_orphan_answer_in_a_test_group_is_a_clear_error(tmp_path):
     (tmp_path / "data" / "secret" / "group1" / "2.ans").write_text("2\n")
     with pytest.raises(ValueError, match=r"answer files without input.*2\.ans"):
         load_kattis_problem(tmp_path)
+
+
+def test_kattis_interactive_type_list_is_refused(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Guess\ntype: [pass-fail, interactive]\n")
+    _write_tests(tmp_path / "data" / "secret", [("5\n", "\n")])
+    with pytest.raises(ValueError, match="interactive problems are not supported"):
+        load_kattis_problem(tmp_path)
