@@ -115,8 +115,13 @@ def load_problem(directory: str | os.PathLike) -> Problem:
 
 
 def _kattis_checker(directory: Path, config: dict) -> str:
-    validators = directory / "output_validators"
+    # output_validators/NAME/ in the legacy format, output_validator/ in the 2023-07 one
+    validators = next((directory / d for d in ("output_validators", "output_validator") if (directory / d).is_dir()),
+                      directory / "output_validators")
     programs = sorted(p for p in validators.rglob("*") if p.is_file()) if validators.is_dir() else []
+    if not programs and "custom" in str(config.get("validation", "")):
+        raise ValueError(f"{directory / 'problem.yaml'}: validation is custom but {validators} holds no output "
+                         "validator: add it there (a single-file Python validator)")
     if programs:
         python = [p for p in programs if p.suffix == ".py"]
         if not python:

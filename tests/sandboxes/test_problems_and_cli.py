@@ -105,3 +105,22 @@ def test_kattis_interactive_type_list_is_refused(tmp_path):
     _write_tests(tmp_path / "data" / "secret", [("5\n", "\n")])
     with pytest.raises(ValueError, match="interactive problems are not supported"):
         load_kattis_problem(tmp_path)
+
+
+def test_kattis_custom_validation_without_a_validator_is_an_error(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Any\nvalidation: custom\n")
+    _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
+    with pytest.raises(ValueError, match="output_validators"):
+        load_kattis_problem(tmp_path)
+
+
+def test_kattis_output_validator_folder_of_the_2023_format(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: Any\nproblem_format_version: 2023-07-draft\n")
+    _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
+    validator = tmp_path / "output_validator" / "validate.py"
+    validator.parent.mkdir(parents=True)
+    validator.write_text("import sys\nn = int(open(sys.argv[1]).read())\na, b = map(int, sys.stdin.read().split())\n"
+                         "sys.exit(42 if a + b == n else 43)\n")
+    problem = load_kattis_problem(tmp_path)
+    assert problem.checker == f"kattis:{validator}"
+    assert judge_problem(problem, "print(1, int(input()) - 1)").verdict == Verdict.AC
