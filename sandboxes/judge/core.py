@@ -313,12 +313,14 @@ def judge(
     (default: the usable CPUs shared among the submissions this process judges at the same time; capped by the
     box's memory and process budgets; the remote backend uses the server's default). Results are the same as
     with workers=1, except that a solution can disturb its own tests running beside it.
-    Raises ValueError only for bad arguments (unknown language or checker, workers < 1).
+    Raises ValueError only for bad arguments (unknown language, checker or io_mode, workers < 1).
     """
     lang = normalize_language(lang)
     limits = limits or Limits()
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
+    if io_mode not in ("stdio", "file"):
+        raise ValueError(f"unknown io_mode {io_mode!r}: expected 'stdio' or 'file' (input.txt/output.txt)")
     cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
     the_checker = make_checker(checker)
     sandbox = get_sandbox(backend)

@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -89,7 +90,7 @@ class ProblemJson(BaseModel):
     memory_limit_mb: float = 256.0
     checker: str = "tokens"
     interactor: str | None = None
-    io_mode: str = "stdio"
+    io_mode: Literal["stdio", "file"] = "stdio"
 
 
 def load_problem(directory: str | os.PathLike) -> Problem:

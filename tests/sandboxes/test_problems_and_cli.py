@@ -124,3 +124,10 @@ def test_kattis_output_validator_folder_of_the_2023_format(tmp_path):
     problem = load_kattis_problem(tmp_path)
     assert problem.checker == f"kattis:{validator}"
     assert judge_problem(problem, "print(1, int(input()) - 1)").verdict == Verdict.AC
+
+
+def test_bad_io_mode_in_problem_json_is_a_clear_error(tmp_path):
+    (tmp_path / "problem.json").write_text(json.dumps({"name": "x", "io_mode": "files"}))
+    _write_tests(tmp_path / "tests", [("1 2\n", "3\n")])
+    with pytest.raises(ValueError, match="io_mode"):
+        load_problem(tmp_path)

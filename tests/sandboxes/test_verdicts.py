@@ -231,3 +231,8 @@ def test_workers_setting_is_validated_and_capped():
     assert batch_workers(None, 100, Limits(), Box(), concurrent=10**6) == 1
     with pytest.raises(ValueError, match="workers"):
         judge(PY["AC"], APLUSB, workers=0)
+
+
+def test_bad_io_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match="io_mode 'files'.*'stdio' or 'file'"):
+        judge(PY["AC"], APLUSB, io_mode="files", limits=LIMITS)
