@@ -187,8 +187,13 @@ def problem_from_codeforces_row(row: dict, prefer_official: bool = True) -> Prob
     missing = [k for k in ("id", "time_limit", "memory_limit") if k not in row]
     if missing:
         raise ValueError(f"not an open-r1/codeforces row: missing fields {missing}")
-    examples = [TestCase.coerce(e, i) for i, e in enumerate(row.get("examples") or [])]
-    official = [TestCase.coerce(t, i) for i, t in enumerate(row.get("official_tests") or [])]
+    lists = {}
+    for key in ("examples", "official_tests"):
+        try:
+            lists[key] = [TestCase.coerce(t, i) for i, t in enumerate(row.get(key) or [])]
+        except ValueError as exc:
+            raise ValueError(f"codeforces row {row['id']!r}, {key}: {exc}") from None
+    examples, official = lists["examples"], lists["official_tests"]
     use_official = official and (row.get("official_tests_complete") or prefer_official)
     tests = official if use_official else examples
     if not tests:

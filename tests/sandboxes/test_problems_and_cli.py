@@ -131,3 +131,10 @@ def test_bad_io_mode_in_problem_json_is_a_clear_error(tmp_path):
     _write_tests(tmp_path / "tests", [("1 2\n", "3\n")])
     with pytest.raises(ValueError, match="io_mode"):
         load_problem(tmp_path)
+
+
+def test_codeforces_row_with_a_test_without_output_is_a_clear_error():
+    row = json.loads((FIXTURES / "codeforces_row.json").read_text())
+    row["official_tests"][1]["output"] = None
+    with pytest.raises(ValueError, match=r"official_tests: test 2.*output"):
+        problem_from_codeforces_row(row)
