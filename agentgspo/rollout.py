@@ -125,8 +125,11 @@ class RolloutRunner:
         self.group_hook = group_hook
         self._pool: DaemonThreadPool | None = None
 
-    async def _in_thread(self, fn: Callable[[], Any], deadline: float | None) -> Any:
-        future = asyncio.wrap_future(self._pool.submit(fn))
+    async def _in_thread(self, fn: Callable[[], Any], deadline: float | None,
+                         late: Callable[[Any], Any] | None = None) -> Any:
+        """``fn()`` on a worker; past the deadline, ``late(result)`` runs if the call returns after all."""
+        call = self._pool.submit(fn)
+        future = asyncio.wrap_future(call)
         if deadline is None:
             return await future
         remaining = deadline - time.monotonic()
@@ -134,6 +137,8 @@ class RolloutRunner:
             return await asyncio.wait_for(future, timeout=max(remaining, 0.0))
         except asyncio.TimeoutError:
             self._pool.add_worker()  # the stuck call keeps its thread; keep the pool's capacity
+            if late is not None:
+                call.add_done_callback(lambda f: f.cancelled() or f.exception() is not None or late(f.result()))
             raise EpisodeDeadline from None
 
     async def _within(self, awaitable: Any, deadline: float | None) -> Any:
@@ -158,7 +163,7 @@ class RolloutRunner:
         history: list[dict[str, Any]] = []
         tools = None  # bound before reset, which may fail or hit the deadline
         try:
-            env = await self._in_thread(self.make_env, deadline)
+            env = await self._in_thread(self.make_env, deadline, late=lambda late_env: late_env.close())
             messages, _ = await self._in_thread(lambda: env.reset(seed=seed), deadline)
             history.extend(messages)
             tools = getattr(env.unwrapped, "tool_schemas", None)

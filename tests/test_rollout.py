@@ -47,6 +47,21 @@ class StepHangsOnEvenSeeds(CalculatorEnv):
         return super().step(action)
 
 
+RELEASE_SLOW_MAKE = threading.Event()
+CLOSED: list = []
+
+
+class RecordsClose(CalculatorEnv):
+    def close(self):
+        CLOSED.append(self)
+        super().close()
+
+
+def make_after_release():
+    RELEASE_SLOW_MAKE.wait()  # the env arrives after the episode's deadline
+    return RecordsClose()
+
+
 class Again(ChatEnv):
     """Never ends by itself: every answer gets "Again."."""
 
@@ -119,6 +134,20 @@ def test_worker_threads_of_hung_calls_exit_once_the_calls_return(renderer):
             break
         time.sleep(0.05)
     assert left == []  # no worker waits forever on the finished batch's queue
+
+
+def test_env_made_after_the_deadline_is_closed_when_it_arrives(renderer):
+    RELEASE_SLOW_MAKE.clear()
+    CLOSED.clear()
+    try:
+        (t,) = run(renderer, make_after_release, episode_timeout_s=0.5)
+    finally:
+        RELEASE_SLOW_MAKE.set()
+    assert t.stop_reason == "deadline" and t.token_ids == []
+    give_up = time.monotonic() + 10
+    while not CLOSED and time.monotonic() < give_up:
+        time.sleep(0.05)
+    assert len(CLOSED) == 1  # its sandboxes or containers are released, not leaked
 
 
 def test_prompt_longer_than_the_context_is_context_overflow(renderer):
