@@ -317,7 +317,8 @@ def judge(
     (default: the usable CPUs shared among the submissions this process judges at the same time; capped by the
     box's memory and process budgets; the remote backend uses the server's default). Results are the same as
     with workers=1, except that a solution can disturb its own tests running beside it.
-    Raises ValueError only for bad arguments (unknown language, checker or io_mode, workers < 1).
+    Raises ValueError only for bad arguments (unknown language, checker or io_mode, missing interactor,
+    workers < 1).
     """
     lang = normalize_language(lang)
     limits = limits or Limits()
@@ -327,6 +328,9 @@ def judge(
         raise ValueError(f"unknown io_mode {io_mode!r}: expected 'stdio' or 'file' (input.txt/output.txt)")
     cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
     the_checker = make_checker(checker)
+    if interactor is not None and not Path(interactor).is_file():
+        # else python3 exits 2 ("can't open file"), which reads as the solution's PE
+        raise ValueError(f"interactor {str(interactor)!r} does not exist: pass the path of the interactor program")
     sandbox = get_sandbox(backend)
     if hasattr(sandbox, "judge_remote"):
         return sandbox.judge_remote(source, cases, lang=lang, checker=checker, interactor=interactor,

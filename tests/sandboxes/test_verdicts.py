@@ -236,3 +236,8 @@ def test_workers_setting_is_validated_and_capped():
 def test_bad_io_mode_is_a_clear_error():
     with pytest.raises(ValueError, match="io_mode 'files'.*'stdio' or 'file'"):
         judge(PY["AC"], APLUSB, io_mode="files", limits=LIMITS)
+
+
+def test_missing_interactor_is_a_clear_error_not_a_verdict(tmp_path):
+    with pytest.raises(ValueError, match=r"interactor .*missing\.py.* does not exist"):
+        judge(BINARY_SEARCH, INTERACTIVE_TESTS, interactor=tmp_path / "missing.py", limits=LIMITS)
