@@ -160,7 +160,9 @@ def make_checker(spec: "str | Checker | None") -> Checker:
         try:
             eps = float(arg)
         except ValueError:
-            raise ValueError(f"bad checker {spec!r}: expected float:EPS such as float:1e-6") from None
+            eps = math.nan
+        if not 0 <= eps < math.inf:
+            raise ValueError(f"bad checker {spec!r}: expected float:EPS with a finite EPS >= 0, such as float:1e-6")
         return FloatChecker(eps)
     if kind in ("testlib", "openr1", "kattis"):
         if not arg or not Path(arg).exists():

@@ -241,3 +241,9 @@ def test_bad_io_mode_is_a_clear_error():
 def test_missing_interactor_is_a_clear_error_not_a_verdict(tmp_path):
     with pytest.raises(ValueError, match=r"interactor .*missing\.py.* does not exist"):
         judge(BINARY_SEARCH, INTERACTIVE_TESTS, interactor=tmp_path / "missing.py", limits=LIMITS)
+
+
+@pytest.mark.parametrize("spec", ["float:nan", "float:-1e-6", "float:inf"])
+def test_float_checker_rejects_a_meaningless_epsilon(spec):
+    with pytest.raises(ValueError, match="float:EPS"):
+        judge(PY["AC"], APLUSB, checker=spec, limits=LIMITS)
