@@ -62,6 +62,13 @@ class TokensChecker:
         return _compare_tokens(output, answer, bytes.__eq__)
 
 
+def _number(token: bytes) -> float:
+    """float(token), except that Python's digit separators ("1_000") are not a number in a judge's output."""
+    if b"_" in token:
+        raise ValueError(token)
+    return float(token)
+
+
 @dataclass
 class FloatChecker:
     """Tokens where numbers match within absolute or relative error ``eps`` (testlib's doubleCompare).
@@ -76,11 +83,11 @@ class FloatChecker:
 
     def _same(self, got: bytes, want: bytes) -> bool:
         try:
-            expected = float(want)
+            expected = _number(want)
         except ValueError:
             return got == want
         try:
-            value = float(got)
+            value = _number(got)
         except ValueError:
             return False
         if math.isnan(expected) or math.isnan(value):

@@ -247,3 +247,10 @@ def test_missing_interactor_is_a_clear_error_not_a_verdict(tmp_path):
 def test_float_checker_rejects_a_meaningless_epsilon(spec):
     with pytest.raises(ValueError, match="float:EPS"):
         judge(PY["AC"], APLUSB, checker=spec, limits=LIMITS)
+
+
+def test_float_checker_numbers_are_plain_decimals():
+    from agentgspo.sandboxes.judge.checkers import FloatChecker
+
+    assert FloatChecker(1e-6).check(b"", b"1_000", b"1000")[0] == Verdict.WA
+    assert FloatChecker(1e-6).check(b"", b"1000.0000001 -0 1E3", b"1000 0 1000")[0] == Verdict.AC
