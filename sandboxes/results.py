@@ -57,6 +57,9 @@ class Limits:
         for name in ("time_limit_s", "memory_limit_mb", "output_limit_mb", "compile_time_limit_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"Limits.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.wall_limit_s is not None and not self.wall_limit_s > 0:
+            raise ValueError(f"Limits.wall_limit_s must be > 0 (or None for 2 * time_limit_s + 1), "
+                             f"got {self.wall_limit_s!r}")
         if self.memory_limit_mb < 16:
             raise ValueError(f"Limits.memory_limit_mb must be >= 16 (an interpreter needs it), got {self.memory_limit_mb}")
 

@@ -254,3 +254,9 @@ def test_float_checker_numbers_are_plain_decimals():
 
     assert FloatChecker(1e-6).check(b"", b"1_000", b"1000")[0] == Verdict.WA
     assert FloatChecker(1e-6).check(b"", b"1000.0000001 -0 1E3", b"1000 0 1000")[0] == Verdict.AC
+
+
+@pytest.mark.parametrize("wall", [0, -1.0])
+def test_non_positive_wall_limit_is_a_clear_error(wall):
+    with pytest.raises(ValueError, match="wall_limit_s"):
+        Limits(wall_limit_s=wall)
