@@ -97,3 +97,14 @@ def test_sampler_logprobs_equal_a_fresh_fp32_forward_pass(sampled, warm_model, t
     difference = (logprobs - batch.sampler_logprobs).abs()[mask]  # [N]
     assert float(difference.max()) <= LOGPROB_ATOL, f"max |sampler - learner| = {float(difference.max()):.2e}"
     assert bool((batch.sampler_logprobs[mask] < 0).all())  # real log-probs, not placeholders
+
+
+@pytest.mark.parametrize(("prompts", "seeds", "expected"), [
+    ([[5, 6], [7, 8, 9]], [1], "seeds: expected one per prompt, got 1 for 2 prompts"),
+    ([[5, 6], []], None, "prompt 1 is empty"),
+    ([], None, "prompts: expected at least one"),
+])
+def test_generate_refuses_bad_input_with_a_clear_error(warm_model, renderer, tokenizer, prompts, seeds, expected):
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
+    with pytest.raises(ValueError, match=expected):
+        policy.generate(prompts, SamplingParams(max_new_tokens=4), seeds)

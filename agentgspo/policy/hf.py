@@ -114,6 +114,13 @@ class HFPolicy:
         Row r's draws are a function of ``seeds[r]`` (see :func:`counter_uniform`); rows without a seed get one
         derived from the backend's seed and a call counter.
         """
+        if not prompts:
+            raise ValueError("prompts: expected at least one prompt, got none")
+        empty = next((row for row, prompt in enumerate(prompts) if len(prompt) == 0), None)
+        if empty is not None:
+            raise ValueError(f"prompt {empty} is empty: expected at least one id to condition on")
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"seeds: expected one per prompt, got {len(seeds)} for {len(prompts)} prompts")
         with self._lock:
             self.calls += 1
             seeds = list(seeds) if seeds is not None else [None] * len(prompts)
