@@ -108,3 +108,13 @@ def test_generate_refuses_bad_input_with_a_clear_error(warm_model, renderer, tok
     policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
     with pytest.raises(ValueError, match=expected):
         policy.generate(prompts, SamplingParams(max_new_tokens=4), seeds)
+
+
+def test_top_p_keeps_the_smallest_set_that_reaches_top_p():
+    from agentgspo.policy.hf import _top_p_filter
+
+    probs = torch.tensor([[0.25, 0.5, 0.125, 0.125]])
+    # 0.5 + 0.25 reaches 0.75 exactly: the nucleus stops there (transformers' and vLLM's convention).
+    assert _top_p_filter(probs, 0.75).tolist() == [[0.25, 0.5, 0.0, 0.0]]
+    assert float(_top_p_filter(probs, 0.8).sum()) == 0.875  # one of the two 0.125 tokens is needed
+    assert _top_p_filter(probs, 1.0).tolist() == probs.tolist()

@@ -43,7 +43,7 @@ def counter_uniform(seeds: torch.Tensor, position: int) -> torch.Tensor:
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Zero the tail of each row outside the smallest set whose mass reaches ``top_p`` (nucleus sampling)."""
     sorted_probs, order = probs.sort(dim=-1, descending=True)  # [B, V]
-    outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # [B, V] True past the nucleus
+    outside = sorted_probs.cumsum(-1) - sorted_probs >= top_p  # [B, V] True once the mass before reached top_p
     sorted_probs = sorted_probs.masked_fill(outside, 0.0)
     return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
 
