@@ -23,6 +23,7 @@ from .checkers import Checker, make_checker, program_argv
 from .compile import cpp_compile_command, host_pch_dir, normalize_language
 
 BINARY = "solution"
+RUNNER_KILLED = "the solution ended the judge's runner (killed its parent process)"
 MEMORY_ERROR_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 _active_lock = threading.Lock()
 _active_batches = 0  # submissions this process is running tests of right now (they share the CPUs)
@@ -114,6 +115,18 @@ def _error_of(events: list[dict]) -> str | None:
     return None
 
 
+def _solution_broke_the_box(events: list[dict], box: Session, limits: Limits) -> bool:
+    """The runner died mid-run (no ``done``) and a trivial program still runs in the same box: the solution ended
+    its runner (killed its parent), which is its own runtime error, not the judge's failure."""
+    if any(event.get("event") == "done" for event in events):
+        return False
+    try:
+        probe = box.call(_run_spec("pass\n", "py", box, limits, "stdio", "run"), [b""])
+    except Exception:
+        return False
+    return _error_of(probe) is None and any(e.get("event") == "test" and e.get("exit_code") == 0 for e in probe)
+
+
 def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool, str, float, str | None]:
     """C++: compile inside the box. Returns (ok, compiler output, seconds, infrastructure error)."""
     if lang != "cpp":
@@ -186,6 +199,9 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
                     err_file.seek(0)
                     peer_msg = (peer_msg or err_file.read(500).decode("utf-8", "replace")).strip()
             results.append(_interactive_verdict(case.name, events, peer_code, peer_msg, limits))
+            if (results[-1].verdict == Verdict.JE and peer_holder and _error_of(events) is not None
+                    and _solution_broke_the_box(events, box, limits)):
+                results[-1] = TestResult(case.name, Verdict.RE, message=f"{RUNNER_KILLED}: {_error_of(events)}")
             if stop_on_failure and results[-1].verdict != Verdict.AC:
                 break
     return results
@@ -278,7 +294,10 @@ def _judge_batch(box: Session, source: str, lang: str, cases: list[TestCase], ch
         # The box broke before all tests ran. A solution that kills its own runner gets RE; anything else is
         # the judge's failure.
         name = cases[len(results)].name
-        results.append(TestResult(name, Verdict.JE, message=error))
+        if _solution_broke_the_box(events, box, limits):
+            results.append(TestResult(name, Verdict.RE, message=f"{RUNNER_KILLED}: {error}"))
+        else:
+            results.append(TestResult(name, Verdict.JE, message=error))
     return results, None
 
 

@@ -260,3 +260,19 @@ def test_float_checker_numbers_are_plain_decimals():
 def test_non_positive_wall_limit_is_a_clear_error(wall):
     with pytest.raises(ValueError, match="wall_limit_s"):
         Limits(wall_limit_s=wall)
+
+
+KILLS_ITS_RUNNER = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+
+
+@pytest.mark.parametrize("stop_on_failure", [False, True])
+def test_a_solution_that_kills_its_runner_is_a_runtime_error_not_a_judge_error(stop_on_failure):
+    result = judge(KILLS_ITS_RUNNER, APLUSB, limits=LIMITS, stop_on_failure=stop_on_failure)
+    assert result.verdict == Verdict.RE and result.tests[0].verdict == Verdict.RE, result.to_dict()
+    assert "runner" in result.tests[0].message
+
+
+def test_an_interactive_solution_that_kills_its_runner_is_a_runtime_error():
+    result = judge("input()\n" + KILLS_ITS_RUNNER, INTERACTIVE_TESTS[:1],
+                   interactor=FIXTURES / "interactive" / "interactor.py", limits=LIMITS)
+    assert result.verdict == Verdict.RE, result.to_dict()
