@@ -124,6 +124,7 @@ class RolloutRunner:
         self.env_id = env_id
         self.group_hook = group_hook
         self._pool: DaemonThreadPool | None = None
+        self._runs = 0  # runs in progress: concurrent runs share the pool; the last one to finish shuts it down
 
     async def _in_thread(self, fn: Callable[[], Any], deadline: float | None,
                          late: Callable[[Any], Any] | None = None) -> Any:
@@ -242,7 +243,9 @@ class RolloutRunner:
 
     async def run(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
         """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order."""
-        self._pool = DaemonThreadPool(self.config.env_workers)
+        if self._runs == 0:
+            self._pool = DaemonThreadPool(self.config.env_workers)
+        self._runs += 1
         try:
             groups = [
                 asyncio.gather(*(self.episode(seed, group_id, k, sampling_seed)
@@ -251,7 +254,9 @@ class RolloutRunner:
             ]
             results = await asyncio.gather(*groups)
         finally:
-            self._pool.shutdown()
+            self._runs -= 1
+            if self._runs == 0:
+                self._pool.shutdown()
         trajectories = []
         for group in results:
             if self.group_hook is not None:

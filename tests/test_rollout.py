@@ -150,6 +150,31 @@ def test_env_made_after_the_deadline_is_closed_when_it_arrives(renderer):
     assert len(CLOSED) == 1  # its sandboxes or containers are released, not leaked
 
 
+class AnswersSeedTimes(Again):
+    """Ends after ``seed`` answers."""
+
+    def reset(self, *, seed=None, options=None):
+        self.left = seed
+        return super().reset(seed=seed, options=options)
+
+    def respond(self, action: Action):
+        self.left -= 1
+        return [{"role": "user", "content": "Again."}], 0.0, self.left == 0, False, {}
+
+
+def test_two_concurrent_runs_of_one_runner_both_finish(renderer):
+    import asyncio
+
+    runner = RolloutRunner(AnswersSeedTimes, ScriptedPolicy(lambda messages: "hi", renderer), renderer,
+                           RolloutConfig(group_size=2, max_turns=8, episode_timeout_s=3, env_workers=2))
+
+    async def both():
+        return await asyncio.gather(runner.run([1]), runner.run([6]))
+
+    short, long = asyncio.run(both())
+    assert [(t.stop_reason, t.num_turns) for t in short + long] == [("completed", 1)] * 2 + [("completed", 6)] * 2
+
+
 def test_prompt_longer_than_the_context_is_context_overflow(renderer):
     (t,) = run(renderer, CalculatorEnv, max_context=10)
     assert t.stop_reason == "context_overflow" and t.num_turns == 0 and len(t.token_ids) >= 10
