@@ -84,7 +84,8 @@ class Trajectory:
 class TrajectoryRecord(pydantic.BaseModel):
     """A trajectory as written to ``trajectories.jsonl``; lengths and masks are validated on load."""
 
-    model_config = pydantic.ConfigDict(extra="forbid")
+    # inf/NaN are written as JSON's -Infinity/NaN constants (which read_jsonl parses back), not as null.
+    model_config = pydantic.ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     env_id: str
     seed: int | None

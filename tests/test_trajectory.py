@@ -90,3 +90,15 @@ def test_record_validation_rejects_inconsistent_records(field, value, expected):
 def test_stop_reasons_are_the_documented_ones():
     assert set(STOP_REASONS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
                                  "env_error", "judge_error", "deadline"}
+
+
+def test_non_finite_values_survive_the_jsonl_round_trip(tmp_path):
+    # A backend may report -inf for a token it could not score; what write_jsonl writes, read_jsonl must read.
+    t = make_trajectory()
+    t.sampler_logprobs[3] = float("-inf")
+    t.metadata["note"] = float("nan")
+    path = tmp_path / "trajectories.jsonl"
+    write_jsonl([t], path)
+    (loaded,) = read_jsonl(path)
+    assert loaded.sampler_logprobs[3] == float("-inf") and loaded.sampler_logprobs[4] == -0.25
+    assert loaded.metadata["note"] != loaded.metadata["note"]  # NaN
