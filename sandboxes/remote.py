@@ -103,6 +103,7 @@ class RemoteSandbox:
                      limits: Limits | None = None, stop_on_failure: bool = False,
                      io_mode: str = "stdio") -> JudgeResult:
         """Judge on a server (arguments as ``sandboxes.judge``); transport failures give a JE result."""
+        from .judge.checkers import PROGRAM_CHECKERS
         from .judge.core import TestCase
 
         limits = limits or Limits()
@@ -114,13 +115,16 @@ class RemoteSandbox:
         }
         if isinstance(checker, str):
             kind, _, arg = checker.partition(":")
-            if kind in ("testlib", "openr1"):
+            if kind in PROGRAM_CHECKERS:  # the program travels with the request
+                if not arg or not Path(arg).is_file():
+                    raise ValueError(f"bad checker {checker!r}: checker program {arg!r} does not exist")
                 payload["checker"] = kind
                 payload["checker_program"] = {"name": Path(arg).name, "data_b64": _b64(Path(arg).read_bytes())}
             else:
                 payload["checker"] = checker
         elif checker is not None:
-            raise ValueError("the remote backend takes checkers as strings (tokens, float:EPS, testlib:PATH)")
+            raise ValueError("the remote backend takes checkers as strings (tokens, float:EPS, testlib:PATH, "
+                             "openr1:PATH, kattis:PATH)")
         if interactor is not None:
             payload["interactor"] = {"name": Path(interactor).name, "data_b64": _b64(Path(interactor).read_bytes())}
         try:

@@ -21,6 +21,7 @@ import tempfile
 
 from pydantic import BaseModel, Field
 
+from .judge.checkers import PROGRAM_CHECKERS
 from .judge.core import judge, run_python
 from .protocol import get_sandbox
 from .results import Limits
@@ -55,7 +56,7 @@ class JudgeRequest(BaseModel):
     source: str
     lang: str = "py"
     tests: list[TestModel]
-    checker: str = "tokens"  # tokens | float:EPS | testlib | openr1 (the program in checker_program)
+    checker: str = "tokens"  # tokens | float:EPS | testlib | openr1 | kattis (the program in checker_program)
     checker_program: ProgramModel | None = None
     interactor: ProgramModel | None = None
     limits: Limits = Field(default_factory=Limits)  # pydantic validates the dataclass
@@ -74,7 +75,10 @@ def _write_program(directory: str, program: ProgramModel) -> str:
 def _judge_request(request: JudgeRequest, backend: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="agentgspo-server-") as tmp:
         checker = request.checker
-        if checker in ("testlib", "openr1"):
+        if checker.partition(":")[0] in PROGRAM_CHECKERS and checker not in PROGRAM_CHECKERS:
+            raise ValueError(f"checker {checker!r}: a path on the client means nothing here; send the kind "
+                             "(testlib, openr1 or kattis) as checker and the program in checker_program")
+        if checker in PROGRAM_CHECKERS:
             if request.checker_program is None:
                 raise ValueError(f"checker {checker!r} needs checker_program")
             checker = f"{checker}:{_write_program(tmp, request.checker_program)}"

@@ -24,6 +24,7 @@ from typing import Protocol
 from ..results import Verdict
 
 CHECKER_TIMEOUT_S = 30.0
+PROGRAM_CHECKERS = ("testlib", "openr1", "kattis")  # spec kinds ``KIND:PATH`` that run a jury program
 
 
 class Checker(Protocol):
@@ -171,7 +172,7 @@ def make_checker(spec: "str | Checker | None") -> Checker:
         if not 0 <= eps < math.inf:
             raise ValueError(f"bad checker {spec!r}: expected float:EPS with a finite EPS >= 0, such as float:1e-6")
         return FloatChecker(eps)
-    if kind in ("testlib", "openr1", "kattis"):
+    if kind in PROGRAM_CHECKERS:
         if not arg or not Path(arg).exists():
             raise ValueError(f"bad checker {spec!r}: checker program {arg!r} does not exist")
         return ExternalChecker(arg, style=kind)

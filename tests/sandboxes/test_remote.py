@@ -57,3 +57,31 @@ def test_remote_unreachable_is_judge_error():
     remote = RemoteSandbox(["http://127.0.0.1:9"], token=TOKEN, retries=1, backoff_s=0.01)
     result = judge("print(1)", [("", "1")], backend=remote)
     assert result.verdict == Verdict.JE and "unreachable" in result.message
+
+
+KATTIS_VALIDATOR = '''import sys
+answer = open(sys.argv[2]).read().split()
+sys.exit(42 if sys.stdin.read().split() == answer else 43)
+'''
+
+
+def test_remote_judge_ships_checker_programs(server_url, tmp_path):
+    """testlib and Kattis checker programs travel with the request (a client path means nothing on the server)."""
+    from pathlib import Path
+
+    remote = get_sandbox("remote", endpoints=[server_url], token=TOKEN)
+    testlib = Path(__file__).parent / "fixtures" / "checker_sum.py"  # accepts any a b with a + b == N
+    result = judge("print(1, 4)", [("5", "2 3"), ("6", "2 3")], checker=f"testlib:{testlib}", backend=remote)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA]
+    validator = tmp_path / "validator.py"
+    validator.write_text(KATTIS_VALIDATOR)
+    result = judge("print(input())", [("7", "7"), ("8", "9")], checker=f"kattis:{validator}", backend=remote)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA]
+    with pytest.raises(ValueError, match="does not exist"):
+        judge("print(1)", [("", "1")], checker=f"kattis:{tmp_path / 'missing.py'}", backend=remote)
+
+
+def test_server_refuses_a_client_path_as_checker(server_url):
+    response = httpx.post(server_url + "/judge", headers={"Authorization": f"Bearer {TOKEN}"}, json={
+        "source": "print(1)", "tests": [{"input_b64": "", "answer_b64": "MQ=="}], "checker": "testlib:/bin/true"})
+    assert response.status_code == 422 and "checker_program" in response.json()["detail"]
