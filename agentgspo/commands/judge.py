@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tests", required=True, type=Path, help="folder of NAME.in / NAME.ans pairs")
     parser.add_argument("--solution", required=True, type=Path, help="source file (.py or .cpp)")
     parser.add_argument("--lang", choices=["py", "cpp"], help="language (default: from the file suffix)")
-    parser.add_argument("--checker", default="tokens", help="tokens (default) | float:EPS | testlib:PATH | openr1:PATH")
+    parser.add_argument("--checker", default="tokens",
+                        help="tokens (default) | float:EPS | icpc:FLAGS | testlib:PATH | openr1:PATH | kattis:PATH")
     parser.add_argument("--interactor", type=Path, help="interactor program, run as `interactor INPUT LOG`")
     parser.add_argument("--time-limit", type=float, default=2.0, help="CPU seconds per test (default 2)")
     parser.add_argument("--memory-limit", type=float, default=256.0, help="MB per test (default 256)")

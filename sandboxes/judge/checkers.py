@@ -1,7 +1,10 @@
 """Output checkers: compare a solution's output with the jury's answer, outside the solution's sandbox.
 
-Built in: ``tokens`` (whitespace-insensitive, case-sensitive tokens; the default) and ``float:EPS`` (numbers
-within absolute OR relative error EPS, other tokens exact). External: ``testlib:PATH`` runs
+Built in: ``tokens`` (whitespace-insensitive, case-sensitive tokens; the default), ``float:EPS`` (numbers
+within absolute OR relative error EPS, other tokens exact) and ``icpc[:FLAGS]``, the ICPC/Kattis default output
+validator with a ``problem.yaml``'s ``validator_flags`` (case-insensitive unless ``case_sensitive``, whitespace-
+insensitive unless ``space_change_sensitive``, numbers within ``float_absolute_tolerance`` /
+``float_relative_tolerance`` / ``float_tolerance`` EPS; any mismatch is WA). External: ``testlib:PATH`` runs
 ``PATH INPUT OUTPUT ANSWER`` (exit 0 AC, 1 WA, 2 PE, anything else a judge error) and ``openr1:PATH`` runs an
 open-r1/codeforces generated checker ``PATH INPUT ANSWER OUTPUT`` (prints 1 or 100 on stdout for a pass);
 ``kattis:PATH`` runs an ICPC output validator ``PATH INPUT ANSWER FEEDBACK_DIR < OUTPUT`` (exit 42 AC, 43 WA).
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -105,6 +109,87 @@ class FloatChecker:
         return _compare_tokens(output, answer, self._same)
 
 
+ICPC_FLAGS_WITH_VALUE = ("float_tolerance", "float_absolute_tolerance", "float_relative_tolerance")
+ICPC_FLAGS = ("case_sensitive", "space_change_sensitive", *ICPC_FLAGS_WITH_VALUE)
+
+
+@dataclass
+class IcpcDefaultChecker:
+    """The ICPC/Kattis default output validator (problem package format, ``validator_flags``).
+
+    Tokens compare case-insensitively unless ``case_sensitive``; whitespace only separates tokens unless
+    ``space_change_sensitive`` (then it must match exactly). When the jury token is a number and a tolerance is set,
+    the output's number is accepted within the absolute tolerance OR the relative one (``float_tolerance`` sets
+    both); with no tolerance numbers compare as text. Every mismatch is WA (the format has no PE).
+
+    >>> IcpcDefaultChecker().check(b"", b"YES", b"yes")[0].value
+    'AC'
+    >>> IcpcDefaultChecker(case_sensitive=True).check(b"", b"YES", b"yes")[0].value
+    'WA'
+    >>> IcpcDefaultChecker(absolute_tolerance=1e-3).check(b"", b"1.0005", b"1")[0].value
+    'AC'
+    """
+
+    case_sensitive: bool = False
+    space_change_sensitive: bool = False
+    absolute_tolerance: float | None = None
+    relative_tolerance: float | None = None
+
+    @classmethod
+    def from_flags(cls, flags: str) -> "IcpcDefaultChecker":
+        """Parse ``validator_flags`` such as ``"float_tolerance 1e-6 case_sensitive"``; unknown flags are errors."""
+        words, options, i = flags.split(), {}, 0
+        while i < len(words):
+            flag = words[i]
+            if flag not in ICPC_FLAGS:
+                raise ValueError(f"validator_flags {flags!r}: unknown flag {flag!r}; expected some of {ICPC_FLAGS}")
+            if flag in ICPC_FLAGS_WITH_VALUE:
+                try:
+                    value = float(words[i + 1])
+                except (IndexError, ValueError):
+                    value = math.nan
+                if not 0 <= value < math.inf:
+                    raise ValueError(f"validator_flags {flags!r}: {flag} needs a finite tolerance >= 0 after it, "
+                                     "such as float_tolerance 1e-6")
+                if flag in ("float_tolerance", "float_absolute_tolerance"):
+                    options["absolute_tolerance"] = value
+                if flag in ("float_tolerance", "float_relative_tolerance"):
+                    options["relative_tolerance"] = value
+                i += 2
+            else:
+                options[flag] = True
+                i += 1
+        return cls(**options)
+
+    def _same(self, got: bytes, want: bytes) -> bool:
+        if got == want or (not self.case_sensitive and got.lower() == want.lower()):
+            return True
+        if self.absolute_tolerance is None and self.relative_tolerance is None:
+            return False
+        try:
+            expected, value = _number(want), _number(got)
+        except ValueError:
+            return False
+        if not (math.isfinite(expected) and math.isfinite(value)):
+            return False  # equal non-finite spellings were accepted as text above
+        error = abs(value - expected)
+        return (self.absolute_tolerance is not None and error <= self.absolute_tolerance) or \
+            (self.relative_tolerance is not None and error <= self.relative_tolerance * abs(expected))
+
+    def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
+        """AC when every token matches under the flags (and whitespace too when space_change_sensitive); else WA."""
+        if self.space_change_sensitive:
+            got, want = re.split(rb"(\s+)", output), re.split(rb"(\s+)", answer)  # tokens and the spaces between
+            for i, (g, w) in enumerate(zip(got, want)):
+                if (i % 2 == 1 and g != w) or (i % 2 == 0 and not self._same(g, w)):
+                    return Verdict.WA, f"at piece {i + 1} (space_change_sensitive): expected {_show(w)}, got {_show(g)}"
+            if len(got) != len(want):
+                return Verdict.WA, f"output has {len(got)} tokens and spaces, expected {len(want)}"
+            return Verdict.AC, f"{len(want) // 2 + 1} tokens, spaces exact"
+        verdict, message = _compare_tokens(output, answer, self._same)
+        return (Verdict.WA if verdict == Verdict.PE else verdict), message
+
+
 def program_argv(path: str | os.PathLike) -> list[str]:
     """How to run a jury program: ``python3 PATH`` for ``.py`` files, the file itself otherwise."""
     path = str(Path(path).resolve())
@@ -154,7 +239,8 @@ class ExternalChecker:
 
 
 def make_checker(spec: "str | Checker | None") -> Checker:
-    """Build a checker from ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` | ``kattis:PATH``.
+    """Build a checker from ``tokens`` | ``float:EPS`` | ``icpc[:FLAGS]`` | ``testlib:PATH`` | ``openr1:PATH`` |
+    ``kattis:PATH``.
 
     >>> make_checker("float:1e-6").eps
     1e-06
@@ -172,8 +258,11 @@ def make_checker(spec: "str | Checker | None") -> Checker:
         if not 0 <= eps < math.inf:
             raise ValueError(f"bad checker {spec!r}: expected float:EPS with a finite EPS >= 0, such as float:1e-6")
         return FloatChecker(eps)
+    if kind == "icpc":
+        return IcpcDefaultChecker.from_flags(arg)
     if kind in PROGRAM_CHECKERS:
         if not arg or not Path(arg).exists():
             raise ValueError(f"bad checker {spec!r}: checker program {arg!r} does not exist")
         return ExternalChecker(arg, style=kind)
-    raise ValueError(f"unknown checker {spec!r}: expected tokens, float:EPS, testlib:PATH, openr1:PATH or kattis:PATH")
+    raise ValueError(f"unknown checker {spec!r}: expected tokens, float:EPS, icpc[:FLAGS], testlib:PATH, "
+                     "openr1:PATH or kattis:PATH")

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..results import JudgeResult, Limits
+from .checkers import PROGRAM_CHECKERS, IcpcDefaultChecker
 from .core import TestCase, judge
 
 
@@ -28,9 +29,10 @@ from .core import TestCase, judge
 class Problem:
     """A judgeable problem: tests plus how to judge them.
 
-    checker: ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` | ``kattis:PATH``; interactor: path or
-    None; io_mode: "stdio" or "file" (input.txt/output.txt); samples: the statement's examples (also in tests when
-    the source format says so); interactive without interactor means the problem cannot be judged here.
+    checker: ``tokens`` | ``float:EPS`` | ``icpc[:FLAGS]`` | ``testlib:PATH`` | ``openr1:PATH`` | ``kattis:PATH``;
+    interactor: path or None; io_mode: "stdio" or "file" (input.txt/output.txt); samples: the statement's examples
+    (also in tests when the source format says so); interactive without interactor means the problem cannot be
+    judged here.
     """
 
     name: str
@@ -106,7 +108,7 @@ def load_problem(directory: str | os.PathLike) -> Problem:
         raise ValueError(f"invalid {meta_path}: {exc}") from None
     checker = meta.checker
     kind, _, arg = checker.partition(":")
-    if kind in ("testlib", "openr1", "kattis") and arg and not os.path.isabs(arg):
+    if kind in PROGRAM_CHECKERS and arg and not os.path.isabs(arg):
         checker = f"{kind}:{directory / arg}"
     interactor = str(directory / meta.interactor) if meta.interactor else None
     statement = (directory / "statement.md").read_text() if (directory / "statement.md").exists() else ""
@@ -129,16 +131,18 @@ def _kattis_checker(directory: Path, config: dict) -> str:
             raise ValueError(f"{validators}: only single-file Python output validators are supported; found "
                              f"{[p.name for p in programs][:5]}")
         return f"kattis:{python[0]}"
-    flags = str(config.get("validator_flags", "")).split()
-    for i, flag in enumerate(flags[:-1]):
-        if flag in ("float_tolerance", "float_absolute_tolerance", "float_relative_tolerance"):
-            return f"float:{flags[i + 1]}"
-    return "tokens"
+    flags = " ".join(str(config.get("validator_flags") or "").split())
+    try:
+        IcpcDefaultChecker.from_flags(flags)  # refuse bad flags at load time, naming the file
+    except ValueError as exc:
+        raise ValueError(f"{directory / 'problem.yaml'}: {exc}") from None
+    return f"icpc:{flags}" if flags else "icpc"
 
 
 def load_kattis_problem(directory: str | os.PathLike) -> Problem:
     """Load an ICPC/Kattis package: ``problem.yaml``, ``data/sample`` and ``data/secret`` (``.in``/``.ans``),
-    ``output_validators/`` (a Python validator run with the Kattis protocol) or ``validator_flags`` floats."""
+    ``output_validators/`` (a Python validator run with the Kattis protocol) or the default validator with the
+    ``validator_flags`` (checker ``icpc:FLAGS``: case-insensitive tokens unless ``case_sensitive``, tolerances)."""
     import yaml
 
     directory = Path(directory)

@@ -44,7 +44,8 @@ def test_kattis_package(tmp_path):
     _write_tests(tmp_path / "data" / "sample", [("1\n", "0.5\n")])
     _write_tests(tmp_path / "data" / "secret" / "group1", [("3\n", "1.5\n"), ("1\n", "0.5000000001\n")])
     problem = load_kattis_problem(tmp_path)
-    assert problem.name == "Half" and problem.checker == "float:1e-6" and problem.memory_limit_mb == 128
+    assert problem.name == "Half" and problem.memory_limit_mb == 128
+    assert problem.checker == "icpc:float_tolerance 1e-6"
     assert [t.name for t in problem.tests] == ["sample/1", "secret/group1/1", "secret/group1/2"]
     assert judge_problem(problem, "print(int(input()) / 2)").verdict == Verdict.AC
 
@@ -138,3 +139,29 @@ def test_codeforces_row_with_a_test_without_output_is_a_clear_error():
     row["official_tests"][1]["output"] = None
     with pytest.raises(ValueError, match=r"official_tests: test 2.*output"):
         problem_from_codeforces_row(row)
+
+
+def test_kattis_default_validator_follows_validator_flags(tmp_path):
+    """Kattis's default validator: case-insensitive unless case_sensitive; absolute-only tolerance stays absolute."""
+    (tmp_path / "problem.yaml").write_text("name: YesNo\n")
+    _write_tests(tmp_path / "data" / "secret", [("1\n", "YES\n")])
+    problem = load_kattis_problem(tmp_path)
+    assert problem.checker == "icpc"
+    assert judge_problem(problem, "print('yes')").verdict == Verdict.AC  # Kattis accepts any case by default
+    (tmp_path / "problem.yaml").write_text("name: YesNo\nvalidator_flags: case_sensitive\n")
+    assert judge_problem(load_kattis_problem(tmp_path), "print('yes')").verdict == Verdict.WA
+    (tmp_path / "problem.yaml").write_text("name: Big\nvalidator_flags: float_absolute_tolerance 1e-3\n")
+    _write_tests(tmp_path / "data" / "secret", [("1\n", "1000000\n")])
+    # 1000000.5 is within a relative 1e-3 but not within the absolute 1e-3 the package asks for.
+    assert judge_problem(load_kattis_problem(tmp_path), "print(1000000.5)").verdict == Verdict.WA
+    assert judge_problem(load_kattis_problem(tmp_path), "print(1000000.0004)").verdict == Verdict.AC
+
+
+def test_kattis_bad_validator_flags_are_a_clear_error(tmp_path):
+    (tmp_path / "problem.yaml").write_text("name: X\nvalidator_flags: float_tolerance\n")
+    _write_tests(tmp_path / "data" / "secret", [("1\n", "1\n")])
+    with pytest.raises(ValueError, match=r"problem\.yaml.*float_tolerance needs a finite tolerance"):
+        load_kattis_problem(tmp_path)
+    (tmp_path / "problem.yaml").write_text("name: X\nvalidator_flags: case_insensitive\n")
+    with pytest.raises(ValueError, match="unknown flag 'case_insensitive'"):
+        load_kattis_problem(tmp_path)

@@ -256,6 +256,25 @@ def test_float_checker_numbers_are_plain_decimals():
     assert FloatChecker(1e-6).check(b"", b"1000.0000001 -0 1E3", b"1000 0 1000")[0] == Verdict.AC
 
 
+def test_icpc_default_checker_flags():
+    from agentgspo.sandboxes.judge.checkers import make_checker
+
+    def verdict(spec, output, answer):
+        return make_checker(spec).check(b"", output, answer)[0]
+
+    assert verdict("icpc", b"Yes  NO\n", b"yes no") == Verdict.AC  # case and spacing ignored by default
+    assert verdict("icpc", b"yes", b"yes no") == Verdict.WA  # missing tokens: WA, the format has no PE
+    assert verdict("icpc:case_sensitive", b"Yes", b"yes") == Verdict.WA
+    assert verdict("icpc:space_change_sensitive", b"yes  no", b"yes no") == Verdict.WA
+    assert verdict("icpc:space_change_sensitive", b"YES no\n", b"yes no\n") == Verdict.AC
+    assert verdict("icpc", b"1.0", b"1") == Verdict.WA  # no tolerance: numbers compare as text
+    assert verdict("icpc:float_relative_tolerance 1e-6", b"1000000.5", b"1000000") == Verdict.AC
+    assert verdict("icpc:float_relative_tolerance 1e-6", b"0.0000005", b"0") == Verdict.WA  # relative only
+    assert verdict("icpc:float_tolerance 1e-6", b"0.0000005", b"0") == Verdict.AC  # absolute or relative
+    with pytest.raises(ValueError, match="unknown flag"):
+        make_checker("icpc:ignore_case")
+
+
 @pytest.mark.parametrize("wall", [0, -1.0])
 def test_non_positive_wall_limit_is_a_clear_error(wall):
     with pytest.raises(ValueError, match="wall_limit_s"):
