@@ -93,13 +93,13 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 
 def moving_average(values: Sequence[float], window: int) -> list[float]:
-    """Trailing mean over up to ``window`` values."""
-    out, total = [], 0.0
-    for i, value in enumerate(values):
-        total += value
-        if i >= window:
-            total -= values[i - window]
-        out.append(total / min(i + 1, window))
+    """Trailing mean over up to ``window`` values, skipping NaN (a step without that metric); NaN if all are."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    out = []
+    for i in range(len(values)):
+        recent = [v for v in values[max(0, i + 1 - window): i + 1] if not math.isnan(v)]
+        out.append(sum(recent) / len(recent) if recent else math.nan)
     return out
 
 
