@@ -33,7 +33,8 @@ their scratch files), which can only hurt its own result; it still never sees an
 
 Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
 {"event": "test", "index", "exit_code", "signal", "cpu_s", "wall_s", "memory_kb", "wall_timeout",
- "stdout_b64", "stdout_bytes", "stderr"} | {"event": "done"} | {"event": "error", "message"}.
+ "stdout_b64", "stdout_bytes", "stderr", "image_kb" (C++: the program's static image, see image_kb)} |
+{"event": "done"} | {"event": "error", "message"}.
 """
 
 # _signal is the C module under signal: signal.signal() wraps results in enums, which costs a forked child copied
@@ -407,6 +408,44 @@ def failed_on_its_own(record, limits):
     return record["exit_code"] != 0 or record["wall_timeout"] or record["cpu_s"] > limits["cpu_s"]
 
 
+def image_kb(path):
+    """Address space (KiB) the ELF program ``path`` maps before main: its PT_LOAD segments (code, data, bss),
+    page-rounded. 0 when the file is not a readable ELF program. Read once per call from the program headers.
+
+    A static array beyond the memory limit makes exec fail (SIGSEGV while mapping the bss, or the loader cannot map
+    the libraries beside it); the judge reads that as MLE because of this number."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if len(header) < 52 or header[:4] != b"\x7fELF" or header[4] not in (1, 2) or header[5] not in (1, 2):
+                return 0
+            order = "little" if header[5] == 1 else "big"
+            wide = header[4] == 2  # ELFCLASS64
+
+            def field(data, offset, size):
+                return int.from_bytes(data[offset:offset + size], order)
+
+            if wide:
+                phoff, entsize, count = field(header, 32, 8), field(header, 54, 2), field(header, 56, 2)
+                memsz_at, vaddr_at, size = 40, 16, 8
+            else:
+                phoff, entsize, count = field(header, 28, 4), field(header, 42, 2), field(header, 44, 2)
+                memsz_at, vaddr_at, size = 20, 8, 4
+            if not count or entsize < memsz_at + size or count > 4096:
+                return 0
+            f.seek(phoff)
+            table = f.read(entsize * count)
+    except OSError:
+        return 0
+    total = 0
+    for at in range(0, len(table) - entsize + 1, entsize):
+        if field(table, at, 4) == 1:  # PT_LOAD
+            start = field(table, at + vaddr_at, size)
+            end = start + field(table, at + memsz_at, size)
+            total += ((end + 4095) & ~4095) - (start & ~4095)
+    return total // 1024
+
+
 def load_program(spec, result_stream):
     """Python: compile the source once (SyntaxError -> compile event with ok=False) and preload the standard modules
     it names. C++: the binary path."""
@@ -520,6 +559,7 @@ class TestRun:
         self.running = {}  # pid -> Running
         self.waiter = Waiter()
         self.stdio = prepare_stdio() if spec["lang"] == "py" else None
+        self.image_kb = image_kb(program) if spec["lang"] != "py" else 0
         self.finished = {}  # index -> record, until its turn to be emitted
         self.next_test = self.next_emit = 0
         self.end = len(self.tests)  # tests from this index on are not run (stop_on_error)
@@ -620,6 +660,8 @@ class TestRun:
         record["stdout_b64"] = binascii.b2a_base64(stdout[:self.out_cap], newline=False).decode()
         record["stdout_bytes"] = size
         record["stderr"] = stderr[:self.err_cap].decode("utf-8", "replace")
+        if self.image_kb:
+            record["image_kb"] = self.image_kb
         if test.index < self.end:
             self.finished[test.index] = record
             if self.stop_on_error and failed_on_its_own(record, self.limits):
@@ -676,6 +718,8 @@ def mode_interact(spec):
     stderr, _ = read_fd_capped(ferr, cap)
     os.close(ferr)
     record.update(stdout_b64="", stdout_bytes=0, stderr=stderr[:cap].decode("utf-8", "replace"))
+    if spec["lang"] != "py":
+        record["image_kb"] = image_kb(program)
     emit(result_stream, record)
 
 

@@ -61,7 +61,8 @@ def classify_run(event: dict, limits: Limits, interactive: bool = False) -> Verd
 
     Order: output limit, time (CPU, then the wall guard: ILE for an interactive solution that idled), memory,
     runtime error. MLE is a failed run that hit the address-space limit (allocation error or peak near the limit)
-    or a peak above the limit.
+    or a peak above the limit. A C++ program's static image (``image_kb``: code, data, bss) counts as a peak: a
+    global array beyond the limit makes exec fail (SIGSEGV, or the loader cannot map the libraries), which is MLE.
     """
     output_bytes = int(limits.output_limit_mb * 1024 * 1024)
     sig = event.get("signal")
@@ -72,7 +73,7 @@ def classify_run(event: dict, limits: Limits, interactive: bool = False) -> Verd
         return Verdict.TLE
     if event.get("wall_timeout"):
         return Verdict.ILE if interactive else Verdict.TLE
-    memory_mb = event.get("memory_kb", 0) / 1024
+    memory_mb = max(event.get("memory_kb", 0), event.get("image_kb", 0)) / 1024
     failed = event.get("exit_code") != 0
     if interactive and sig == signal.SIGPIPE:
         return None  # the interactor hung up first: its verdict decides
@@ -93,7 +94,8 @@ def _run_message(event: dict, verdict: Verdict) -> str:
     if verdict in (Verdict.TLE, Verdict.ILE):
         return f"cpu {event.get('cpu_s', 0):.3f} s, wall {event.get('wall_s', 0):.3f} s"
     if verdict == Verdict.MLE:
-        return f"peak {event.get('memory_kb', 0) / 1024:.1f} MB: {event.get('stderr', '')[-300:]}".strip()
+        image = f", static image {event['image_kb'] / 1024:.1f} MB" if event.get("image_kb") else ""
+        return f"peak {event.get('memory_kb', 0) / 1024:.1f} MB{image}: {event.get('stderr', '')[-300:]}".strip()
     if verdict == Verdict.OLE:
         return f"output of {event.get('stdout_bytes', 0)} bytes or more"
     return ""

@@ -52,6 +52,24 @@ def test_cpp_verdicts(expected):
         assert "error" in result.compile_output
 
 
+BIG_STATIC = "#include <bits/stdc++.h>\nchar a[%d<<20];\nint main(){int n; std::cin>>n; %s std::cout<<n<<std::endl;}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("megabytes, body, expected", [
+    (600, "", Verdict.MLE),  # the static array alone is beyond the limit: the program cannot even start
+    (600, "a[n << 20] = 1;", Verdict.MLE),
+    (125, "", Verdict.MLE),  # the libraries no longer fit beside it (the loader fails)
+    (64, "", Verdict.WA),  # fits: runs
+    (64, "int *p = nullptr; *(volatile int *)p = n;", Verdict.RE),  # a plain segfault stays RE
+], ids=["untouched", "touched", "no-room-for-libraries", "fits", "null-pointer"])
+def test_cpp_static_array_beyond_the_memory_limit_is_mle(megabytes, body, expected):
+    result = judge(BIG_STATIC % (megabytes, body), APLUSB[:1], lang="cpp", limits=LIMITS)
+    assert result.verdict == expected, result.to_dict()
+    if expected == Verdict.MLE:
+        assert "static" in result.tests[0].message, result.to_dict()
+
+
 def test_judge_reports_per_test_time_and_memory():
     result = judge(PY["AC"], APLUSB, limits=LIMITS)
     assert result.verdict == Verdict.AC and result.passed == 3
