@@ -14,6 +14,8 @@ TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)(?:" + re.escape(TOOL_CALL_CLOSE) + r"|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+_TOO_DEEP = "could not parse the tool call: its JSON is nested too deeply; write " \
+            '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ def _parse_block(body: str) -> ToolCall | str:
     except json.JSONDecodeError as exc:
         return f"could not parse the tool call as JSON ({exc.msg} at char {exc.pos}); write " \
                '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+    except RecursionError:
+        return _TOO_DEEP
     if not isinstance(payload, dict):
         return f"expected a JSON object with 'name' and 'arguments' in <tool_call>, got {type(payload).__name__}"
     name = payload.get("name")
@@ -47,6 +51,8 @@ def _parse_block(body: str) -> ToolCall | str:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError:
             return f"the arguments of {name!r} are a string that is not valid JSON"
+        except RecursionError:
+            return _TOO_DEEP
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):

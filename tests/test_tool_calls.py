@@ -72,3 +72,12 @@ def test_action_from_text_keeps_text_calls_and_errors():
     action = Action.from_text('hi <tool_call>{"name": "f", "arguments": {}}</tool_call><tool_call>x</tool_call>')
     assert action.text.startswith("hi ")
     assert action.tool_calls == (ToolCall("f", {}),) and len(action.parse_errors) == 1
+
+
+@pytest.mark.parametrize("body", [
+    "[" * 100_000,  # a degenerate sample repeating one character: json.loads raises RecursionError, not a decode error
+    '{"name": "f", "arguments": "' + "[" * 100_000 + '"}',  # the same inside arguments sent as a JSON string
+])
+def test_deeply_nested_json_is_an_error_message_not_an_exception(body):
+    calls, errors = parse_tool_calls(f"<tool_call>{body}</tool_call>")
+    assert calls == [] and len(errors) == 1 and "nested too deeply" in errors[0]
