@@ -21,6 +21,8 @@ _QUESTION = re.compile(r"What is (.+)\?")
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
         ast.Mod: operator.mod, ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg,
         ast.UAdd: operator.pos}
+_MAX_DIGITS = 4000  # below Python's int-to-str limit (4300); bigger results are refused before they are computed
+_MAX_BITS = int(_MAX_DIGITS * 3.33)
 
 
 def _evaluate(node: ast.AST) -> int | float:
@@ -30,7 +32,13 @@ def _evaluate(node: ast.AST) -> int | float:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 64:
             raise ValueError("exponent too large (at most 64)")
-        return _OPS[type(node.op)](left, right)
+        if isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) and right > 0 \
+                and (abs(left).bit_length() - 1) * right > _MAX_BITS:  # e.g. ((9**64)**64)**64: checked before pow
+            raise ValueError(f"result too large (more than {_MAX_DIGITS} digits)")
+        value = _OPS[type(node.op)](left, right)
+        if isinstance(value, int) and value.bit_length() > _MAX_BITS:
+            raise ValueError(f"result too large (more than {_MAX_DIGITS} digits)")
+        return value
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_evaluate(node.operand))
     raise ValueError(f"unsupported syntax {ast.dump(node)[:40]}; use numbers, + - * / // % ** and parentheses")

@@ -39,6 +39,22 @@ def test_calculator_oracle_scores_one_and_wrong_scores_zero():
     assert bad == 0.0
 
 
+
+@pytest.mark.parametrize("expression", [
+    "(((9**64)**64)**64)**64",  # each exponent is <= 64, but the base keeps growing: ~10^(10^7), seconds of bigint pow
+    "((9**64)**64)*((9**64)**64)*((9**64)**64)",  # 11,700 digits: Python's int-to-str limit, which suggested sys.*
+])
+def test_calculator_refuses_huge_results_fast_with_a_clear_message(expression):
+    import time
+
+    env = gym.make("agentgspo/Calculator-v0")
+    env.reset(seed=0)
+    start = time.monotonic()
+    messages, *_, info = env.step(agentgspo.ToolCall("calculate", {"expression": expression}).to_text())
+    assert time.monotonic() - start < 2.0  # the pow holds the GIL: every other env thread stalled meanwhile
+    assert info["tool_errors"] == {"tool_exception": 1}
+    assert "too large" in messages[0]["content"] and "set_int_max_str_digits" not in messages[0]["content"]
+
 def test_same_seed_same_task_different_seed_different_task():
     env = gym.make("agentgspo/Calculator-v0")
     first = env.reset(seed=1)[0]
