@@ -33,7 +33,8 @@ their scratch files), which can only hurt its own result; it still never sees an
 
 Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
 {"event": "test", "index", "exit_code", "signal", "cpu_s", "wall_s", "memory_kb", "wall_timeout",
- "stdout_b64", "stdout_bytes", "stderr", "image_kb" (C++: the program's static image, see image_kb)} |
+ "stdout_b64", "stdout_bytes", "stderr", "image_kb" (C++: the program's static image, see image_kb),
+ "peer_hung_up" (interact: see mode_interact)} |
 {"event": "done"} | {"event": "error", "message"}.
 """
 
@@ -698,8 +699,21 @@ def mode_run(spec):
     run.run()
 
 
+def hung_up(fd):
+    """True when the writing side of ``fd`` (a copy of the solution's stdin) is closed: the interactor hung up."""
+    poller = select.poll()
+    rdhup = getattr(select, "POLLRDHUP", 0x2000)  # a socket shut for writing (a pipe says POLLHUP)
+    poller.register(fd, select.POLLIN | rdhup)
+    return any(events & (select.POLLHUP | rdhup) for _, events in poller.poll(0))
+
+
 def mode_interact(spec):
-    """One test; the solution inherits our stdin/stdout (pipes to the interactor); events go to stderr."""
+    """One test; the solution inherits our stdin/stdout (pipes to the interactor); events go to stderr.
+
+    The event says whether the interactor had closed the solution's stdin when the solution ended
+    (``peer_hung_up``): then a crash of the solution may be its reaction to EOF, and the interactor's verdict
+    decides. Our copy of the solution's stdout is held until then, so a solution that closes its stdout but keeps
+    running gives the interactor EOF only when it ends."""
     result_stream = sys.stderr
     program = load_program(spec, result_stream)
     if program is None:
@@ -707,13 +721,22 @@ def mode_interact(spec):
     os.makedirs(WORK, exist_ok=True)
     ferr = scratch_fd(ERR)
     pid = spawn(child_plan(spec["limits"]), spec["lang"], program, WORK, 0, 1, ferr)
-    # The solution owns the pipes now: close ours so EOF propagates when it exits.
+    # Which end hung up first: we keep a copy of both pipes until the solution is reaped, so the interactor cannot
+    # see EOF (or a broken pipe) from the solution's death before we look whether it had closed its side already.
+    kept = (os.dup(0), os.dup(1))
+    # The solution owns the pipes now; fds 0 and 1 become /dev/null, our copies are closed right after the wait.
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    status, usage, wall, timed_out = wait_with_guard(pid, spec["limits"]["wall_s"])
+    try:
+        status, usage, wall, timed_out = wait_with_guard(pid, spec["limits"]["wall_s"])
+        peer_hung_up = hung_up(kept[0])
+    finally:
+        for fd in kept:
+            os.close(fd)
     kill_strays(spec.get("kill_strays"), pid)
     record = describe(status, usage, wall, timed_out, 0)
+    record["peer_hung_up"] = peer_hung_up
     cap = int(spec["limits"].get("stderr_bytes", 4096))
     stderr, _ = read_fd_capped(ferr, cap)
     os.close(ferr)

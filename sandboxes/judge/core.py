@@ -211,8 +211,9 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
 
 def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
                          limits: Limits) -> TestResult:
-    """Precedence: interactor failure -> JE; solution TLE/ILE/MLE/OLE -> that; interactor WA/PE -> WA/PE;
-    solution RE -> RE; else AC."""
+    """Precedence: interactor failure -> JE; solution TLE/ILE/MLE/OLE/RE -> that; interactor WA/PE -> WA/PE;
+    else AC. A runtime error (or SIGPIPE) after the interactor hung up (``peer_hung_up``: it had closed the
+    solution's stdin when the solution ended, so the crash may be a reaction to EOF) yields to its WA/PE."""
     test_events = [e for e in events if e.get("event") == "test"]
     compile_error = _compile_error_of(events)
     if compile_error is not None:
@@ -224,7 +225,8 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
     if peer_code not in (0, 1, 2):
         return _test_result(name, event, Verdict.JE, f"interactor exited with {peer_code}: {peer_msg}")
     # A runtime error after the interactor rejected and hung up (EOF, broken pipe) is a consequence: WA/PE wins.
-    if own is not None and not (own == Verdict.RE and peer_code in (1, 2)):
+    # One while the interactor still waited for the solution is the solution's own: RE.
+    if own is not None and not (own == Verdict.RE and peer_code in (1, 2) and event.get("peer_hung_up", True)):
         return _test_result(name, event, own)
     if peer_code in (1, 2):
         return _test_result(name, event, Verdict.WA if peer_code == 1 else Verdict.PE, peer_msg)

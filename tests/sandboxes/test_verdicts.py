@@ -151,6 +151,26 @@ def test_interactive(solution, expected):
     assert time.time() - start < 3 * (LIMITS.wall_s + 2)
 
 
+CRASH_MID_PY = "n = int(input())\nprint('?', 1, flush=True)\ninput()\nraise RuntimeError('crashed while the interactor waits')\n"
+CRASH_MID_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n; std::cout<<\"? 1\"<<std::endl;"
+                 "std::cin>>r; volatile int *p=nullptr; *p=n; std::cout<<\"! 1\"<<std::endl;}")
+# Keeps asking; once the interactor rejects (too many queries) and hangs up, reading fails and it segfaults.
+CRASH_AFTER_REJECT_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n;"
+                          "for(;;){std::cout<<\"? 1\"<<std::endl; if(!(std::cin>>r)){volatile int *p=nullptr; *p=n;}}}")
+
+
+@pytest.mark.parametrize("solution, lang, expected", [
+    (CRASH_MID_PY, "py", Verdict.RE),
+    pytest.param(CRASH_MID_CPP, "cpp", Verdict.RE, marks=pytest.mark.slow),
+    pytest.param(CRASH_AFTER_REJECT_CPP, "cpp", Verdict.WA, marks=pytest.mark.slow),
+], ids=["py-crash-while-interactor-waits", "cpp-segfault-while-interactor-waits", "cpp-segfault-after-rejection"])
+def test_interactive_crash_is_re_unless_the_interactor_hung_up_first(solution, lang, expected):
+    for _ in range(3):  # the order of the two ends must not depend on timing
+        result = judge(solution, INTERACTIVE_TESTS[1:2], lang=lang,
+                       interactor=FIXTURES / "interactive" / "interactor.py", limits=LIMITS)
+        assert result.verdict == expected, result.to_dict()
+
+
 def test_run_python_tool_result():
     result = run_python("import sys\nprint(sys.stdin.read().upper())\nprint('err', file=sys.stderr)\nexit(3)", "abc")
     assert (result.stdout, result.stderr.strip(), result.exit_code, result.verdict) == ("ABC\n", "err", 3, Verdict.RE)
@@ -181,6 +201,15 @@ def test_docker_verdicts_and_interactive(docker_backend):
     result = judge(BINARY_SEARCH, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
                    limits=LIMITS, backend=docker_backend)
     assert result.verdict == Verdict.AC, result.to_dict()
+
+
+@pytest.mark.docker
+def test_docker_interactive_crash_while_the_interactor_waits_is_re(docker_backend):
+    interactor = FIXTURES / "interactive" / "interactor.py"
+    crash = judge(CRASH_MID_PY, INTERACTIVE_TESTS[1:2], interactor=interactor, limits=LIMITS, backend=docker_backend)
+    assert crash.verdict == Verdict.RE, crash.to_dict()
+    rejected = judge(LINEAR, INTERACTIVE_TESTS[1:2], interactor=interactor, limits=LIMITS, backend=docker_backend)
+    assert rejected.verdict == Verdict.WA, rejected.to_dict()
 
 
 # --- several tests of one submission at once (workers) --------------------------------------------------------
