@@ -368,7 +368,8 @@ class CodeforcesEnv(ChatEnv):
                 "judge_errors": self.judge_errors}
 
     def step(self, action: Action | str):
-        """Run the tools; end the episode (with the final reward) at AC, no submissions left or judge errors."""
+        """Run the tools; end the episode (with the final reward) at AC, no submissions left, judge errors or
+        ``max_parse_errors``."""
         action = as_action(action)
         messages, reward, terminated, truncated, info = super().step(action)
         if not action.tool_calls and not action.parse_errors:
@@ -376,8 +377,8 @@ class CodeforcesEnv(ChatEnv):
         info.update(self._info())
         if self.judge_errors >= self.max_judge_errors:
             info.update(stop_reason="judge_error", mask_turn=True)
-            return messages, reward, True, truncated, info
-        if self.accepted or len(self.submissions) >= self.max_submissions:
+            return messages, reward + self._final_reward(), True, truncated, info
+        if terminated or self.accepted or len(self.submissions) >= self.max_submissions:  # also max_parse_errors
             return messages, reward + self._final_reward(), True, truncated, info
         return messages, reward, terminated, truncated, info
 

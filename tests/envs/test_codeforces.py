@@ -68,6 +68,42 @@ def test_partial_credit_and_compile_error_penalty():
     assert "No submissions left" in messages[0]["content"]
 
 
+
+def test_an_episode_ended_by_parse_errors_still_gets_its_final_reward():
+    # Partial credit earned and compile-error penalties incurred before the episode ends are paid however it ends;
+    # otherwise malformed tool calls after a compile error dodge the penalty (and a partial solution earns 0).
+    env = _env(0, partial_credit=True, compile_error_penalty=0.25, max_submissions=3, max_parse_errors=1)
+    small_only = "a, b = map(int, input().split())\nprint(a + b if abs(a) < 10**9 else 0)\n"
+    total = 0.0
+    for code, lang in (("int main( {", "cpp"), (small_only, "python")):
+        _, reward, terminated, *_ = env.step(_call("submit", code=code, lang=lang))
+        assert not terminated
+        total += reward
+    _, reward, terminated, _, info = env.step("<tool_call>{oops</tool_call>")
+    assert terminated and info["stop_reason"] == "parse_error"
+    assert total + reward == pytest.approx(2 / 4 - 0.25)
+
+
+def test_an_episode_ended_by_judge_errors_gets_the_final_reward_a_plain_turn_would(tmp_path):
+    # A checker that crashes (JE) on one output: the episode ends with stop_reason judge_error, and the compile
+    # error before it is charged as when the last submission comes in a turn without tool calls (respond).
+    checker = "import sys\nout = open(sys.argv[3]).read()\nassert 'crash' not in out\nprint(1)\n"
+    row = {"id": "je/1", "title": "Echo", "time_limit": 1.0, "memory_limit": 256.0, "description": "Print 1.",
+           "examples": [{"input": "", "output": "1\n"}], "official_tests": [{"input": "", "output": "1\n"}],
+           "official_tests_complete": True, "generated_checker": checker}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    endings = {}
+    for ending in ("tool call", "plain turn"):
+        env = _env(0, data_files=path, compile_error_penalty=0.25, max_judge_errors=1)
+        _, total, *_ = env.step(_call("submit", code="int main( {", lang="cpp"))
+        crash = "print('crash')\n"
+        last = _call("submit", code=crash) if ending == "tool call" else f"```python\n{crash}```"
+        _, reward, terminated, _, info = env.step(last)
+        assert terminated and info["stop_reason"] == "judge_error" and info["judge_errors"] == 1
+        endings[ending] = total + reward
+    assert endings == {"tool call": -0.25, "plain turn": -0.25}
+
 def test_a_plain_turn_submits_its_last_code_block_and_ends():
     env = _env(0)
     _, reward, terminated, _, info = env.step(f"Done.\n```python\n{A_PLUS_B}```")
