@@ -8,7 +8,7 @@ insensitive unless ``space_change_sensitive``, numbers within ``float_absolute_t
 ``PATH INPUT OUTPUT ANSWER`` (exit 0 AC, 1 WA, 2 PE, anything else a judge error) and ``openr1:PATH`` runs an
 open-r1/codeforces generated checker ``PATH INPUT ANSWER OUTPUT`` (prints 1 or 100 on stdout for a pass);
 ``kattis:PATH`` runs an ICPC output validator ``PATH INPUT ANSWER FEEDBACK_DIR < OUTPUT`` (exit 42 AC, 43 WA).
-A ``.py`` checker is run with python3. Checkers are jury code: trusted, run with a timeout only.
+A ``.py`` checker is run with python3; its uncaught exception (exit 1 with a traceback) is a judge error, not WA. Checkers are jury code: trusted, run with a timeout only.
 
 Token mismatch rules follow testlib: a differing token is WA; output that ends early or has extra tokens is PE.
 """
@@ -196,6 +196,22 @@ def program_argv(path: str | os.PathLike) -> list[str]:
     return [sys.executable if sys.executable else "python3", path] if path.endswith(".py") else [path]
 
 
+PYTHON_TRACEBACK = b"Traceback (most recent call last):"
+
+
+def python_crashed(path: str | os.PathLike, returncode: int | None, stderr: bytes) -> bool:
+    """A ``.py`` jury program that ended on an uncaught exception: exit 1 with a traceback on stderr (a deliberate
+    ``sys.exit(1)`` prints none). That is the jury's failure, not a WA. A BrokenPipeError is not counted: the
+    solution closed its end of an interactor's pipe."""
+    if returncode != 1 or not str(path).endswith(".py"):
+        return False
+    at = stderr.rfind(PYTHON_TRACEBACK)
+    if at < 0:
+        return False
+    last = stderr[at:].strip().splitlines()[-1]
+    return not last.startswith(b"BrokenPipeError")
+
+
 @dataclass
 class ExternalChecker:
     """A checker program. ``style="testlib"``: ``PATH INPUT OUTPUT ANSWER``, exit 0/1/2 = AC/WA/PE, else JE.
@@ -233,6 +249,9 @@ class ExternalChecker:
             verdict = {42: Verdict.AC, 43: Verdict.WA}.get(done.returncode, Verdict.JE)
             return verdict, message if verdict != Verdict.JE else f"validator exited with {done.returncode}: {message}"
         verdict = {0: Verdict.AC, 1: Verdict.WA, 2: Verdict.PE}.get(done.returncode, Verdict.JE)
+        if verdict == Verdict.WA and python_crashed(self.path, done.returncode, done.stderr):
+            tail = done.stderr.decode("utf-8", "replace").strip()[-500:]
+            return Verdict.JE, f"checker crashed (judge failure, not the solution's): {tail}"
         if verdict == Verdict.JE:
             message = f"checker exited with {done.returncode} (judge failure, not the solution's): {message}"
         return verdict, message

@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 
 from ..protocol import Sandbox, Session, get_sandbox
 from ..results import ExecResult, JudgeResult, Limits, TestResult, Verdict
-from .checkers import Checker, make_checker, program_argv
+from .checkers import Checker, make_checker, program_argv, python_crashed
 from .compile import cpp_compile_command, host_pch_dir, normalize_language
 
 BINARY = "solution"
@@ -190,7 +190,7 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
                     return peer_holder[-1]
 
                 events = box.interact(spec, start)
-                peer_code, peer_msg = None, ""
+                peer_code, peer_msg, peer_crashed = None, "", False
                 if peer_holder:
                     try:
                         peer_code = peer_holder[0].wait(timeout=limits.wall_s + 5)
@@ -200,7 +200,12 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
                         peer_msg = "interactor did not exit after the solution ended"
                     err_file.seek(0)
                     peer_msg = (peer_msg or err_file.read(500).decode("utf-8", "replace")).strip()
-            results.append(_interactive_verdict(case.name, events, peer_code, peer_msg, limits))
+                    if peer_code == 1 and interactor.endswith(".py"):
+                        err_file.seek(max(0, os.fstat(err_file.fileno()).st_size - 16384))
+                        tail = err_file.read()
+                        if python_crashed(interactor, peer_code, tail):
+                            peer_crashed, peer_msg = True, tail.decode("utf-8", "replace").strip()[-500:]
+            results.append(_interactive_verdict(case.name, events, peer_code, peer_msg, limits, peer_crashed))
             if (results[-1].verdict == Verdict.JE and peer_holder and _error_of(events) is not None
                     and _solution_broke_the_box(events, box, limits)):
                 results[-1] = TestResult(case.name, Verdict.RE, message=f"{RUNNER_KILLED}: {_error_of(events)}")
@@ -210,8 +215,8 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
 
 
 def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
-                         limits: Limits) -> TestResult:
-    """Precedence: interactor failure -> JE; solution TLE/ILE/MLE/OLE/RE -> that; interactor WA/PE -> WA/PE;
+                         limits: Limits, peer_crashed: bool = False) -> TestResult:
+    """Precedence: interactor failure (an exit code other than 0/1/2, or a Python interactor's crash) -> JE; solution TLE/ILE/MLE/OLE/RE -> that; interactor WA/PE -> WA/PE;
     else AC. A runtime error (or SIGPIPE) after the interactor hung up (``peer_hung_up``: it had closed the
     solution's stdin when the solution ended, so the crash may be a reaction to EOF) yields to its WA/PE."""
     test_events = [e for e in events if e.get("event") == "test"]
@@ -222,6 +227,9 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
         return TestResult(name, Verdict.JE, message=_error_of(events) or peer_msg or "interactor did not start")
     event = test_events[0]
     own = classify_run(event, limits, interactive=True)
+    if peer_crashed:
+        return _test_result(name, event, Verdict.JE, f"interactor crashed (judge failure, not the solution's): "
+                                                     f"{peer_msg}")
     if peer_code not in (0, 1, 2):
         return _test_result(name, event, Verdict.JE, f"interactor exited with {peer_code}: {peer_msg}")
     # A runtime error after the interactor rejected and hung up (EOF, broken pipe) is a consequence: WA/PE wins.

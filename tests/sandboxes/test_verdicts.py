@@ -99,6 +99,19 @@ def test_broken_checker_is_a_judge_error_not_the_solutions_fault(tmp_path):
     assert result.verdict == Verdict.JE
 
 
+def test_crashing_python_checker_is_a_judge_error_but_its_exit_1_is_wrong_answer(tmp_path):
+    crashes = tmp_path / "crashing_checker.py"
+    crashes.write_text("import sys\nanswer = open(sys.argv[3]).read().split()\nprint(answer[5])\n")  # IndexError
+    result = judge(PY["AC"], APLUSB, checker=f"testlib:{crashes}", limits=LIMITS)
+    assert result.verdict == Verdict.JE and "IndexError" in result.tests[0].message, result.to_dict()
+    rejects = tmp_path / "rejecting_checker.py"
+    rejects.write_text("import sys\nprint('wrong', file=sys.stderr)\nsys.exit(1)\n")
+    assert judge(PY["AC"], APLUSB, checker=f"testlib:{rejects}", limits=LIMITS).verdict == Verdict.WA
+    says = tmp_path / "message_checker.py"
+    says.write_text("import sys\nsys.exit('expected 3, got 4')\n")  # SystemExit with a message: exit 1, WA
+    assert judge(PY["AC"], APLUSB, checker=f"testlib:{says}", limits=LIMITS).verdict == Verdict.WA
+
+
 def test_float_checker():
     tests = [("3\n", "0.333333333\n"), ("7\n", "0.142857142857\n")]
     close = "print(1 / int(input()) + 4e-7)\n"
@@ -169,6 +182,21 @@ def test_interactive_crash_is_re_unless_the_interactor_hung_up_first(solution, l
         result = judge(solution, INTERACTIVE_TESTS[1:2], lang=lang,
                        interactor=FIXTURES / "interactive" / "interactor.py", limits=LIMITS)
         assert result.verdict == expected, result.to_dict()
+
+
+def test_crashing_python_interactor_is_a_judge_error(tmp_path):
+    crashes = tmp_path / "crashing_interactor.py"
+    crashes.write_text("import sys\nn, secret = open(sys.argv[1]).read().split()\nprint(n, flush=True)\n"
+                       "query = sys.stdin.readline().split()\nprint({}[query[0]])\n")  # KeyError
+    result = judge(BINARY_SEARCH, INTERACTIVE_TESTS[1:2], interactor=crashes, limits=LIMITS)
+    assert result.verdict == Verdict.JE and "KeyError" in result.tests[0].message, result.to_dict()
+
+
+def test_python_interactor_broken_pipe_after_the_solution_left_is_not_a_judge_error(tmp_path):
+    floods = tmp_path / "flooding_interactor.py"  # writes until the pipe breaks: the solution ended without reading
+    floods.write_text("import sys\nwhile True:\n    sys.stdout.write('1' * 4096 + '\\n')\n    sys.stdout.flush()\n")
+    result = judge("print('! 1')\n", INTERACTIVE_TESTS[1:2], interactor=floods, limits=LIMITS)
+    assert result.verdict == Verdict.WA, result.to_dict()
 
 
 def test_run_python_tool_result():
