@@ -1,6 +1,8 @@
 """Parse tool calls in the Hermes/Qwen format: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
 
-Parsing never raises: each block that cannot be read becomes an error string the model will see.
+Parsing never raises: each block that cannot be read becomes an error string the model will see. Only the text after
+the last ``</think>`` can call tools: blocks inside the reasoning are thoughts (as vLLM's and SGLang's reasoning
+parsers strip it before their tool parsers run).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
+THINK_CLOSE = "</think>"
 _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)(?:" + re.escape(TOOL_CALL_CLOSE) + r"|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 _TOO_DEEP = "could not parse the tool call: its JSON is nested too deeply; write " \
@@ -61,7 +64,8 @@ def _parse_block(body: str) -> ToolCall | str:
 
 
 def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:
-    """All tool calls in ``text`` and one error message per block that could not be parsed.
+    """All tool calls in ``text`` (after its last ``</think>``) and one error message per block that could not be
+    parsed.
 
     >>> calls, errors = parse_tool_calls('<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>')
     >>> calls, errors
@@ -69,6 +73,7 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:
     >>> parse_tool_calls('<tool_call>{"name": "f", "argu')[1][0].startswith('could not parse')
     True
     """
+    text = text[text.rfind(THINK_CLOSE) + len(THINK_CLOSE):] if THINK_CLOSE in text else text
     if TOOL_CALL_OPEN not in text:
         return [], []
     calls: list[ToolCall] = []

@@ -81,3 +81,12 @@ def test_action_from_text_keeps_text_calls_and_errors():
 def test_deeply_nested_json_is_an_error_message_not_an_exception(body):
     calls, errors = parse_tool_calls(f"<tool_call>{body}</tool_call>")
     assert calls == [] and len(errors) == 1 and "nested too deeply" in errors[0]
+
+
+def test_calls_inside_think_are_reasoning_not_calls():
+    # As vLLM/SGLang's reasoning parsers do before the tool parser: only what follows </think> can call tools.
+    thought = '<think>\nI could call <tool_call>{"name": "f", "arguments": {}}</tool_call> or <tool_call>{bad\n</think>\n'
+    assert parse_tool_calls(thought + "The answer is 3.") == ([], [])
+    assert parse_tool_calls(thought + '<tool_call>{"name": "g", "arguments": {}}</tool_call>') == ([ToolCall("g", {})], [])
+    # a template that opens <think> in the prompt: the completion starts inside the thought
+    assert parse_tool_calls('<tool_call>{"name": "f"}</tool_call></think>done') == ([], [])
