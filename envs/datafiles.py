@@ -57,7 +57,8 @@ def jsonl_objects(text: str, path: Path) -> Iterator[tuple[int, Any]]:
 
 
 def read_data_file(path: Path) -> list[Any]:
-    """The rows of a .jsonl (read with ``json``), .json, .parquet or .csv file (read with ``datasets``).
+    """The rows of a .jsonl (read with ``json``), .json, .parquet or .csv file (read with ``datasets``; CSV fields
+    stay strings).
 
     Raises ``ValueError`` for an unknown suffix or a bad JSONL line, ``ImportError`` (with the install command) when
     a non-JSONL file needs ``datasets`` and it is missing.
@@ -71,7 +72,14 @@ def read_data_file(path: Path) -> list[Any]:
     kind = DATA_FILE_SUFFIXES.get(path.suffix)
     if kind is None:
         raise ValueError(f"{path}: expected a .jsonl, .json, .parquet or .csv file, got {path.suffix or 'no suffix'!r}")
-    return list(datasets.load_dataset(kind, data_files=str(path), split="train"))
+    features = None
+    if kind == "csv":  # CSV has no types: keep every field as its text (pandas would make "42" an int64)
+        import csv
+
+        with path.open(newline="", encoding="utf-8") as file:
+            header = next(csv.reader(file), [])
+        features = datasets.Features({name: datasets.Value("string") for name in header})
+    return list(datasets.load_dataset(kind, data_files=str(path), split="train", features=features))
 
 
 # ----------------------------------------------------------------------------------------------- caching

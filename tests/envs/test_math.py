@@ -101,6 +101,16 @@ def test_parquet_files_load_through_datasets(tmp_path):
     assert MathEnv(data_files=path).rows == [{"problem": "2+2?", "answer": "4"}]
 
 
+
+def test_csv_files_keep_numeric_answers_as_strings(tmp_path):
+    # CSV has no types: "4" (quoted or not) is the text 4; inferring int64 made every CSV of integer answers fail
+    # with advice ("quote numbers in the file") that a CSV cannot follow.
+    pytest.importorskip("datasets")
+    path = tmp_path / "q.csv"
+    path.write_text('problem,answer\n2+2?,4\n"Half of 1?","0.50"\n')
+    assert MathEnv(data_files=path).rows == [{"problem": "2+2?", "answer": "4"},
+                                             {"problem": "Half of 1?", "answer": "0.50"}]
+
 @pytest.mark.parametrize("rows, message", [
     ([{"problem": "a"}, {"problem": "b", "answer": "1"}], "row 1: missing field 'answer'"),
     ([{"problem": "a", "answer": "1"}, {"problem": "b", "answer": 2}], "row 2: field 'answer' must be a non-empty"),
