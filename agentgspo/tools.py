@@ -40,6 +40,7 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
     params: dict[str, str] = {}
     in_args = False
+    arg_indent, last = None, None
     for line in doc.splitlines():
         if line.strip() in ("Args:", "Arguments:", "Parameters:"):
             in_args = True
@@ -47,9 +48,14 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
         if in_args:
             if line.strip() and not line.startswith((" ", "\t")):
                 break
+            indent = len(line) - len(line.lstrip())
+            if last is not None and line.strip() and indent > arg_indent:  # a wrapped description goes on
+                params[last] += " " + line.strip()
+                continue
             match = _ARG_LINE.match(line)
             if match:
-                params[match.group(1)] = match.group(2).strip()
+                arg_indent, last = indent, match.group(1)
+                params[last] = match.group(2).strip()
     return description, params
 
 

@@ -86,6 +86,27 @@ def test_schema_comes_from_type_hints_and_docstring_args():
     assert function["parameters"]["required"] == ["a"]
 
 
+
+def test_wrapped_argument_descriptions_are_kept_whole():
+    def lookup(key: str, limit: int = 3) -> str:
+        """Look a key up.
+
+        Args:
+            key: the key to look up; a long description wrapped onto
+                a second line, with a colon: like this.
+            limit (int): at most this many
+                results.
+
+        Returns:
+            the values.
+        """
+        return key
+
+    properties = Tool(lookup).schema["function"]["parameters"]["properties"]
+    assert properties["key"]["description"] == ("the key to look up; a long description wrapped onto a second line, "
+                                                "with a colon: like this.")
+    assert properties["limit"]["description"] == "at most this many results."
+
 def test_env_exposes_schemas_of_all_tools_in_order():
     assert [s["function"]["name"] for s in ToolEnv().tool_schemas] == ["add", "explode", "async_mul"]
 
