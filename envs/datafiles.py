@@ -9,6 +9,7 @@ their own objects from :func:`read_data_file` and cache them in a :class:`Loaded
 from __future__ import annotations
 
 import json
+import numbers
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from importlib import resources
@@ -165,6 +166,6 @@ def task_index(seed: int | None, options: dict[str, Any] | None, n: int, np_rand
     index = (options or {}).get("index")
     if index is None:
         return seed % n if seed is not None else int(np_random.integers(n))
-    if not isinstance(index, int) or not 0 <= index < n:
+    if not isinstance(index, numbers.Integral) or isinstance(index, bool) or not 0 <= index < n:  # numpy ints too
         raise ValueError(f"options['index']: expected an int in [0, {n}), got {index!r}")
-    return index
+    return int(index)

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from agentgspo.envs.datafiles import LoadedOnce, jsonl_objects, load_rows, loaded_row_sets, read_data_file
+from agentgspo.envs.datafiles import (LoadedOnce, jsonl_objects, load_rows, loaded_row_sets, read_data_file,
+                                      task_index)
 from agentgspo.envs.tool_output import format_tool_output
 
 
@@ -80,3 +81,12 @@ def test_tool_output_is_truncated_noted_or_hinted():
     assert format_tool_output("out", 10, "killed") == "out\n[killed]"
     assert format_tool_output("", 10, "killed") == "[killed]"
     assert format_tool_output(" \n", 10) == "[no output; print() the values you want to see]"
+
+
+def test_task_index_takes_numpy_integers_and_refuses_bools():
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+    assert [task_index(None, {"index": i}, 5, rng) for i in np.arange(5)] == [0, 1, 2, 3, 4]
+    assert type(task_index(None, {"index": np.int64(2)}, 5, rng)) is int
+    with pytest.raises(ValueError, match=r"options\['index'\]: expected an int in \[0, 5\), got True"):
+        task_index(None, {"index": True}, 5, rng)
