@@ -48,6 +48,7 @@ import marshal
 import os
 import resource
 import select
+import stat  # already imported by os: free
 import sys
 import time
 
@@ -366,12 +367,15 @@ def kill_strays(enabled, pid, live_groups=()):
 
 
 def read_path_capped(path, cap):
-    """(first cap+1 bytes, total size) of a file; (b"", 0) when it does not exist."""
+    """(first cap+1 bytes, total size) of a regular file; (b"", 0) when there is none that we may read at ``path``
+    (missing, or what a solution put there instead: a FIFO, a directory, a symlink, an unreadable file)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
         return b"", 0
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"", 0
         return read_fd_capped(fd, cap)
     finally:
         os.close(fd)
@@ -531,6 +535,18 @@ def scratch_fd(path):
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
 
 
+def fresh_input_file(work):
+    """File mode: remove ./output.txt and ./input.txt of ``work`` and create a new input.txt (opened for writing,
+    never through a symlink or a FIFO a previous test put there)."""
+    for name in ("output.txt", "input.txt"):
+        try:
+            os.unlink(os.path.join(work, name))
+        except FileNotFoundError:
+            pass
+    return os.open(os.path.join(work, "input.txt"),
+                   os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+
+
 class Running:
     """One test in flight: its index, child, slot (working directory and scratch), fds and start time."""
 
@@ -596,19 +612,23 @@ class TestRun:
 
     def _stdin_fd(self, test, slot):
         """The test's stdin: its input file, or its data in a fresh scratch file. In file mode the input goes to
-        ./input.txt instead (a stale ./output.txt is removed) and stdin is /dev/null."""
+        a new ./input.txt instead (a stale ./output.txt is removed) and stdin is /dev/null."""
         if self.file_mode:
             work = self.slot_dirs[slot]
-            try:
-                os.unlink(os.path.join(work, "output.txt"))
-            except FileNotFoundError:
-                pass
             if "path" in test:
                 with open(test["path"], "rb") as f:
                     data = f.read()
             else:
                 data = test["data"]
-            with open(os.path.join(work, "input.txt"), "wb") as f:
+            try:
+                fd = fresh_input_file(work)
+            except OSError:
+                # The previous test left something in the way (a directory or FIFO named input.txt, a read-only
+                # working directory...): move its directory aside (it only wasted its own tmpfs) and start anew.
+                os.rename(work, "%s.old-%s" % (work, binascii.hexlify(os.urandom(6)).decode()))
+                os.mkdir(work)
+                fd = fresh_input_file(work)
+            with open(fd, "wb") as f:
                 f.write(data)
             return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
         if "path" in test:

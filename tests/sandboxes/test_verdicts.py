@@ -213,6 +213,24 @@ def test_file_io_mode():
     assert judge(solution, APLUSB, io_mode="file", limits=LIMITS).verdict == Verdict.AC
 
 
+FILE_IO = "import os\na, b = map(int, open('input.txt').read().split())\nopen('output.txt', 'w').write(str(a + b))\n"
+
+
+@pytest.mark.parametrize("tamper, expected", [
+    ("os.remove('input.txt'); os.mkdir('input.txt')", Verdict.AC),
+    ("os.chmod('input.txt', 0o444)", Verdict.AC),
+    ("os.remove('input.txt'); os.mkfifo('input.txt')", Verdict.AC),
+    ("os.chmod('.', 0o555)", Verdict.AC),
+    ("os.remove('output.txt'); os.mkfifo('output.txt')", Verdict.PE),  # no output: missing tokens
+    ("os.remove('output.txt'); os.mkdir('output.txt')", Verdict.PE),
+], ids=["input-dir", "input-read-only", "input-fifo", "dir-read-only", "output-fifo", "output-dir"])
+def test_file_io_solution_cannot_turn_its_next_test_into_a_judge_error(tamper, expected):
+    start = time.time()
+    result = judge(FILE_IO + tamper + "\n", APLUSB, io_mode="file", limits=LIMITS, workers=1)
+    assert result.verdict == expected and all(t.verdict != Verdict.JE for t in result.tests), result.to_dict()
+    assert time.time() - start < 5, result.to_dict()
+
+
 def test_concurrent_judging_from_threads():
     from concurrent.futures import ThreadPoolExecutor
 
