@@ -216,7 +216,8 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
 
 def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
                          limits: Limits, peer_crashed: bool = False) -> TestResult:
-    """Precedence: interactor failure (an exit code other than 0/1/2, or a Python interactor's crash) -> JE; solution TLE/ILE/MLE/OLE/RE -> that; interactor WA/PE -> WA/PE;
+    """Precedence: interactor failure (an exit code other than 0/1/2, or a Python interactor's crash; not SIGPIPE,
+    which the solution causes by ending early: that reads as WA) -> JE; solution TLE/ILE/MLE/OLE/RE -> that; interactor WA/PE -> WA/PE;
     else AC. A runtime error (or SIGPIPE) after the interactor hung up (``peer_hung_up``: it had closed the
     solution's stdin when the solution ended, so the crash may be a reaction to EOF) yields to its WA/PE."""
     test_events = [e for e in events if e.get("event") == "test"]
@@ -230,6 +231,10 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
     if peer_crashed:
         return _test_result(name, event, Verdict.JE, f"interactor crashed (judge failure, not the solution's): "
                                                      f"{peer_msg}")
+    if peer_code == -signal.SIGPIPE:
+        # Its only pipe out is the solution's stdin: the solution closed it (ended) while the interactor still
+        # had something to say. That is the solution's failure (WA), unless its own verdict comes first.
+        peer_code, peer_msg = 1, f"the solution closed its input before the interactor was done {peer_msg}".strip()
     if peer_code not in (0, 1, 2):
         return _test_result(name, event, Verdict.JE, f"interactor exited with {peer_code}: {peer_msg}")
     # A runtime error after the interactor rejected and hung up (EOF, broken pipe) is a consequence: WA/PE wins.

@@ -199,6 +199,16 @@ def test_python_interactor_broken_pipe_after_the_solution_left_is_not_a_judge_er
     assert result.verdict == Verdict.WA, result.to_dict()
 
 
+def test_native_interactor_killed_by_sigpipe_after_the_solution_left_is_wrong_answer(tmp_path):
+    floods = tmp_path / "flooding_interactor"  # a native program: the broken pipe kills it with SIGPIPE
+    floods.write_text("#!/bin/sh\nexec yes 1\n")
+    floods.chmod(0o755)
+    result = judge("print('! 1')\n", INTERACTIVE_TESTS[1:2], interactor=floods, limits=LIMITS)
+    assert result.verdict == Verdict.WA, result.to_dict()
+    crash = judge("raise ValueError\n", INTERACTIVE_TESTS[1:2], interactor=floods, limits=LIMITS)
+    assert crash.verdict == Verdict.RE, crash.to_dict()  # the solution's own failure still comes first
+
+
 def test_run_python_tool_result():
     result = run_python("import sys\nprint(sys.stdin.read().upper())\nprint('err', file=sys.stderr)\nexit(3)", "abc")
     assert (result.stdout, result.stderr.strip(), result.exit_code, result.verdict) == ("ABC\n", "err", 3, Verdict.RE)
