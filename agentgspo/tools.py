@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import inspect
 import json
 import re
@@ -81,6 +80,69 @@ def _run_coroutine(coro: Any) -> Any:
     return box["value"]
 
 
+@dataclass(frozen=True)
+class _ToolSpec:
+    """What a model is told about a tool, and how its arguments are validated."""
+
+    description: str
+    arguments_model: type[pydantic.BaseModel]
+    schema: dict[str, Any]
+
+
+# The rollout runner builds one env per episode, so the same tool definitions come back again and again. Their
+# specs are cached under keys that hold no instance (a bound method's code object, not the method), so a cached
+# tool never keeps an env (and its sandboxes) alive.
+_SPECS: dict[tuple, _ToolSpec] = {}
+_SPECS_LOCK = threading.Lock()
+_MAX_SPECS = 1024
+
+
+def _spec_key(fn: Callable[..., Any], name: str) -> tuple | None:
+    """A hashable description of ``fn``'s schema inputs that references no instance; None if there is none."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)  # a bound method's function's code
+    if code is None:
+        return None
+    return code, name, str(inspect.signature(fn)), inspect.getdoc(fn)
+
+
+def _build_spec(fn: Callable[..., Any], name: str) -> _ToolSpec:
+    description, param_docs = _docstring_parts(fn)
+    if not description:
+        raise ValueError(f"tool {name!r} needs a docstring: the model reads it to know what the tool does")
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ValueError(f"tool {name!r}: *args/**kwargs cannot be described to a model; name them")
+        if param.annotation is inspect.Parameter.empty:
+            raise ValueError(f"tool {name!r}: parameter {param.name!r} needs a type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (param.annotation, pydantic.Field(default, description=param_docs.get(param.name)))
+    arguments_model = pydantic.create_model(
+        f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+    parameters = arguments_model.model_json_schema()
+    parameters.pop("title", None)
+    for prop in parameters.get("properties", {}).values():
+        prop.pop("title", None)
+    schema = {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+    return _ToolSpec(description, arguments_model, schema)
+
+
+def _spec_of(fn: Callable[..., Any], name: str) -> _ToolSpec:
+    key = _spec_key(fn, name)
+    if key is None:
+        return _build_spec(fn, name)
+    with _SPECS_LOCK:
+        spec = _SPECS.get(key)
+    if spec is None:
+        spec = _build_spec(fn, name)
+        with _SPECS_LOCK:
+            if len(_SPECS) >= _MAX_SPECS:
+                _SPECS.clear()
+            _SPECS[key] = spec
+    return spec
+
+
 class Tool:
     """A function the model may call, with its pydantic argument model and JSON schema."""
 
@@ -91,32 +153,14 @@ class Tool:
         self.name = name or fn.__name__
         self.is_async = inspect.iscoroutinefunction(fn)
         self.max_output_chars = max_output_chars
-        self.description, param_docs = _docstring_parts(fn)
-        if not self.description:
-            raise ValueError(f"tool {self.name!r} needs a docstring: the model reads it to know what the tool does")
-        fields: dict[str, Any] = {}
-        for param in inspect.signature(fn).parameters.values():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise ValueError(f"tool {self.name!r}: *args/**kwargs cannot be described to a model; name them")
-            if param.annotation is inspect.Parameter.empty:
-                raise ValueError(f"tool {self.name!r}: parameter {param.name!r} needs a type hint")
-            default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (param.annotation, pydantic.Field(default, description=param_docs.get(param.name)))
-        self.arguments_model = pydantic.create_model(
-            f"{self.name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
-        )
+        spec = _spec_of(fn, self.name)
+        self.description, self.arguments_model, self._schema = spec.description, spec.arguments_model, spec.schema
 
-    @functools.cached_property
+    @property
     def schema(self) -> dict[str, Any]:
-        """OpenAI/Hermes function schema: ``{"type": "function", "function": {name, description, parameters}}``."""
-        parameters = self.arguments_model.model_json_schema()
-        parameters.pop("title", None)
-        for prop in parameters.get("properties", {}).values():
-            prop.pop("title", None)
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": parameters},
-        }
+        """OpenAI/Hermes function schema: ``{"type": "function", "function": {name, description, parameters}}``
+        (a copy: callers may modify it)."""
+        return copy.deepcopy(self._schema)
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
         """Validate ``arguments`` and run the tool; every failure becomes an error result."""
@@ -149,19 +193,13 @@ class Tool:
         return text
 
 
-@functools.lru_cache(maxsize=1024)
-def _tool_of(fn: Callable[..., Any]) -> Tool:
-    # The rollout runner builds one env per episode; build each function's argument model and schema once.
-    return Tool(fn)
-
-
 class ToolSet:
     """The tools of an environment, by name."""
 
     def __init__(self, tools: Iterable[Callable[..., Any] | Tool] = ()):
         self.tools: dict[str, Tool] = {}
         for item in tools:
-            tool = item if isinstance(item, Tool) else _tool_of(item)
+            tool = item if isinstance(item, Tool) else Tool(item)
             if tool.name in self.tools:
                 raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
             self.tools[tool.name] = tool
@@ -169,7 +207,7 @@ class ToolSet:
     @property
     def schemas(self) -> list[dict[str, Any]]:
         """The JSON schema of every tool, in registration order (copies: callers may modify them)."""
-        return [copy.deepcopy(tool.schema) for tool in self.tools.values()]
+        return [tool.schema for tool in self.tools.values()]
 
     def call(self, call: ToolCall) -> ToolResult:
         """Run one parsed call; an unknown name is an error result that lists the available tools."""

@@ -253,3 +253,28 @@ def test_parse_errors_end_the_episode_after_max_parse_errors_in_a_row():
     assert env.step("<tool_call>x</tool_call>")[2] is False
     _, _, terminated, _, info = env.step("<tool_call>x</tool_call>")
     assert terminated and info["stop_reason"] == "parse_error"
+
+
+def test_toolsets_do_not_keep_their_envs_alive():
+    """Per-env tools (bound methods) share one cached spec, and the cache holds no env: envs are freed."""
+    import gc
+    import weakref
+
+    class Env:
+        def lookup(self, key: str) -> str:
+            """Look a key up.
+
+            Args:
+                key: what to look up.
+            """
+            return key
+
+    first, second = Env(), Env()
+    tools_a, tools_b = ToolSet([first.lookup]), ToolSet([second.lookup])
+    assert tools_a.tools["lookup"].arguments_model is tools_b.tools["lookup"].arguments_model  # built once
+    tools_a.schemas[0]["function"]["name"] = "changed"  # callers get copies
+    assert tools_b.schemas[0]["function"]["name"] == "lookup"
+    alive = weakref.ref(first)
+    del first, tools_a
+    gc.collect()
+    assert alive() is None, "a cached tool kept its env (and the env's sandboxes) alive"
