@@ -5,9 +5,12 @@ Every failure says what was expected and what came back, like Gymnasium's own ch
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from agentgspo.env import is_message
 
@@ -43,11 +46,14 @@ def _check_step(env: gym.Env, action: str, where: str) -> tuple[list, float, boo
             "(messages, reward, terminated, truncated, info)", result)
     messages, reward, terminated, truncated, info = result
     _check_messages(messages, f"{where} messages", allow_empty=True)
-    _expect(isinstance(reward, (int, float)) and not isinstance(reward, bool), f"{where} reward", "a float", reward)
-    _expect(isinstance(terminated, bool), f"{where} terminated", "a bool", terminated)
-    _expect(isinstance(truncated, bool), f"{where} truncated", "a bool", truncated)
+    # As Gymnasium's checker: Python or numpy numbers (a bool is not a reward), and a NaN or inf reward is a bug.
+    is_number = isinstance(reward, numbers.Real) and not isinstance(reward, (bool, np.bool_))
+    _expect(is_number, f"{where} reward", "a float", reward)
+    _expect(math.isfinite(reward), f"{where} reward", "a finite float", reward)
+    _expect(isinstance(terminated, (bool, np.bool_)), f"{where} terminated", "a bool", terminated)
+    _expect(isinstance(truncated, (bool, np.bool_)), f"{where} truncated", "a bool", truncated)
     _expect(isinstance(info, dict), f"{where} info", "a dict", type(info).__name__)
-    return messages, float(reward), terminated, truncated, info
+    return messages, float(reward), bool(terminated), bool(truncated), info
 
 
 def play(env: gym.Env, policy: Any, *, seed: int, max_turns: int = 20) -> tuple[float, bool, list[dict]]:

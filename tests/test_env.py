@@ -55,6 +55,7 @@ def test_calculator_refuses_huge_results_fast_with_a_clear_message(expression):
     assert info["tool_errors"] == {"tool_exception": 1}
     assert "too large" in messages[0]["content"] and "set_int_max_str_digits" not in messages[0]["content"]
 
+
 def test_same_seed_same_task_different_seed_different_task():
     env = gym.make("agentgspo/Calculator-v0")
     first = env.reset(seed=1)[0]
@@ -83,6 +84,18 @@ class _RewardIsBool(_Echo):
         return [], True, True, False, {}
 
 
+class _RewardIsNaN(_Echo):
+    def respond(self, action: Action):
+        return [], float("nan"), True, False, {}
+
+
+class _NumpyTypes(_Echo):
+    def respond(self, action: Action):
+        import numpy as np
+
+        return [], np.float32(1.0), np.bool_(True), np.bool_(False), {}
+
+
 class _TerminatedIsInt(_Echo):
     def respond(self, action: Action):
         return [], 1.0, 1, False, {}
@@ -105,9 +118,14 @@ def test_check_env_passes_a_minimal_env():
     check_env(_Echo())
 
 
+def test_check_env_takes_numpy_rewards_and_flags_as_gymnasium_does():
+    check_env(_NumpyTypes())
+
+
 @pytest.mark.parametrize(("env_cls", "expected"), [
     (_ResetReturnsStr, "reset() messages: expected a list of messages, got 'str'"),
     (_RewardIsBool, "reward: expected a float, got True"),
+    (_RewardIsNaN, "reward: expected a finite float, got nan"),
     (_TerminatedIsInt, "terminated: expected a bool, got 1"),
     (_MessageWithoutContent, "expected a dict with str 'role' and str 'content', got {'role': 'user'}"),
     (_Unseeded, "expected the same messages (seeded tasks)"),
