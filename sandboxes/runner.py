@@ -104,8 +104,13 @@ def child_plan(limits):
     cpu = float(limits["cpu_s"])
     hard_cpu = int(cpu) + 2
     out = int(limits["output_bytes"]) + 1
+    # The main thread's stack may use the whole memory limit (RLIMIT_AS bounds it). Unlimited rather than = the
+    # limit where we may: glibc gives every new thread a stack of RLIMIT_STACK, and a std::thread reserving the
+    # whole limit could never start.
+    unlimited = resource.RLIM_INFINITY
+    stack = (unlimited, unlimited) if resource.getrlimit(resource.RLIMIT_STACK)[1] == unlimited else (mem, mem)
     rlimits = [(resource.RLIMIT_CPU, (hard_cpu, hard_cpu)), (resource.RLIMIT_AS, (mem, mem)),
-               (resource.RLIMIT_STACK, (mem, mem)), (resource.RLIMIT_FSIZE, (out, out)),
+               (resource.RLIMIT_STACK, stack), (resource.RLIMIT_FSIZE, (out, out)),
                (resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_NOFILE, (64, 64))]
     if limits.get("nproc"):
         rlimits.append((resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"])))

@@ -52,6 +52,27 @@ def test_cpp_verdicts(expected):
         assert "error" in result.compile_output
 
 
+THREAD_CPP = ("#include <bits/stdc++.h>\nint main(){long long a,b; std::cin>>a>>b; long long r=0;"
+              "std::thread t([&]{r=a+b;}); t.join(); std::cout<<r<<std::endl;}")
+# About 100 MB of stack in the main thread: the stack may use the whole memory limit, as on Codeforces.
+DEEP_RECURSION_CPP = ("#include <bits/stdc++.h>\nlong long f(long long n){volatile char pad[64]; pad[0]=1;"
+                      "return n ? f(n-1)+pad[0] : 0;}\n"
+                      "int main(){long long a,b; std::cin>>a>>b; std::cout<<f(1000000)-1000000+a+b<<std::endl;}")
+THREAD_PY = ("import sys, threading\nthreading.stack_size(64 << 20)\nsys.setrecursionlimit(10**6)\n"
+             "def f(n):\n    return n and f(n - 1) + 1\n"
+             "def main():\n    a, b = map(int, input().split())\n    print(f(100000) - 100000 + a + b)\n"
+             "t = threading.Thread(target=main)\nt.start()\nt.join()\n")
+
+
+@pytest.mark.parametrize("source, lang", [
+    pytest.param(THREAD_CPP, "cpp", marks=pytest.mark.slow), pytest.param(DEEP_RECURSION_CPP, "cpp", marks=pytest.mark.slow),
+    (THREAD_PY, "py"),
+], ids=["cpp-std-thread", "cpp-deep-recursion", "py-thread-with-big-stack"])
+def test_threads_and_a_deep_stack_fit_in_the_memory_limit(source, lang):
+    result = judge(source, APLUSB, lang=lang, limits=Limits(time_limit_s=2, memory_limit_mb=256, wall_limit_s=5))
+    assert result.verdict == Verdict.AC, result.to_dict()
+
+
 BIG_STATIC = "#include <bits/stdc++.h>\nchar a[%d<<20];\nint main(){int n; std::cin>>n; %s std::cout<<n<<std::endl;}"
 
 
