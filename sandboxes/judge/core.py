@@ -94,7 +94,8 @@ def _run_message(event: dict, verdict: Verdict) -> str:
     if verdict in (Verdict.TLE, Verdict.ILE):
         return f"cpu {event.get('cpu_s', 0):.3f} s, wall {event.get('wall_s', 0):.3f} s"
     if verdict == Verdict.MLE:
-        image = f", static image {event['image_kb'] / 1024:.1f} MB" if event.get("image_kb") else ""
+        big_image = event.get("image_kb", 0) > event.get("memory_kb", 0)  # the static image explains the MLE
+        image = f", static image {event['image_kb'] / 1024:.1f} MB" if big_image else ""
         return f"peak {event.get('memory_kb', 0) / 1024:.1f} MB{image}: {event.get('stderr', '')[-300:]}".strip()
     if verdict == Verdict.OLE:
         return f"output of {event.get('stdout_bytes', 0)} bytes or more"
