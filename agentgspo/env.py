@@ -6,7 +6,9 @@ Contract (checked by :func:`agentgspo.env_checker.check_env`):
   list of ``{"role": str, "content": str}`` dicts (roles ``system``, ``user``); ``info`` is a dict. The same seed
   gives the same messages (the G samples of a group share a seed, hence a task).
 - ``step(action) -> (messages, reward, terminated, truncated, info)``: ``action`` is the assistant turn, as an
-  :class:`Action` or plain text (tool calls are parsed from it). ``messages`` are the environment's new messages
+  :class:`Action` or plain text. Only its text after the last ``</think>`` (``Action.content``) acts: tool calls
+  are parsed from it and envs read final answers from it; what the model writes while reasoning is a thought.
+  ``messages`` are the environment's new messages
   (``tool`` results, ``user`` replies; may be empty when the episode ends); ``reward`` a float; ``terminated``
   means the task ended (solved or failed for good); ``truncated`` means the episode was cut by a limit (wrappers
   :class:`~agentgspo.wrappers.MaxTurns` and :class:`~agentgspo.wrappers.Deadline`), exactly as in Gymnasium.
@@ -30,7 +32,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from agentgspo.tool_calls import ToolCall, parse_tool_calls
+from agentgspo.tool_calls import ToolCall, final_content, parse_tool_calls
 from agentgspo.tools import ToolSet
 
 Message = dict[str, Any]
@@ -45,6 +47,12 @@ class Action:
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     parse_errors: tuple[str, ...] = ()
+
+    @property
+    def content(self) -> str:
+        """The text after the last ``</think>`` (all of it without one): where envs read final answers and code,
+        so an answer written while reasoning does not count (tool calls are parsed from it too)."""
+        return final_content(self.text)
 
     @classmethod
     def from_text(cls, text: str) -> Action:

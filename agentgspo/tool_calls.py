@@ -63,6 +63,16 @@ def _parse_block(body: str) -> ToolCall | str:
     return ToolCall(name=name, arguments=arguments)
 
 
+def final_content(text: str) -> str:
+    """The part of an assistant turn after its last ``</think>`` (all of it without one): what a reasoning parser
+    returns as ``content``, where tool calls and final answers are read.
+
+    >>> final_content("<think>maybe <answer>1</answer></think> <answer>2</answer>")
+    ' <answer>2</answer>'
+    """
+    return text[text.rfind(THINK_CLOSE) + len(THINK_CLOSE):] if THINK_CLOSE in text else text
+
+
 def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:
     """All tool calls in ``text`` (after its last ``</think>``) and one error message per block that could not be
     parsed.
@@ -73,7 +83,7 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:
     >>> parse_tool_calls('<tool_call>{"name": "f", "argu')[1][0].startswith('could not parse')
     True
     """
-    text = text[text.rfind(THINK_CLOSE) + len(THINK_CLOSE):] if THINK_CLOSE in text else text
+    text = final_content(text)
     if TOOL_CALL_OPEN not in text:
         return [], []
     calls: list[ToolCall] = []

@@ -104,7 +104,7 @@ class CalculatorEnv(ChatEnv):
         return messages, {"target": self.target}
 
     def respond(self, action: Action):
-        match = _ANSWER.search(action.text)
+        match = _ANSWER.search(action.content)
         correct = match is not None and int(match.group(1)) == self.target
         info = {"answered": match is not None, "correct": correct}
         return [], 1.0 if correct else 0.0, True, False, info

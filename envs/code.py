@@ -480,7 +480,7 @@ class CodeEnv(ChatEnv):
 
     def respond(self, action: Action):
         """Judge the last code block of a turn without tool calls and end the episode."""
-        code = extract_code(action.text)
+        code = extract_code(action.content)
         info: dict[str, Any] = {"answered": code is not None, "verdict": None}
         if code is None:
             return [], 0.0, True, False, info

@@ -384,7 +384,7 @@ class CodeforcesEnv(ChatEnv):
 
     def respond(self, action: Action):
         """A turn without tool calls ends the episode; its last code block is submitted if submissions are left."""
-        block = _last_code_block(action.text)
+        block = _last_code_block(action.content)
         judge_errors = self.judge_errors
         if block is not None and not self.accepted and len(self.submissions) < self.max_submissions:
             self._judge_submission(block[1], judge_language(block[0]))

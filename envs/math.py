@@ -337,7 +337,7 @@ class MathEnv(ChatEnv):
 
     def respond(self, action: Action):
         """Score the last ``\\boxed{}`` of a turn without tool calls and end the episode."""
-        boxed = last_boxed(action.text)
+        boxed = last_boxed(action.content)
         info: dict[str, Any] = {"answered": boxed is not None, "correct": False}
         if boxed is not None:
             if self.verify_timeout_s is None:

@@ -260,6 +260,6 @@ class SearchEnv(ChatEnv):
 
     def respond(self, action: Action):
         """Score the ``<answer>`` of a turn without tool calls (0.0 without one) and end the episode."""
-        match = _ANSWER.search(action.text)
+        match = _ANSWER.search(action.content)
         reward = self.score(match.group(1), self.answer) if match else 0.0
         return [], float(reward), True, False, {"answered": match is not None, "correct": reward == 1.0}

@@ -30,7 +30,7 @@ class ReverseEnv(agentgspo.ChatEnv):
         return [{"role": "user", "content": f"Reverse the word {self.word}"}], {}
 
     def respond(self, action):  # a turn without tool calls is the final answer
-        return [], float(action.text.strip() == self.word[::-1]), True, False, {}
+        return [], float(action.content.strip() == self.word[::-1]), True, False, {}
 
     @staticmethod
     def oracle(messages):  # call the tool, then copy its result

@@ -225,3 +225,13 @@ def test_a_missing_file_names_the_path(tmp_path):
 
 def test_problems_are_loaded_once_per_process():
     assert CodeforcesEnv().tasks is CodeforcesEnv().tasks
+
+
+def test_code_written_while_reasoning_is_not_submitted():
+    """A turn without tool calls submits its last code block after ``</think>``; a block inside the reasoning is a
+    draft, not a submission."""
+    block = f"```python\n{A_PLUS_B}```"
+    reasoning = _env(0).step(f"<think>{block}</think>Done.")
+    assert reasoning[1] == 0.0 and reasoning[2] and reasoning[4]["submissions"] == []
+    answer = _env(0).step(f"<think>A sum.</think>{block}")
+    assert answer[1] == 1.0 and len(answer[4]["submissions"]) == 1

@@ -54,7 +54,7 @@ class LetterCountEnv(ChatEnv):
                 {"role": "user", "content": f"How many times does the letter '{letter}' occur in {word}?"}], {}
 
     def respond(self, action: Action):
-        match = re.search(r"<answer>\s*(-?\d+)\s*</answer>", action.text)
+        match = re.search(r"<answer>\s*(-?\d+)\s*</answer>", action.content)
         correct = match is not None and int(match.group(1)) == self.target
         return [], float(correct), True, False, {"correct": correct}
 

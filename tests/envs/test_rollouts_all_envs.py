@@ -1,5 +1,5 @@
-"""Every registered env under load: a tiny-policy rollout writes valid records (``agentgspo rollout``), and 64
-concurrent episodes of its oracle all score 1.0."""
+"""Every registered env: a tiny-policy rollout writes valid records (``agentgspo rollout``), 64 concurrent episodes
+of its oracle all score 1.0, and only what follows the reasoning (``</think>``) acts or answers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.cli import main
+from agentgspo.env_checker import play
 from agentgspo.policy.base import SamplingParams, ScriptedPolicy
 from agentgspo.registry import registered_ids
 from agentgspo.rollout import RolloutConfig, RolloutRunner
@@ -46,3 +47,24 @@ def test_64_concurrent_oracle_episodes_all_score_one(env_id, renderer):
     trajectories = runner.run_sync(range(32))
     assert len(trajectories) == 64
     assert [t.reward for t in trajectories] == [1.0] * 64, [t.metadata for t in trajectories if t.reward != 1.0]
+
+
+@pytest.mark.parametrize("env_id", registered_ids())
+def test_answers_written_while_reasoning_do_not_count(env_id):
+    """The oracle's final answer (its turn without tool calls) earns the reward after a ``</think>`` and nothing
+    inside ``<think>...</think>``: answers and code written while reasoning are thoughts, as tool calls are.
+    (CodeForces-v0's oracle submits with a tool call; tests/envs/test_codeforces.py covers its plain-turn code.)"""
+    env = gym.make(env_id, disable_env_checker=True)
+    oracle = env.unwrapped.oracle
+    if env_id == "agentgspo/CodeForces-v0":
+        pytest.skip("its oracle answers with the submit tool, never in a turn without tool calls")
+
+    def answer_while_reasoning(messages):
+        text = oracle(messages)
+        return text if "<tool_call>" in text else f"<think>{text}</think>"
+
+    for seed in range(3):
+        shown, _, _ = play(env, lambda messages: "<think>I know this.</think>" + oracle(messages), seed=seed)
+        hidden, _, _ = play(env, answer_while_reasoning, seed=seed)
+        assert (shown, hidden) == (1.0, 0.0), (seed, shown, hidden)
+    env.close()
