@@ -79,8 +79,14 @@ def read_data_file(path: Path) -> list[Any]:
 
         with path.open(newline="", encoding="utf-8") as file:
             header = next(csv.reader(file), [])
+        if not header:
+            raise ValueError(f"{path}: the CSV file is empty; expected a header line naming the fields, then rows")
         features = datasets.Features({name: datasets.Value("string") for name in header})
-    return list(datasets.load_dataset(kind, data_files=str(path), split="train", features=features))
+    try:
+        return list(datasets.load_dataset(kind, data_files=str(path), split="train", features=features))
+    except datasets.exceptions.DatasetGenerationError as exc:  # the parser's own error is a few causes deep
+        cause = exc.__cause__ or exc
+        raise ValueError(f"{path}: could not read it as {kind}: {type(cause).__name__}: {cause}") from exc
 
 
 # ----------------------------------------------------------------------------------------------- caching

@@ -90,3 +90,15 @@ def test_task_index_takes_numpy_integers_and_refuses_bools():
     assert type(task_index(None, {"index": np.int64(2)}, 5, rng)) is int
     with pytest.raises(ValueError, match=r"options\['index'\]: expected an int in \[0, 5\), got True"):
         task_index(None, {"index": True}, 5, rng)
+
+
+@pytest.mark.parametrize(("name", "content", "match"), [
+    ("empty.csv", "", r"empty\.csv: the CSV file is empty"),
+    ("broken.json", "{not json", r"broken\.json: could not read it as json"),
+])
+def test_unreadable_data_files_are_errors_naming_the_file(tmp_path, name, content, match):
+    pytest.importorskip("datasets")
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        read_data_file(path)
