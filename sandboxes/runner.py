@@ -15,7 +15,8 @@ Spec fields:
     source: program text (py: run/interact; cpp: compile)
     binary: path of the compiled program (cpp run/interact; compile writes it)
     compile_cmd: argv for the compiler (cpp compile); compile_limits: {cpu_s, wall_s, memory_mb}
-    tests: [{"path": FILE} | {"data": BYTES}]   (run mode)
+    tests: [{"path": FILE} | {"data": BYTES}]   (run mode; a Python run with large inline inputs moves them out
+           of the runner's memory first: see stash_inputs)
     limits: {cpu_s, wall_s, memory_mb, output_bytes, stderr_bytes, nproc}
     io_mode: "stdio" | "file"  (file: the program reads ./input.txt and writes ./output.txt)
     workers: how many tests run at once (run mode, default 1). Each test is its own forked child with its own
@@ -57,6 +58,8 @@ import time
 PRELOADABLE = frozenset(("array", "bisect", "collections", "copy", "decimal", "fractions", "functools", "heapq",
                          "itertools", "math", "operator", "re", "statistics", "string", "typing"))
 
+# Python runs whose inline inputs total at least this move them out of the runner's memory (see stash_inputs).
+STASH_MIN_BYTES = 1 << 20
 # Scratch paths, under the sandbox's private tmp (spec["tmp"], default /tmp); set by set_scratch().
 TMP = WORK = ERR = ""
 # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so children restore the defaults.
@@ -552,6 +555,51 @@ def fresh_input_file(work):
                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
 
 
+def copy_into(fd, source, offset, size):
+    """Copy ``size`` bytes at ``offset`` of the file ``source`` to the file ``fd`` (in the kernel where it can)."""
+    end = offset + size
+    while offset < end:
+        try:
+            sent = os.sendfile(fd, source, offset, min(end - offset, 1 << 30))
+        except OSError:
+            sent = os.write(fd, os.pread(source, min(end - offset, 1 << 24), offset))
+        if not sent:
+            raise EOFError("input store ended early")
+        offset += sent
+
+
+def write_all(fd, data):
+    """Write all of ``data`` to ``fd``."""
+    view, offset = memoryview(data), 0
+    while offset < len(view):
+        offset += os.write(fd, view[offset:])
+
+
+def malloc_trim():
+    """Give the heap's free memory back to the system (glibc malloc_trim(0)); nothing elsewhere."""
+    try:
+        import _ctypes
+
+        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "malloc_trim"), (0,))
+    except Exception:
+        pass
+
+
+def stash_inputs(tests, path):
+    """Move the tests' inline inputs out of our memory into one scratch file (a memfd), so that the address space
+    the Python children inherit (and RLIMIT_AS counts) holds none of them: each test entry becomes {"at", "size"}.
+    Returns the file's fd."""
+    store, offset = scratch_fd(path), 0
+    for test in tests:
+        data = test.pop("data")
+        write_all(store, data)
+        test["at"], test["size"] = offset, len(data)
+        offset += len(data)
+    del data
+    malloc_trim()
+    return store
+
+
 class Running:
     """One test in flight: its index, child, slot (working directory and scratch), fds and start time."""
 
@@ -580,6 +628,7 @@ class TestRun:
             os.makedirs(path, exist_ok=True)
         self.running = {}  # pid -> Running
         self.waiter = Waiter()
+        self.store = spec.get("input_store")  # see stash_inputs (Python only: C++ children exec)
         self.stdio = prepare_stdio() if spec["lang"] == "py" else None
         self.image_kb = image_kb(program) if spec["lang"] != "py" else 0
         self.finished = {}  # index -> record, until its turn to be emitted
@@ -620,11 +669,6 @@ class TestRun:
         a new ./input.txt instead (a stale ./output.txt is removed) and stdin is /dev/null."""
         if self.file_mode:
             work = self.slot_dirs[slot]
-            if "path" in test:
-                with open(test["path"], "rb") as f:
-                    data = f.read()
-            else:
-                data = test["data"]
             try:
                 fd = fresh_input_file(work)
             except OSError:
@@ -633,17 +677,30 @@ class TestRun:
                 os.rename(work, "%s.old-%s" % (work, binascii.hexlify(os.urandom(6)).decode()))
                 os.mkdir(work)
                 fd = fresh_input_file(work)
-            with open(fd, "wb") as f:
-                f.write(data)
+            try:
+                self._fill(fd, test)
+            finally:
+                os.close(fd)
             return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
         if "path" in test:
             return os.open(test["path"], os.O_RDONLY | os.O_CLOEXEC)
         fd = scratch_fd(os.path.join(TMP, "in%d" % slot))
-        view, offset = memoryview(test["data"]), 0
-        while offset < len(view):
-            offset += os.write(fd, view[offset:])
+        self._fill(fd, test)
         os.lseek(fd, 0, os.SEEK_SET)
         return fd
+
+    def _fill(self, fd, test):
+        """Write the test's input to the file ``fd``: its inline data, its part of the store, or its input file."""
+        if "data" in test:
+            write_all(fd, test["data"])
+        elif "at" in test:
+            copy_into(fd, self.store, test["at"], test["size"])
+        else:
+            source = os.open(test["path"], os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                copy_into(fd, source, 0, os.fstat(source).st_size)
+            finally:
+                os.close(source)
 
     def _launch(self, index, slot):
         work = self.slot_dirs[slot]
@@ -772,15 +829,17 @@ def mode_interact(spec):
 
 
 def read_exact(fd, count):
-    """Exactly ``count`` bytes from ``fd`` (EOFError if it ends first)."""
-    chunks = []
-    while count:
-        chunk = os.read(fd, min(count, 1 << 20))
-        if not chunk:
+    """Exactly ``count`` bytes from ``fd`` (EOFError if it ends first), read into one buffer: a large spec is then a
+    single mapping, returned to the system when freed (not pieces left behind in the heap)."""
+    buf = bytearray(count)
+    view, got = memoryview(buf), 0
+    while got < count:
+        n = os.readv(fd, [view[got:]])
+        if not n:
             raise EOFError("spec ended early")
-        chunks.append(chunk)
-        count -= len(chunk)
-    return b"".join(chunks)
+        got += n
+    view.release()
+    return buf
 
 
 def read_spec(fd):
@@ -807,13 +866,19 @@ def make_undumpable():
 def main():
     """Read the spec, run its mode, end with a ``done`` event (an ``error`` event first if the runner failed)."""
     spec = marshal.loads(read_spec(0))
-    make_undumpable()
     set_scratch(spec.get("tmp", "/tmp"))
     mode = spec["mode"]
-    # Freeze the runner's objects out of the collector: forked children then do not write to (copy) their pages.
-    gc.freeze()
     stream = sys.stderr if mode == "interact" else sys.stdout
     try:
+        if mode == "run" and spec.get("lang") == "py" and \
+                sum(len(t.get("data", b"")) for t in spec["tests"]) >= STASH_MIN_BYTES:
+            # First thing after loading, while the inputs still lie at the top of the heap, so that the memory
+            # they held can go back to the system.
+            spec["input_store"] = stash_inputs(spec["tests"], os.path.join(TMP, "inputs"))
+        make_undumpable()
+        # Freeze the runner's objects out of the collector: forked children then do not write to (copy) their
+        # pages.
+        gc.freeze()
         if mode == "compile":
             mode_compile(spec)
         elif mode == "run":

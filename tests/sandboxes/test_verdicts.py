@@ -337,6 +337,19 @@ def test_parallel_stop_on_wrong_answer_skips_the_rest():
     assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA] + [Verdict.SKIPPED] * 3
 
 
+def test_python_memory_limit_does_not_shrink_with_the_other_tests_inputs():
+    # 40 MB under a 64 MB limit fits; the 15 MB of the other tests' inputs must not count against it.
+    solution = "import sys\nline = sys.stdin.readline()\nx = bytearray(40 << 20)\nprint(len(line))\n"
+    limits = Limits(time_limit_s=1, memory_limit_mb=64, wall_limit_s=3)
+    small = judge(solution, [("1\n", "2")] * 2, limits=limits)
+    assert small.verdict == Verdict.AC, small.to_dict()
+    for size in (300_000, 60_000):  # large inputs and many medium ones
+        tests = [("1\n" + "x" * size, "2")] * (15_000_000 // size)
+        result = judge(solution, tests, limits=limits, workers=2)
+        assert result.verdict == Verdict.AC, (size, result.tests[0].to_dict())
+        assert max(t.memory_mb for t in result.tests) < small.tests[0].memory_mb + 4, result.tests[0].to_dict()
+
+
 def test_each_test_gets_fresh_ordinary_stdio():
     facts = run_python("import sys\nprint(sys.stdin.seekable(), sys.stdout.seekable(), sys.stdin.encoding, "
                        "sys.stderr.line_buffering, sys.stdin.buffer.read().decode()[::-1])", "abc")
