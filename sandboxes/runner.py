@@ -253,12 +253,50 @@ def kill_group(pid):
             pass
 
 
-def wait_with_guard(pid, wall_s):
-    """Wait for the child at most wall_s seconds (then SIGKILL its group); returns (status, rusage, wall, timeout)."""
+def starved_deadline(pid, start, wall_s, cpu_s):
+    """At the wall deadline of ``pid`` (started at ``start``): a later deadline when it is waiting for a CPU rather
+    than idle (see cpu_left_if_starved), up to ``start + wall_s + 2 * cpu_s`` in all; None: the guard ends it."""
+    now, last = time.monotonic(), start + wall_s + 2 * cpu_s
+    left = cpu_left_if_starved(pid, cpu_s) if now < last else 0.0
+    return min(now + left, last) if left else None
+
+
+def cpu_left_if_starved(pid, cpu_s):
+    """The CPU seconds ``pid`` may still use when it is waiting for a CPU rather than idle (a thread of it is
+    runnable, and it has used less than ``cpu_s``); else 0.
+
+    The wall guard is for sleepers and blocked programs: a program starved by a busy machine (other boxes, other
+    jobs; the tests run at nice 19) would otherwise get TLE having used a fraction of its CPU time limit."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        used = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime, all threads
+        if used >= cpu_s:
+            return 0.0
+        runnable = fields[0] == b"R"
+        if not runnable:
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, tid), "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[0] == b"R":
+                        runnable = True
+                        break
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return cpu_s - used if runnable else 0.0
+
+
+def wait_with_guard(pid, wall_s, cpu_s=0.0):
+    """Wait for the child at most wall_s seconds (then SIGKILL its group), longer while it is starved of CPU below
+    ``cpu_s`` (see starved_deadline); returns (status, rusage, wall, timeout)."""
     start = time.monotonic()
     waiter = Waiter()
     waiter.add(pid, start + wall_s)
-    timed_out = not waiter.wait()
+    while True:
+        timed_out = not waiter.wait()
+        later = starved_deadline(pid, start, wall_s, cpu_s) if timed_out else None
+        if later is None:
+            break
+        waiter.deadlines[pid] = later
     if timed_out:
         kill_group(pid)
     waiter.remove(pid)
@@ -520,7 +558,7 @@ def mode_compile(spec):
                 os.execvp(spec["compile_cmd"][0], spec["compile_cmd"])
             finally:
                 os._exit(127)
-        status, usage, wall, timed_out = wait_with_guard(pid, lim["wall_s"])
+        status, usage, wall, timed_out = wait_with_guard(pid, lim["wall_s"], float(lim["cpu_s"]))
     kill_strays(spec.get("kill_strays"), pid)
     stderr, _ = read_path_capped(ERR, 64 * 1024)
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and not timed_out
@@ -614,6 +652,7 @@ class TestRun:
     def __init__(self, spec, program, stream):
         self.spec, self.program, self.stream = spec, program, stream
         self.limits = spec["limits"]
+        self.cpu_s, self.wall_s = float(self.limits["cpu_s"]), float(self.limits["wall_s"])
         self.plan = child_plan(self.limits)
         self.tests = spec["tests"]
         self.file_mode = spec.get("io_mode") == "file"
@@ -646,6 +685,10 @@ class TestRun:
                 test = self.running.get(pid)  # None when an earlier failure (stop_on_error) killed it meanwhile
                 if test is not None:
                     if not exited:
+                        later = starved_deadline(pid, test.start, self.wall_s, self.cpu_s)
+                        if later is not None:  # waiting for a CPU, not idle: time to use what it may
+                            self.waiter.deadlines[pid] = later
+                            continue
                         kill_group(pid)
                     self._finish(test, timed_out=not exited)
         self._emit_ready()
@@ -811,7 +854,8 @@ def mode_interact(spec):
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     try:
-        status, usage, wall, timed_out = wait_with_guard(pid, spec["limits"]["wall_s"])
+        limits = spec["limits"]
+        status, usage, wall, timed_out = wait_with_guard(pid, limits["wall_s"], float(limits["cpu_s"]))
         peer_hung_up = hung_up(kept[0])
     finally:
         for fd in kept:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -348,6 +349,31 @@ def test_python_memory_limit_does_not_shrink_with_the_other_tests_inputs():
         result = judge(solution, tests, limits=limits, workers=2)
         assert result.verdict == Verdict.AC, (size, result.tests[0].to_dict())
         assert max(t.memory_mb for t in result.tests) < small.tests[0].memory_mb + 4, result.tests[0].to_dict()
+
+
+def test_a_solution_starved_of_cpu_by_a_busy_machine_is_not_tle():
+    """The wall guard is for sleepers: a solution that was runnable but waited for the CPU (other processes busy on
+    it) and used less CPU time than the limit is not TLE."""
+    import os
+    import subprocess
+
+    burn = "import time\nend = time.process_time() + 0.1\nwhile time.process_time() < end:\n    pass\nprint(input())\n"
+    sleep = "import time\ntime.sleep(1)\nprint(input())\n"
+    limits = Limits(time_limit_s=0.5, wall_limit_s=0.3)
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved)})  # the sandbox inherits it: the busy loops below share its CPU
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(5)]
+    try:
+        time.sleep(0.1)
+        starved = judge(burn, [("1", "1")], limits=limits)
+        idle = judge(sleep, [("1", "1")], limits=limits)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        os.sched_setaffinity(0, saved)
+    assert starved.verdict == Verdict.AC, starved.to_dict()
+    assert idle.verdict == Verdict.TLE, idle.to_dict()
 
 
 def test_each_test_gets_fresh_ordinary_stdio():
