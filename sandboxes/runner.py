@@ -627,12 +627,13 @@ def stash_inputs(tests, path):
     """Move the tests' inline inputs out of our memory into one scratch file (a memfd), so that the address space
     the Python children inherit (and RLIMIT_AS counts) holds none of them: each test entry becomes {"at", "size"}.
     Returns the file's fd."""
-    store, offset = scratch_fd(path), 0
+    store, offset, data = scratch_fd(path), 0, b""
     for test in tests:
-        data = test.pop("data")
-        write_all(store, data)
-        test["at"], test["size"] = offset, len(data)
-        offset += len(data)
+        if "data" in test:  # (an input file stays where it is)
+            data = test.pop("data")
+            write_all(store, data)
+            test["at"], test["size"] = offset, len(data)
+            offset += len(data)
     del data
     malloc_trim()
     return store
