@@ -15,8 +15,8 @@ Spec fields:
     source: program text (py: run/interact; cpp: compile)
     binary: path of the compiled program (cpp run/interact; compile writes it)
     compile_cmd: argv for the compiler (cpp compile); compile_limits: {cpu_s, wall_s, memory_mb}
-    tests: [{"path": FILE} | {"data": BYTES}]   (run mode; a Python run with large inline inputs moves them out
-           of the runner's memory first: see stash_inputs)
+    tests: [{"path": FILE} | {"data": BYTES}]   (run mode; large inline inputs are moved out of the runner's
+           memory first: see stash_inputs)
     limits: {cpu_s, wall_s, memory_mb, output_bytes, stderr_bytes, nproc}
     io_mode: "stdio" | "file"  (file: the program reads ./input.txt and writes ./output.txt)
     workers: how many tests run at once (run mode, default 1). Each test is its own forked child with its own
@@ -58,7 +58,7 @@ import time
 PRELOADABLE = frozenset(("array", "bisect", "collections", "copy", "decimal", "fractions", "functools", "heapq",
                          "itertools", "math", "operator", "re", "statistics", "string", "typing"))
 
-# Python runs whose inline inputs total at least this move them out of the runner's memory (see stash_inputs).
+# Runs whose inline inputs total at least this move them out of the runner's memory (see stash_inputs).
 STASH_MIN_BYTES = 1 << 20
 # Scratch paths, under the sandbox's private tmp (spec["tmp"], default /tmp); set by set_scratch().
 TMP = WORK = ERR = ""
@@ -625,8 +625,10 @@ def malloc_trim():
 
 def stash_inputs(tests, path):
     """Move the tests' inline inputs out of our memory into one scratch file (a memfd), so that the address space
-    the Python children inherit (and RLIMIT_AS counts) holds none of them: each test entry becomes {"at", "size"}.
-    Returns the file's fd."""
+    the children inherit holds none of them: each test entry becomes {"at", "size"}. Returns the file's fd.
+
+    A Python child keeps that address space (RLIMIT_AS counts it); a C++ child's peak RSS starts from it (the
+    kernel keeps the high-water mark across exec)."""
     store, offset, data = scratch_fd(path), 0, b""
     for test in tests:
         if "data" in test:  # (an input file stays where it is)
@@ -668,7 +670,7 @@ class TestRun:
             os.makedirs(path, exist_ok=True)
         self.running = {}  # pid -> Running
         self.waiter = Waiter()
-        self.store = spec.get("input_store")  # see stash_inputs (Python only: C++ children exec)
+        self.store = spec.get("input_store")  # see stash_inputs
         self.stdio = prepare_stdio() if spec["lang"] == "py" else None
         self.image_kb = image_kb(program) if spec["lang"] != "py" else 0
         self.finished = {}  # index -> record, until its turn to be emitted
@@ -915,8 +917,7 @@ def main():
     mode = spec["mode"]
     stream = sys.stderr if mode == "interact" else sys.stdout
     try:
-        if mode == "run" and spec.get("lang") == "py" and \
-                sum(len(t.get("data", b"")) for t in spec["tests"]) >= STASH_MIN_BYTES:
+        if mode == "run" and sum(len(t.get("data", b"")) for t in spec["tests"]) >= STASH_MIN_BYTES:
             # First thing after loading, while the inputs still lie at the top of the heap, so that the memory
             # they held can go back to the system.
             spec["input_store"] = stash_inputs(spec["tests"], os.path.join(TMP, "inputs"))

@@ -376,6 +376,16 @@ def test_a_solution_starved_of_cpu_by_a_busy_machine_is_not_tle():
     assert idle.verdict == Verdict.TLE, idle.to_dict()
 
 
+@pytest.mark.slow
+def test_cpp_peak_memory_does_not_include_the_other_tests_inputs():
+    # A C++ child's peak RSS starts from what the runner held when it forked (kept across exec): inputs included.
+    limits = Limits(time_limit_s=1, memory_limit_mb=64, wall_limit_s=3)
+    small = judge(CPP["AC"], APLUSB[:2], lang="cpp", limits=limits)
+    big = judge(CPP["AC"], [("1 2\n" + " " * 300_000, "3")] * 50, lang="cpp", limits=limits, workers=2)
+    assert small.verdict == big.verdict == Verdict.AC, big.to_dict()
+    assert max(t.memory_mb for t in big.tests) < small.tests[0].memory_mb + 4, big.tests[0].to_dict()
+
+
 def test_each_test_gets_fresh_ordinary_stdio():
     facts = run_python("import sys\nprint(sys.stdin.seekable(), sys.stdout.seekable(), sys.stdin.encoding, "
                        "sys.stderr.line_buffering, sys.stdin.buffer.read().decode()[::-1])", "abc")
