@@ -33,7 +33,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, frame_spec, parse_events
+from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 
 DEFAULT_SOCKET = "unix:///run/agentgspo-docker.sock"
 DEFAULT_IMAGE = "agentgspo-sandbox:1"
@@ -213,8 +213,7 @@ class DockerSession:
 
     @staticmethod
     def _deadline(spec: dict, n_tests: int) -> float:
-        limits = spec.get("limits") or spec.get("compile_limits") or {}
-        return 20.0 + (float(limits.get("wall_s", 10.0)) + 0.5) * max(1, n_tests)
+        return call_deadline_s(spec, n_tests, overhead_s=20.0)  # + container exec round trip
 
     def _read_frames(self, sock: socket.socket, deadline: float, on_stdout=None) -> tuple[bytes, bytes]:
         """Demultiplex the exec stream until EOF; stdout goes to on_stdout when given."""

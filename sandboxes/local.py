@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Iterator
 
 from . import cgroups
-from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, frame_spec, parse_events
+from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 
 INSTALL_HINT = (
     "bubblewrap is needed to isolate code: install it with `sudo apt-get install bubblewrap` "
@@ -239,9 +239,7 @@ class LocalSession:
 
     @staticmethod
     def _deadline(spec: dict, n_tests: int) -> float:
-        limits = spec.get("limits") or spec.get("compile_limits") or {}
-        per = float(limits.get("wall_s", 10.0)) + 0.5
-        return 15.0 + per * max(1, n_tests)
+        return call_deadline_s(spec, n_tests, overhead_s=15.0)
 
     # --- Session protocol ----------------------------------------------------------------------------------
     def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:

@@ -60,6 +60,17 @@ class Sandbox(Protocol):
         ...
 
 
+def call_deadline_s(spec: dict, n_tests: int, *, overhead_s: float) -> float:
+    """Host-side bound on one runner call: ``overhead_s`` plus each test's longest possible run.
+
+    A test may run to its wall limit, or, while the machine starves it of CPU, to ``wall_s + 2 * cpu_s`` (the
+    runner's ``starved_deadline``); the bound covers that, so a starved solution ends as TLE, not as a judge error.
+    """
+    limits = spec.get("limits") or spec.get("compile_limits") or {}
+    per_test = float(limits.get("wall_s", 10.0)) + 2 * float(limits.get("cpu_s", 0.0)) + 0.5
+    return overhead_s + per_test * max(1, n_tests)
+
+
 def frame_spec(spec: dict) -> bytes:
     """The runner's stdin framing: a 16-byte decimal length, then the spec in ``marshal`` format.
 

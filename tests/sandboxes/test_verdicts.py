@@ -470,3 +470,12 @@ def test_an_interactive_solution_that_kills_its_runner_is_a_runtime_error():
     result = judge("input()\n" + KILLS_ITS_RUNNER, INTERACTIVE_TESTS[:1],
                    interactor=FIXTURES / "interactive" / "interactor.py", limits=LIMITS)
     assert result.verdict == Verdict.RE, result.to_dict()
+
+
+def test_host_deadline_covers_the_runners_starvation_extension():
+    """A test starved of CPU may run to wall + 2 x cpu in the runner; the host's bound on the call must outlast
+    that, or a starved solution ends as a judge error instead of its verdict."""
+    from agentgspo.sandboxes.protocol import call_deadline_s
+
+    spec = {"limits": {"wall_s": 3.0, "cpu_s": 1.0}}
+    assert call_deadline_s(spec, 4, overhead_s=15.0) >= 15.0 + 4 * (3.0 + 2 * 1.0)
