@@ -3,7 +3,8 @@
 The unit of remote work is a whole submission (``/judge``) or a whole program run (``/run_python``): answers and
 jury programs travel to the server, which judges with its own local or Docker backend. Requests are spread over
 several endpoints (round robin), retried with exponential backoff on connection errors, 429 and 5xx, and capped
-by a client-side concurrency limit. The sync methods run the async ones on a private event-loop thread, so any
+by a client-side concurrency limit. A request that times out waiting for its answer is not retried (the server may
+still be running it; a retry would run it twice): it ends as a JE result saying so. The sync methods run the async ones on a private event-loop thread, so any
 number of worker threads may call them at once.
 
 Threat model: the server's backend isolates the code (see ``local.py`` / ``docker_backend.py``); this client adds
@@ -87,6 +88,10 @@ class RemoteSandbox:
                 url = self.endpoints[(first + attempt) % len(self.endpoints)] + path
                 try:
                     response = await client.post(url, json=payload, headers=headers)
+                except httpx.ReadTimeout as exc:
+                    # The request was sent and the server may still be running it: a retry would duplicate work.
+                    raise ConnectionError(f"{url}: no response within {self.timeout_s} s ({type(exc).__name__}); "
+                                          "not retried, since the server may still be running it") from None
                 except httpx.HTTPError as exc:
                     last_error = f"{url}: {type(exc).__name__}: {exc}"
                 else:

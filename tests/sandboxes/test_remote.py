@@ -85,3 +85,20 @@ def test_server_refuses_a_client_path_as_checker(server_url):
     response = httpx.post(server_url + "/judge", headers={"Authorization": f"Bearer {TOKEN}"}, json={
         "source": "print(1)", "tests": [{"input_b64": "", "answer_b64": "MQ=="}], "checker": "testlib:/bin/true"})
     assert response.status_code == 422 and "checker_program" in response.json()["detail"]
+
+
+def test_a_slow_request_is_not_retried_into_duplicate_work():
+    """A read timeout means the server may still be judging: the client must not send the work again."""
+    import time
+
+    from agentgspo.sandboxes.server import create_app
+
+    with serve(create_app(TOKEN, max_concurrency=4)) as url:
+        remote = RemoteSandbox([url], token=TOKEN, retries=2, backoff_s=0.01, timeout_s=0.5)
+        out = run_python("import time\ntime.sleep(2)", limits=Limits(time_limit_s=1, wall_limit_s=4), backend=remote)
+        assert out.verdict == Verdict.JE and "may still be running" in out.error
+        assert httpx.get(url + "/health").json()["in_flight"] == 1  # the first attempt only
+        for _ in range(100):  # let it finish before the server stops
+            if httpx.get(url + "/health").json()["in_flight"] == 0:
+                break
+            time.sleep(0.1)
