@@ -49,6 +49,9 @@ class RemoteSandbox:
         if not endpoints:
             raise SandboxUnavailable("the remote backend needs endpoints: pass endpoints=[...] or set "
                                      "AGENTGSPO_SANDBOX_URLS=http://host:8910 (start one with `agentgspo sandbox-server`)")
+        if max_concurrency < 1 or retries < 0:  # a semaphore of 0 waits forever; no attempt at all never succeeds
+            raise ValueError(f"the remote backend needs max_concurrency >= 1 and retries >= 0, got "
+                             f"max_concurrency={max_concurrency}, retries={retries}")
         self.endpoints = [e.rstrip("/") for e in endpoints]
         self.token = token if token is not None else os.environ.get("AGENTGSPO_SANDBOX_TOKEN", "")
         self.max_concurrency, self.retries, self.backoff_s, self.timeout_s = max_concurrency, retries, backoff_s, timeout_s

@@ -98,6 +98,8 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8):
 
     if not token:
         raise ValueError("the sandbox server needs a token (--token or AGENTGSPO_SANDBOX_TOKEN)")
+    if max_concurrency < 1:  # a semaphore of 0 would make every request wait forever
+        raise ValueError(f"max_concurrency (--max-concurrency) must be >= 1, got {max_concurrency}")
     get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
     app = FastAPI(title="agentgspo sandbox server")
     gate = asyncio.Semaphore(max_concurrency)

@@ -102,3 +102,18 @@ def test_a_slow_request_is_not_retried_into_duplicate_work():
             if httpx.get(url + "/health").json()["in_flight"] == 0:
                 break
             time.sleep(0.1)
+
+
+def test_a_concurrency_limit_below_one_is_refused_instead_of_hanging(capsys):
+    """A semaphore of 0 would make every request wait forever; the server and the client refuse it at start."""
+    from agentgspo.cli import main
+    from agentgspo.sandboxes.server import create_app
+
+    with pytest.raises(ValueError, match="max_concurrency"):
+        create_app(TOKEN, max_concurrency=0)
+    assert main(["sandbox-server", "--token", TOKEN, "--max-concurrency", "0"]) == 2
+    assert "max_concurrency" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="max_concurrency"):
+        RemoteSandbox(["http://127.0.0.1:9"], token=TOKEN, max_concurrency=0)
+    with pytest.raises(ValueError, match="retries"):
+        RemoteSandbox(["http://127.0.0.1:9"], token=TOKEN, retries=-1)
