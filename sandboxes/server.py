@@ -64,10 +64,18 @@ class JudgeRequest(BaseModel):
     io_mode: str = "stdio"
 
 
+def _b64decode(value: str, field: str) -> bytes:
+    """Strict base64 (``b64decode`` alone drops stray characters, so text sent unencoded became other bytes)."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError as exc:
+        raise ValueError(f"{field}: not valid base64 ({exc}); send the bytes base64-encoded") from None
+
+
 def _write_program(directory: str, program: ProgramModel) -> str:
     path = os.path.join(directory, os.path.basename(program.name) or "program")
     with open(path, "wb") as f:
-        f.write(base64.b64decode(program.data_b64))
+        f.write(_b64decode(program.data_b64, "data_b64"))
     os.chmod(path, stat.S_IRWXU)
     return path
 
@@ -83,7 +91,8 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
                 raise ValueError(f"checker {checker!r} needs checker_program")
             checker = f"{checker}:{_write_program(tmp, request.checker_program)}"
         interactor = _write_program(tmp, request.interactor) if request.interactor else None
-        tests = [(base64.b64decode(t.input_b64), base64.b64decode(t.answer_b64)) for t in request.tests]
+        tests = [(_b64decode(t.input_b64, f"tests[{i}].input_b64"), _b64decode(t.answer_b64, f"tests[{i}].answer_b64"))
+                 for i, t in enumerate(request.tests)]
         result = judge(request.source, tests, lang=request.lang, checker=checker, interactor=interactor,
                        limits=request.limits, stop_on_failure=request.stop_on_failure,
                        io_mode=request.io_mode, backend=backend)
@@ -125,7 +134,10 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8):
     @app.post("/run_python", dependencies=[Depends(check_token)])
     async def run_python_endpoint(request: RunRequest) -> dict:
         limits = request.limits
-        stdin = base64.b64decode(request.stdin_b64)
+        try:
+            stdin = _b64decode(request.stdin_b64, "stdin_b64")
+        except ValueError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
         result = await limited(lambda: run_python(request.code, stdin, limits=limits, backend=backend))
         return result.to_dict()
 

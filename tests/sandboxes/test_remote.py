@@ -117,3 +117,13 @@ def test_a_concurrency_limit_below_one_is_refused_instead_of_hanging(capsys):
         RemoteSandbox(["http://127.0.0.1:9"], token=TOKEN, max_concurrency=0)
     with pytest.raises(ValueError, match="retries"):
         RemoteSandbox(["http://127.0.0.1:9"], token=TOKEN, retries=-1)
+
+
+def test_invalid_base64_is_a_422_not_silently_empty_input(server_url):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    response = httpx.post(server_url + "/run_python", headers=headers,
+                          json={"code": "print(input())", "stdin_b64": "not base64!"})
+    assert response.status_code == 422 and "stdin_b64" in response.json()["detail"]
+    response = httpx.post(server_url + "/judge", headers=headers, json={
+        "source": "print(input())", "tests": [{"input_b64": "1 2", "answer_b64": "Mw=="}]})
+    assert response.status_code == 422 and "input_b64" in response.json()["detail"]
