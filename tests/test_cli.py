@@ -81,3 +81,25 @@ def test_cli_help_does_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert result.returncode == 0, result.stderr
+
+
+def test_errors_go_to_stderr_so_stdout_stays_clean(tmp_path, capsys):
+    """`check-template --json` and `rollout` print errors on stderr: stdout is for results (JSON) only."""
+    import agentgspo
+
+    assert main(["check-template", str(tmp_path / "missing"), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "missing" in err and "save_pretrained" in err
+
+    class NoOracleEnv(agentgspo.ChatEnv):
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return [{"role": "user", "content": "hi"}], {}
+
+        def respond(self, action):
+            return [], 0.0, True, False, {}
+
+    agentgspo.register("test/NoOracle-v0", entry_point=NoOracleEnv)
+    assert main(["rollout", "--env", "test/NoOracle-v0", "--policy", "oracle", "--out", str(tmp_path / "o")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "has no oracle policy" in err

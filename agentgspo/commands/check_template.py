@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
         path = tiny_policy_path()
     if not Path(path).is_dir():
-        print(f"check-template: {args.tokenizer!r} is not a folder; pass a tokenizer saved with save_pretrained")
-        return 2
+        # ValueError: cli.main prints it on stderr (stdout is for the result, JSON with --json) and exits 2.
+        raise ValueError(f"{args.tokenizer!r} is not a folder; pass a tokenizer saved with save_pretrained")
     result = check_template(AutoTokenizer.from_pretrained(path))
     if args.json:
         print(json.dumps({"prefix_preserving": result.prefix_preserving, "turns": result.turns}))

@@ -48,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.policy == "oracle":
         oracle = make(args.env, **env_kwargs).unwrapped.oracle
         if oracle is None:
-            print(f"rollout: {args.env} has no oracle policy; use --policy tiny or a model folder")
-            return 2
+            raise ValueError(f"{args.env} has no oracle policy; use --policy tiny or a model folder")  # stderr, 2
         policy = ScriptedPolicy(oracle, renderer)
     config = RolloutConfig(
         group_size=args.group_size, max_turns=args.max_turns, max_context=args.max_context,
