@@ -103,3 +103,27 @@ def test_errors_go_to_stderr_so_stdout_stays_clean(tmp_path, capsys):
     assert main(["rollout", "--env", "test/NoOracle-v0", "--policy", "oracle", "--out", str(tmp_path / "o")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "has no oracle policy" in err
+
+
+def test_rollout_checks_the_output_folder_before_playing(tmp_path, capsys):
+    """An --out that cannot be created fails at once, not after the whole rollout was played and thrown away."""
+    import agentgspo
+
+    resets = []
+
+    class CountingEnv(agentgspo.ChatEnv):
+        oracle = staticmethod(lambda messages: "done")
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            resets.append(seed)
+            return [{"role": "user", "content": "hi"}], {}
+
+        def respond(self, action):
+            return [], 1.0, True, False, {}
+
+    agentgspo.register("test/Counting-v0", entry_point=CountingEnv)
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "runs"
+    assert main(["rollout", "--env", "test/Counting-v0", "--policy", "oracle", "--out", str(out)]) == 2
+    assert str(out) in capsys.readouterr().err and resets == []

@@ -42,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(env_kwargs, dict):
         raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
     make(args.env, **env_kwargs).close()  # fail fast on an unknown id (with close matches) or bad kwargs
+    out = Path(args.out)
+    try:  # before playing: an unwritable --out found at the end threw the whole rollout away
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {args.out!r}: cannot create the output folder ({exc.strerror}); "
+                         "pass a writable folder") from None
     backend = HFPolicy.from_pretrained("tiny" if args.policy == "oracle" else args.policy)
     renderer = backend.renderer
     policy = backend
@@ -59,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     trajectories = runner.run_sync(range(args.seed, args.seed + args.episodes))
     elapsed = time.perf_counter() - started
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     count = write_jsonl(trajectories, out / "trajectories.jsonl")
     summary = {**summarize(trajectories), "seconds": round(elapsed, 3), "path": str(out / "trajectories.jsonl")}
     print(json.dumps(summary, indent=2))
