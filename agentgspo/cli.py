@@ -54,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(rest)
     try:
         return int(module.run(args) or 0)
-    except (ValueError, LookupError, FileNotFoundError, NotADirectoryError) as exc:
-        # Bad input: one clear line, no traceback (the message names the input and the fix).
+    except (ValueError, LookupError, FileNotFoundError, NotADirectoryError, ImportError) as exc:
+        # Bad input or a missing optional dependency: one clear line, no traceback (the message names the input or
+        # the package, and the fix: our ImportErrors name the pip extra).
         print(f"agentgspo {name}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -21,7 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the index and serve until interrupted; returns the exit status."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError(f"the search server needs uvicorn ({exc}): pip install 'agentgspo[server]'") from None
 
     from agentgspo.envs.datafiles import builtin_path
     from agentgspo.envs.search import BUILTIN_CORPUS

@@ -145,3 +145,13 @@ def test_the_wrong_policy_scores_zero(renderer):
     wrong = RolloutRunner(SearchEnv, ScriptedPolicy(search_wrong, renderer), renderer,
                           RolloutConfig(group_size=1)).run_sync(range(4))
     assert [t.reward for t in wrong] == [0.0] * 4
+
+
+@pytest.mark.parametrize("missing, extra", [("uvicorn", "server"), ("fastapi", "server"), ("bm25s", "search")])
+def test_search_server_without_an_optional_dependency_names_the_fix(missing, extra):
+    """A missing package (None in sys.modules makes its import fail) is one line naming the extra, no traceback."""
+    code = (f"import sys; sys.modules[{missing!r}] = None; from agentgspo.cli import main; "
+            "sys.exit(main(['search-server', '--port', '0']))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and f"pip install 'agentgspo[{extra}]'" in result.stderr
