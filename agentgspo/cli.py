@@ -23,6 +23,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def port_number(text: str) -> int:
+    """argparse ``type`` of ``--port``: an int in [0, 65535] (0: any free port), else a usage error."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port in [0, 65535], got {text!r}")
+    return port
+
+
 def _top_level_help() -> str:
     lines = ["usage: agentgspo COMMAND [options]", "", "commands:"]
     width = max(map(len, COMMANDS))

@@ -127,3 +127,11 @@ def test_rollout_checks_the_output_folder_before_playing(tmp_path, capsys):
     out = tmp_path / "file" / "runs"
     assert main(["rollout", "--env", "test/Counting-v0", "--policy", "oracle", "--out", str(out)]) == 2
     assert str(out) in capsys.readouterr().err and resets == []
+
+
+@pytest.mark.parametrize("command", [["search-server"], ["sandbox-server", "--token", "t"]])
+@pytest.mark.parametrize("port", ["-5", "70000"])
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(command, port, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--port", port])
+    assert exit_info.value.code == 2 and "--port" in capsys.readouterr().err

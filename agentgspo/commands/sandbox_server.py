@@ -10,11 +10,13 @@ import argparse
 import os
 import sys
 
+from agentgspo.cli import port_number
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo sandbox-server`."""
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8910, help="TCP port (default 8910)")
+    parser.add_argument("--port", type=port_number, default=8910, help="TCP port (default 8910)")
     parser.add_argument("--token", default=os.environ.get("AGENTGSPO_SANDBOX_TOKEN", ""),
                         help="bearer token clients must send (default $AGENTGSPO_SANDBOX_TOKEN); required")
     parser.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox used by the server")

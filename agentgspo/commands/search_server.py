@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 
+from agentgspo.cli import port_number
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the command."""
     parser.add_argument("--corpus", default=None,
                         help="JSONL/JSON/Parquet file of documents with id, title, text (default: built-in KB)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8100, help="port (default 8100)")
+    parser.add_argument("--port", type=port_number, default=8100, help="port (default 8100)")
 
 
 def run(args: argparse.Namespace) -> int:
