@@ -4,7 +4,8 @@ Endpoints:
     GET  /health       no auth; ``{"status": "ok", "backend", "in_flight", "max_concurrency"}``
     POST /run_python   ``RunRequest`` -> ``ExecResult.to_dict()``
     POST /judge        ``JudgeRequest`` -> ``JudgeResult.to_dict()``
-Every POST needs ``Authorization: Bearer TOKEN``. At most ``max_concurrency`` requests execute at once; the others
+Every POST needs ``Authorization: Bearer TOKEN``, checked before the body is read (401, whatever the body); a body
+over ``max_body_mb`` is 413. At most ``max_concurrency`` requests execute at once; the others
 wait in the server (the client has its own limit too). The server judges with one of its own backends (local or
 docker), so the threat model is that backend's; checker and interactor programs sent by clients run unsandboxed
 on the server like any jury program, which is why the token is mandatory.
@@ -101,7 +102,51 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
     return result.to_dict()
 
 
-def create_app(token: str, backend: str = "local", max_concurrency: int = 8):
+def _guard(app, token: str, max_body_bytes: int):
+    """ASGI wrapper: a POST without the token gets 401 before its body is read (an unauthenticated client could
+    otherwise make the server buffer any amount, and a broken body got 422 before auth); a body over the limit: 413."""
+    import json
+
+    expected = f"Bearer {token}".encode()
+
+    async def reply(send, status: int, detail: str) -> None:
+        body = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def guarded(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        headers = dict(scope["headers"])
+        if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
+            return await reply(send, 401, "missing or wrong bearer token")
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > max_body_bytes:
+                return await reply(send, 413, f"request body over the server's limit of {max_body_bytes} bytes "
+                                              "(sandbox-server --max-body-mb)")
+            if not message.get("more_body"):
+                break
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await app(scope, replay, send)
+
+    return guarded
+
+
+def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max_body_mb: float = 512.0):
     """Build the FastAPI app. ``token`` must be non-empty; ``backend`` is the server's own sandbox backend."""
     from fastapi import Depends, FastAPI, Header, HTTPException
 
@@ -148,4 +193,4 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8):
         except ValueError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
 
-    return app
+    return _guard(app, token, int(max_body_mb * 1024 * 1024))

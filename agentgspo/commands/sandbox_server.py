@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox used by the server")
     parser.add_argument("--max-concurrency", type=int, default=max(1, os.cpu_count() or 1),
                         help="requests executed at once (default: CPU count)")
+    parser.add_argument("--max-body-mb", type=float, default=512.0,
+                        help="largest request body accepted, in MB (default 512; larger ones get 413)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.token:
         print("agentgspo sandbox-server: a token is required (--token or AGENTGSPO_SANDBOX_TOKEN)", file=sys.stderr)
         return 2
-    app = create_app(args.token, backend=args.backend, max_concurrency=args.max_concurrency)
+    app = create_app(args.token, backend=args.backend, max_concurrency=args.max_concurrency,
+                     max_body_mb=args.max_body_mb)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

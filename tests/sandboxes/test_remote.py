@@ -127,3 +127,17 @@ def test_invalid_base64_is_a_422_not_silently_empty_input(server_url):
     response = httpx.post(server_url + "/judge", headers=headers, json={
         "source": "print(input())", "tests": [{"input_b64": "1 2", "answer_b64": "Mw=="}]})
     assert response.status_code == 422 and "input_b64" in response.json()["detail"]
+
+
+def test_auth_comes_before_the_body_and_bodies_have_a_size_limit():
+    """Without the token nothing is parsed (401, even for a broken body); an oversized body is 413, not buffered."""
+    from agentgspo.sandboxes.server import create_app
+
+    with serve(create_app(TOKEN, max_concurrency=1, max_body_mb=1)) as url:
+        broken = httpx.post(url + "/judge", content=b"{not json", headers={"content-type": "application/json"})
+        assert broken.status_code == 401
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        big = {"code": "print(1)", "stdin_b64": "QUFB" * 400_000}  # 1.6 MB
+        assert httpx.post(url + "/run_python", headers=headers, json=big).status_code == 413
+        small = {"code": "print(input())", "stdin_b64": "QUFB"}
+        assert httpx.post(url + "/run_python", headers=headers, json=small).json()["stdout"] == "AAA\n"
