@@ -58,7 +58,7 @@ class RemoteSandbox:
         self._cycle = itertools.cycle(range(len(self.endpoints)))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
-        self._clients: dict[int, tuple] = {}  # id(loop) -> (httpx.AsyncClient, Semaphore)
+        self._clients: dict[int, tuple] = {}  # id(loop) -> (loop, httpx.AsyncClient, Semaphore)
 
     def session(self, limits_pids: int = 64):
         """Not supported: the remote backend works at submission level (``judge`` / ``run_python``)."""
@@ -70,11 +70,18 @@ class RemoteSandbox:
         import httpx
 
         loop = asyncio.get_running_loop()
+        # One client per event loop (httpx clients and semaphores are bound to theirs). Entries of loops that were
+        # closed since (each asyncio.run makes a new one) are dropped, so their clients and sockets are freed and a
+        # new loop that reuses a dead loop's id never gets its client.
+        stale = [key for key, (other, _, _) in self._clients.items()
+                 if other.is_closed() or (key == id(loop) and other is not loop)]
+        for key in stale:
+            del self._clients[key]
         if id(loop) not in self._clients:
             limits = httpx.Limits(max_connections=self.max_concurrency)
-            self._clients[id(loop)] = (httpx.AsyncClient(timeout=self.timeout_s, limits=limits),
+            self._clients[id(loop)] = (loop, httpx.AsyncClient(timeout=self.timeout_s, limits=limits),
                                        asyncio.Semaphore(self.max_concurrency))
-        return self._clients[id(loop)]
+        return self._clients[id(loop)][1:]
 
     async def _post(self, path: str, payload: dict) -> dict:
         """POST with round robin over endpoints, retries with exponential backoff, and the concurrency cap."""

@@ -141,3 +141,19 @@ def test_auth_comes_before_the_body_and_bodies_have_a_size_limit():
         assert httpx.post(url + "/run_python", headers=headers, json=big).status_code == 413
         small = {"code": "print(input())", "stdin_b64": "QUFB"}
         assert httpx.post(url + "/run_python", headers=headers, json=small).json()["stdout"] == "AAA\n"
+
+
+def test_a_client_per_asyncio_run_is_freed_with_its_loop(server_url):
+    """Each asyncio.run makes a new event loop; the remote backend's client of a closed loop is dropped, so repeated
+    asyncio.run(remote.ajudge(...)) calls do not accumulate clients and open sockets."""
+    import gc
+    import os
+
+    remote = RemoteSandbox([server_url], token=TOKEN)
+    asyncio.run(remote.ajudge("print(1)", [("", "1")]))
+    gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        assert asyncio.run(remote.ajudge("print(1)", [("", "1")])).verdict == Verdict.AC
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= before + 4  # was about two more per call
