@@ -2,10 +2,11 @@
 
 The unit of remote work is a whole submission (``/judge``) or a whole program run (``/run_python``): answers and
 jury programs travel to the server, which judges with its own local or Docker backend. Requests are spread over
-several endpoints (round robin), retried with exponential backoff on connection errors, 429 and 5xx, and capped
-by a client-side concurrency limit. A request that times out waiting for its answer is not retried (the server may
-still be running it; a retry would run it twice): it ends as a JE result saying so. The sync methods run the async ones on a private event-loop thread, so any
-number of worker threads may call them at once.
+several endpoints (round robin), retried with exponential backoff on connection errors, 429, 500, 502 and 503,
+and capped by a client-side concurrency limit. A request that times out waiting for its answer (here, or at a
+proxy: 504) is not retried (the server may still be running it; a retry would run it twice): it ends as a JE
+result saying so. The sync methods run the async ones on a private event-loop thread, so any number of worker
+threads may call them at once.
 
 Threat model: the server's backend isolates the code (see ``local.py`` / ``docker_backend.py``); this client adds
 bearer-token authentication and nothing else. Use TLS (a reverse proxy) between machines you do not control; the
@@ -108,7 +109,9 @@ class RemoteSandbox:
                     if response.status_code == 200:
                         return response.json()
                     last_error = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
-                    if response.status_code not in (429, 500, 502, 503, 504):
+                    if response.status_code == 504:  # a proxy gave up waiting: the server may still be running it
+                        raise ConnectionError(f"{last_error}; not retried, since the server may still be running it")
+                    if response.status_code not in (429, 500, 502, 503):
                         raise RuntimeError(last_error)
                 if attempt < self.retries:
                     await asyncio.sleep(self.backoff_s * 2 ** attempt)

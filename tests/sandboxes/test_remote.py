@@ -157,3 +157,25 @@ def test_a_client_per_asyncio_run_is_freed_with_its_loop(server_url):
         assert asyncio.run(remote.ajudge("print(1)", [("", "1")])).verdict == Verdict.AC
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) <= before + 4  # was about two more per call
+
+
+def test_a_gateway_timeout_is_not_retried_into_duplicate_work():
+    """504: a proxy stopped waiting, the server may still be judging; a retry would judge the submission twice."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    hits = []
+
+    async def gateway_timeout(request):
+        hits.append(request.url.path)
+        return PlainTextResponse("upstream timed out", status_code=504)
+
+    async def health(request):
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/judge", gateway_timeout, methods=["POST"]), Route("/health", health)])
+    with serve(app) as url:
+        remote = RemoteSandbox([url], token=TOKEN, retries=3, backoff_s=0.01)
+        result = judge("print(1)", [("", "1")], backend=remote)
+    assert result.verdict == Verdict.JE and "not retried" in result.message and hits == ["/judge"]
