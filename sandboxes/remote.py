@@ -26,6 +26,14 @@ from .protocol import SandboxUnavailable
 from .results import ExecResult, JudgeResult, Limits, Verdict
 
 
+def _detail(response) -> str:
+    """The ``detail`` of a FastAPI error response, or its text."""
+    try:
+        return str(response.json().get("detail"))[:500]
+    except ValueError:
+        return response.text[:500]
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -109,6 +117,8 @@ class RemoteSandbox:
                     if response.status_code == 200:
                         return response.json()
                     last_error = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
+                    if response.status_code == 422:  # bad input (language, checker, limits...): the caller's to fix
+                        raise ValueError(f"{url}: the sandbox server refused the request: {_detail(response)}")
                     if response.status_code == 504:  # a proxy gave up waiting: the server may still be running it
                         raise ConnectionError(f"{last_error}; not retried, since the server may still be running it")
                     if response.status_code not in (429, 500, 502, 503):

@@ -179,3 +179,10 @@ def test_a_gateway_timeout_is_not_retried_into_duplicate_work():
         remote = RemoteSandbox([url], token=TOKEN, retries=3, backoff_s=0.01)
         result = judge("print(1)", [("", "1")], backend=remote)
     assert result.verdict == Verdict.JE and "not retried" in result.message and hits == ["/judge"]
+
+
+def test_input_the_server_refuses_is_a_clear_error_not_a_judge_error(server_url):
+    """Bad input raises as it does with the local backend, instead of a JE result a training loop would skip."""
+    remote = RemoteSandbox([server_url], token=TOKEN, retries=0)
+    with pytest.raises(ValueError, match="refused the request.*float:EPS"):  # judge() checks it before sending
+        asyncio.run(remote.ajudge("print(1)", [("", "1")], checker="float:nan"))
