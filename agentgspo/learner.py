@@ -248,7 +248,7 @@ class GSPOLearner:
             for b, bucket in enumerate(buckets):
                 micro = [rows[j] for j in bucket]
                 minibatch_loss += self._micro_step(
-                    trajectories, micro, old, advantages, num_sequences=max(len(chunk), 1),
+                    trajectories, micro, old, advantages, num_sequences=max(len(chunk), 1), forwarded=len(rows),
                     scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1, means=means,
                 )
             means.add("loss", minibatch_loss)
@@ -280,7 +280,7 @@ class GSPOLearner:
         return metrics
 
     def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                    advantages: torch.Tensor, *, num_sequences: int, scale: float, sync: bool,
+                    advantages: torch.Tensor, *, num_sequences: int, forwarded: int, scale: float, sync: bool,
                     means: _Means) -> float:
         """Forward and backward of one micro-batch; returns its share of the minibatch loss."""
         config, accelerator = self.config, self.accelerator
@@ -299,8 +299,9 @@ class GSPOLearner:
                                                           batch.loss_mask, n)  # [], {...}, [B, T]
             total = loss
             if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
-                # Weighted by the micro-batch's share of the minibatch so the minibatch sum is a mean.
-                total = total + self.aux_coef * outputs.aux_loss * (len(rows) / num_sequences)
+                # Weighted by the micro-batch's share of the rows forwarded in this minibatch, so the minibatch sum is
+                # a mean of weight aux_coef (skipped A = 0 rows are not forwarded and must not dilute it).
+                total = total + self.aux_coef * outputs.aux_loss * (len(rows) / forwarded)
                 means.add("aux_loss", outputs.aux_loss.item(), len(rows))
             if config.kl_coef > 0:
                 with torch.no_grad():

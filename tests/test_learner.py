@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
 import torch
 from accelerate import Accelerator
 
+from agentgspo.advantages import group_advantages
+from agentgspo.batching import collate, forward, logprobs_from_logits
 from agentgspo.learner import GSPOLearner, LearnerConfig, routing_volatility
 from agentgspo.trajectory import Trajectory
 
@@ -38,11 +41,33 @@ def _trajectories(rewards, *, stop_reasons=None, group_size=4, seed=0):
     return out
 
 
-def _learner(model, **config):
+def _learner(model, *, optimizer=None, **config):
     accelerator = Accelerator(cpu=True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, optimizer = accelerator.prepare(model, optimizer)
     return GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=LearnerConfig(**config))
+
+
+def _paper_gradients(model, trajectories, *, aux_coef=0.0, aux_rows=None):
+    """Gradients of the paper's GSPO loss at s_i = 1 over ``trajectories`` (one minibatch, N = all of them).
+
+    At s_i = 1 (logp_old recomputed by the same weights), Eq. 10 gives every policy token of trajectory i the
+    weight A_i / (N |y_i|): loss = -(1/N) sum_i A_i * mean_{t in y_i} logp_it. Plus ``aux_coef`` times the router
+    load-balancing loss of one forward of the rows ``aux_rows`` (the learner's forwarded rows).
+    """
+    model.zero_grad(set_to_none=True)
+    rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float64)
+    advantages, _ = group_advantages(rewards, torch.tensor([t.group_id for t in trajectories]))
+    batch = collate(trajectories, 0)
+    logp = logprobs_from_logits(forward(model, batch).logits, batch.input_ids).double()  # [B, T]
+    mask = batch.loss_mask
+    per_sequence = torch.where(mask, logp, 0.0).sum(-1) / mask.sum(-1)  # [B]
+    loss = -(advantages * per_sequence).sum() / len(trajectories)
+    if aux_coef:
+        aux_batch = collate([trajectories[i] for i in aux_rows], 0)
+        loss = loss + aux_coef * forward(model, aux_batch, output_router_logits=True).aux_loss.double()
+    loss.backward()
+    return [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
 
 
 def _snapshot(model):
@@ -96,6 +121,23 @@ def test_sampler_logprobs_as_logp_old_show_up_in_the_ratio(tiny):
     assert metrics["clip_frac_seq"] == pytest.approx(0.5)
     assert metrics["clip_frac_low"] == pytest.approx(0.5) and metrics["clip_frac_high"] == 0.0
     assert "sampler_logprob_gap" not in metrics
+
+
+def test_router_aux_loss_weight_is_the_same_whether_zero_advantage_rows_are_skipped_or_not(tiny):
+    """The load-balancing loss is a mean over the forwarded rows: its weight in the update is the coefficient, not
+    the coefficient times (forwarded rows / minibatch rows), or skipping A = 0 rows would change the objective."""
+    coef = 0.5
+    trajectories = _trajectories([1, 0, 0, 1, 1, 1, 1, 1])  # group 1 all-equal: skipped, but still one of N = 8
+    reference = copy.deepcopy(tiny)
+    initial = _snapshot(tiny)
+    learner = _learner(tiny, optimizer=torch.optim.SGD(tiny.parameters(), lr=1.0), minibatches=1,
+                       micro_batch_tokens=10**6, max_grad_norm=None, volatility_rows=0, router_aux_loss_coef=coef)
+    metrics = learner.step(trajectories)
+    assert metrics["optimizer_steps"] == 1 and metrics["trained_sequences"] == 4
+    expected = _paper_gradients(reference, trajectories, aux_coef=coef, aux_rows=[0, 1, 2, 3])
+    scale = max(g.abs().max().item() for g in expected)
+    for p, p0, g in zip(tiny.parameters(), initial, expected):  # SGD, lr 1: p = p0 - grad
+        torch.testing.assert_close((p0 - p.detach()).double(), g.double(), rtol=0, atol=1e-4 * scale)
 
 
 def test_routing_volatility_counts_changed_expert_choices():
