@@ -187,6 +187,18 @@ class GSPOLearner:
     def _score_no_grad(self, model: Any, batch: Batch) -> torch.Tensor:
         return score(model, batch, temperature=self.config.temperature)[0]
 
+    def _local_model(self) -> Any:
+        """The policy for the no-grad passes only some ranks run (logp_old, routing volatility).
+
+        A DDP module's forward is a collective: the first forward after a synced backward broadcasts the buffers
+        (e.g. rotary ``inv_freq``) from rank 0. Ranks score different numbers of batches (none where every group is
+        all-equal), so through DDP these broadcasts pair with another rank's gradient all-reduce and deadlock; the
+        wrapped module computes the same values without one.
+        """
+        model = self.model
+        inner = getattr(model, "_orig_mod", model)  # under torch.compile(DDP(...))
+        return inner.module if isinstance(inner, torch.nn.parallel.DistributedDataParallel) else model
+
     def step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Train on one rollout batch (this rank's trajectories); returns metrics for logging."""
         config, accelerator, device = self.config, self.accelerator, self.accelerator.device
@@ -209,7 +221,7 @@ class GSPOLearner:
             rows = [keep[j] for j in bucket]
             batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
             if config.logp_old == "recompute":
-                logp = self._score_no_grad(self.model, batch)
+                logp = self._score_no_grad(self._local_model(), batch)
                 gap = (logp - batch.sampler_logprobs).abs()
                 gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
                 gap_tokens += int(batch.loss_mask.sum())
@@ -224,7 +236,7 @@ class GSPOLearner:
             volatility_batch = collate(picks, self.pad_token_id).to(device)
             k = accelerator.unwrap_model(self.model).config.num_experts_per_tok
             with torch.no_grad():
-                choices_before = _expert_choices(self.model, volatility_batch, k)
+                choices_before = _expert_choices(self._local_model(), volatility_batch, k)
 
         order = torch.randperm(n, generator=self.generator).tolist()
         chunks = [order[m::config.minibatches] for m in range(config.minibatches)]
@@ -240,15 +252,20 @@ class GSPOLearner:
             if float(trainable) == 0:
                 continue  # every rank agrees: nothing to learn from this minibatch
             dummy = not rows  # this rank has nothing but must join the gradient all-reduce
+            pool = trajectories
             if dummy:
+                if not pool:  # no trajectories at all on this rank: forward two padding tokens instead
+                    placeholder = Trajectory()
+                    placeholder.append_forced([self.pad_token_id] * 2)
+                    pool, advantages = [placeholder], torch.zeros(1, dtype=torch.float64)
                 rows = [chunk[0] if chunk else 0]  # any row: its loss is scaled by 0
-                old.setdefault(rows[0], torch.zeros(len(trajectories[rows[0]].token_ids), device=device))
-            buckets = length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)
+                old.setdefault(rows[0], torch.zeros(len(pool[rows[0]].token_ids), device=device))
+            buckets = length_buckets([len(pool[i].token_ids) for i in rows], config.micro_batch_tokens)
             minibatch_loss = 0.0
             for b, bucket in enumerate(buckets):
                 micro = [rows[j] for j in bucket]
                 minibatch_loss += self._micro_step(
-                    trajectories, micro, old, advantages, num_sequences=max(len(chunk), 1), forwarded=len(rows),
+                    pool, micro, old, advantages, num_sequences=max(len(chunk), 1), forwarded=len(rows),
                     scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1, means=means,
                 )
             means.add("loss", minibatch_loss)
@@ -267,7 +284,7 @@ class GSPOLearner:
             metrics.setdefault(name, 0.0)
         if volatility_batch is not None and optimizer_steps:
             with torch.no_grad():
-                choices_after = _expert_choices(self.model, volatility_batch, choices_before.shape[-1])
+                choices_after = _expert_choices(self._local_model(), volatility_batch, choices_before.shape[-1])
             metrics["routing_volatility"] = routing_volatility(choices_before, choices_after)
         if gap_tokens:
             metrics["sampler_logprob_gap"] = gap_sum / gap_tokens

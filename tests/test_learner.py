@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -190,3 +195,93 @@ def test_other_architectures_train_with_router_loss_and_volatility(name):
     assert ("aux_loss" in metrics) == moe and ("routing_volatility" in metrics) == moe
     if moe:
         assert metrics["aux_loss"] > 0 and 0 <= metrics["routing_volatility"] <= 1
+
+
+# ------------------------------------------------------------------------------------- two DDP ranks (gloo, CPU)
+
+DDP_LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+
+
+def _ddp_worker(out_dir: str) -> None:
+    """Run under ``accelerate launch`` with 2 processes; each scenario writes ``<name>.rank<r>.json`` when done."""
+    from transformers import AutoModelForCausalLM
+
+    from agentgspo.tiny import tiny_policy_path
+
+    accelerator = Accelerator(cpu=True)
+    rank = accelerator.process_index
+
+    def write(name, result):
+        Path(out_dir, f"{name}.rank{rank}.json").write_text(json.dumps(result))
+
+    # 1. Unequal trajectory counts per rank (8 and 4) and an accelerate-prepared LR scheduler, SGD at lr 1.
+    model = build_tiny("dense_qwen3")
+    reference = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, scheduler=scheduler, config=LearnerConfig(
+        minibatches=1, max_grad_norm=None, volatility_rows=0))
+    everything = _trajectories([1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0], seed=5)  # groups 0, 1 on rank 0; 2 on rank 1
+    metrics = learner.step(everything[:8] if rank == 0 else everything[8:])
+    expected = _paper_gradients(reference, everything)  # N = 12: all of the minibatch's trajectories, both ranks
+    moved = [(p0 - p.detach()).double() for p0, p in zip(reference.parameters(), model.parameters())]
+    write("unequal_counts", {
+        "optimizer_steps": metrics["optimizer_steps"], "scheduler_steps": scheduler.scheduler.last_epoch,
+        "max_error": max((m - g.double()).abs().max().item() for m, g in zip(moved, expected)),
+        "max_gradient": max(g.abs().max().item() for g in expected),
+    })
+
+    # 2. One rank's groups are all-equal (nothing to score or train there) while the other rank trains; the MoE
+    # policy so that routing volatility is measured too; then a rank with no trajectories at all.
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_policy_path())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=LearnerConfig(micro_batch_tokens=64))
+    steps = []
+    for step, other in enumerate(([1, 1, 1, 1, 0, 0, 0, 0], [])):
+        rewards = [1, 0, 0, 1, 0, 1, 1, 0] if rank == 0 else other
+        metrics = learner.step(_trajectories(rewards, seed=step))
+        accelerator.reduce(torch.ones(1), reduction="sum")  # a collective after the step, as a recipe has
+        steps.append(metrics["optimizer_steps"])
+    checksum = sum(p.detach().double().abs().sum() for p in model.parameters())
+    write("idle_rank", {"optimizer_steps": steps, "checksums": accelerator.gather(checksum[None]).tolist()})
+
+
+@pytest.fixture(scope="module")
+def ddp_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ddp")
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+           "OMP_NUM_THREADS": "1"}
+    launcher = subprocess.Popen([*DDP_LAUNCH, __file__, str(out)], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    try:
+        log = launcher.communicate(timeout=240)[0][-6000:]
+    except subprocess.TimeoutExpired:  # a deadlock between the ranks; SIGTERM makes the launcher end its workers
+        launcher.terminate()
+        log = "timed out (deadlock?) after 240 s\n" + launcher.communicate(timeout=60)[0][-3000:]
+    results = {}
+    for path in out.glob("*.json"):
+        results[path.stem] = json.loads(path.read_text())
+    return results, log
+
+
+def _scenario(ddp_results, name):
+    results, log = ddp_results
+    if f"{name}.rank0" not in results or f"{name}.rank1" not in results:
+        pytest.fail(f"scenario {name} did not finish on both ranks:\n{log}")
+    return results[f"{name}.rank0"], results[f"{name}.rank1"]
+
+
+def test_ddp_rank_with_nothing_to_train_keeps_step_with_the_others(ddp_results):
+    """A rank whose groups are all-equal (nothing to score, no volatility batch), then a rank with no trajectories at
+    all, still joins every all-reduce: no deadlock, the same optimizer steps, identical parameters."""
+    first, second = _scenario(ddp_results, "idle_rank")
+    assert first["optimizer_steps"] == second["optimizer_steps"] == [4, 4]
+    assert first["checksums"][0] == first["checksums"][1]
+
+
+if __name__ == "__main__":
+    _ddp_worker(sys.argv[1])
