@@ -199,6 +199,18 @@ class GSPOLearner:
         inner = getattr(model, "_orig_mod", model)  # under torch.compile(DDP(...))
         return inner.module if isinstance(inner, torch.nn.parallel.DistributedDataParallel) else model
 
+    def _step_scheduler(self) -> None:
+        """One scheduler step per optimizer step. accelerate's prepared scheduler steps ``num_processes`` times per
+        call (it assumes a data loader whose global batch grew with the ranks), which would end a warm-up of 8
+        optimizer steps after 4 on 2 ranks; step the scheduler it wraps once, unless the optimizer skipped its step
+        (fp16 overflow), as accelerate does."""
+        from accelerate.scheduler import AcceleratedScheduler
+
+        if not isinstance(self.scheduler, AcceleratedScheduler):
+            self.scheduler.step()
+        elif not getattr(self.optimizer, "step_was_skipped", False):
+            self.scheduler.scheduler.step()
+
     def step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Train on one rollout batch (this rank's trajectories); returns metrics for logging."""
         config, accelerator, device = self.config, self.accelerator, self.accelerator.device
@@ -274,7 +286,7 @@ class GSPOLearner:
                 means.add("grad_norm", float(grad_norm))
             self.optimizer.step()
             if self.scheduler is not None:
-                self.scheduler.step()
+                self._step_scheduler()
             self.optimizer.zero_grad(set_to_none=True)
             optimizer_steps += 1
 

@@ -275,6 +275,13 @@ def _scenario(ddp_results, name):
     return results[f"{name}.rank0"], results[f"{name}.rank1"]
 
 
+def test_ddp_scheduler_steps_once_per_optimizer_step(ddp_results):
+    """accelerate's prepared scheduler steps num_processes times per call; the learner's schedule counts optimizer
+    steps (a warm-up of 8 steps must not end after 4 on 2 ranks)."""
+    for result in _scenario(ddp_results, "unequal_counts"):
+        assert result["scheduler_steps"] == result["optimizer_steps"] == 1
+
+
 def test_ddp_rank_with_nothing_to_train_keeps_step_with_the_others(ddp_results):
     """A rank whose groups are all-equal (nothing to score, no volatility batch), then a rank with no trajectories at
     all, still joins every all-reduce: no deadlock, the same optimizer steps, identical parameters."""
