@@ -5,8 +5,9 @@
         -> length-bucketed micro-batches, gradients accumulated -> clip grad norm -> AdamW step -> LR schedule
 
 Distributed work goes through an ``accelerate.Accelerator`` (DDP on CPU with gloo, FSDP2 / DeepSpeed on GPUs).
-Each rank trains on its own trajectories; DDP averages gradients, so with equal trajectory counts per rank the
-update is the paper's per-trajectory mean over all ranks.
+Each rank trains on its own trajectories; DDP averages gradients, and each minibatch's loss is divided by the
+trajectory count over all ranks (over W), so the update is the paper's per-trajectory mean over all ranks whatever
+each rank holds.
 
 Trajectories whose advantage is 0 (all-equal groups) contribute exactly nothing to the GSPO objective, so they are
 not forwarded (they still count in the 1/N weighting). MoE policies get the router load-balancing loss and a
@@ -258,11 +259,15 @@ class GSPOLearner:
         for chunk in chunks:
             chunk = [i for i in chunk if i in included_set]
             rows = [i for i in chunk if i in old]
-            trainable = torch.tensor(float(len(rows)), device=device)
+            counts = torch.tensor([float(len(rows)), float(len(chunk))], device=device)
             if accelerator.num_processes > 1:
-                trainable = accelerator.reduce(trainable, reduction="sum")
-            if float(trainable) == 0:
+                counts = accelerator.reduce(counts, reduction="sum")
+            trainable, num_sequences = counts.tolist()  # over all ranks
+            if trainable == 0:
                 continue  # every rank agrees: nothing to learn from this minibatch
+            # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
+            # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5).
+            num_sequences /= accelerator.num_processes
             dummy = not rows  # this rank has nothing but must join the gradient all-reduce
             pool = trajectories
             if dummy:
@@ -277,7 +282,7 @@ class GSPOLearner:
             for b, bucket in enumerate(buckets):
                 micro = [rows[j] for j in bucket]
                 minibatch_loss += self._micro_step(
-                    pool, micro, old, advantages, num_sequences=max(len(chunk), 1), forwarded=len(rows),
+                    pool, micro, old, advantages, num_sequences=num_sequences, forwarded=len(rows),
                     scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1, means=means,
                 )
             means.add("loss", minibatch_loss)
@@ -309,7 +314,7 @@ class GSPOLearner:
         return metrics
 
     def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                    advantages: torch.Tensor, *, num_sequences: int, forwarded: int, scale: float, sync: bool,
+                    advantages: torch.Tensor, *, num_sequences: float, forwarded: int, scale: float, sync: bool,
                     means: _Means) -> float:
         """Forward and backward of one micro-batch; returns its share of the minibatch loss."""
         config, accelerator = self.config, self.accelerator

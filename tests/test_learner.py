@@ -275,6 +275,14 @@ def _scenario(ddp_results, name):
     return results[f"{name}.rank0"], results[f"{name}.rank1"]
 
 
+def test_ddp_update_is_the_per_trajectory_mean_over_all_ranks_with_unequal_counts(ddp_results):
+    """Rank 0 holds 8 trajectories, rank 1 holds 4: the update is (1/12) sum over all 12 (paper Eq. 5), not the
+    mean of the two ranks' own means ((1/2)(g_0 / 8 + g_1 / 4))."""
+    for result in _scenario(ddp_results, "unequal_counts"):
+        assert result["optimizer_steps"] == 1
+        assert result["max_error"] <= 1e-4 * result["max_gradient"], result
+
+
 def test_ddp_scheduler_steps_once_per_optimizer_step(ddp_results):
     """accelerate's prepared scheduler steps num_processes times per call; the learner's schedule counts optimizer
     steps (a warm-up of 8 steps must not end after 4 on 2 ranks)."""
