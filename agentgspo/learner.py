@@ -177,12 +177,28 @@ class GSPOLearner:
         return loss, diagnostics, logprobs
 
     def state_dict(self) -> dict[str, Any]:
-        """The learner's own state (the minibatch shuffling RNG); model/optimizer state is checkpointed apart."""
-        return {"generator": self.generator.get_state()}
+        """The learner's own state (the minibatch shuffling RNG); model/optimizer state is checkpointed apart.
+
+        With several processes it holds every rank's generator (gathered: call it on all ranks together, as
+        ``accelerator.save_state`` does), because accelerate writes a registered object's state from the main process
+        only, and each rank shuffles with its own stream.
+        """
+        state = self.generator.get_state()  # [S] uint8
+        if self.accelerator.num_processes == 1:
+            return {"generator": state}
+        gathered = self.accelerator.gather(state[None].to(self.accelerator.device)).cpu()  # [W, S]
+        return {"generator": state, "rank_generators": list(gathered)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.generator.set_state(state["generator"])
+        """Restore :meth:`state_dict` (each rank takes its own generator when the state holds every rank's)."""
+        per_rank = state.get("rank_generators")
+        if per_rank is None:
+            self.generator.set_state(state["generator"])
+            return
+        if len(per_rank) != self.accelerator.num_processes:
+            raise ValueError(f"learner state saved by {len(per_rank)} processes cannot resume exactly on "
+                             f"{self.accelerator.num_processes}; resume with the same number of processes")
+        self.generator.set_state(per_rank[self.accelerator.process_index].clone())
 
     @torch.no_grad()
     def _score_no_grad(self, model: Any, batch: Batch) -> torch.Tensor:

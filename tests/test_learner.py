@@ -249,6 +249,17 @@ def _ddp_worker(out_dir: str) -> None:
     checksum = sum(p.detach().double().abs().sum() for p in model.parameters())
     write("idle_rank", {"optimizer_steps": steps, "checksums": accelerator.gather(checksum[None]).tolist()})
 
+    # 3. Exact resume: each rank shuffles minibatches with its own generator (seed + rank, as the quickstart does);
+    # a checkpoint through accelerate's save_state / load_state must give each rank its own stream back.
+    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, seed=10 + rank)
+    accelerator.register_for_checkpointing(learner)
+    learner.step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0], seed=rank))  # advances the generator
+    accelerator.save_state(str(Path(out_dir, "checkpoint")))
+    accelerator.wait_for_everyone()  # rank 0 writes the files
+    expected = torch.randperm(1000, generator=learner.generator)[:8].tolist()  # the draws after the checkpoint
+    accelerator.load_state(str(Path(out_dir, "checkpoint")))
+    write("resume", {"expected": expected, "resumed": torch.randperm(1000, generator=learner.generator)[:8].tolist()})
+
 
 @pytest.fixture(scope="module")
 def ddp_results(tmp_path_factory):
@@ -296,6 +307,13 @@ def test_ddp_rank_with_nothing_to_train_keeps_step_with_the_others(ddp_results):
     first, second = _scenario(ddp_results, "idle_rank")
     assert first["optimizer_steps"] == second["optimizer_steps"] == [4, 4]
     assert first["checksums"][0] == first["checksums"][1]
+
+
+def test_ddp_resume_gives_each_rank_its_own_shuffling_generator(ddp_results):
+    """accelerate saves a registered object's state from the main process only: without every rank's generator in
+    the learner's state, rank 1 resumed with rank 0's minibatch order."""
+    for result in _scenario(ddp_results, "resume"):
+        assert result["resumed"] == result["expected"]
 
 
 if __name__ == "__main__":
