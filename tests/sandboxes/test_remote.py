@@ -153,10 +153,12 @@ def test_a_client_per_asyncio_run_is_freed_with_its_loop(server_url):
     asyncio.run(remote.ajudge("print(1)", [("", "1")]))
     gc.collect()
     before = len(os.listdir("/proc/self/fd"))
-    for _ in range(20):
+    for _ in range(30):
         assert asyncio.run(remote.ajudge("print(1)", [("", "1")])).verdict == Verdict.AC
     gc.collect()
-    assert len(os.listdir("/proc/self/fd")) <= before + 4  # was about two more per call
+    # The leak was about two descriptors per call (+60 here); a few may come and go with the in-process server's
+    # own keep-alive connections.
+    assert len(os.listdir("/proc/self/fd")) <= before + 12
 
 
 def test_a_gateway_timeout_is_not_retried_into_duplicate_work():
