@@ -93,12 +93,13 @@ class LearnerConfig:
 
 
 class _Means:
-    """Weighted means, minima and maxima of metrics gathered over micro-batches."""
+    """Weighted means, minima and maxima of metrics gathered over micro-batches (and merged over ranks)."""
 
     def __init__(self) -> None:
         self.sums: dict[str, float] = {}
         self.weights: dict[str, float] = {}
         self.extremes: dict[str, float] = {}
+        self.picks: dict[str, Any] = {}  # name -> min or max
         self.counts: dict[str, float] = {}
 
     def add(self, name: str, value: float, weight: float = 1.0) -> None:
@@ -109,9 +110,20 @@ class _Means:
     def extreme(self, name: str, value: float, pick: Any) -> None:
         if not math.isnan(value):
             self.extremes[name] = pick(self.extremes.get(name, value), value)
+            self.picks[name] = pick
 
     def count(self, name: str, value: float) -> None:
         self.counts[name] = self.counts.get(name, 0.0) + value
+
+    def merge(self, other: _Means) -> None:
+        """Fold another rank's metrics into these (weighted sums add, extremes take their min/max, counts add)."""
+        for name, total in other.sums.items():
+            self.sums[name] = self.sums.get(name, 0.0) + total
+            self.weights[name] = self.weights.get(name, 0.0) + other.weights[name]
+        for name, value in other.extremes.items():
+            self.extreme(name, value, other.picks[name])
+        for name, value in other.counts.items():
+            self.count(name, value)
 
     def result(self) -> dict[str, float]:
         return {**{n: self.sums[n] / self.weights[n] for n in self.sums}, **self.extremes, **self.counts}
@@ -311,23 +323,36 @@ class GSPOLearner:
             self.optimizer.zero_grad(set_to_none=True)
             optimizer_steps += 1
 
-        metrics = means.result()
-        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
-        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high"):
-            metrics.setdefault(name, 0.0)
         if volatility_batch is not None and optimizer_steps:
             with torch.no_grad():
                 choices_after = _expert_choices(self._local_model(), volatility_batch, choices_before.shape[-1])
-            metrics["routing_volatility"] = routing_volatility(choices_before, choices_after)
+            means.add("routing_volatility", routing_volatility(choices_before, choices_after),
+                      choices_before.numel())
         if gap_tokens:
-            metrics["sampler_logprob_gap"] = gap_sum / gap_tokens
-        metrics.update(
-            optimizer_steps=optimizer_steps, trained_sequences=len(keep),
-            excluded_sequences=len(trajectories) - len(included),
-            zero_variance_frac=advantage_stats["zero_variance_frac"],
-            lr=self.optimizer.param_groups[0]["lr"], learner_seconds=time.perf_counter() - started,
-        )
+            means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
+        means.add("zero_variance_frac", advantage_stats["zero_variance_frac"], advantage_stats.get("num_groups", 0))
+        means.count("trained_sequences", len(keep))
+        means.count("excluded_sequences", len(trajectories) - len(included))
+        metrics = self._over_ranks(means).result()
+        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
+        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high",
+                     "zero_variance_frac"):
+            metrics.setdefault(name, 0.0)
+        metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
+                       learner_seconds=time.perf_counter() - started)
         return metrics
+
+    def _over_ranks(self, means: _Means) -> _Means:
+        """This step's metrics over all ranks (every rank gets the same), so what rank 0 logs describes the whole
+        batch: weighted means, extremes and counts of every rank's micro-batches. One small collective per step."""
+        if self.accelerator.num_processes == 1:
+            return means
+        from accelerate.utils import gather_object
+
+        merged = _Means()
+        for part in gather_object([means]):
+            merged.merge(part)
+        return merged
 
     def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
                     advantages: torch.Tensor, *, num_sequences: float, forwarded: int, scale: float, sync: bool,

@@ -228,6 +228,8 @@ def _ddp_worker(out_dir: str) -> None:
     expected = _paper_gradients(reference, everything)  # N = 12: all of the minibatch's trajectories, both ranks
     moved = [(p0 - p.detach()).double() for p0, p in zip(reference.parameters(), model.parameters())]
     write("unequal_counts", {
+        "metrics": {k: v for k, v in metrics.items() if k != "learner_seconds"},
+        "trained_tokens": sum(sum(t.loss_mask[1:]) for t in everything),
         "optimizer_steps": metrics["optimizer_steps"], "scheduler_steps": scheduler.scheduler.last_epoch,
         "max_error": max((m - g.double()).abs().max().item() for m, g in zip(moved, expected)),
         "max_gradient": max(g.abs().max().item() for g in expected),
@@ -292,6 +294,14 @@ def test_ddp_update_is_the_per_trajectory_mean_over_all_ranks_with_unequal_count
     for result in _scenario(ddp_results, "unequal_counts"):
         assert result["optimizer_steps"] == 1
         assert result["max_error"] <= 1e-4 * result["max_gradient"], result
+
+
+def test_ddp_metrics_describe_the_whole_batch_on_every_rank(ddp_results):
+    """What rank 0 logs covers both ranks' trajectories (counts add, means are weighted over all micro-batches)."""
+    first, second = _scenario(ddp_results, "unequal_counts")
+    assert first["metrics"] == second["metrics"]
+    assert first["metrics"]["trained_sequences"] == 12  # 8 on rank 0, 4 on rank 1
+    assert first["metrics"]["trained_tokens"] == first["trained_tokens"]
 
 
 def test_ddp_scheduler_steps_once_per_optimizer_step(ddp_results):
