@@ -14,10 +14,11 @@ Conventions a trainer must know:
 - Aggregation is the paper's per-trajectory mean ``(1/N) sum_i (...)`` for every objective: each trajectory weighs
   1/N whatever its length. ``N`` is ``num_sequences``; by default the number of sequences in this call with at
   least one trained token (empty rows contribute nothing and are not counted). With gradient accumulation over
-  micro-batches, pass ``num_sequences = `` the number of non-empty trajectories in the whole minibatch (the same
-  number to every micro-batch): the summed micro-batch losses and gradients then equal the full-minibatch ones.
-  Do not also divide by the number of micro-batches. Under data parallelism that averages gradients over W ranks,
-  pass the global count divided by W.
+  micro-batches, pass ``num_sequences = `` the number of trajectories in the whole minibatch (the same number to
+  every micro-batch): the summed micro-batch losses and gradients then equal the full-minibatch ones. Do not also
+  divide by the number of micro-batches. Under data parallelism that averages gradients over W ranks, pass the
+  global count divided by W. (``GSPOLearner`` counts every trajectory of the minibatch, also those it does not
+  forward because their advantage is 0: the paper's N is the number of sampled responses.)
 - Clipped terms are selected explicitly: where the min in ``min(r A, clip(r) A)`` picks the clipped term, the term
   is the constant ``clip(r) A`` and its gradient is exactly 0 (also when ``r`` overflowed to inf).
 - Diagnostics are detached 0-dim tensors (call ``.item()`` when logging; they are computed without a host sync):
