@@ -80,17 +80,16 @@ def agentgspo_experts_forward(self: torch.nn.Module, hidden_states: torch.Tensor
     boundaries = torch.arange(1, self.num_experts + 1, device=expert_ids.device, dtype=expert_ids.dtype)
     offsets = torch.searchsorted(expert_ids, boundaries, out_int32=True)  # [E]: cumulative pairs per expert
 
+    def project(x: torch.Tensor, name: str) -> torch.Tensor:  # the experts' weight ``name`` (and its bias)
+        bias = getattr(self, f"{name}_bias", None) if self.has_bias else None
+        return _grouped_linear(x, getattr(self, name), offsets, bias, expert_ids, self.is_transposed)
+
     x_sorted = _GatherRows.apply(hidden_states, perm // k, inverse, k)  # [S, H]
     if self.has_gate:
-        up = _grouped_linear(x_sorted, self.gate_up_proj, offsets, getattr(self, "gate_up_proj_bias", None)
-                             if self.has_bias else None, expert_ids, self.is_transposed)  # [S, 2I]
-        activated = self._apply_gate(up)  # [S, I]
+        activated = self._apply_gate(project(x_sorted, "gate_up_proj"))  # [S, 2I] -> [S, I]
     else:
-        up = _grouped_linear(x_sorted, self.up_proj, offsets, getattr(self, "up_proj_bias", None)
-                             if self.has_bias else None, expert_ids, self.is_transposed)  # [S, I]
-        activated = self.act_fn(up)
-    y_sorted = _grouped_linear(activated, self.down_proj, offsets, getattr(self, "down_proj_bias", None)
-                               if self.has_bias else None, expert_ids, self.is_transposed)  # [S, H]
+        activated = self.act_fn(project(x_sorted, "up_proj"))  # [S, I]
+    y_sorted = project(activated, "down_proj")  # [S, H]
     y = _GatherRows.apply(y_sorted, inverse, perm, 1).view(num_tokens, k, hidden)  # [T, k, H], token order
     combined = (y * top_k_weights.unsqueeze(-1)).sum(1)  # [T, H]: sum_j w[t, j] y[t, j]
     return combined.to(hidden_states.dtype)

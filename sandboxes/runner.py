@@ -613,14 +613,26 @@ def write_all(fd, data):
         offset += os.write(fd, view[offset:])
 
 
-def malloc_trim():
-    """Give the heap's free memory back to the system (glibc malloc_trim(0)); nothing elsewhere."""
+def libc_call(name, *args):
+    """Call the C library's ``name`` with integer ``args``; nothing when it cannot (another libc, no symbol).
+
+    Through _ctypes directly: importing ctypes would add ~3 ms to every sandbox start; ctypes only as a fallback."""
     try:
         import _ctypes
 
-        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "malloc_trim"), (0,))
+        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), name), args)
     except Exception:
-        pass
+        try:
+            import ctypes
+
+            getattr(ctypes.CDLL(None), name)(*args)
+        except Exception:
+            pass
+
+
+def malloc_trim():
+    """Give the heap's free memory back to the system (glibc malloc_trim(0)); nothing elsewhere."""
+    libc_call("malloc_trim", 0)
 
 
 def stash_inputs(tests, path):
@@ -897,17 +909,7 @@ def read_spec(fd):
 
 def make_undumpable():
     """prctl(PR_SET_DUMPABLE, 0): the solution (same uid) can then neither open /proc/<runner>/fd nor ptrace us."""
-    try:  # _ctypes directly: importing ctypes would add ~3 ms to every sandbox start
-        import _ctypes
-
-        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
-    except Exception:
-        try:
-            import ctypes
-
-            ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
-        except Exception:
-            pass
+    libc_call("prctl", 4, 0, 0, 0, 0)
 
 
 def main():

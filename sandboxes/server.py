@@ -148,7 +148,7 @@ def _guard(app, token: str, max_body_bytes: int):
 
 def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max_body_mb: float = 512.0):
     """Build the FastAPI app. ``token`` must be non-empty; ``backend`` is the server's own sandbox backend."""
-    from fastapi import Depends, FastAPI, Header, HTTPException
+    from fastapi import FastAPI, HTTPException
 
     if not token:
         raise ValueError("the sandbox server needs a token (--token or AGENTGSPO_SANDBOX_TOKEN)")
@@ -158,10 +158,6 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max
     app = FastAPI(title="agentgspo sandbox server")
     gate = asyncio.Semaphore(max_concurrency)
     state = {"in_flight": 0}
-
-    def check_token(authorization: str = Header(default="")) -> None:
-        if not hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
-            raise HTTPException(status_code=401, detail="missing or wrong bearer token")
 
     async def limited(fn, *args):
         async with gate:
@@ -176,7 +172,7 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max
         return {"status": "ok", "backend": backend, "in_flight": state["in_flight"],
                 "max_concurrency": max_concurrency}
 
-    @app.post("/run_python", dependencies=[Depends(check_token)])
+    @app.post("/run_python")  # every POST's token is checked by _guard, before its body is read
     async def run_python_endpoint(request: RunRequest) -> dict:
         limits = request.limits
         try:
@@ -186,7 +182,7 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max
         result = await limited(lambda: run_python(request.code, stdin, limits=limits, backend=backend))
         return result.to_dict()
 
-    @app.post("/judge", dependencies=[Depends(check_token)])
+    @app.post("/judge")
     async def judge_endpoint(request: JudgeRequest) -> dict:
         try:
             return await limited(_judge_request, request, backend)

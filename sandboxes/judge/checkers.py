@@ -8,7 +8,8 @@ insensitive unless ``space_change_sensitive``, numbers within ``float_absolute_t
 ``PATH INPUT OUTPUT ANSWER`` (exit 0 AC, 1 WA, 2 PE, anything else a judge error) and ``openr1:PATH`` runs an
 open-r1/codeforces generated checker ``PATH INPUT ANSWER OUTPUT`` (prints 1 or 100 on stdout for a pass);
 ``kattis:PATH`` runs an ICPC output validator ``PATH INPUT ANSWER FEEDBACK_DIR < OUTPUT`` (exit 42 AC, 43 WA).
-A ``.py`` checker is run with python3; its uncaught exception (exit 1 with a traceback) is a judge error, not WA. Checkers are jury code: trusted, run with a timeout only.
+A ``.py`` checker is run with python3; its uncaught exception (exit 1 with a traceback) is a judge error, not WA.
+Checkers are jury code: trusted, run with a timeout only.
 
 Token mismatch rules follow testlib: a differing token is WA; output that ends early or has extra tokens is PE.
 """
@@ -74,6 +75,15 @@ def _number(token: bytes) -> float:
     return float(token)
 
 
+def _close(value: float, expected: float, absolute: float | None, relative: float | None,
+           slack: float = 0.0) -> bool:
+    """``|value - expected|`` within ``absolute`` or within ``relative * |expected|`` (None: not that test), each
+    plus ``slack`` (float round-off)."""
+    error = abs(value - expected)
+    return (absolute is not None and error <= absolute + slack) or \
+        (relative is not None and error <= relative * abs(expected) + slack)
+
+
 @dataclass
 class FloatChecker:
     """Tokens where numbers match within absolute or relative error ``eps`` (testlib's doubleCompare).
@@ -99,10 +109,7 @@ class FloatChecker:
             return math.isnan(expected) and math.isnan(value)
         if math.isinf(expected) or math.isinf(value):
             return expected == value
-        if abs(value - expected) <= self.eps + 1e-15:
-            return True
-        low, high = expected * (1 - self.eps), expected * (1 + self.eps)
-        return min(low, high) - 1e-15 <= value <= max(low, high) + 1e-15
+        return _close(value, expected, self.eps, self.eps, slack=1e-15)
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
         """AC when every token matches (numbers within eps); WA or PE otherwise."""
@@ -172,9 +179,7 @@ class IcpcDefaultChecker:
             return False
         if not (math.isfinite(expected) and math.isfinite(value)):
             return False  # equal non-finite spellings were accepted as text above
-        error = abs(value - expected)
-        return (self.absolute_tolerance is not None and error <= self.absolute_tolerance) or \
-            (self.relative_tolerance is not None and error <= self.relative_tolerance * abs(expected))
+        return _close(value, expected, self.absolute_tolerance, self.relative_tolerance)
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
         """AC when every token matches under the flags (and whitespace too when space_change_sensitive); else WA."""
@@ -182,7 +187,8 @@ class IcpcDefaultChecker:
             got, want = re.split(rb"(\s+)", output), re.split(rb"(\s+)", answer)  # tokens and the spaces between
             for i, (g, w) in enumerate(zip(got, want)):
                 if (i % 2 == 1 and g != w) or (i % 2 == 0 and not self._same(g, w)):
-                    return Verdict.WA, f"at piece {i + 1} (space_change_sensitive): expected {_show(w)}, got {_show(g)}"
+                    return Verdict.WA, (f"at piece {i + 1} (space_change_sensitive): expected {_show(w)}, "
+                                        f"got {_show(g)}")
             if len(got) != len(want):
                 return Verdict.WA, f"output has {len(got)} tokens and spaces, expected {len(want)}"
             return Verdict.AC, f"{len(want) // 2 + 1} tokens, spaces exact"

@@ -218,8 +218,8 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
 def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
                          limits: Limits, peer_crashed: bool = False) -> TestResult:
     """Precedence: interactor failure (an exit code other than 0/1/2, or a Python interactor's crash; not SIGPIPE,
-    which the solution causes by ending early: that reads as WA) -> JE; solution TLE/ILE/MLE/OLE/RE -> that; interactor WA/PE -> WA/PE;
-    else AC. A runtime error (or SIGPIPE) after the interactor hung up (``peer_hung_up``: it had closed the
+    which the solution causes by ending early: that reads as WA) -> JE; solution TLE/ILE/MLE/OLE/RE -> that;
+    interactor WA/PE -> WA/PE; else AC. A runtime error (or SIGPIPE) after the interactor hung up (``peer_hung_up``: it had closed the
     solution's stdin when the solution ended, so the crash may be a reaction to EOF) yields to its WA/PE."""
     test_events = [e for e in events if e.get("event") == "test"]
     compile_error = _compile_error_of(events)
