@@ -125,6 +125,7 @@ class RolloutRunner:
         self.group_hook = group_hook
         self._pool: DaemonThreadPool | None = None
         self._runs = 0  # runs in progress: concurrent runs share the pool; the last one to finish shuts it down
+        self._runs_lock = threading.Lock()  # runs may also come from several threads (run_sync)
 
     async def _in_thread(self, fn: Callable[[], Any], deadline: float | None,
                          late: Callable[[Any], Any] | None = None) -> Any:
@@ -243,9 +244,10 @@ class RolloutRunner:
 
     async def run(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
         """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order."""
-        if self._runs == 0:
-            self._pool = DaemonThreadPool(self.config.env_workers)
-        self._runs += 1
+        with self._runs_lock:
+            if self._runs == 0:
+                self._pool = DaemonThreadPool(self.config.env_workers)
+            self._runs += 1
         try:
             groups = [
                 asyncio.gather(*(self.episode(seed, group_id, k, sampling_seed)
@@ -254,9 +256,10 @@ class RolloutRunner:
             ]
             results = await asyncio.gather(*groups)
         finally:
-            self._runs -= 1
-            if self._runs == 0:
-                self._pool.shutdown()
+            with self._runs_lock:
+                self._runs -= 1
+                if self._runs == 0:
+                    self._pool.shutdown()
         trajectories = []
         for group in results:
             if self.group_hook is not None:
