@@ -31,8 +31,8 @@ Backends (``backend=`` takes a name or a Sandbox instance):
     remote  ``agentgspo sandbox-server`` instances: ``get_sandbox("remote", endpoints=[URL], token=TOKEN)`` or
             ``$AGENTGSPO_SANDBOX_URLS`` and ``$AGENTGSPO_SANDBOX_TOKEN``.
 
-Layout: ``results.py`` (values), ``protocol.py`` (Sandbox/Session protocol, registry), ``runner.py`` (runs inside
-the box), ``local.py``, ``docker_backend.py``, ``remote.py`` + ``server.py`` (backends), ``cgroups.py``,
+Layout: ``results.py`` and ``submission.py`` (values), ``protocol.py`` (Sandbox/Session protocol), ``registry.py``
+(``get_sandbox``), ``runner.py`` (runs inside the box), ``local.py``, ``docker_backend.py``, ``remote.py`` + ``server.py`` (backends), ``cgroups.py``,
 ``judge/`` (``core.py`` judging, ``checkers.py``, ``compile.py``, ``problems.py`` formats).
 """
 
@@ -43,7 +43,8 @@ import asyncio
 from .judge import TestCase, judge, language_of, run_python
 from .judge.problems import (Problem, judge_problem, load_kattis_problem, load_problem, problem_from_codeforces_row,
                              read_tests_dir)
-from .protocol import Sandbox, SandboxUnavailable, Session, get_sandbox
+from .protocol import Sandbox, SandboxUnavailable, Session
+from .registry import get_sandbox
 from .results import ExecResult, JudgeResult, Limits, TestResult, Verdict
 
 

@@ -1,4 +1,4 @@
-"""The sandbox protocol every backend implements, the backend registry, and the runner's wire framing.
+"""The sandbox protocol every backend implements and the runner's wire framing (the registry: ``registry.py``).
 
 A backend opens *sessions*. A session is one isolated box for one submission: the compiled program persists in
 it between calls, and it is torn down (every process killed) when the ``with`` block ends. Inside, the
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import marshal
 import subprocess
-import threading
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
@@ -95,38 +94,3 @@ def parse_events(text: bytes | str, infra_stderr: str = "") -> list[dict]:
         detail = infra_stderr.strip()[-2000:] or "no output"
         events.append({"event": "error", "message": f"sandbox runner ended without finishing: {detail}"})
     return events
-
-
-_registry: dict[tuple, Sandbox] = {}
-_registry_lock = threading.Lock()
-
-
-def get_sandbox(name: str | Sandbox = "local", **options) -> Sandbox:
-    """Return the shared backend ``name`` ("local" | "docker" | "remote") built with ``options``.
-
-    Instances are cached per (name, options), so warm Docker containers and HTTP connection pools are shared by
-    all threads. Passing a Sandbox instance returns it unchanged. Raises ``SandboxUnavailable`` with the fix when
-    the backend cannot run here, ``ValueError`` for an unknown name.
-    """
-    if not isinstance(name, str):
-        return name
-    key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
-    with _registry_lock:
-        if key in _registry:
-            return _registry[key]
-        if name == "local":
-            from .local import LocalSandbox
-
-            backend: Sandbox = LocalSandbox(**options)
-        elif name == "docker":
-            from .docker_backend import DockerSandbox
-
-            backend = DockerSandbox(**options)
-        elif name == "remote":
-            from .remote import RemoteSandbox
-
-            backend = RemoteSandbox(**options)
-        else:
-            raise ValueError(f"unknown sandbox backend {name!r}; expected one of 'local', 'docker', 'remote'")
-        _registry[key] = backend
-        return backend

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .protocol import SandboxUnavailable
 from .results import ExecResult, JudgeResult, Limits, Verdict
+from .submission import PROGRAM_CHECKERS, TestCase
 
 
 def _detail(response) -> str:
@@ -131,9 +132,6 @@ class RemoteSandbox:
                      limits: Limits | None = None, stop_on_failure: bool = False,
                      io_mode: str = "stdio") -> JudgeResult:
         """Judge on a server (arguments as ``sandboxes.judge``); transport failures give a JE result."""
-        from .judge.checkers import PROGRAM_CHECKERS
-        from .judge.core import TestCase
-
         limits = limits or Limits()
         cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
         payload: dict = {

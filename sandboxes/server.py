@@ -22,10 +22,10 @@ import tempfile
 
 from pydantic import BaseModel, Field
 
-from .judge.checkers import PROGRAM_CHECKERS
 from .judge.core import judge, run_python
-from .protocol import get_sandbox
+from .registry import get_sandbox
 from .results import Limits
+from .submission import PROGRAM_CHECKERS
 
 
 class RunRequest(BaseModel):

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..results import Verdict
+from ..submission import PROGRAM_CHECKERS
 
 CHECKER_TIMEOUT_S = 30.0
-PROGRAM_CHECKERS = ("testlib", "openr1", "kattis")  # spec kinds ``KIND:PATH`` that run a jury program
 
 
 class Checker(Protocol):

@@ -13,12 +13,13 @@ import subprocess
 import tempfile
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..protocol import Sandbox, Session, get_sandbox
+from ..protocol import Sandbox, Session
+from ..registry import get_sandbox
 from ..results import ExecResult, JudgeResult, Limits, TestResult, Verdict
+from ..submission import TestCase
 from .checkers import Checker, make_checker, program_argv, python_crashed
 from .compile import cpp_compile_command, host_pch_dir, normalize_language
 
@@ -27,33 +28,6 @@ RUNNER_KILLED = "the solution ended the judge's runner (killed its parent proces
 MEMORY_ERROR_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 _active_lock = threading.Lock()
 _active_batches = 0  # submissions this process is running tests of right now (they share the CPUs)
-
-
-@dataclass
-class TestCase:
-    """One test: ``input`` fed on stdin, ``answer`` given to the checker (never to the solution)."""
-
-    input: bytes
-    answer: bytes = b""
-    name: str = ""
-
-    @classmethod
-    def coerce(cls, test: "TestCase | tuple | dict", index: int) -> "TestCase":
-        """Accept a TestCase, an ``(input, answer)`` pair or a ``{"input", "output"|"answer"}`` dict."""
-        if isinstance(test, TestCase):
-            case = test
-        elif isinstance(test, dict):
-            case = cls(test.get("input"), test.get("answer", test.get("output", b"")), test.get("name", ""))
-        else:
-            inp, ans = test
-            case = cls(inp, ans)
-        for field_name, value in (("input", case.input), ("output", case.answer)):
-            if not isinstance(value, (str, bytes, bytearray, memoryview)):
-                raise ValueError(f"test {index + 1}: its {field_name} must be str or bytes, got "
-                                 f"{type(value).__name__} (fix or drop that test)")
-        inp = case.input.encode() if isinstance(case.input, str) else bytes(case.input)
-        ans = case.answer.encode() if isinstance(case.answer, str) else bytes(case.answer)
-        return cls(inp, ans, case.name or str(index + 1))
 
 
 def classify_run(event: dict, limits: Limits, interactive: bool = False) -> Verdict | None:
