@@ -1,10 +1,13 @@
-"""Group-relative advantages (GSPO paper arXiv 2507.18071, Eq. 6; the same estimator as GRPO)."""
+"""Group-relative advantages (GSPO paper arXiv 2507.18071, Eq. 6; the same estimator as GRPO), per trajectory or
+per assistant turn (multi-turn credit for GSPO-token, Eq. 13-14)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
-__all__ = ["group_advantages"]
+__all__ = ["group_advantages", "turn_advantages", "token_advantages"]
 
 
 def group_advantages(
@@ -79,3 +82,80 @@ def _group_index(groups: int | torch.Tensor, n: int, device: torch.device) -> to
             "for uneven groups pass a group_ids tensor instead"
         )
     return torch.arange(n, device=device) // groups  # [N]
+
+
+def turn_advantages(
+    turn_rewards: Sequence[Sequence[float]], groups: int | torch.Tensor, *, eps: float = 1e-6
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Per-turn advantages from the rewards each ``step`` returned, normalised against the group's episode returns.
+
+    For trajectory i with step rewards r_i1..r_iK (r_ik: the reward of the ``step`` that consumed assistant turn k;
+    the episode's final reward arrives with its last turn), the return of turn k is the undiscounted return-to-go,
+    and the advantage compares it with the group's episode returns R_j = G_j1 (Eq. 6's statistics):
+
+        G_ik = sum_{k' >= k} r_ik'
+        A_ik = (G_ik - mean_g(R)) / (std_g(R) + eps)      (std unbiased, as ``group_advantages``)
+
+    A group whose episode returns are all equal gets 0 for every turn (no outcome signal, as in Eq. 6). When only
+    the last step is rewarded, G_ik = R_i for every k and A_ik equals ``group_advantages``' A_i exactly, so
+    GSPO-token with these advantages reduces to GSPO; intermediate rewards (a passing test run, a found document)
+    raise the credit of the turns before them above the turns after.
+
+    Args:
+        turn_rewards: N lists, one reward per assistant turn (trajectories may have different numbers of turns;
+            a trajectory with no turn is an empty list). Must be finite.
+        groups: ``group_size`` or ``group_ids``, as in ``group_advantages``.
+
+    Returns:
+        ``(advantages [N, K_max], stats)``: entries past a trajectory's last turn are NaN (never trained: the loss
+        ignores turns without tokens); stats as in ``group_advantages``.
+
+    >>> adv, _ = turn_advantages([[0.0, 1.0], [0.5, 0.0], [0.0, 0.0]], 3)
+    >>> [[round(a, 4) for a in row] for row in adv.tolist()]
+    [[1.0, 1.0], [0.0, -1.0], [-1.0, -1.0]]
+    """
+    n = len(turn_rewards)
+    k_max = max((len(r) for r in turn_rewards), default=0)
+    rewards = torch.zeros((n, max(k_max, 1)), dtype=torch.float64)  # [N, K]
+    present = torch.zeros_like(rewards, dtype=torch.bool)  # [N, K], turns that exist
+    for i, row in enumerate(turn_rewards):
+        rewards[i, : len(row)] = torch.tensor([float(x) for x in row], dtype=torch.float64)
+        present[i, : len(row)] = True
+    if not torch.isfinite(rewards[present]).all():
+        raise ValueError("turn rewards contain NaN or inf; a reward function failed silently, fix it rather than train")
+    zeroed = torch.where(present, rewards, 0.0)  # [N, K]
+    to_go = zeroed.flip(-1).cumsum(-1).flip(-1)  # [N, K], G_ik
+    episode_return = to_go[:, 0]  # [N], R_i (0 for a trajectory without turns)
+    group_index = _group_index(groups, n, episode_return.device)  # [N]
+    num_groups = int(group_index.max()) + 1 if n else 0
+    ones = torch.ones(n, dtype=torch.float64)
+    count = torch.zeros(num_groups, dtype=torch.float64).index_add_(0, group_index, ones)  # [G]
+    mean = torch.zeros_like(count).index_add_(0, group_index, episode_return) / count  # [G]
+    centered = episode_return - mean[group_index]  # [N]
+    std = (torch.zeros_like(count).index_add_(0, group_index, centered**2) / (count - 1).clamp(min=1)).sqrt()  # [G]
+    r_max = torch.full_like(count, -torch.inf).scatter_reduce_(0, group_index, episode_return, "amax")  # [G]
+    r_min = torch.full_like(count, torch.inf).scatter_reduce_(0, group_index, episode_return, "amin")  # [G]
+    zero_variance = r_max == r_min  # [G]
+    scale = torch.where(zero_variance, 0.0, 1.0 / (std + eps))[group_index]  # [N]
+    num_zero = int(zero_variance.sum())
+    stats = {"num_groups": num_groups, "zero_variance_groups": num_zero,
+             "zero_variance_frac": num_zero / num_groups if num_groups else 0.0}
+    advantages = (to_go - mean[group_index][:, None]) * scale[:, None]  # [N, K], A_ik
+    advantages = torch.where(present, advantages, float("nan")).to(torch.float32)  # [N, K]
+    return advantages, stats
+
+
+def token_advantages(turn_adv: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Spread per-turn advantages ``[B, K]`` over tokens: ``A_it = A_{i, turn_ids[i, t]}``; 0 where ``turn_ids`` < 0.
+
+    ``turn_ids`` is ``[B, T]`` with the assistant-turn index of each token (-1 for prompt, tool output and padding).
+    The result feeds ``gspo_token_loss`` (or ``grpo_loss``) as ``[B, T]`` advantages.
+    """
+    if turn_adv.dim() != 2 or turn_ids.dim() != 2 or turn_adv.shape[0] != turn_ids.shape[0]:
+        raise ValueError(f"expected turn advantages [B, K] and turn_ids [B, T], got {tuple(turn_adv.shape)} and "
+                         f"{tuple(turn_ids.shape)}")
+    if bool((turn_ids >= turn_adv.shape[1]).any()):
+        raise ValueError(f"turn_ids reach {int(turn_ids.max())} but only {turn_adv.shape[1]} turn advantages exist")
+    index = turn_ids.clamp(min=0).long()  # [B, T]
+    values = torch.gather(turn_adv, 1, index)  # [B, T]
+    return torch.where(turn_ids >= 0, values, 0.0)  # [B, T]

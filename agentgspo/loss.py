@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["gspo_loss", "gspo_token_loss", "grpo_loss", "kl_k3"]
+__all__ = ["gspo_loss", "gspo_turn_loss", "gspo_token_loss", "grpo_loss", "kl_k3"]
 
 
 def gspo_loss(
@@ -98,6 +98,93 @@ def gspo_loss(
             **_ratio_stats(ratio, has_tokens),
             "num_tokens": num_tokens,
             "num_sequences": num_seq,
+        }
+    return loss, diagnostics
+
+
+def gspo_turn_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    turn_ids: torch.Tensor,
+    *,
+    eps_low: float = 3e-4,
+    eps_high: float = 4e-4,
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """GSPO with the assistant turn as the unit: each turn of a multi-turn trajectory has its own ratio and clip.
+
+        s_ik = exp( (1/|y_ik|) sum_{t in turn k} m_it (logp_it - logp_old_it) )     (Eq. 7 over turn k's tokens)
+        J    = (1/N) sum_i (1/K_i) sum_k min( s_ik A_ik, clip(s_ik, 1 - eps_low, 1 + eps_high) A_ik )
+        loss = -J
+
+    ``K_i`` counts the turns of trajectory i with at least one trained token. The weighting keeps the paper's
+    per-trajectory mean across trajectories (each weighs 1/N whatever its number of turns) and gives every turn of
+    a trajectory an equal share, as Eq. 5 gives every sequence of a group. An unclipped token of turn k gets
+    gradient ``-s_ik A_ik / (N K_i |y_ik|)``. With one turn per trajectory this is ``gspo_loss``.
+
+    When it fits: the chat template re-renders history (e.g. drops earlier ``<think>`` blocks) so each turn is
+    trained in its own context, or turns are long and independent enough that one drifting turn should not clip
+    the whole episode. The default ``trajectory`` unit (``gspo_loss`` over all assistant tokens) is the paper's.
+
+    Args:
+        logprobs, old_logprobs, loss_mask: ``[B, T]`` as in ``gspo_loss``.
+        advantages: ``[B]`` (one per trajectory, shared by its turns) or ``[B, K]`` (one per turn, e.g. from
+            ``advantages.turn_advantages``); entries of turns that do not exist are ignored.
+        turn_ids: ``[B, T]`` integer turn index (0..K-1) of every trained token; any value where ``loss_mask`` is 0
+            (use -1). A trained token without a turn is an error.
+        num_sequences: N above; see the module docstring for micro-batching.
+
+    Diagnostics are those of ``gspo_loss`` with the turn as the clipping unit (``clip_frac_turn``, ``clip_frac_low``
+    and ``clip_frac_high`` are shares of trained turns, ``clip_frac_seq`` the share of trajectories with >= 1
+    clipped turn, ``clip_frac_token`` the tokens of clipped turns over trained tokens), plus ``num_turns``.
+    """
+    mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    if turn_ids.shape != logp.shape or turn_ids.is_floating_point():
+        raise ValueError(f"expected integer turn_ids of shape {tuple(logp.shape)}, got {turn_ids.dtype} "
+                         f"{tuple(turn_ids.shape)}")
+    turn = torch.where(mask, turn_ids.to(logp.device), 0)  # [B, T]
+    if bool((turn < 0).any()):
+        raise ValueError("turn_ids: every token with loss_mask 1 needs its turn index (>= 0), got a negative one")
+    batch = logp.shape[0]
+    num_turns = int(turn.max()) + 1 if turn.numel() else 1
+    if advantages.dim() == 2:
+        num_turns = max(num_turns, advantages.shape[1])
+    adv = _per_turn_advantages(advantages, batch, num_turns, logp)  # [B, K]
+    segment = (torch.arange(batch, device=logp.device)[:, None] * num_turns + turn).flatten()  # [B*T]
+    weights = mask.flatten().to(logp.dtype)  # [B*T]
+    turn_len = torch.zeros(batch * num_turns, dtype=logp.dtype, device=logp.device).index_add_(0, segment, weights)
+    turn_sum = torch.zeros_like(turn_len).index_add_(0, segment, (logp - old_logp).flatten())  # [B*K]
+    turn_len, turn_sum = turn_len.view(batch, num_turns), turn_sum.view(batch, num_turns)  # [B, K] x2
+    has_tokens = turn_len > 0  # [B, K]
+    if not bool(torch.isfinite(adv[has_tokens]).all()):
+        raise ValueError("advantages: a trained turn has a NaN or inf advantage (only turns that do not exist may)")
+    adv = torch.where(has_tokens, adv, 0.0)  # [B, K], padding of turns that do not exist (NaN allowed) ignored
+    turn_log_ratio = turn_sum / turn_len.clamp(min=1)  # [B, K], 0 for empty turns
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(turn_log_ratio, adv, eps_low, eps_high)  # [B, K]
+    objective = torch.where(has_tokens, objective, 0.0)  # [B, K]
+    turns_per_seq = has_tokens.sum(dim=-1).to(logp.dtype)  # [B]
+    per_sequence = objective.sum(dim=-1) / turns_per_seq.clamp(min=1)  # [B]
+    loss = -per_sequence.sum() / _normalizer(num_sequences, turns_per_seq > 0)  # []
+
+    with torch.no_grad():
+        low = clipped_low & has_tokens  # [B, K]
+        high = clipped_high & has_tokens  # [B, K]
+        clipped = low | high  # [B, K]
+        trained_turns = has_tokens.sum().to(logp.dtype)  # []
+        num_seq = (turns_per_seq > 0).sum().to(logp.dtype)  # []
+        num_tokens = turn_len.sum()  # []
+        diagnostics = {
+            "clip_frac_seq": clipped.any(dim=-1).sum() / num_seq.clamp(min=1),
+            "clip_frac_turn": clipped.sum() / trained_turns.clamp(min=1),
+            "clip_frac_token": (turn_len * clipped).sum() / num_tokens.clamp(min=1),
+            "clip_frac_low": low.sum() / trained_turns.clamp(min=1),
+            "clip_frac_high": high.sum() / trained_turns.clamp(min=1),
+            **_ratio_stats(ratio, has_tokens),
+            "num_tokens": num_tokens,
+            "num_sequences": num_seq,
+            "num_turns": trained_turns,
         }
     return loss, diagnostics
 
@@ -210,6 +297,15 @@ def _per_sequence_advantages(advantages: torch.Tensor, logp: torch.Tensor) -> to
             "for per-token advantages use gspo_token_loss"
         )
     return advantages.detach().to(logp.dtype)  # [B]
+
+
+def _per_turn_advantages(advantages: torch.Tensor, batch: int, num_turns: int, logp: torch.Tensor) -> torch.Tensor:
+    if advantages.shape == (batch,):
+        advantages = advantages[:, None].expand(batch, num_turns)  # [B, K]
+    if advantages.dim() != 2 or advantages.shape[0] != batch or advantages.shape[1] < num_turns:
+        raise ValueError(f"expected advantages of shape [B] = ({batch},) or [B, K] with K >= {num_turns} turns, "
+                         f"got {tuple(advantages.shape)}")
+    return advantages[:, :num_turns].detach().to(device=logp.device, dtype=logp.dtype)  # [B, K]
 
 
 def _per_token_advantages(advantages: torch.Tensor, mask: torch.Tensor, logp: torch.Tensor) -> torch.Tensor:
