@@ -180,7 +180,7 @@ class RolloutRunner:
                 turn_seed = hash((sampling_seed, seed, sample_id, trajectory.num_turns)) & 0x7FFFFFFFFFFFFFFF
                 request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
                 turn = await self._within(self.policy.sample(request), deadline)
-                trajectory.append_sampled(turn.token_ids, turn.logprobs)
+                trajectory.append_sampled(turn.token_ids, turn.logprobs, getattr(turn, "policy_version", 0))
                 text_ids = turn.token_ids[:-1] if turn.finish_reason == "stop" else turn.token_ids
                 history.append({"role": "assistant", "content": self.renderer.decode(text_ids)})
                 if turn.finish_reason == "length":

@@ -34,6 +34,7 @@ class Trajectory:
     loss_mask: list[int] = field(default_factory=list)
     sampler_logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each sampled turn
+    turn_versions: list[int] = field(default_factory=list)  # policy version that sampled each turn
     messages: list[Message] = field(default_factory=list)
     reward: float = 0.0
     stop_reason: StopReason = "completed"
@@ -46,8 +47,9 @@ class Trajectory:
         self.loss_mask.extend([0] * len(ids))
         self.sampler_logprobs.extend([0.0] * len(ids))
 
-    def append_sampled(self, ids: Sequence[int], logprobs: Sequence[float]) -> None:
-        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id."""
+    def append_sampled(self, ids: Sequence[int], logprobs: Sequence[float], policy_version: int = 0) -> None:
+        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id and the version of
+        the policy that sampled it."""
         if len(ids) != len(logprobs):
             raise ValueError(f"sampled turn: expected one log-prob per id, got {len(logprobs)} for {len(ids)} ids")
         start = len(self.token_ids)
@@ -55,6 +57,7 @@ class Trajectory:
         self.loss_mask.extend([1] * len(ids))
         self.sampler_logprobs.extend(float(x) for x in logprobs)
         self.turn_spans.append((start, len(self.token_ids)))
+        self.turn_versions.append(int(policy_version))
 
     def mask_turn(self, turn: int) -> None:
         """Exclude sampled turn ``turn`` from the loss (the env's ``mask`` tool-error policy)."""
@@ -76,7 +79,7 @@ class Trajectory:
         return TrajectoryRecord(
             env_id=self.env_id, seed=self.seed, group_id=self.group_id, sample_id=self.sample_id,
             token_ids=self.token_ids, loss_mask=self.loss_mask, sampler_logprobs=self.sampler_logprobs,
-            turn_spans=self.turn_spans, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
+            turn_spans=self.turn_spans, turn_versions=self.turn_versions, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
             num_turns=self.num_turns, matches_full_render=self.matches_full_render, metadata=self.metadata,
         )
 
@@ -95,6 +98,8 @@ class TrajectoryRecord(pydantic.BaseModel):
     loss_mask: list[Literal[0, 1]]
     sampler_logprobs: list[float]
     turn_spans: list[tuple[int, int]]
+    #: The policy version that sampled each turn; records written before versions existed read as all 0.
+    turn_versions: list[int] = []
     messages: list[dict[str, Any]]
     reward: float
     stop_reason: StopReason
@@ -113,6 +118,11 @@ class TrajectoryRecord(pydantic.BaseModel):
         for start, end in self.turn_spans:
             if not 0 <= start <= end <= n:
                 raise ValueError(f"turn span ({start}, {end}) is outside the {n} token ids")
+        if not self.turn_versions:  # an old record: no versions were written
+            self.turn_versions = [0] * len(self.turn_spans)
+        if len(self.turn_versions) != len(self.turn_spans):
+            raise ValueError(f"turn_versions: expected one per turn span ({len(self.turn_spans)}), "
+                             f"got {len(self.turn_versions)}")
         return self
 
     def to_trajectory(self) -> Trajectory:

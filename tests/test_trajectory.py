@@ -102,3 +102,23 @@ def test_non_finite_values_survive_the_jsonl_round_trip(tmp_path):
     (loaded,) = read_jsonl(path)
     assert loaded.sampler_logprobs[3] == float("-inf") and loaded.sampler_logprobs[4] == -0.25
     assert loaded.metadata["note"] != loaded.metadata["note"]  # NaN
+
+
+def test_each_turn_records_the_policy_version_that_sampled_it(tmp_path):
+    t = Trajectory()
+    t.append_forced([1])
+    t.append_sampled([2], [-0.1], policy_version=4)
+    t.append_sampled([3], [-0.2], policy_version=5)
+    assert t.turn_versions == [4, 5]
+    write_jsonl([t], tmp_path / "t.jsonl")
+    assert read_jsonl(tmp_path / "t.jsonl")[0].turn_versions == [4, 5]
+
+
+def test_records_written_before_versions_existed_still_read(tmp_path):
+    data = json.loads(make_trajectory().to_record().model_dump_json())
+    del data["turn_versions"]
+    (tmp_path / "old.jsonl").write_text(json.dumps(data) + "\n")
+    assert read_jsonl(tmp_path / "old.jsonl")[0].turn_versions == [0, 0]
+    data["turn_versions"] = [1]
+    with pytest.raises(ValueError, match=r"turn_versions: expected one per turn span \(2\), got 1"):
+        TrajectoryRecord.model_validate(data)

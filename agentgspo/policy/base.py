@@ -41,16 +41,25 @@ class SampleRequest:
 
 @dataclass
 class SampledTurn:
-    """Sampled ids (ending with the end-of-turn id when ``finish_reason == "stop"``) and their log-probs."""
+    """Sampled ids (ending with a stop id when ``finish_reason == "stop"``) and their log-probs.
+
+    ``policy_version`` is the version of the weights that sampled the turn (the backend's ``version`` when it
+    sampled; weight syncs bump it), recorded per turn in the trajectory so staleness is visible.
+    """
 
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: Literal["stop", "length"]
+    policy_version: int = 0
 
 
 @runtime_checkable
 class PolicyBackend(Protocol):
-    """Samples assistant turns. ``sample`` is called concurrently by many episodes; backends batch them."""
+    """Samples assistant turns. ``sample`` is called concurrently by many episodes; backends batch them.
+
+    Backends built by :func:`agentgspo.policy.factory.make_backend` also have ``renderer`` (the chat renderer of
+    their tokenizer), ``stop_ids`` (every id that ends a turn) and ``version`` (the policy version sampling now).
+    """
 
     end_of_turn_id: int
 
@@ -70,6 +79,8 @@ class ScriptedPolicy:
         self.fn = fn
         self.renderer = renderer
         self.end_of_turn_id = renderer.end_of_turn_id
+        self.stop_ids = frozenset({self.end_of_turn_id})
+        self.version = 0
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         ids = self.renderer.encode(self.fn(list(request.messages)))

@@ -48,6 +48,14 @@ def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
 
 
+def stop_ids_of(tokenizer: Any, generation_config: Any = None) -> list[int]:
+    """Every id that ends a turn for this tokenizer: its eos token and the generation config's eos id(s)."""
+    ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    eos = getattr(generation_config, "eos_token_id", None)
+    ids.extend(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
+    return sorted(set(ids))
+
+
 class HFPolicy:
     """A transformers causal LM as a :class:`~agentgspo.policy.base.PolicyBackend`.
 
@@ -55,14 +63,18 @@ class HFPolicy:
         model: a ``PreTrainedModel`` (any causal LM, MoE included); it is used in eval mode without gradients.
         end_of_turn_id: the id that ends an assistant turn (sampling stops there).
         pad_token_id: id used to left-pad prompts (never attended to).
+        stop_ids: more ids that end a turn (real tokenizers have several, e.g. Qwen3's ``<|im_end|>`` and
+            ``<|endoftext|>``); a turn that ends on any of them has ``finish_reason="stop"``.
         max_batch_size: most sequences sampled together.
         seed: seed of requests that carry none (the global RNG is never used).
     """
 
     def __init__(self, model: Any, *, end_of_turn_id: int, pad_token_id: int, max_batch_size: int = 256,
-                 seed: int = 0):
+                 seed: int = 0, stop_ids: Sequence[int] = ()):
         self.model = model
         self.end_of_turn_id = end_of_turn_id
+        self.stop_ids = frozenset({end_of_turn_id, *stop_ids})
+        self.version = 0  # the policy version that samples now (bumped by weight_sync.sync_weights)
         self.pad_token_id = pad_token_id
         self.max_batch_size = max_batch_size
         self.device = next(model.parameters()).device
@@ -86,12 +98,10 @@ class HFPolicy:
 
         from agentgspo.chat import ChatRenderer
 
-        if str(path) == "tiny":
-            from agentgspo.tiny import tiny_policy_path
+        from agentgspo.policy.names import model_folder
+        from agentgspo.quiet import no_transformers_progress_bars
 
-            path = tiny_policy_path()
-        if not Path(path).is_dir():
-            raise FileNotFoundError(f"policy {str(path)!r}: expected 'tiny' or a folder saved with save_pretrained")
+        path = model_folder(path)  # "tiny", or a folder that holds a model; else an error naming the forms
         tokenizer = AutoTokenizer.from_pretrained(path)
         options: dict[str, Any] = {}
         if experts_implementation is not None:
@@ -100,8 +110,10 @@ class HFPolicy:
 
                 register()
             options["experts_implementation"] = experts_implementation
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **options).to(device).eval()
+        with no_transformers_progress_bars():
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **options).to(device).eval()
         renderer = ChatRenderer(tokenizer)
+        kwargs.setdefault("stop_ids", stop_ids_of(tokenizer, model.generation_config))
         policy = cls(model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, **kwargs)
         policy.renderer = renderer
         return policy
@@ -130,6 +142,7 @@ class HFPolicy:
     def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
                   seeds: Sequence[int]) -> list[SampledTurn]:
         batch, width = len(prompts), max(len(p) for p in prompts)
+        version = self.version  # the weights that sample this batch (a sync waits for the lock)
         input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((batch, width), dtype=torch.long)
         for row, prompt in enumerate(prompts):  # left padding: every row's next token is at the same column
@@ -141,14 +154,17 @@ class HFPolicy:
         was_training = self.model.training
         self.model.eval()
         try:
+            # logits_to_keep=1: the prefill builds logits for the last position only ([B, 1, V], not [B, L, V]:
+            # tens of GB at long prompts with a 152K vocabulary).
             out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             use_cache=True)
+                             use_cache=True, logits_to_keep=1)
             past, logits = out.past_key_values, out.logits[:, -1]  # [B, V]
             next_position = position_ids[:, -1:] + 1  # [B, 1]
             live = list(range(batch))  # original row of each row still generating
             ids: list[list[int]] = [[] for _ in range(batch)]
             logps: list[list[float]] = [[] for _ in range(batch)]
             temperature = params.temperature if params.temperature > 0 else 1.0
+            stops = torch.tensor(sorted(self.stop_ids), dtype=torch.long, device=self.device)  # [S]
             for step in range(params.max_new_tokens):
                 logprobs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [b, V] fp32
                 if params.temperature == 0:
@@ -164,7 +180,7 @@ class HFPolicy:
                 for row, t, lp in zip(live, token.tolist(), chosen.tolist()):
                     ids[row].append(t)
                     logps[row].append(lp)
-                going = token != self.end_of_turn_id  # [b]
+                going = ~torch.isin(token, stops)  # [b]
                 if not bool(going.any()):
                     break
                 if not bool(going.all()):
@@ -182,8 +198,8 @@ class HFPolicy:
                 next_position = next_position + 1
         finally:
             self.model.train(was_training)
-        return [SampledTurn(ids[row], logps[row], "stop" if ids[row][-1] == self.end_of_turn_id else "length")
-                for row in range(batch)]
+        return [SampledTurn(ids[row], logps[row], "stop" if ids[row][-1] in self.stop_ids else "length",
+                            policy_version=version) for row in range(batch)]
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """Queue one turn; requests arriving together are sampled as one batch."""
