@@ -14,14 +14,16 @@ submission that did not compile. A judge error (checker, interactor or sandbox f
 model: the submission does not count, the tool message says so, ``info["judge_errors"]`` counts it, and after
 ``max_judge_errors`` the episode ends with ``stop_reason="judge_error"`` and the turn masked.
 
-Problems: rows in the open-r1/codeforces schema (``docs``: FORMATS.md) from a JSONL file (plain ``json``) or a
-JSON/Parquet file (through ``datasets``), converted with ``agentgspo.sandboxes.problem_from_codeforces_row``;
-read once per process. Two optional fields extend the schema: ``interactor`` (Python source of a testlib-style
-interactor, ``interactor INPUT LOG``, exit 0/1/2 = AC/WA/PE) makes an interactive row judgeable, and
-``reference_solutions`` (``{"python": src, "cpp": src}``) feeds the oracle policy. Interactive rows without an
-interactor are skipped (counted in ``skipped_interactive``). Five built-in problems
+Problems (``data_files``, see :mod:`agentgspo.envs.codeforces_sources`): ``None`` the five starter problems
 (``envs/data/codeforces_builtin.jsonl``: exact tokens, a float checker in open-r1 ``generated_checker`` form,
-several test cases per input, an interactive one) make the env work offline.
+several test cases per input, an interactive one), ``"builtin"`` the project's problem set
+(``envs/data/problemset/``), a problem folder (the project's format or an ICPC/Kattis package) or a folder of them,
+or a .jsonl/.json/.parquet file of open-r1/codeforces, DeepMind code_contests or LiveCodeBench rows; read once per
+process. Two optional fields extend the open-r1 schema: ``interactor`` (Python source of a testlib-style interactor,
+``interactor INPUT LOG``, exit 0/1/2 = AC/WA/PE) makes an interactive row judgeable, and ``reference_solutions``
+(``{"python": src, "cpp": src}``) feeds the oracle policy. Rows that cannot be judged here (interactive without an
+interactor, LiveCodeBench functional tests) are skipped and counted (``problem_set.skipped``). Each task carries
+``metadata`` (id, title, rating, tags, source) and the shipped ``references`` and ``wrong`` solutions.
 
 Threat model: the judge's (``sandboxes/judge/core.py``, ``sandboxes/local.py``): solutions run in bubblewrap with
 CPU, memory, output and process limits; hidden inputs are bound read-only and answers never enter the sandbox;
@@ -34,14 +36,13 @@ produced (empty output is WA/PE).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentgspo.env import Action, ChatEnv, Message, as_action
-from agentgspo.envs.code import jury_file
-from agentgspo.envs.datafiles import (LoadedOnce, builtin_path, existing_file, read_data_file, resolved_path,
-                                      task_index)
+from agentgspo.envs.codeforces_sources import (CodeforcesTask, ProblemSet, format_statement, open_r1_task,
+                                               read_tasks)
+from agentgspo.envs.datafiles import LoadedOnce, builtin_path, resolved_path, task_index
 from agentgspo.envs.tool_output import format_tool_output
 from agentgspo.tool_calls import ToolCall
 
@@ -51,44 +52,13 @@ SYSTEM_PROMPT = (
     "The episode ends at an accepted submission."
 )
 BUILTIN_DATA = "codeforces_builtin.jsonl"
+BUILTIN_SET = "builtin"  # the project's problem set, envs/data/problemset/
+__all__ = ["CodeforcesEnv", "CodeforcesTask", "ProblemSet", "format_statement", "load_problem_set", "task_from_row"]
 _LANGS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp", "c++17": "cpp"}
 _CODE_BLOCK = re.compile(r"```(python|py|python3|cpp|c\+\+)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
-@dataclass
-class CodeforcesTask:
-    """One judgeable problem: the sandboxes ``Problem``, the statement shown to the model, reference solutions."""
-
-    problem: Any  # agentgspo.sandboxes.Problem
-    statement: str
-    references: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class ProblemSet:
-    """The tasks of one file and how many interactive rows were skipped (no interactor to judge them)."""
-
-    tasks: list[CodeforcesTask]
-    skipped_interactive: int = 0
-
-
 _problem_sets: LoadedOnce[str, ProblemSet] = LoadedOnce()
-
-
-def format_statement(row: dict[str, Any]) -> str:
-    """The statement as the model reads it: title, limits, sections, examples (not for interactive rows)."""
-    parts = [f"# {row.get('title') or row['id']}",
-             f"Time limit: {float(row['time_limit'] or 2):g} s. Memory limit: {float(row['memory_limit'] or 256):g} MB."]
-    for key, heading in (("description", None), ("input_format", "Input"), ("output_format", "Output"),
-                         ("interaction_format", "Interaction")):
-        if row.get(key):
-            parts.append(f"## {heading}\n{row[key]}" if heading else str(row[key]))
-    if not row.get("interaction_format"):
-        for i, example in enumerate(row.get("examples") or [], start=1):
-            parts.append(f"## Example {i}\nInput:\n```\n{example['input']}```\nOutput:\n```\n{example['output']}```")
-    if row.get("note"):
-        parts.append(f"## Note\n{row['note']}")
-    return "\n\n".join(parts)
 
 
 def task_from_row(row: Any, where: str) -> CodeforcesTask | None:
@@ -96,48 +66,29 @@ def task_from_row(row: Any, where: str) -> CodeforcesTask | None:
 
     Raises ``ValueError`` naming ``where`` (file and row) for rows that are not valid.
     """
-    from agentgspo.sandboxes import problem_from_codeforces_row
-
     if not isinstance(row, dict):
         raise ValueError(f"{where}: expected an object in the open-r1/codeforces schema, got {type(row).__name__}")
     try:
-        problem = problem_from_codeforces_row(row)
-        statement = format_statement(row)
+        return open_r1_task(row)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
-    if row.get("interactor"):
-        problem.interactor = jury_file("interactor", str(row["interactor"]))
-        problem.interactive = True
-    elif problem.interactive:
-        return None
-    references = row.get("reference_solutions") or {}
-    if not isinstance(references, dict):
-        raise ValueError(f"{where}: reference_solutions must be an object {{lang: source}}, got {references!r}")
-    return CodeforcesTask(problem, statement, {_LANGS.get(k, k): v for k, v in references.items()})
 
 
 def load_problem_set(path: str | Path | None = None) -> ProblemSet:
-    """The tasks of a .jsonl/.json/.parquet file of open-r1/codeforces rows (``None``: the built-in five); read once
-    per process, cached by resolved path (thread-safe). Errors name the path or the row."""
+    """The tasks of a source (see :mod:`agentgspo.envs.codeforces_sources`): ``None`` the five starter problems,
+    ``"builtin"`` the project's problem set, else a rows file or a problem folder. Read once per process, cached by
+    resolved path (thread-safe). Errors name the path or the row."""
+    if path is not None and str(path) == BUILTIN_SET:
+        return _problem_sets.get(BUILTIN_SET, _read_builtin_set)
     path = builtin_path(BUILTIN_DATA) if path is None else resolved_path(path)
-    return _problem_sets.get(str(path), lambda: _read_problem_set(path))
+    return _problem_sets.get(str(path), lambda: read_tasks(path))
 
 
-def _read_problem_set(path: Path) -> ProblemSet:
-    """The judgeable tasks of the file at ``path`` (see :func:`load_problem_set`)."""
-    existing_file(path, "codeforces problems file", "pass the path of a .jsonl/.json/.parquet file of "
-                  "open-r1/codeforces rows (data_files=...)")
-    problem_set = ProblemSet([])
-    for number, row in enumerate(read_data_file(path), start=1):
-        task = task_from_row(row, f"{path}: row {number}")
-        if task is None:
-            problem_set.skipped_interactive += 1
-        else:
-            problem_set.tasks.append(task)
-    if not problem_set.tasks:
-        raise ValueError(f"{path}: no judgeable problems (rows: {problem_set.skipped_interactive} interactive "
-                         "without an interactor)")
-    return problem_set
+def _read_builtin_set() -> ProblemSet:
+    """The project's problem set (``envs/data/problemset``) as tasks, hidden tests materialised."""
+    from agentgspo.envs.codeforces_sources import read_problemset
+
+    return read_problemset()
 
 
 def judge_language(lang: str) -> str:
@@ -208,7 +159,8 @@ class CodeforcesEnv(ChatEnv):
     """Competitive programming with run / run_samples / submit tools (see the module docstring).
 
     Args:
-        data_files: a .jsonl/.json/.parquet file of open-r1/codeforces rows; ``None``: the 5 built-in problems.
+        data_files: ``None`` (the 5 starter problems), ``"builtin"`` (the project's problem set), a problem folder
+            or a .jsonl/.json/.parquet rows file (see the module docstring).
         max_submissions: submissions per episode (AC or this many end the episode).
         partial_credit: reward the best fraction of hidden tests passed when nothing was accepted.
         compile_error_penalty: subtracted from the reward per submission that did not compile.

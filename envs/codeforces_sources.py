@@ -1,0 +1,384 @@
+"""Where CodeForces-v0's problems come from: one loader per source format, all producing :class:`CodeforcesTask`.
+
+Sources (:func:`read_tasks` picks the loader from the path):
+
+- ``None``: the five starter problems shipped as open-r1 rows (``envs/data/codeforces_builtin.jsonl``).
+- ``"builtin"``: the project's problem set (``envs/data/problemset/``, loaded by ``agentgspo.envs.problemset``).
+- a folder with ``problem.json`` and ``gen.py``: one problem-set folder (same loader); with ``problem.json`` only:
+  one problem in the project's format (``docs/problem_format.md``); a folder with
+  ``problem.yaml``: one ICPC/Kattis package (its ``submissions/accepted`` are the references, ``wrong_answer``,
+  ``time_limit_exceeded`` and ``run_time_error`` the wrong solutions); a folder of such folders: all of them.
+- a ``.jsonl`` / ``.json`` / ``.parquet`` file (the last two through ``datasets``, as Hugging Face exports them)
+  of rows in one of three public schemas, recognised per row by its fields:
+
+  - open-r1/codeforces (``official_tests`` / ``examples``; see FORMATS.md and ``docs/problem_format.md``);
+  - DeepMind code_contests (``public_tests``, ``private_tests``, ``generated_tests`` as ``{input: [...], output:
+    [...]}``; ``solutions`` / ``incorrect_solutions`` as ``{language: [...], solution: [...]}`` with language 2 =
+    C++, 3 = Python 3 (1 is Python 2: not used); ``time_limit`` ``{seconds, nanos}``; ``memory_limit_bytes``;
+    ``cf_rating``, ``cf_tags``); hidden tests are the private then the generated ones, else the public ones;
+  - LiveCodeBench code generation (``question_title``, ``question_content``, ``public_test_cases`` (JSON text of
+    ``[{input, output, testtype}]``), ``private_test_cases`` (the same JSON, or as LiveCodeBench ships it:
+    base64 of zlib of a pickled JSON string, read here with an unpickler that refuses every object but strings));
+    rows whose tests are ``functional`` (LeetCode-style function calls, not stdin/stdout) are skipped and counted.
+
+Every task carries ``metadata``: ``id``, ``title``, ``rating`` (Codeforces scale or ``None``), ``tags``,
+``source``, ``contest_id``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentgspo.envs.datafiles import existing_file, read_data_file
+
+_LANG_KEYS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp",
+              "c++17": "cpp"}
+_SUFFIX_LANGS = {".py": "py", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp"}
+_CODE_CONTESTS_LANGS = {2: "cpp", 3: "py"}  # code_contests' Language enum: 1 PYTHON (2.x), 2 CPP, 3 PYTHON3, 4 JAVA
+_KATTIS_WRONG_DIRS = ("wrong_answer", "time_limit_exceeded", "run_time_error")
+
+
+@dataclass
+class CodeforcesTask:
+    """One judgeable problem: the sandboxes ``Problem``, the statement shown to the model, shipped solutions.
+
+    ``references``: ``{lang: source}`` of accepted solutions (``lang`` ``"py"`` or ``"cpp"``); ``wrong``:
+    ``[{"name", "lang", "code"}]`` of solutions the hidden tests reject; ``metadata``: id, title, rating, tags,
+    source, contest_id.
+    """
+
+    problem: Any  # agentgspo.sandboxes.Problem
+    statement: str
+    references: dict[str, str] = field(default_factory=dict)
+    wrong: list[dict[str, str]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ProblemSet:
+    """The tasks of one source and the rows skipped because they cannot be judged here, by reason."""
+
+    tasks: list[CodeforcesTask]
+    skipped: Counter = field(default_factory=Counter)
+
+    @property
+    def skipped_interactive(self) -> int:
+        """Interactive rows without an interactor (the dataset ships none)."""
+        return self.skipped["interactive without an interactor"]
+
+
+def task_metadata(identifier: str, title: str | None, rating: Any, tags: Any, source: str,
+                  contest_id: Any = None) -> dict[str, Any]:
+    """The metadata every task carries; ``rating`` 0/empty becomes ``None`` (unrated)."""
+    try:
+        rating = int(rating) if rating not in (None, "", 0) else None
+    except (TypeError, ValueError):
+        rating = None
+    return {"id": str(identifier), "title": title or str(identifier), "rating": rating,
+            "tags": [str(t) for t in (tags or [])], "source": source,
+            "contest_id": None if contest_id in (None, "") else str(contest_id)}
+
+
+def compose_statement(title: str, time_limit_s: float, memory_limit_mb: float, body: str,
+                      examples: list[tuple[str, str]] = (), note: str | None = None) -> str:
+    """A statement as the model reads it: title, limits, the body (legend and sections), examples, note."""
+    parts = [f"# {title}", f"Time limit: {time_limit_s:g} s. Memory limit: {memory_limit_mb:g} MB.", body.strip()]
+    for i, (given, expected) in enumerate(examples, start=1):
+        parts.append(f"## Example {i}\nInput:\n```\n{given}```\nOutput:\n```\n{expected}```")
+    if note:
+        parts.append(f"## Note\n{note}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def format_statement(row: dict[str, Any]) -> str:
+    """The statement of an open-r1/codeforces row: title, limits, sections, examples (not for interactive rows)."""
+    sections = []
+    for key, heading in (("description", None), ("input_format", "Input"), ("output_format", "Output"),
+                         ("interaction_format", "Interaction")):
+        if row.get(key):
+            sections.append(f"## {heading}\n{row[key]}" if heading else str(row[key]))
+    examples = [] if row.get("interaction_format") else \
+        [(e["input"], e["output"]) for e in row.get("examples") or []]
+    return compose_statement(row.get("title") or row["id"], float(row["time_limit"] or 2),
+                             float(row["memory_limit"] or 256), "\n\n".join(sections), examples, row.get("note"))
+
+
+# ----------------------------------------------------------------------------------------------- rows
+
+def open_r1_task(row: dict[str, Any]) -> CodeforcesTask | None:
+    """A task from an open-r1/codeforces row; ``None`` for an interactive row without an ``interactor``.
+
+    Two optional fields extend the schema: ``interactor`` (Python source of a testlib-style interactor) and
+    ``reference_solutions`` (``{"python": src, "cpp": src}``).
+    """
+    from agentgspo.envs.code import jury_file
+    from agentgspo.sandboxes import problem_from_codeforces_row
+
+    problem = problem_from_codeforces_row(row)
+    statement = format_statement(row)
+    if row.get("interactor"):
+        problem.interactor = jury_file("interactor", str(row["interactor"]))
+        problem.interactive = True
+    elif problem.interactive:
+        return None
+    references = row.get("reference_solutions") or {}
+    if not isinstance(references, dict):
+        raise ValueError(f"reference_solutions must be an object {{lang: source}}, got {references!r}")
+    metadata = task_metadata(row["id"], row.get("title"), row.get("rating"), row.get("tags"), "open-r1",
+                             row.get("contest_id"))
+    return CodeforcesTask(problem, statement, {_LANG_KEYS.get(k, k): v for k, v in references.items()},
+                          metadata=metadata)
+
+
+def _paired_tests(tests: Any, key: str) -> list[tuple[str, str]]:
+    """``[(input, output)]`` of a code_contests test struct ``{"input": [...], "output": [...]}``."""
+    if not tests:
+        return []
+    if not isinstance(tests, dict) or not isinstance(tests.get("input"), list) \
+            or not isinstance(tests.get("output"), list) or len(tests["input"]) != len(tests["output"]):
+        raise ValueError(f"{key}: expected {{'input': [...], 'output': [...]}} of equal lengths")
+    return list(zip(tests["input"], tests["output"]))
+
+
+def _code_contests_solutions(solutions: Any, key: str) -> list[tuple[str, str]]:
+    """``[(lang, source)]`` of a code_contests solutions struct, keeping Python 3 and C++ only."""
+    if not solutions:
+        return []
+    if not isinstance(solutions, dict) or len(solutions.get("language") or []) != len(solutions.get("solution") or []):
+        raise ValueError(f"{key}: expected {{'language': [...], 'solution': [...]}} of equal lengths")
+    return [(_CODE_CONTESTS_LANGS[int(lang)], code) for lang, code in zip(solutions["language"], solutions["solution"])
+            if int(lang) in _CODE_CONTESTS_LANGS]
+
+
+def code_contests_task(row: dict[str, Any]) -> CodeforcesTask:
+    """A task from a DeepMind code_contests row (schema in the module docstring)."""
+    from agentgspo.sandboxes import Problem, TestCase
+
+    public = _paired_tests(row.get("public_tests"), "public_tests")
+    hidden = _paired_tests(row.get("private_tests"), "private_tests") + \
+        _paired_tests(row.get("generated_tests"), "generated_tests")
+    tests = hidden or public
+    if not tests:
+        raise ValueError(f"code_contests row {row.get('name')!r} has no public, private or generated tests")
+    limit = row.get("time_limit") or {}
+    time_limit = float(limit.get("seconds") or 0) + float(limit.get("nanos") or 0) / 1e9 if isinstance(limit, dict) \
+        else float(limit or 0)
+    memory_mb = float(row.get("memory_limit_bytes") or 0) / 2**20
+    name = str(row["name"])
+    problem = Problem(name, [TestCase(i.encode(), o.encode(), str(n)) for n, (i, o) in enumerate(tests, 1)],
+                      time_limit or 2.0, memory_mb or 256.0,
+                      samples=[TestCase(i.encode(), o.encode(), str(n)) for n, (i, o) in enumerate(public, 1)])
+    references: dict[str, str] = {}
+    for lang, code in _code_contests_solutions(row.get("solutions"), "solutions"):
+        references.setdefault(lang, code)
+    wrong = [{"name": f"incorrect_{n}", "lang": lang, "code": code}
+             for n, (lang, code) in enumerate(_code_contests_solutions(row.get("incorrect_solutions"),
+                                                                       "incorrect_solutions"), 1)]
+    statement = compose_statement(name, problem.time_limit_s, problem.memory_limit_mb, str(row["description"]))
+    metadata = task_metadata(name, name, row.get("cf_rating"), row.get("cf_tags"), "code_contests",
+                             row.get("cf_contest_id"))
+    return CodeforcesTask(problem, statement, references, wrong, metadata)
+
+
+class _StringsOnly(pickle.Unpickler):
+    """Unpickles plain values only: every class or function lookup (how a pickle runs code) is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refusing {module}.{name}: LiveCodeBench test cases are a pickled string")
+
+
+def livecodebench_tests(value: Any, key: str) -> list[dict[str, Any]]:
+    """LiveCodeBench test cases from JSON text, or base64(zlib(pickle(JSON text))) as ``code_generation_lite``
+    ships ``private_test_cases``."""
+    if isinstance(value, list):
+        return value
+    text = str(value or "").strip()
+    if not text:
+        return []
+    if text[0] != "[":
+        try:
+            text = _StringsOnly(io.BytesIO(zlib.decompress(base64.b64decode(text)))).load()
+        except (ValueError, zlib.error, pickle.UnpicklingError, EOFError) as exc:
+            raise ValueError(f"{key}: neither JSON nor base64/zlib/pickle-encoded JSON ({exc})") from None
+    tests = json.loads(text)
+    if not isinstance(tests, list) or not all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
+        raise ValueError(f"{key}: expected a list of {{input, output, testtype}}")
+    return tests
+
+
+def livecodebench_task(row: dict[str, Any], time_limit_s: float = 2.0, memory_limit_mb: float = 256.0
+                       ) -> CodeforcesTask | None:
+    """A task from a LiveCodeBench code-generation row; ``None`` when its tests are functional (LeetCode-style).
+
+    The rows carry no limits: ``time_limit_s`` and ``memory_limit_mb`` apply.
+    """
+    from agentgspo.sandboxes import Problem, TestCase
+
+    public = livecodebench_tests(row.get("public_test_cases"), "public_test_cases")
+    private = livecodebench_tests(row.get("private_test_cases"), "private_test_cases")
+    if any(t.get("testtype", "stdin") != "stdin" for t in public + private):
+        return None
+    tests = private or public
+    if not tests:
+        raise ValueError(f"LiveCodeBench row {row.get('question_id')!r} has no test cases")
+    identifier = str(row.get("question_id") or row["question_title"])
+
+    def cases(items: list[dict[str, Any]]) -> list[Any]:
+        return [TestCase(str(t["input"]).encode(), str(t["output"]).encode(), str(n)) for n, t in enumerate(items, 1)]
+
+    problem = Problem(identifier, cases(tests), time_limit_s, memory_limit_mb, samples=cases(public))
+    statement = compose_statement(str(row["question_title"]), time_limit_s, memory_limit_mb,
+                                  str(row["question_content"]))
+    metadata = task_metadata(identifier, row.get("question_title"), None, [], "livecodebench", row.get("contest_id"))
+    metadata.update(platform=row.get("platform"), difficulty=row.get("difficulty"),
+                    contest_date=str(row.get("contest_date") or "") or None)
+    return CodeforcesTask(problem, statement, metadata=metadata)
+
+
+ROW_SCHEMAS = {
+    "open-r1/codeforces": ("official_tests", "examples", "contest_id"),
+    "code_contests": ("public_tests", "private_tests", "generated_tests"),
+    "livecodebench": ("question_content", "public_test_cases"),
+}
+
+
+def row_schema(row: dict[str, Any]) -> str:
+    """Which public schema ``row`` is in (by its fields); ValueError listing the schemas' fields otherwise."""
+    for schema, keys in ROW_SCHEMAS.items():
+        if any(key in row for key in keys):
+            return schema
+    expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in ROW_SCHEMAS.items())
+    raise ValueError(f"a row in no known schema (fields {sorted(row)[:12]}); expected one of: {expected}")
+
+
+def task_from_any_row(row: Any) -> tuple[CodeforcesTask | None, str]:
+    """``(task or None, skip reason)`` for one row of any supported schema; ValueError for invalid rows."""
+    if not isinstance(row, dict):
+        raise ValueError(f"expected an object in the open-r1/codeforces, code_contests or LiveCodeBench schema, "
+                         f"got {type(row).__name__}")
+    schema = row_schema(row)
+    if schema == "code_contests":
+        return code_contests_task(row), ""
+    if schema == "livecodebench":
+        return livecodebench_task(row), "functional (LeetCode-style) tests"
+    return open_r1_task(row), "interactive without an interactor"
+
+
+def read_rows_file(path: Path) -> ProblemSet:
+    """The judgeable tasks of a .jsonl/.json/.parquet file of rows; errors name the file and the row."""
+    existing_file(path, "codeforces problems file", "pass a .jsonl/.json/.parquet file of open-r1/codeforces, "
+                  "code_contests or LiveCodeBench rows, a problem folder, or 'builtin'")
+    problem_set = ProblemSet([])
+    for number, row in enumerate(read_data_file(path), start=1):
+        try:
+            task, reason = task_from_any_row(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: row {number}: {exc}") from None
+        if task is None:
+            problem_set.skipped[reason] += 1
+        else:
+            problem_set.tasks.append(task)
+    return problem_set
+
+
+# ----------------------------------------------------------------------------------------------- folders
+
+def _solution_files(folder: Path) -> list[tuple[str, Path]]:
+    """``(lang, path)`` of the Python and C++ files directly in ``folder`` (sorted)."""
+    if not folder.is_dir():
+        return []
+    return [(_SUFFIX_LANGS[p.suffix], p) for p in sorted(folder.iterdir())
+            if p.is_file() and p.suffix in _SUFFIX_LANGS]
+
+
+def kattis_task(directory: Path) -> CodeforcesTask:
+    """A task from an ICPC/Kattis package (``agentgspo.sandboxes.load_kattis_problem``) with its submissions."""
+    from agentgspo.sandboxes import load_kattis_problem
+
+    problem = load_kattis_problem(directory)
+    references: dict[str, str] = {}
+    for lang, path in _solution_files(directory / "submissions" / "accepted"):
+        references.setdefault(lang, path.read_text())
+    wrong = [{"name": f"{kind}/{path.name}", "lang": lang, "code": path.read_text()}
+             for kind in _KATTIS_WRONG_DIRS for lang, path in _solution_files(directory / "submissions" / kind)]
+    examples = [(t.input.decode(), t.answer.decode()) for t in problem.samples]
+    body = problem.statement or "(This package has no Markdown statement; the examples show the format.)"
+    statement = compose_statement(problem.name, problem.time_limit_s, problem.memory_limit_mb, body, examples)
+    return CodeforcesTask(problem, statement, references, wrong,
+                          task_metadata(directory.name, problem.name, None, [], "kattis"))
+
+
+def own_format_task(directory: Path) -> CodeforcesTask:
+    """A task from one problem folder in the project's format (``load_problem``; ``solutions/ref.*`` and
+    ``solutions/wrong_*`` when present)."""
+    from agentgspo.sandboxes import load_problem
+
+    problem = load_problem(directory)
+    references, wrong = {}, []
+    for lang, path in _solution_files(directory / "solutions"):
+        if path.stem.startswith("wrong"):
+            wrong.append({"name": path.name, "lang": lang, "code": path.read_text()})
+        else:
+            references.setdefault(lang, path.read_text())
+    title = problem.name
+    statement = compose_statement(title, problem.time_limit_s, problem.memory_limit_mb, problem.statement)
+    return CodeforcesTask(problem, statement, references, wrong, task_metadata(problem.name, title, None, [], "own"))
+
+
+def read_folder(path: Path) -> ProblemSet:
+    """Tasks of a problem folder (``problem.json`` or ``problem.yaml``) or of a folder of such folders."""
+    if (path / "problem.yaml").is_file():
+        return ProblemSet([kattis_task(path)])
+    if (path / "problem.json").is_file() and (path / "gen.py").is_file():  # a problem-set folder: tests generated
+        from agentgspo.envs.problemset import load_set_problem
+
+        return ProblemSet([set_problem_task(load_set_problem(path))])
+    if (path / "problem.json").is_file():
+        return ProblemSet([own_format_task(path)])
+    children = sorted(p for p in path.iterdir() if p.is_dir()
+                      and ((p / "problem.yaml").is_file() or (p / "problem.json").is_file()))
+    if not children:
+        raise ValueError(f"{path}: not a problem folder (no problem.json or problem.yaml) and holds none; pass a "
+                         "problem folder, a Kattis package, a folder of them, or a rows file")
+    problem_set = ProblemSet([])
+    for child in children:
+        problem_set.tasks.extend(read_folder(child).tasks)
+    return problem_set
+
+
+def read_tasks(path: Path) -> ProblemSet:
+    """The tasks at ``path`` (a rows file or a folder, see the module docstring); never empty."""
+    problem_set = read_folder(path) if path.is_dir() else read_rows_file(path)
+    if not problem_set.tasks:
+        skipped = ", ".join(f"{n} {reason}" for reason, n in problem_set.skipped.items()) or "none"
+        raise ValueError(f"{path}: no judgeable problems (skipped: {skipped})")
+    return problem_set
+
+
+
+def set_problem_task(set_problem: Any) -> CodeforcesTask:
+    """A task from a problem of the project's problem set (``agentgspo.envs.problemset.SetProblem``)."""
+    problem = set_problem.problem
+    statement = compose_statement(set_problem.title, problem.time_limit_s, problem.memory_limit_mb,
+                                  set_problem.statement)
+    references = {_LANG_KEYS.get(lang, lang): code for lang, code in set_problem.references.items()}
+    wrong = [{"name": w.name, "lang": _LANG_KEYS.get(w.lang, w.lang), "code": w.source, "kind": w.kind}
+             for w in set_problem.wrong]
+    metadata = task_metadata(set_problem.slug, set_problem.title, set_problem.rating, set_problem.tags, "problemset")
+    return CodeforcesTask(problem, statement, references, wrong, metadata)
+
+
+def read_problemset(path: Path | None = None) -> ProblemSet:
+    """The project's problem set (``envs/data/problemset/`` by default) through ``agentgspo.envs.problemset``:
+    hidden tests generated and answered by the reference once, then cached."""
+    from agentgspo.envs.problemset import load_problemset
+
+    return ProblemSet([set_problem_task(p) for p in load_problemset(path)])
