@@ -1,0 +1,28 @@
+// Mobius inversion with 32-bit counts: C(c, 2) overflows when many badges share a divisor.
+#include <bits/stdc++.h>
+using namespace std;
+int main() {
+    const int A = 1000000;
+    int n;
+    scanf("%d", &n);
+    vector<int> freq(A + 1), mu(A + 1, 1), primes;
+    vector<bool> composite(A + 1);
+    for (int i = 0, x; i < n; i++) { scanf("%d", &x); freq[x]++; }
+    for (int i = 2; i <= A; i++) {
+        if (!composite[i]) { primes.push_back(i); mu[i] = -1; }
+        for (int p : primes) {
+            if ((long long)p * i > A) break;
+            composite[p * i] = true;
+            if (i % p == 0) { mu[p * i] = 0; break; }
+            mu[p * i] = -mu[i];
+        }
+    }
+    long long ans = 0;
+    for (int d = 1; d <= A; d++) {
+        if (!mu[d]) continue;
+        int c = 0;
+        for (int m = d; m <= A; m += d) c += freq[m];
+        ans += mu[d] * (c * (c - 1) / 2);
+    }
+    printf("%lld\n", ans);
+}
