@@ -69,6 +69,14 @@ class ChatRenderer:
         """Ids of the opening conversation followed by the assistant generation prompt."""
         return self.encode(self.render(messages, add_generation_prompt=True, tools=tools))
 
+    def sampled_text(self, history: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> str:
+        """Text of the sequence up to the end of ``history``'s last (assistant) turn as it was sampled: the
+        generation prompt rendered after the earlier messages, the turn's content, the end-of-turn token."""
+        if not history or history[-1].get("role") != "assistant":
+            raise ValueError("history: expected it to end with the assistant turn just sampled")
+        prompt = self.render(history[:-1], add_generation_prompt=True, tools=tools)
+        return prompt + str(history[-1].get("content") or "") + self.end_of_turn
+
     def continuation_ids(self, history: Sequence[Message], new_messages: Sequence[Message],
                          tools: list[dict[str, Any]] | None = None) -> tuple[list[int], bool]:
         """Ids of ``new_messages`` (and the next generation prompt) as rendered after ``history``.
@@ -78,13 +86,13 @@ class ChatRenderer:
         Returns ``(ids, exact)``: ``exact`` is False when the template rewrote ``history`` when extended, in which
         case the new messages are rendered after a neutral two-message history instead.
         """
-        before = self.render(history, add_generation_prompt=False, tools=tools)
+        # What the sequence holds so far, as text: the prompt the turn was sampled after, then the sampled turn.
+        # (Not a render of `history`: a template may decorate its last assistant message, e.g. Qwen3 adds an empty
+        # <think></think> block there that the model never sampled.)
+        before = self.sampled_text(history, tools)
         after = self.render([*history, *new_messages], add_generation_prompt=True, tools=tools)
-        cut = before.rfind(self.end_of_turn)
-        if cut >= 0:
-            cut += len(self.end_of_turn)
-            if after[:cut] == before[:cut]:
-                return self.encode(after[cut:]), True
+        if after.startswith(before):
+            return self.encode(after[len(before):]), True
         self.fallbacks += 1
         before = self.render(_NEUTRAL_HISTORY, add_generation_prompt=False, tools=tools)
         after = self.render([*_NEUTRAL_HISTORY, *new_messages], add_generation_prompt=True, tools=tools)
@@ -123,19 +131,18 @@ SCRIPTED_CONVERSATION: list[Message] = [
 def check_template(tokenizer: Any, messages: Sequence[Message] = SCRIPTED_CONVERSATION) -> TemplateCheck:
     """Render ``messages`` turn by turn and check each rendering is a token-exact prefix of the next.
 
-    For every assistant turn k, the ids of the conversation up to and including k (without generation prompt)
-    must be a prefix of the ids of the conversation up to the next assistant turn. A template that drops earlier
+    For every assistant turn k, the ids of the conversation as sampled up to and including k (the generation prompt
+    rendered after the earlier messages, then turn k's content and end-of-turn token) must be a prefix of the ids of
+    the conversation rendered up to the next assistant turn. A template that drops earlier
     ``<think>`` blocks fails at the first turn after a new user message.
     """
     renderer = ChatRenderer(tokenizer)
     ends = [i + 1 for i, m in enumerate(messages) if m["role"] == "assistant"]
     result = TemplateCheck()
     for here, nxt in zip(ends, ends[1:]):
-        shorter = renderer.encode(renderer.render(messages[:here], add_generation_prompt=False))
+        # The sequence as sampled up to turn `here` (ending with its end-of-turn token) must prefix the next render.
+        sampled = renderer.encode(renderer.sampled_text(messages[:here]))
         longer = renderer.encode(renderer.render(messages[:nxt], add_generation_prompt=False))
-        # The sampled ids of turn `here` end with the end-of-turn token; compare up to and including it.
-        eot = max((i for i, t in enumerate(shorter) if t == renderer.end_of_turn_id), default=len(shorter) - 1)
-        sampled = shorter[: eot + 1]
         ok = longer[: len(sampled)] == sampled
         mismatch = next((i for i, (a, b) in enumerate(zip(sampled, longer)) if a != b), None)
         turn: dict[str, Any] = {"turn": len([e for e in ends if e <= here]), "messages": here, "prefix": ok}

@@ -236,8 +236,8 @@ class RolloutRunner:
             return None
         last_assistant = max(i for i, m in enumerate(history) if m["role"] == "assistant")
         try:
-            full = self.renderer.encode(self.renderer.render(history[: last_assistant + 1],
-                                                             add_generation_prompt=False, tools=tools))
+            # a full render of every earlier message, then the last turn as sampled (see ChatRenderer.sampled_text)
+            full = self.renderer.encode(self.renderer.sampled_text(history[: last_assistant + 1], tools))
         except Exception:  # noqa: BLE001 -- a template that cannot render its own history does not match
             return False
         return full[: len(trajectory.token_ids)] == trajectory.token_ids
