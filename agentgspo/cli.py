@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollout": ("agentgspo.commands.rollout", "play episodes with a policy and write trajectories.jsonl"),
     "quickstart": ("agentgspo.commands.quickstart", "train the tiny MoE policy on Calculator-v0 on CPU"),
     "judge": ("agentgspo.commands.judge", "judge a solution on a folder of tests"),
+    "validate-problems": ("agentgspo.commands.validate_problems",
+                          "check a problem set: references AC, wrong solutions rejected, generators deterministic"),
     "sandbox-server": ("agentgspo.commands.sandbox_server", "serve the sandbox over HTTP for remote execution"),
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
 }

@@ -1,0 +1,257 @@
+"""The built-in problem set and its validator: every shipped problem is sound, and the validator catches broken ones
+(each broken copy below is a small problem written here, mutated in one way)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentgspo.cli import main
+from agentgspo.commands.validate_problems import statement_examples, validate_problem, validate_problemset
+from agentgspo.envs import problemset
+from agentgspo.envs.problemset import (ProblemFolderError, builtin_problemset_dir, folder_hash, load_set_problem,
+                                       materialise_tests, problem_folders, read_problem_folder)
+from agentgspo.sandboxes import Verdict, judge_problem
+
+STATEMENT = """\
+# Pair Sum
+
+Print the sum of two integers.
+
+## Input
+
+One line with two integers $a$ and $b$ ($0 \\le a, b \\le 10^{12}$).
+
+## Output
+
+Print $a + b$.
+
+## Examples
+
+```
+1 2
+```
+
+```
+3
+```
+"""
+GEN = """\
+import random, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+rng = random.Random(7)
+for i in range(10):
+    (out / f"{i + 1}.in").write_text(f"{rng.randint(0, 10**12)} {rng.randint(0, 10**12)}\\n")
+"""
+REF_CPP = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
+REF_PY = "a, b = map(int, input().split())\nprint(a + b)\n"
+WRONG_PY = "a, b = map(int, input().split())\nprint((a + b) % 2**31)\n"  # 32-bit overflow, as contestants write
+
+
+def write_problem(root: Path, slug: str = "001-pair-sum") -> Path:
+    """A small valid problem folder of the set's format."""
+    folder = root / slug
+    (folder / "samples").mkdir(parents=True)
+    (folder / "solutions").mkdir()
+    (folder / "problem.json").write_text(json.dumps({"name": slug, "title": "Pair Sum", "rating": 800,
+                                                     "tags": ["math"], "time_limit_s": 2.0}))
+    (folder / "statement.md").write_text(STATEMENT)
+    (folder / "samples" / "1.in").write_text("1 2\n")
+    (folder / "samples" / "1.ans").write_text("3\n")
+    (folder / "gen.py").write_text(GEN)
+    (folder / "solutions" / "ref.cpp").write_text(REF_CPP)
+    (folder / "solutions" / "ref.py").write_text(REF_PY)
+    (folder / "solutions" / "wrong_wa_overflow.py").write_text(WRONG_PY)
+    return folder
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private materialisation cache."""
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def failed_checks(report) -> dict[str, str]:
+    return {check.name: check.detail for check in report.checks if not check.ok}
+
+
+# ----------------------------------------------------------------------------------------------- the shipped set
+
+@pytest.mark.slow
+def test_every_builtin_problem_is_valid():
+    reports = validate_problemset()
+    from agentgspo.commands.validate_problems import format_table
+
+    assert all(report.ok for report in reports), format_table(reports)
+    assert len(reports) >= 20
+
+
+def test_builtin_set_metadata_and_samples_without_generating():
+    folders = problem_folders()
+    infos = [read_problem_folder(folder) for folder in folders]
+    assert all(800 <= info.meta["rating"] <= 3500 for info in infos)
+    set_a = [info for info in infos if int(info.slug[:3]) <= 20]
+    assert {info.slug[:3] for info in set_a} >= {"001"}
+    for info in infos:
+        if not info.interactive:
+            examples = statement_examples(info.statement)
+            assert len(examples) == len(info.samples), info.slug
+
+
+# ----------------------------------------------------------------------------------------------- loading
+
+def test_load_gives_samples_then_hidden_tests_and_metadata(tmp_path, cache):
+    item = load_set_problem(write_problem(tmp_path))
+    assert (item.title, item.rating, item.tags) == ("Pair Sum", 800, ["math"])
+    assert [case.name for case in item.problem.tests[:2]] == ["sample/1", "hidden/1"]
+    assert len(item.hidden_tests) == 10 and item.samples == item.problem.samples
+    a, b = map(int, item.hidden_tests[0].input.split())
+    assert int(item.hidden_tests[0].answer) == a + b  # answers are the reference's outputs
+    assert item.problem.metadata["rating"] == 800
+    assert set(item.references) == {"cpp", "python"} and [w.name for w in item.wrong] == ["wrong_wa_overflow"]
+    assert judge_problem(item.problem, REF_PY).verdict == Verdict.AC
+
+
+def test_repeated_load_reads_the_cache_and_an_edit_makes_a_new_entry(tmp_path, cache, monkeypatch):
+    folder = write_problem(tmp_path)
+    first = materialise_tests(folder)
+
+    def no_generation(*args, **kwargs):
+        raise AssertionError("generated again although the folder did not change")
+
+    monkeypatch.setattr(problemset, "run_generator", no_generation)
+    assert materialise_tests(folder) == first
+    assert load_set_problem(folder).cache_dir == first
+    monkeypatch.undo()
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(cache))
+    before = folder_hash(folder)
+    (folder / "gen.py").write_text(GEN.replace("Random(7)", "Random(8)"))
+    assert folder_hash(folder) != before
+    assert materialise_tests(folder) != first
+
+
+def test_metadata_is_validated_by_the_problem_json_loader(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    meta = json.loads((folder / "problem.json").read_text())
+    for bad, needle in ((1250, "multiple of 100"), (700, "multiple of 100"), ("1200", "valid integer")):
+        (folder / "problem.json").write_text(json.dumps({**meta, "rating": bad}))
+        with pytest.raises(ProblemFolderError, match=needle) as caught:
+            read_problem_folder(folder)
+        assert "problem.json" in str(caught.value)
+    (folder / "problem.json").write_text(json.dumps({**meta, "tags": "math"}))
+    with pytest.raises(ProblemFolderError, match="tags"):
+        read_problem_folder(folder)
+    (folder / "problem.json").write_text(json.dumps({**meta, "tags": []}))
+    with pytest.raises(ProblemFolderError, match="'tags' is required"):
+        read_problem_folder(folder)
+
+
+def test_broken_folders_name_the_file_and_the_fix(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "solutions" / "ref.cpp").unlink()
+    with pytest.raises(ProblemFolderError, match=r"ref\.cpp is missing: write the C\+\+17 reference"):
+        read_problem_folder(folder)
+    folder = write_problem(tmp_path / "b")
+    (folder / "solutions" / "ok.py").write_text(REF_PY)
+    with pytest.raises(ProblemFolderError, match=r"ok\.py: a solution file is ref\.cpp, ref\.py or wrong_KIND"):
+        read_problem_folder(folder)
+    folder = write_problem(tmp_path / "c")
+    (folder / "solutions" / "ref.cpp").write_text("int main() { return 3; }\n")
+    with pytest.raises(ProblemFolderError, match=r"ref\.cpp got RE"):
+        materialise_tests(folder)
+    folder = write_problem(tmp_path / "d")
+    (folder / "gen.py").write_text("raise SystemExit('no seed given')\n")
+    with pytest.raises(ProblemFolderError, match=r"gen\.py failed \(exit 1\): no seed given"):
+        materialise_tests(folder)
+
+
+# ----------------------------------------------------------------------------------------------- the validator
+
+def test_a_sound_problem_passes_every_check(tmp_path, cache):
+    report = validate_problem(write_problem(tmp_path))
+    assert report.ok, failed_checks(report)
+    assert report.hidden_tests == 10 and set(report.time_ratio) == {"cpp", "python"}
+    assert report.wrong_verdicts == {"wrong_wa_overflow": "WA"}
+    assert {"samples match the statement", "generator deterministic", "checker rejects an empty output"} <= \
+        {check.name for check in report.checks}
+
+
+def test_validator_catches_a_wrong_reference(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "solutions" / "ref.py").write_text("a, b = map(int, input().split())\nprint(a + b + (a > 10**11))\n")
+    failed = failed_checks(validate_problem(folder))
+    assert list(failed) == ["reference python AC"] and failed["reference python AC"].startswith("WA on hidden/")
+
+
+def test_validator_catches_a_wrong_solution_that_passes(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "solutions" / "wrong_wa_fine.py").write_text(REF_PY)
+    failed = failed_checks(validate_problem(folder))
+    assert list(failed) == ["wrong_wa_fine rejected"] and "accepted" in failed["wrong_wa_fine rejected"]
+
+
+def test_validator_checks_the_verdict_a_wrong_solution_names(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    shutil.move(folder / "solutions" / "wrong_wa_overflow.py", folder / "solutions" / "wrong_tle_overflow.py")
+    failed = failed_checks(validate_problem(folder))
+    assert list(failed) == ["wrong_tle_overflow rejected"]
+    assert failed["wrong_tle_overflow rejected"] == "WA on hidden/1 (expected TLE)"
+
+
+def test_validator_catches_a_non_deterministic_generator(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "gen.py").write_text(GEN.replace("random.Random(7)", "random.Random()"))
+    failed = failed_checks(validate_problem(folder))
+    assert list(failed) == ["generator deterministic"]
+
+
+def test_validator_catches_too_few_tests(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "gen.py").write_text(GEN.replace("range(10)", "range(9)"))
+    assert list(failed_checks(validate_problem(folder))) == [">= 10 hidden tests"]
+
+
+def test_validator_catches_a_sample_that_differs_from_the_statement(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "samples" / "1.ans").write_text("4\n")
+    failed = failed_checks(validate_problem(folder))
+    # the sample is also judged: the references now fail on it too
+    assert failed["samples match the statement"] == "example 1's output in statement.md differs from sample/1.ans"
+
+
+def test_validator_catches_a_reference_over_half_the_time_limit(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    spin = "import time\nend = time.process_time() + 0.15\nwhile time.process_time() < end: pass\n"
+    (folder / "solutions" / "ref.py").write_text(spin + REF_PY)
+    meta = json.loads((folder / "problem.json").read_text())
+    (folder / "problem.json").write_text(json.dumps({**meta, "time_limit_s": 0.25}))
+    failed = failed_checks(validate_problem(folder))
+    assert list(failed) == ["reference python within 0.5 of the limit"], failed
+
+
+def test_validator_catches_a_checker_that_accepts_anything(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    (folder / "checker.py").write_text("import sys\nsys.exit(0)\n")
+    meta = json.loads((folder / "problem.json").read_text())
+    (folder / "problem.json").write_text(json.dumps({**meta, "checker": "testlib:checker.py"}))
+    failed = failed_checks(validate_problem(folder))
+    assert "checker rejects an empty output" in failed and "wrong_wa_overflow rejected" in failed
+
+
+def test_cli_exit_status_and_table(tmp_path, cache, capsys):
+    write_problem(tmp_path / "set")
+    assert main(["validate-problems", "--problems", str(tmp_path / "set")]) == 0
+    out = capsys.readouterr().out
+    assert "001-pair-sum" in out and "1/1 problems valid" in out
+    (tmp_path / "set" / "001-pair-sum" / "solutions" / "wrong_wa_fine.py").write_text(REF_PY)
+    assert main(["validate-problems", "--problems", str(tmp_path / "set"), "--only", "001", "--json"]) == 1
+    row = json.loads(capsys.readouterr().out)
+    assert row["ok"] is False and row["wrong_verdicts"]["wrong_wa_fine"] == "AC"
+    assert main(["validate-problems", "--problems", str(tmp_path / "set"), "--only", "999"]) == 2
+    assert "no problem '999'" in capsys.readouterr().err
