@@ -1,0 +1,274 @@
+"""Sampling with a vLLM engine in this process: token ids in, sampled ids and their log-probs out.
+
+One engine serves every concurrent episode: ``sample`` hands the request to a driver thread that adds it to the
+engine and steps the engine while anything is unfinished (continuous batching: a request that arrives mid-step
+joins the next step). The event loop only waits on futures, so environments keep stepping meanwhile.
+
+Semantics match :class:`~agentgspo.policy.hf.HFPolicy`:
+
+- prompts are token ids and outputs are token ids (the engine never tokenizes or detokenizes:
+  ``skip_tokenizer_init``), stopping at any of ``stop_ids`` (the stop id is kept as the turn's last id);
+- per-request seeds (the same ids for the same seed whatever else is batched);
+- log-probs: the engine runs with ``logprobs_mode="processed_logprobs"``, i.e. log_softmax(logits / T) of the
+  sampled id, which is HF's quantity when ``top_p == 1``. With ``top_p < 1`` vLLM renormalises over the nucleus
+  first, so its log-prob is HF's minus log(nucleus mass) (>= HF's); no vLLM mode returns the pre-top-p value
+  without scoring the whole vocabulary. tests/test_vllm_engine.py measures both cases.
+
+Weight sync (:meth:`VLLMPolicy.update_weights`) waits for in-flight turns, reloads the learner's weights in
+place (see :mod:`agentgspo.policy.weight_sync` for the CPU fix) and resets the prefix cache; each turn records
+the ``version`` that sampled it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import queue
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+
+LOGPROBS_MODE = "processed_logprobs"
+#: Gives vLLM's workers the ``agentgspo_reload_weights`` method (an RPC by name: vLLM does not pickle functions).
+WEIGHT_SYNC_EXTENSION = "agentgspo.policy.weight_sync.WeightSyncExtension"
+
+
+def resolve_policy_path(path: str | Path) -> Path:
+    """``"tiny"`` is the embedded tiny policy's folder; anything else must be a folder saved with
+    ``save_pretrained``."""
+    if str(path) == "tiny":
+        from agentgspo.tiny import tiny_policy_path
+
+        return tiny_policy_path()
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"policy {str(path)!r}: expected 'tiny' or a folder saved with save_pretrained")
+    return Path(path)
+
+
+def load_renderer_and_stops(path: Path) -> tuple[Any, list[int]]:
+    """The chat renderer of the checkpoint's tokenizer and every id that ends a turn (see ``stop_ids_of``)."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from agentgspo.chat import ChatRenderer
+    from agentgspo.policy.hf import stop_ids_of
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    try:
+        generation_config = GenerationConfig.from_pretrained(path)
+    except OSError:  # no generation_config.json
+        generation_config = None
+    renderer = ChatRenderer(tokenizer)
+    return renderer, sorted({renderer.end_of_turn_id, *stop_ids_of(tokenizer, generation_config)})
+
+
+def set_cpu_defaults() -> None:
+    """Environment vLLM needs on a CPU machine without a model hub (kept when already set)."""
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(tempfile.gettempdir(), "agentgspo-vllm-cache"))
+
+
+def vllm_sampling_params(params: SamplingParams, stop_ids: Sequence[int], seed: int | None) -> Any:
+    """vLLM ``SamplingParams`` for one turn: only ids, the sampled id's log-prob, our stop ids and nothing else."""
+    import vllm
+
+    return vllm.SamplingParams(
+        temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_new_tokens, seed=seed,
+        logprobs=0, stop_token_ids=list(stop_ids), ignore_eos=True, detokenize=False, skip_special_tokens=False,
+    )
+
+
+def to_turn(token_ids: Sequence[int], logprobs: Sequence[Any], stop_ids: frozenset[int], version: int) -> SampledTurn:
+    """A vLLM completion (ids and, per position, ``{id: Logprob}``) as a :class:`SampledTurn`."""
+    ids = list(token_ids)
+    if len(logprobs) != len(ids):
+        raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for {len(ids)} ids")
+    values = [float(position[token].logprob) for token, position in zip(ids, logprobs)]
+    finish = "stop" if ids and ids[-1] in stop_ids else "length"
+    return SampledTurn(ids, values, finish, policy_version=version)
+
+
+class VLLMPolicy:
+    """A vLLM engine in this process as a :class:`~agentgspo.policy.base.PolicyBackend`.
+
+    Args:
+        path: checkpoint folder (``save_pretrained`` layout) or ``"tiny"``.
+        dtype: weights' dtype in the engine (``"float32"`` matches the learner's fp32 log-probs; ``"bfloat16"``
+            is faster and differs by ~0.01 nats per token).
+        max_num_seqs: most sequences decoded together.
+        enforce_eager: skip graph compilation (faster start, slower decoding).
+        seed: seed of requests that carry none.
+        engine_options: more ``vllm.EngineArgs`` fields (e.g. ``max_model_len``).
+
+    Build it under ``if __name__ == "__main__":`` in scripts: vLLM starts worker processes.
+    """
+
+    def __init__(self, path: str | Path, *, dtype: str = "float32", max_num_seqs: int = 256,
+                 enforce_eager: bool = False, seed: int = 0, **engine_options: Any):
+        from agentgspo.policy.factory import require_vllm
+
+        require_vllm()
+        set_cpu_defaults()
+        import vllm
+
+        self.path = resolve_policy_path(path)
+        self.renderer, stop_ids = load_renderer_and_stops(self.path)
+        self.end_of_turn_id = self.renderer.end_of_turn_id
+        self.stop_ids = frozenset(stop_ids)
+        self.seed = seed
+        self.version = 0
+        self._ids = itertools.count()
+        args = vllm.EngineArgs(model=str(self.path), dtype=dtype, max_num_seqs=max_num_seqs,
+                               enforce_eager=enforce_eager, seed=seed, skip_tokenizer_init=True,
+                               logprobs_mode=LOGPROBS_MODE, worker_extension_cls=WEIGHT_SYNC_EXTENSION,
+                               **engine_options)
+        self.engine = vllm.LLMEngine.from_engine_args(args)
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        self._driver = threading.Thread(target=self._drive, daemon=True, name="agentgspo-vllm")
+        self._driver.start()
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, **options: Any) -> VLLMPolicy:
+        """Same as the constructor (named like the other backends' loaders, for ``make_backend``)."""
+        return cls(path, **options)
+
+    # -- the driver thread: the only code that touches the engine ------------------------------------------
+    def _drive(self) -> None:
+        waiting: dict[str, tuple[Future, int]] = {}  # request id -> (future, version at submission)
+        while True:
+            if not waiting:
+                self._admit(self._inbox.get(), waiting)  # idle: block until something arrives
+            while True:  # everything that arrived since the last step joins the next one
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                self._admit(item, waiting)
+            if self._closed and not waiting:
+                return
+            if not waiting:
+                continue
+            try:
+                outputs = self.engine.step()
+            except BaseException as exc:  # the engine died: every waiting turn learns why
+                for future, _ in waiting.values():
+                    future.set_exception(RuntimeError(f"vLLM engine failed: {exc!r}"))
+                waiting.clear()
+                continue
+            for output in outputs:
+                if not output.finished:
+                    continue
+                future, version = waiting.pop(output.request_id)
+                completion = output.outputs[0]
+                try:
+                    future.set_result(to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids,
+                                              version))
+                except Exception as exc:  # noqa: BLE001 -- reaches the episode that asked
+                    future.set_exception(exc)
+
+    def _admit(self, item: Any, waiting: dict[str, tuple[Future, int]]) -> None:
+        kind, payload, future = item
+        if kind == "close":
+            self._closed = True
+            future.set_result(None)
+            return
+        if kind == "control":  # runs between steps, once every in-flight turn finished
+            while waiting:
+                for output in self.engine.step():
+                    if output.finished:
+                        done, version = waiting.pop(output.request_id)
+                        completion = output.outputs[0]
+                        done.set_result(to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids,
+                                                version))
+            try:
+                future.set_result(payload())
+            except BaseException as exc:  # noqa: BLE001
+                future.set_exception(exc)
+            return
+        prompt_ids, params, seed = payload
+        request_id = str(next(self._ids))
+        try:
+            self.engine.add_request(request_id, {"prompt_token_ids": list(prompt_ids)},
+                                    vllm_sampling_params(params, sorted(self.stop_ids), seed))
+        except Exception as exc:  # noqa: BLE001 -- a bad request fails alone
+            future.set_exception(exc)
+            return
+        waiting[request_id] = (future, self.version)
+
+    def _submit(self, kind: str, payload: Any) -> Future:
+        if self._closed:
+            raise RuntimeError("this VLLMPolicy is closed")
+        future: Future = Future()
+        self._inbox.put((kind, payload, future))
+        return future
+
+    def _seed_of(self, seed: int | None) -> int:
+        return seed if seed is not None else hash((self.seed, next(self._ids))) & 0x7FFFFFFFFFFFFFFF
+
+    # -- the backend protocol --------------------------------------------------------------------------------
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        """Sample one assistant turn after ``request.prompt_ids`` (batched with every other pending turn)."""
+        if len(request.prompt_ids) == 0:
+            raise ValueError("prompt is empty: expected at least one id to condition on")
+        future = self._submit("sample", (request.prompt_ids, request.params, self._seed_of(request.seed)))
+        return await asyncio.wrap_future(future)
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                 seeds: Sequence[int | None] | None = None) -> list[SampledTurn]:
+        """Sample one turn per prompt, all submitted together (a synchronous batch, as HFPolicy.generate)."""
+        if not prompts:
+            raise ValueError("prompts: expected at least one prompt, got none")
+        empty = next((row for row, prompt in enumerate(prompts) if len(prompt) == 0), None)
+        if empty is not None:
+            raise ValueError(f"prompt {empty} is empty: expected at least one id to condition on")
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"seeds: expected one per prompt, got {len(seeds)} for {len(prompts)} prompts")
+        seeds = list(seeds) if seeds is not None else [None] * len(prompts)
+        futures = [self._submit("sample", (p, params, self._seed_of(s))) for p, s in zip(prompts, seeds)]
+        return [f.result() for f in futures]
+
+    def run_between_steps(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn()`` on the engine's thread once every in-flight turn has finished (new turns wait)."""
+        return self._submit("control", fn).result()
+
+    def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
+        """Load ``model``'s current weights into the engine (after an optimizer step); returns the new version.
+
+        In-flight turns finish with the old weights first. The weights go through ``folder`` (a temporary
+        folder when None) in checkpoint format; then the prefix cache is reset.
+        """
+        from agentgspo.policy.weight_sync import save_weights
+
+        with tempfile.TemporaryDirectory(prefix="agentgspo-weights-") as scratch:
+            saved = save_weights(model, folder or scratch)
+
+            def reload() -> None:
+                self.engine.collective_rpc("agentgspo_reload_weights", kwargs={"weights_path": str(saved)})
+                self.engine.reset_prefix_cache()
+                self.version += 1
+
+            self.run_between_steps(reload)
+        return self.version
+
+    def close(self) -> None:
+        """Finish in-flight turns, stop the driver thread and shut the engine down."""
+        if self._closed:
+            return
+        self._submit("close", None)
+        self._driver.join()
+        shutdown = getattr(self.engine.engine_core, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+
+    def __enter__(self) -> VLLMPolicy:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
