@@ -64,6 +64,12 @@ class RemoteSandbox:
                              f"max_concurrency={max_concurrency}, retries={retries}")
         self.endpoints = [e.rstrip("/") for e in endpoints]
         self.token = token if token is not None else os.environ.get("AGENTGSPO_SANDBOX_TOKEN", "")
+        if not self.token.strip() or any(c in self.token for c in "\r\n\0"):
+            # else httpx fails on the first request with "Illegal header value b'Bearer '"
+            raise SandboxUnavailable("the remote backend needs the sandbox server's bearer token: set "
+                                     "AGENTGSPO_SANDBOX_TOKEN=<token> (the one `agentgspo sandbox-server` was started "
+                                     "with, --token or its AGENTGSPO_SANDBOX_TOKEN) or pass token=... to "
+                                     "get_sandbox('remote', ...); a token is one line without spaces at its ends")
         self.max_concurrency, self.retries, self.backoff_s, self.timeout_s = max_concurrency, retries, backoff_s, timeout_s
         self._cycle = itertools.cycle(range(len(self.endpoints)))
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -158,6 +164,19 @@ class RemoteSandbox:
         except (ConnectionError, RuntimeError) as exc:
             return JudgeResult(Verdict.JE, message=str(exc))
 
+    async def ajudge_package(self, archive: bytes, source: str, *, lang: str = "py", package_format: str = "kattis",
+                             time_limit_s: float | None = None, memory_limit_mb: float | None = None,
+                             output_limit_mb: float | None = None) -> JudgeResult:
+        """Judge ``source`` on a whole problem package (a gzipped tar, see ``judge.kattis``) on a server, which
+        judges it with the same code as the local backend; transport failures give a JE result."""
+        payload = {"format": package_format, "archive_b64": _b64(archive), "source": source, "lang": lang,
+                   "time_limit_s": time_limit_s, "memory_limit_mb": memory_limit_mb,
+                   "output_limit_mb": output_limit_mb}
+        try:
+            return JudgeResult.from_dict(await self._post("/judge_package", payload))
+        except (ConnectionError, RuntimeError) as exc:
+            return JudgeResult(Verdict.JE, message=str(exc))
+
     async def arun_python(self, code: str, stdin: bytes | str = b"", *, limits: Limits | None = None) -> ExecResult:
         """Run a Python program on a server; transport failures give a JE result."""
         limits = limits or Limits(time_limit_s=5.0, memory_limit_mb=256, output_limit_mb=1.0)
@@ -180,6 +199,10 @@ class RemoteSandbox:
     def judge_remote(self, source: str, tests, **kwargs) -> JudgeResult:
         """Synchronous ``ajudge``; safe from any thread."""
         return self._run(self.ajudge(source, tests, **kwargs))
+
+    def judge_package_remote(self, archive: bytes, source: str, **kwargs) -> JudgeResult:
+        """Synchronous ``ajudge_package``; safe from any thread."""
+        return self._run(self.ajudge_package(archive, source, **kwargs))
 
     def run_remote(self, code: str, stdin: bytes | str = b"", *, limits: Limits | None = None) -> ExecResult:
         """Synchronous ``arun_python``; safe from any thread."""

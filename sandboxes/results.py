@@ -128,6 +128,8 @@ class TestResult:
     exit_code: int | None = None
     signal: int | None = None
     message: str = ""
+    #: Points a scoring checker gave this test (testlib ``quitp`` / ``_pc(n)``), None when it only accepts/rejects.
+    score: float | None = None
 
     def to_dict(self) -> dict:
         """Plain-JSON form (the ``tests`` entries of ``agentgspo judge --json``)."""
@@ -149,6 +151,10 @@ class JudgeResult:
     compile_output: str = ""
     compile_time_s: float = 0.0
     message: str = ""
+    #: The submission's score where the problem format defines one (Kattis scoring problems), else None.
+    score: float | None = None
+    #: Per test-data group results where the format has groups (Kattis): ``{"name", "verdict", "score"}``.
+    groups: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -181,6 +187,8 @@ class JudgeResult:
             "compile_time_s": self.compile_time_s,
             "compile_output": self.compile_output,
             "message": self.message,
+            "score": self.score,
+            "groups": self.groups,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -196,4 +204,6 @@ class JudgeResult:
             compile_output=data.get("compile_output", ""),
             compile_time_s=data.get("compile_time_s", 0.0),
             message=data.get("message", ""),
+            score=data.get("score"),
+            groups=list(data.get("groups") or []),
         )

@@ -4,6 +4,7 @@ Endpoints:
     GET  /health       no auth; ``{"status": "ok", "backend", "in_flight", "max_concurrency"}``
     POST /run_python   ``RunRequest`` -> ``ExecResult.to_dict()``
     POST /judge        ``JudgeRequest`` -> ``JudgeResult.to_dict()``
+    POST /judge_package  ``PackageJudgeRequest`` (a Kattis package as a tar) -> ``JudgeResult.to_dict()``
 Every POST needs ``Authorization: Bearer TOKEN``, checked before the body is read (401, whatever the body); a body
 over ``max_body_mb`` is 413. At most ``max_concurrency`` requests execute at once; the others
 wait in the server (the client has its own limit too). The server judges with one of its own backends (local or
@@ -16,9 +17,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import hmac
+import io
 import os
 import stat
+import tarfile
 import tempfile
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -65,6 +69,18 @@ class JudgeRequest(BaseModel):
     io_mode: str = "stdio"
 
 
+class PackageJudgeRequest(BaseModel):
+    """Judge a source on a whole problem package (``judge.kattis``): the package as a base64 gzipped tar."""
+
+    format: Literal["kattis"] = "kattis"
+    archive_b64: str
+    source: str
+    lang: str = "py"
+    time_limit_s: float | None = Field(default=None, gt=0)
+    memory_limit_mb: float | None = Field(default=None, gt=0)
+    output_limit_mb: float | None = Field(default=None, gt=0)
+
+
 def _b64decode(value: str, field: str) -> bytes:
     """Strict base64 (``b64decode`` alone drops stray characters, so text sent unencoded became other bytes)."""
     try:
@@ -99,6 +115,24 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
                        io_mode=request.io_mode, backend=backend)
     for test, wire in zip(result.tests, request.tests):
         test.name = wire.name or test.name
+    return result.to_dict()
+
+
+def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
+    """Unpack the package into a private folder (the tar's ``data`` filter refuses links out, absolute paths and
+    devices) and judge it there with this server's backend."""
+    from .judge.kattis import judge_kattis
+
+    archive = _b64decode(request.archive_b64, "archive_b64")
+    with tempfile.TemporaryDirectory(prefix="agentgspo-package-") as tmp:
+        try:
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+                tar.extractall(tmp, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise ValueError(f"archive_b64: not a readable package archive ({exc})") from None
+        result = judge_kattis(tmp, request.source, request.lang, backend=backend,
+                              time_limit_s=request.time_limit_s, memory_limit_mb=request.memory_limit_mb,
+                              output_limit_mb=request.output_limit_mb)
     return result.to_dict()
 
 
@@ -186,6 +220,13 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max
     async def judge_endpoint(request: JudgeRequest) -> dict:
         try:
             return await limited(_judge_request, request, backend)
+        except ValueError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+
+    @app.post("/judge_package")
+    async def judge_package_endpoint(request: PackageJudgeRequest) -> dict:
+        try:
+            return await limited(_judge_package_request, request, backend)
         except ValueError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
 

@@ -1,7 +1,8 @@
-"""`agentgspo judge`: judge one solution on a folder of NAME.in / NAME.ans tests.
+"""`agentgspo judge`: judge one solution on a problem package or on a folder of NAME.in / NAME.ans tests.
 
-    agentgspo judge --tests problems/aplusb/tests --solution sol.cpp --time-limit 1 --json
-Exit status: 0 when accepted, 1 for any other verdict, 2 for bad arguments.
+    agentgspo judge --problem problems/different --solution sol.cpp --json     # Kattis, own or Polygon package
+    agentgspo judge --tests problems/aplusb/tests --solution sol.cpp --time-limit 1
+Exit status: 0 when accepted, 1 for any other verdict, 2 for bad arguments or a package the judge refuses.
 """
 
 from __future__ import annotations
@@ -11,36 +12,92 @@ import json
 import sys
 from pathlib import Path
 
+DEFAULT_TIME_LIMIT_S = 2.0
+DEFAULT_MEMORY_LIMIT_MB = 256.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo judge`."""
-    parser.add_argument("--tests", required=True, type=Path, help="folder of NAME.in / NAME.ans pairs")
-    parser.add_argument("--solution", required=True, type=Path, help="source file (.py or .cpp)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--problem", type=Path,
+                       help="problem package: a Kattis/ICPC package (problem.yaml), the project's format "
+                            "(problem.json) or a Polygon package (problem.xml); its limits and checker are used")
+    where.add_argument("--tests", type=Path, help="folder of NAME.in / NAME.ans pairs")
+    parser.add_argument("--solution", required=True, type=Path, help="source file (Python 3 .py or C++ .cpp/.cc)")
     parser.add_argument("--lang", choices=["py", "cpp"], help="language (default: from the file suffix)")
-    parser.add_argument("--checker", default="tokens",
-                        help="tokens (default) | float:EPS | icpc:FLAGS | testlib:PATH | openr1:PATH | kattis:PATH")
-    parser.add_argument("--interactor", type=Path, help="interactor program, run as `interactor INPUT LOG`")
-    parser.add_argument("--time-limit", type=float, default=2.0, help="CPU seconds per test (default 2)")
-    parser.add_argument("--memory-limit", type=float, default=256.0, help="MB per test (default 256)")
+    parser.add_argument("--checker", default=None,
+                        help="with --tests: tokens (default) | float:EPS | icpc:FLAGS | testlib:PATH | openr1:PATH "
+                             "| kattis:PATH")
+    parser.add_argument("--interactor", type=Path, help="with --tests: interactor, run as `interactor INPUT LOG`")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help=f"CPU seconds per test (default: the package's, or {DEFAULT_TIME_LIMIT_S:g} with --tests)")
+    parser.add_argument("--memory-limit", type=float, default=None,
+                        help=f"MB per test (default: the package's, or {DEFAULT_MEMORY_LIMIT_MB:g} with --tests)")
+    parser.add_argument("--output-limit", type=float, default=None,
+                        help="MB of output per test; more is OLE (default: the package's, else 64)")
     parser.add_argument("--backend", choices=["local", "docker", "remote"], default="local",
-                        help="sandbox backend (default local = bubblewrap)")
-    parser.add_argument("--stop-on-failure", action="store_true", help="stop at the first failing test")
+                        help="sandbox backend (default local = bubblewrap; remote: $AGENTGSPO_SANDBOX_URLS)")
+    parser.add_argument("--stop-on-failure", action="store_true", help="with --tests: stop at the first failing test")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+
+
+def _tests_folder_error(folder: Path) -> str | None:
+    """A hint when --tests was given a problem folder instead of its tests."""
+    if (folder / "tests").is_dir() and any((folder / "tests").glob("*.in")):
+        return f"{folder} is a problem folder: pass its tests as --tests {folder / 'tests'}, or the whole " \
+               f"problem as --problem {folder}"
+    if any((folder / marker).is_file() for marker in ("problem.json", "problem.yaml", "problem.xml")):
+        return f"{folder} is a problem package: pass it as --problem {folder}"
+    return None
+
+
+def _judge_tests(args: argparse.Namespace, source: str, lang: str):
+    from agentgspo.sandboxes import Limits, judge, read_tests_dir
+
+    if args.tests.is_dir() and not any(args.tests.glob("*.in")) and (hint := _tests_folder_error(args.tests)):
+        raise ValueError(hint)
+    tests = read_tests_dir(args.tests, require_answers=args.interactor is None)
+    if args.interactor is not None and not args.interactor.exists():
+        raise ValueError(f"interactor {str(args.interactor)!r} does not exist")
+    extra = {"output_limit_mb": args.output_limit} if args.output_limit is not None else {}
+    limits = Limits(time_limit_s=args.time_limit or DEFAULT_TIME_LIMIT_S,
+                    memory_limit_mb=args.memory_limit or DEFAULT_MEMORY_LIMIT_MB, **extra)
+    return judge(source, tests, lang=lang, checker=args.checker or "tokens", interactor=args.interactor,
+                 limits=limits, stop_on_failure=args.stop_on_failure, backend=args.backend)
+
+
+def _judge_package(args: argparse.Namespace, source: str, lang: str):
+    from agentgspo.sandboxes import judge_kattis, judge_problem, load_any_problem, load_kattis_package
+
+    if args.checker is not None or args.interactor is not None:
+        raise ValueError("--checker and --interactor go with --tests; a --problem package names its own")
+    if (args.problem / "problem.yaml").is_file():  # judged with its groups and grading, whatever the limits
+        return judge_kattis(load_kattis_package(args.problem), source, lang, backend=args.backend, time_limit_s=args.time_limit,
+                            memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
+    problem = load_any_problem(args.problem)
+    overrides = {key: value for key, value in (("time_limit_s", args.time_limit),
+                                               ("memory_limit_mb", args.memory_limit),
+                                               ("output_limit_mb", args.output_limit)) if value is not None}
+    return judge_problem(problem, source, lang, backend=args.backend, stop_on_failure=args.stop_on_failure,
+                         limits=problem.limits(**overrides))
 
 
 def run(args: argparse.Namespace) -> int:
     """Judge and print the result; 0 on AC."""
-    from agentgspo.sandboxes import Limits, judge, language_of, read_tests_dir
+    from agentgspo.sandboxes.judge.languages import submission_language
 
     try:
-        tests = read_tests_dir(args.tests, require_answers=args.interactor is None)
-        lang = args.lang or language_of(args.solution)
+        for name, value in (("--time-limit", args.time_limit), ("--memory-limit", args.memory_limit),
+                            ("--output-limit", args.output_limit)):
+            _positive(name, value)
         source = args.solution.read_text()
-        if args.interactor is not None and not args.interactor.exists():
-            raise ValueError(f"interactor {str(args.interactor)!r} does not exist")
-        limits = Limits(time_limit_s=args.time_limit, memory_limit_mb=args.memory_limit)
-        result = judge(source, tests, lang=lang, checker=args.checker, interactor=args.interactor, limits=limits,
-                       stop_on_failure=args.stop_on_failure, backend=args.backend)
+        lang = args.lang or submission_language(args.solution, source.encode()[:200])
+        result = _judge_package(args, source, lang) if args.problem is not None else _judge_tests(args, source, lang)
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"agentgspo judge: {exc}", file=sys.stderr)
         return 2
@@ -52,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
                   f"{test.message[:80]}")
         if result.compile_output:
             print(result.compile_output.rstrip())
+        for group in result.groups:
+            score = "" if group.get("score") is None else f" score {group['score']:g}"
+            print(f"group {group['name']}: {group['verdict']}{score}")
         print(f"verdict: {result.verdict.value} ({result.passed}/{len(result.tests)} tests passed)"
               + (f": {result.message}" if result.message else ""))
     return 0 if result.accepted else 1

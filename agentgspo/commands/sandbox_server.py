@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 
 from agentgspo.cli import port_number
@@ -39,7 +40,27 @@ def run(args: argparse.Namespace) -> int:
     if not args.token:
         print("agentgspo sandbox-server: a token is required (--token or AGENTGSPO_SANDBOX_TOKEN)", file=sys.stderr)
         return 2
-    app = create_app(args.token, backend=args.backend, max_concurrency=args.max_concurrency,
-                     max_body_mb=args.max_body_mb)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    try:
+        app = create_app(args.token, backend=args.backend, max_concurrency=args.max_concurrency,
+                         max_body_mb=args.max_body_mb)
+        sock = _listen(args.host, args.port)
+    except (ValueError, OSError, RuntimeError) as exc:  # SandboxUnavailable is a RuntimeError
+        print(f"agentgspo sandbox-server: {exc}", file=sys.stderr)
+        return 2
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"agentgspo sandbox-server: listening on http://{shown}:{port} (backend {args.backend}; clients: "
+          f"AGENTGSPO_SANDBOX_URLS=http://{shown}:{port} and the same AGENTGSPO_SANDBOX_TOKEN)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: any free one), bound before the line saying where it is."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(address)
+    sock.listen(2048)
+    return sock

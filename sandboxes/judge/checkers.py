@@ -116,6 +116,30 @@ class FloatChecker:
         return _compare_tokens(output, answer, self._same)
 
 
+# A whole token as C's strtod reads it (the Kattis default validator's ``isfloat``: sscanf "%lf" with nothing left):
+# decimal, or hexadecimal with an optional binary exponent (C99 6.4.4.2); only finite values count as numbers.
+_C_DECIMAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_C_HEX = re.compile(rb"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?")
+
+
+def c_float(token: bytes) -> float | None:
+    """The finite number a whole token spells for C's strtod (``1e-3``, ``.5``, ``0x10``, ``0x1.8p1``), else None.
+
+    >>> c_float(b"0x10"), c_float(b"1e400"), c_float(b"1_0")
+    (16.0, None, None)
+    """
+    try:
+        if _C_DECIMAL.fullmatch(token):
+            value = float(token)
+        elif _C_HEX.fullmatch(token):
+            value = float.fromhex(token.decode())
+        else:
+            return None
+    except (OverflowError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
 ICPC_FLAGS_WITH_VALUE = ("float_tolerance", "float_absolute_tolerance", "float_relative_tolerance")
 ICPC_FLAGS = ("case_sensitive", "space_change_sensitive", *ICPC_FLAGS_WITH_VALUE)
 
@@ -173,12 +197,9 @@ class IcpcDefaultChecker:
             return True
         if self.absolute_tolerance is None and self.relative_tolerance is None:
             return False
-        try:
-            expected, value = _number(want), _number(got)
-        except ValueError:
-            return False
-        if not (math.isfinite(expected) and math.isfinite(value)):
-            return False  # equal non-finite spellings were accepted as text above
+        expected, value = c_float(want), c_float(got)  # numbers as the validator's C parser reads them (hex too)
+        if expected is None or value is None:
+            return False  # a jury token that is no finite number compares as text (done above)
         return _close(value, expected, self.absolute_tolerance, self.relative_tolerance)
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:

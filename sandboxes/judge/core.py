@@ -76,12 +76,13 @@ def _run_message(event: dict, verdict: Verdict) -> str:
     return ""
 
 
-def _test_result(name: str, event: dict, verdict: Verdict, message: str = "") -> TestResult:
+def _test_result(name: str, event: dict, verdict: Verdict, message: str = "", score: float | None = None
+                 ) -> TestResult:
     return TestResult(
         name=name, verdict=verdict, time_s=round(float(event.get("cpu_s", 0.0)), 4),
         wall_time_s=round(float(event.get("wall_s", 0.0)), 4),
         memory_mb=round(event.get("memory_kb", 0) / 1024, 2), exit_code=event.get("exit_code"),
-        signal=event.get("signal"), message=message or _run_message(event, verdict),
+        signal=event.get("signal"), message=message or _run_message(event, verdict), score=score,
     )
 
 
@@ -273,11 +274,14 @@ def _judge_batch(box: Session, source: str, lang: str, cases: list[TestCase], ch
             continue
         case = cases[event["index"]]
         verdict = classify_run(event, limits)
-        message = ""
+        message, score = "", None
         if verdict is None:
             output = base64.b64decode(event.get("stdout_b64", ""))
-            verdict, message = checker.check(case.input, output, case.answer)
-        results.append(_test_result(case.name, event, verdict, message))
+            check_case = getattr(checker, "check_case", None)  # a checker that needs the test itself (its name)
+            verdict, message, *scored = (check_case(case, output) if check_case is not None
+                                         else checker.check(case.input, output, case.answer))
+            score = scored[0] if scored else None
+        results.append(_test_result(case.name, event, verdict, message, score))
         if stop_on_failure and verdict != Verdict.AC:
             break
     error = _error_of(events)

@@ -22,6 +22,12 @@ def _write_tests(directory: Path, pairs) -> None:
         (directory / f"{i}.ans").write_text(ans)
 
 
+def _kattis_yaml(directory: Path, text: str) -> None:
+    """A Kattis package's problem.yaml, with a fixed time limit (.timelimit) so that nothing has to time it."""
+    (directory / "problem.yaml").write_text(text)
+    (directory / ".timelimit").write_text("2\n")
+
+
 def test_own_format(tmp_path):
     (tmp_path / "problem.json").write_text(json.dumps({"name": "aplusb", "time_limit_s": 1, "memory_limit_mb": 64}))
     _write_tests(tmp_path / "tests", [("1 2\n", "3\n")] * 2 + [("5 6\n", "11\n")] * 9)
@@ -40,7 +46,7 @@ def test_missing_answer_is_a_clear_error(tmp_path):
 
 
 def test_kattis_package(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Half\nvalidator_flags: float_tolerance 1e-6\nlimits:\n  memory: 128\n")
+    _kattis_yaml(tmp_path, "name: Half\nvalidator_flags: float_tolerance 1e-6\nlimits:\n  memory: 128\n")
     _write_tests(tmp_path / "data" / "sample", [("1\n", "0.5\n")])
     _write_tests(tmp_path / "data" / "secret" / "group1", [("3\n", "1.5\n"), ("1\n", "0.5000000001\n")])
     problem = load_kattis_problem(tmp_path)
@@ -51,7 +57,7 @@ def test_kattis_package(tmp_path):
 
 
 def test_kattis_output_validator(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Any\nvalidation: custom\n")
+    _kattis_yaml(tmp_path, "name: Any\nvalidation: custom\n")
     _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
     validator = tmp_path / "output_validators" / "v" / "validate.py"
     validator.parent.mkdir(parents=True)
@@ -85,38 +91,39 @@ def test_cli_json(tmp_path, capsys):
     assert main(["judge", "--tests", str(tmp_path), "--solution", str(tmp_path / "sol.txt")]) == 2
 
 
-def test_kattis_test_groups_keep_their_order(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Order\n")
+def test_kattis_tests_come_in_problemtools_order(tmp_path):
+    """problemtools lists a group's folder with sorted(os.listdir): plain name order, files and folders together."""
+    _kattis_yaml(tmp_path, "name: Order\n")
     _write_tests(tmp_path / "data" / "secret" / "group2", [("1\n", "1\n")])
     _write_tests(tmp_path / "data" / "secret" / "group1", [("1\n", "1\n")] * 10)
     names = [t.name for t in load_kattis_problem(tmp_path).tests]
-    assert names == [f"secret/group1/{i}" for i in range(1, 11)] + ["secret/group2/1"]
+    assert names == [f"secret/group1/{i}" for i in (1, 10, 2, 3, 4, 5, 6, 7, 8, 9)] + ["secret/group2/1"]
 
 
 def test_orphan_answer_in_a_test_group_is_a_clear_error(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Orphan\n")
+    _kattis_yaml(tmp_path, "name: Orphan\n")
     _write_tests(tmp_path / "data" / "secret" / "group1", [("1\n", "1\n")])
     (tmp_path / "data" / "secret" / "group1" / "2.ans").write_text("2\n")
     with pytest.raises(ValueError, match=r"answer files without input.*2\.ans"):
         load_kattis_problem(tmp_path)
 
 
-def test_kattis_interactive_type_list_is_refused(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Guess\ntype: [pass-fail, interactive]\n")
+def test_kattis_interactive_problem_needs_its_validator(tmp_path):
+    _kattis_yaml(tmp_path, "name: Guess\nproblem_format_version: 2023-07-draft\ntype: [pass-fail, interactive]\n")
     _write_tests(tmp_path / "data" / "secret", [("5\n", "\n")])
-    with pytest.raises(ValueError, match="interactive problems are not supported"):
+    with pytest.raises(ValueError, match="needs a custom output validator"):
         load_kattis_problem(tmp_path)
 
 
 def test_kattis_custom_validation_without_a_validator_is_an_error(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Any\nvalidation: custom\n")
+    _kattis_yaml(tmp_path, "name: Any\nvalidation: custom\n")
     _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
     with pytest.raises(ValueError, match="output_validators"):
         load_kattis_problem(tmp_path)
 
 
 def test_kattis_output_validator_folder_of_the_2023_format(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: Any\nproblem_format_version: 2023-07-draft\n")
+    _kattis_yaml(tmp_path, "name: Any\nproblem_format_version: 2023-07-draft\n")
     _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
     validator = tmp_path / "output_validator" / "validate.py"
     validator.parent.mkdir(parents=True)
@@ -143,14 +150,14 @@ def test_codeforces_row_with_a_test_without_output_is_a_clear_error():
 
 def test_kattis_default_validator_follows_validator_flags(tmp_path):
     """Kattis's default validator: case-insensitive unless case_sensitive; absolute-only tolerance stays absolute."""
-    (tmp_path / "problem.yaml").write_text("name: YesNo\n")
+    _kattis_yaml(tmp_path, "name: YesNo\n")
     _write_tests(tmp_path / "data" / "secret", [("1\n", "YES\n")])
     problem = load_kattis_problem(tmp_path)
     assert problem.checker == "icpc"
     assert judge_problem(problem, "print('yes')").verdict == Verdict.AC  # Kattis accepts any case by default
-    (tmp_path / "problem.yaml").write_text("name: YesNo\nvalidator_flags: case_sensitive\n")
+    _kattis_yaml(tmp_path, "name: YesNo\nvalidator_flags: case_sensitive\n")
     assert judge_problem(load_kattis_problem(tmp_path), "print('yes')").verdict == Verdict.WA
-    (tmp_path / "problem.yaml").write_text("name: Big\nvalidator_flags: float_absolute_tolerance 1e-3\n")
+    _kattis_yaml(tmp_path, "name: Big\nvalidator_flags: float_absolute_tolerance 1e-3\n")
     _write_tests(tmp_path / "data" / "secret", [("1\n", "1000000\n")])
     # 1000000.5 is within a relative 1e-3 but not within the absolute 1e-3 the package asks for.
     assert judge_problem(load_kattis_problem(tmp_path), "print(1000000.5)").verdict == Verdict.WA
@@ -158,10 +165,10 @@ def test_kattis_default_validator_follows_validator_flags(tmp_path):
 
 
 def test_kattis_bad_validator_flags_are_a_clear_error(tmp_path):
-    (tmp_path / "problem.yaml").write_text("name: X\nvalidator_flags: float_tolerance\n")
+    _kattis_yaml(tmp_path, "name: X\nvalidator_flags: float_tolerance\n")
     _write_tests(tmp_path / "data" / "secret", [("1\n", "1\n")])
     with pytest.raises(ValueError, match=r"problem\.yaml.*float_tolerance needs a finite tolerance"):
         load_kattis_problem(tmp_path)
-    (tmp_path / "problem.yaml").write_text("name: X\nvalidator_flags: case_insensitive\n")
+    _kattis_yaml(tmp_path, "name: X\nvalidator_flags: case_insensitive\n")
     with pytest.raises(ValueError, match="unknown flag 'case_insensitive'"):
         load_kattis_problem(tmp_path)
