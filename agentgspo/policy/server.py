@@ -1,0 +1,227 @@
+"""Sampling through vLLM OpenAI-compatible servers over HTTP (``agentgspo serve-policy``), token ids in and out.
+
+Each turn is one ``POST /v1/completions`` whose ``prompt`` is the token ids; the reply carries the sampled ids
+(``return_token_ids``) and each one's log-prob, so nothing is detokenized or retokenized on this side. Requests
+carry the turn's seed, the stop ids and ``ignore_eos`` (our stop ids, not the server's eos, end a turn), and the
+servers run with ``--logprobs-mode processed_logprobs``: the log-probs mean what the in-process engine's mean (see
+agentgspo/policy/vllm.py).
+
+Several servers: each turn goes to the healthy server with the fewest requests in flight (at most
+``max_concurrency`` per server). A connection failure, a timeout or an HTTP 5xx/429 marks that server down for a
+backoff that doubles with each consecutive failure, and the turn is sent again to another server (or the same one
+once its backoff ends), up to ``max_attempts`` sends. A retried turn was never returned, so nothing finished is
+lost or counted twice: each :meth:`ServerPolicy.sample` returns exactly one reply, the first complete one. A turn
+re-sent with the same seed to a server with the same weights samples the same ids, so failures do not bias which
+turns make it into a batch. Other HTTP 4xx replies are errors in the request: raised at once, not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class ServerUnavailable(RuntimeError):
+    """No server answered a turn within the allowed attempts."""
+
+
+@dataclass
+class _Server:
+    url: str
+    in_flight: int = 0
+    failures: int = 0  # consecutive
+    down_until: float = 0.0
+    served: int = 0  # turns completed (load-balancing evidence for tests and logs)
+
+
+class ServerPolicy:
+    """vLLM OpenAI-compatible servers as a :class:`~agentgspo.policy.base.PolicyBackend`.
+
+    Args:
+        urls: base URLs of the servers (``http://host:port``; a trailing ``/v1`` is accepted).
+        renderer: the chat renderer of the policy's tokenizer.
+        stop_ids: ids that end a turn (the renderer's end-of-turn id is always one).
+        model: the served model name (``agentgspo serve-policy`` serves ``"policy"``).
+        max_concurrency: most requests in flight to each server.
+        timeout_s: seconds one request may take before it is abandoned and retried.
+        max_attempts: most sends of one turn (over all servers) before :class:`ServerUnavailable`.
+        backoff_s: first backoff of a failed server; doubles per consecutive failure up to ``max_backoff_s``.
+        seed: seed of requests that carry none.
+    """
+
+    def __init__(self, urls: Sequence[str], renderer: Any, *, stop_ids: Sequence[int] = (), model: str = "policy",
+                 max_concurrency: int = 256, timeout_s: float = 600.0, max_attempts: int = 8,
+                 backoff_s: float = 0.25, max_backoff_s: float = 10.0, seed: int = 0):
+        if not urls:
+            raise ValueError("urls: expected at least one server URL, e.g. http://127.0.0.1:8000")
+        for url in urls:
+            if not str(url).startswith(("http://", "https://")):
+                raise ValueError(f"server URL {url!r}: expected http://host:port or https://host:port")
+        for name, value in (("max_concurrency", max_concurrency), ("max_attempts", max_attempts)):
+            if value < 1:
+                raise ValueError(f"{name}: expected >= 1, got {value}")
+        if timeout_s <= 0 or backoff_s < 0:
+            raise ValueError(f"timeout_s must be > 0 and backoff_s >= 0, got {timeout_s} and {backoff_s}")
+        self.servers = [_Server(str(url).rstrip("/").removesuffix("/v1")) for url in urls]
+        self.renderer = renderer
+        self.end_of_turn_id = renderer.end_of_turn_id
+        self.stop_ids = frozenset({self.end_of_turn_id, *stop_ids})
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.seed = seed
+        self.version = 0
+        self.retries = 0  # sends after the first, over all turns
+        self._calls = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._slots: asyncio.Condition | None = None
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, *, urls: Sequence[str], **options: Any) -> ServerPolicy:
+        """A client for servers serving checkpoint ``path`` (only its tokenizer is loaded here)."""
+        from agentgspo.policy.vllm import load_renderer_and_stops, resolve_policy_path
+
+        renderer, stop_ids = load_renderer_and_stops(resolve_policy_path(path))
+        return cls(urls, renderer, stop_ids=stop_ids, **options)
+
+    # -- per event loop state (asyncio.run makes a new loop per rollout; clients and locks belong to one) ----
+    def _bind(self) -> tuple[httpx.AsyncClient, asyncio.Condition]:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop = loop
+            limits = httpx.Limits(max_connections=self.max_concurrency * len(self.servers),
+                                  max_keepalive_connections=self.max_concurrency * len(self.servers))
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10)),
+                                             limits=limits)
+            self._slots = asyncio.Condition()
+            for server in self.servers:
+                server.in_flight = 0
+        return self._client, self._slots
+
+    def request_body(self, prompt_ids: Sequence[int], params: SamplingParams, seed: int) -> dict[str, Any]:
+        """The ``/v1/completions`` JSON body of one turn."""
+        return {
+            "model": self.model, "prompt": [int(i) for i in prompt_ids], "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature, "top_p": params.top_p, "seed": seed, "logprobs": 0,
+            "stop_token_ids": sorted(self.stop_ids), "ignore_eos": True, "skip_special_tokens": False,
+            "return_token_ids": True, "return_tokens_as_token_ids": True,
+        }
+
+    def parse_reply(self, reply: dict[str, Any], version: int) -> SampledTurn:
+        """A completions reply as a :class:`SampledTurn` (ids and log-probs from the reply, never from text)."""
+        try:
+            choice = reply["choices"][0]
+            ids = [int(i) for i in choice["token_ids"]]
+            logprobs = [float(x) for x in choice["logprobs"]["token_logprobs"]]
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise RuntimeError(f"server reply is not a completions reply with token_ids and logprobs: "
+                               f"{str(reply)[:300]}") from exc
+        if len(ids) != len(logprobs):
+            raise RuntimeError(f"server returned {len(logprobs)} log-probs for {len(ids)} ids")
+        finish = "stop" if ids and ids[-1] in self.stop_ids else "length"
+        return SampledTurn(ids, logprobs, finish, policy_version=version)
+
+    async def _acquire(self, slots: asyncio.Condition, avoid: _Server | None) -> _Server:
+        """The healthy server with the fewest in flight and a free slot (waiting for one if needed)."""
+        async with slots:
+            while True:
+                now = time.monotonic()
+                up = [s for s in self.servers if s.down_until <= now and s.in_flight < self.max_concurrency]
+                preferred = [s for s in up if s is not avoid] or up
+                if preferred:
+                    server = min(preferred, key=lambda s: s.in_flight)
+                    server.in_flight += 1
+                    return server
+                wake = min((s.down_until for s in self.servers if s.down_until > now), default=None)
+                try:
+                    await asyncio.wait_for(slots.wait(), timeout=None if wake is None else max(wake - now, 0.001))
+                except asyncio.TimeoutError:
+                    pass
+
+    async def _release(self, slots: asyncio.Condition, server: _Server, failed: bool) -> None:
+        async with slots:
+            server.in_flight -= 1
+            if failed:
+                server.failures += 1
+                backoff = min(self.backoff_s * 2 ** (server.failures - 1), self.max_backoff_s)
+                server.down_until = time.monotonic() + backoff
+            else:
+                server.failures = 0
+                server.served += 1
+            slots.notify_all()
+
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        """Sample one turn on some server, retrying elsewhere after a failure (see the module docstring)."""
+        if len(request.prompt_ids) == 0:
+            raise ValueError("prompt is empty: expected at least one id to condition on")
+        client, slots = self._bind()
+        seed = request.seed if request.seed is not None else hash((self.seed, next(self._calls))) & 0x7FFFFFFFFFFFFFFF
+        body = self.request_body(request.prompt_ids, request.params, seed)
+        version = self.version
+        errors: list[str] = []
+        last: _Server | None = None
+        for attempt in range(self.max_attempts):
+            if attempt:
+                self.retries += 1
+            server = await self._acquire(slots, avoid=last)
+            last = server
+            try:
+                response = await client.post(f"{server.url}/v1/completions", json=body)
+            except httpx.TransportError as exc:  # refused, reset, timed out: the server may be gone
+                await self._release(slots, server, failed=True)
+                errors.append(f"{server.url}: {type(exc).__name__}: {exc}")
+                continue
+            except BaseException:
+                await self._release(slots, server, failed=False)
+                raise
+            if response.status_code in RETRYABLE_STATUS:
+                await self._release(slots, server, failed=True)
+                errors.append(f"{server.url}: HTTP {response.status_code}: {response.text[:200]}")
+                continue
+            await self._release(slots, server, failed=False)
+            if response.status_code != 200:
+                raise ValueError(f"{server.url} refused the turn (HTTP {response.status_code}): "
+                                 f"{response.text[:500]}")
+            return self.parse_reply(response.json(), version)
+        raise ServerUnavailable(f"no server completed the turn in {self.max_attempts} attempts: "
+                                + "; ".join(errors[-4:]))
+
+    def update_weights(self, model: Any, folder: str | Path) -> int:
+        """Load ``model``'s weights into every server; returns the new version.
+
+        ``folder`` must be readable by the servers under the same path (a shared or local file system): the
+        weights are written there, then each server reloads them in place (``agentgspo_reload_weights``, with
+        the CPU fix) and resets its prefix cache. Call it between rollouts (no turn of this client in flight).
+        """
+        from agentgspo.policy.weight_sync import save_weights
+
+        if any(server.in_flight for server in self.servers):
+            raise RuntimeError("update_weights: turns are still in flight; sync between rollouts")
+        saved = save_weights(model, folder).resolve()
+        with httpx.Client(timeout=self.timeout_s) as client:
+            for server in self.servers:
+                reply = client.post(f"{server.url}/collective_rpc", json={
+                    "method": "agentgspo_reload_weights", "kwargs": {"weights_path": str(saved)}})
+                if reply.status_code != 200:
+                    raise RuntimeError(f"{server.url}: weight reload failed (HTTP {reply.status_code}): "
+                                       f"{reply.text[:300]} (is it an `agentgspo serve-policy` server?)")
+                reset = client.post(f"{server.url}/reset_prefix_cache")
+                if reset.status_code != 200 or reset.json().get("success") is False:
+                    raise RuntimeError(f"{server.url}: prefix-cache reset failed: {reset.text[:300]}")
+        self.version += 1
+        return self.version
