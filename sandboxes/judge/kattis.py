@@ -642,6 +642,18 @@ def _package_archive(package: KattisPackage, with_accepted: bool) -> bytes:
     return buffer.getvalue()
 
 
+def _package_digest(package: KattisPackage) -> str:
+    """SHA-256 of the files a computed time limit depends on: problem.yaml, data/, the validator, the accepted
+    submissions (names and contents, in a fixed order)."""
+    digest = hashlib.sha256()
+    for name in ("problem.yaml", "data", "output_validator", "output_validators", "submissions/accepted"):
+        path = package.directory / name
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
+        for file in files:
+            digest.update(str(file.relative_to(package.directory)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
 def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
     """The package's time limit in seconds and where it comes from (see the module docstring for the rule).
 
@@ -663,7 +675,7 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
         raise ValueError(f"{package.directory}: no time limit (limits.time_limit in problem.yaml, or .timelimit) and "
                          "no Python or C++ submission in submissions/accepted to compute it from: add one of them, "
                          "or pass a time limit (--time-limit / time_limit_s=)")
-    digest = hashlib.sha256(_package_archive(package, with_accepted=True)).hexdigest()[:32]
+    digest = _package_digest(package)
     cache = _cache_root() / "kattis-timelimits" / f"{digest}.json"
     if cache.is_file():
         saved = json.loads(cache.read_text())

@@ -139,7 +139,12 @@ def test_time_limit_is_computed_from_the_accepted_submissions_and_cached(tmp_pat
     assert problem.time_limit_s == 1.0  # max(1, ceil(tiny runtime x 3)) seconds
     assert "sum.py" in problem.metadata["time_limit_source"] and "x ac_to_time_limit 3" in \
         problem.metadata["time_limit_source"]
-    assert len(list((tmp_path / "cache" / "kattis-timelimits").glob("*.json"))) == 1
+    cached = list((tmp_path / "cache" / "kattis-timelimits").glob("*.json"))
+    assert len(cached) == 1
+    written = cached[0].stat().st_mtime_ns
+    assert load_kattis_problem(package_dir).metadata["time_limit_source"] == problem.metadata["time_limit_source"]
+    assert cached[0].stat().st_mtime_ns == written  # read from the cache, not timed again
+    assert list((tmp_path / "cache" / "kattis-timelimits").glob("*.json")) == cached
     assert judge_problem(problem, SUM_PY).verdict == Verdict.AC
 
 
@@ -184,3 +189,14 @@ def test_problem_metadata_for_loaders():
     assert problem.name == "Split the Sum" and problem.time_limit_s == 1.0 and problem.memory_limit_mb == 256
     assert [t.name for t in problem.samples] == ["sample/1"] and problem.checker.startswith("kattis:")
     assert judge_problem(problem, "print(0)\n").verdict == Verdict.WA
+
+
+@pytest.mark.docker
+def test_docker_judges_packages_like_local(docker_backend):
+    cases = [("kattis_sum", SUM_ZERO, "py"), ("kattis_sum", SUM_CPP, "cpp"), ("kattis_scoring", DOUBLE_INT64, "cpp"),
+             ("kattis_guess", GUESS, "py"), ("kattis_guess", GUESS_LINEAR, "py")]
+    for name, source, lang in cases:
+        package = load_kattis_package(FIXTURES / name)
+        here, there = judge_kattis(package, source, lang), judge_kattis(package, source, lang, backend=docker_backend)
+        assert (there.verdict, there.score, there.groups) == (here.verdict, here.score, here.groups), name
+        assert [t.verdict for t in there.tests] == [t.verdict for t in here.tests], name

@@ -172,3 +172,43 @@ def test_kattis_bad_validator_flags_are_a_clear_error(tmp_path):
     _kattis_yaml(tmp_path, "name: X\nvalidator_flags: case_insensitive\n")
     with pytest.raises(ValueError, match="unknown flag 'case_insensitive'"):
         load_kattis_problem(tmp_path)
+
+
+def test_cli_judges_a_kattis_package(tmp_path, capsys):
+    solution = tmp_path / "double.py"
+    solution.write_text("print(2 * int(input()))\n")
+    assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(solution), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "AC" and out["score"] == 100 and out["groups"][-1]["name"] == "data"
+    solution.write_text("print('x' * 2000000)\n")  # 2 MB: over an output limit of 1 MB
+    assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(solution), "--json",
+                 "--output-limit", "1"]) == 1
+    assert json.loads(capsys.readouterr().out)["tests"][0]["verdict"] == "OLE"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("Sol.java", "class Sol {}", "is Java: not supported; the judge runs Python 3"),
+    ("sol.py", "#!/usr/bin/env python2\nprint 1\n", "is Python 2"),
+    ("sol.c", "int main(){}", "is C: not supported"),
+])
+def test_cli_refuses_other_languages_by_name(tmp_path, capsys, name, text, message):
+    (tmp_path / name).write_text(text)
+    assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(tmp_path / name)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_tests_given_a_problem_folder_points_at_its_tests(tmp_path, capsys):
+    (tmp_path / "problem.json").write_text(json.dumps({"name": "aplusb"}))
+    _write_tests(tmp_path / "tests", [("1 2\n", "3\n")])
+    (tmp_path / "sol.py").write_text(APLUSB)
+    assert main(["judge", "--tests", str(tmp_path), "--solution", str(tmp_path / "sol.py")]) == 2
+    err = capsys.readouterr().err
+    assert f"--tests {tmp_path / 'tests'}" in err and f"--problem {tmp_path}" in err
+    assert main(["judge", "--problem", str(tmp_path), "--solution", str(tmp_path / "sol.py")]) == 0
+
+
+def test_problem_json_typo_names_the_field_it_meant(tmp_path):
+    (tmp_path / "problem.json").write_text(json.dumps({"name": "x", "time_limit": 1}))
+    _write_tests(tmp_path / "tests", [("1 2\n", "3\n")])
+    with pytest.raises(ValueError, match="unknown field 'time_limit': did you mean 'time_limit_s'"):
+        load_problem(tmp_path)

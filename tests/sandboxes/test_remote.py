@@ -188,3 +188,48 @@ def test_input_the_server_refuses_is_a_clear_error_not_a_judge_error(server_url)
     remote = RemoteSandbox([server_url], token=TOKEN, retries=0)
     with pytest.raises(ValueError, match="refused the request.*float:EPS"):  # judge() checks it before sending
         asyncio.run(remote.ajudge("print(1)", [("", "1")], checker="float:nan"))
+
+
+def test_a_missing_token_is_refused_naming_the_setting(monkeypatch):
+    """Without a token httpx used to fail on the first request with "Illegal header value b'Bearer '"."""
+    from agentgspo.sandboxes import SandboxUnavailable
+
+    monkeypatch.delenv("AGENTGSPO_SANDBOX_TOKEN", raising=False)
+    for token in (None, "", "  "):
+        with pytest.raises(SandboxUnavailable, match="AGENTGSPO_SANDBOX_TOKEN=<token>.*token="):
+            RemoteSandbox(["http://127.0.0.1:9"], token=token)
+
+
+def test_sandbox_server_says_where_it_listens():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AGENTGSPO_SANDBOX_TOKEN": TOKEN}
+    server = subprocess.Popen([sys.executable, "-m", "agentgspo.cli", "sandbox-server", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = server.stdout.readline()  # printed once the socket listens
+        assert line.startswith("agentgspo sandbox-server: listening on http://127.0.0.1:"), line
+        url = line.split("listening on ")[1].split()[0]
+        assert httpx.get(url + "/health", timeout=30).json()["status"] == "ok"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_kattis_package_judges_the_same_remotely(server_url):
+    from pathlib import Path
+
+    from agentgspo.sandboxes import judge_kattis, load_kattis_package
+
+    fixtures = Path(__file__).parent / "fixtures"
+    remote = get_sandbox("remote", endpoints=[server_url], token=TOKEN)
+    cases = [("kattis_sum", "n = int(input())\nprint(0, n)\n"), ("kattis_scoring", "print(2 * int(input()))\n"),
+             ("kattis_guess", "for g in range(1, 101):\n    print(g, flush=True)\n    if input() == 'correct':\n"
+                              "        break\n")]
+    for name, source in cases:
+        package = load_kattis_package(fixtures / name)
+        here, there = judge_kattis(package, source), judge_kattis(package, source, backend=remote)
+        assert (there.verdict, there.score, there.groups) == (here.verdict, here.score, here.groups), name
+        assert [t.verdict for t in there.tests] == [t.verdict for t in here.tests], name
