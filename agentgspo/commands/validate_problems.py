@@ -5,9 +5,9 @@
 
 For each problem folder (format: docs/problem_format.md, "Problem-set folders"):
 
-- the folder is complete (problem.json with title, rating and tags; statement with Input, Output or Interaction
-  and Examples sections; samples; gen.py; solutions/ref.cpp; at least one wrong solution; the checker or
-  interactor problem.json names);
+- the folder is complete (problem.json with title, rating and tags; samples; gen.py; solutions/ref.cpp; at least
+  one wrong solution; the checker or interactor problem.json names) and the statement has Input, Output and
+  Examples sections (an interactive one: Interaction and Examples);
 - the statement's examples equal samples/ (non-interactive problems: the fenced blocks of "## Examples", taken as
   input/output pairs, equal N.in/N.ans up to trailing whitespace);
 - gen.py is deterministic (two runs with different PYTHONHASHSEED write the same files) and writes >= 10 tests;
@@ -124,8 +124,8 @@ def _normalised(text: str | bytes) -> str:
 def check_statement(report: ProblemReport, info) -> None:
     """Sections present; for non-interactive problems, examples equal to samples/ (input and answer)."""
     sections = statement_sections(info.statement)
-    output_section = "interaction" if info.interactive else "output"
-    missing = [name for name in ("input", output_section, "examples") if name not in sections]
+    required = ("interaction", "examples") if info.interactive else ("input", "output", "examples")
+    missing = [name for name in required if name not in sections]
     if not report.add("statement sections", not missing,
                       f"statement.md lacks ## {', ## '.join(s.title() for s in missing)}" if missing else ""):
         return
