@@ -27,6 +27,7 @@ command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v g++ >/dev/null || need+=(g++)
 command -v python3 >/dev/null || need+=(python3)
+command -v chromium >/dev/null || need+=(chromium)  # headless browser for the eval report's page test
 if ((${#need[@]})); then
     log "installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

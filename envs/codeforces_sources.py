@@ -243,10 +243,11 @@ def livecodebench_task(row: dict[str, Any], time_limit_s: float = 2.0, memory_li
     return CodeforcesTask(problem, statement, metadata=metadata)
 
 
+# Checked in this order: each schema's distinctive fields (LiveCodeBench rows also have a contest_id).
 ROW_SCHEMAS = {
-    "open-r1/codeforces": ("official_tests", "examples", "contest_id"),
-    "code_contests": ("public_tests", "private_tests", "generated_tests"),
     "livecodebench": ("question_content", "public_test_cases"),
+    "code_contests": ("public_tests", "private_tests"),  # open-r1 rows have an int generated_tests
+    "open-r1/codeforces": ("official_tests", "examples", "id"),
 }
 
 

@@ -1,0 +1,107 @@
+"""Run an eval: every (problem, sample) attempt not yet in the results store, concurrently up to a limit, each
+appended to ``results.jsonl`` as it ends (so a killed eval resumes with only the missing attempts).
+
+Each attempt is one episode of ``agentgspo/CodeForces-v0`` (made through the registry by id) played by the agent
+with :class:`~agentgspo.rollout.RolloutRunner`: ``env.reset(seed=index)`` poses problem ``index``; the policy's
+draws are seeded by ``(seed * 1_000_003 + sample, index, ...)``, so an attempt replays the same whatever else runs
+and whichever run (first or resumed) plays it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentgspo.eval.segments import segments
+from agentgspo.eval.store import ResultsStore
+from agentgspo.rollout import RolloutConfig, RolloutRunner
+
+ENV_ID = "agentgspo/CodeForces-v0"
+SEED_STRIDE = 1_000_003
+
+
+def final_verdict(accepted: bool, submissions: Sequence[dict[str, Any]], stop_reason: str) -> str:
+    """``AC`` when accepted; else the last submission's verdict; else ``JE`` (judge error) or ``none``."""
+    if accepted:
+        return "AC"
+    if submissions:
+        return str(submissions[-1]["verdict"])
+    return "JE" if stop_reason == "judge_error" else "none"
+
+
+def attempt_result(task: Any, index: int, sample: int, trajectory: Any, env: Any, renderer: Any,
+                   seconds: float, agent: str) -> dict[str, Any]:
+    """One results.jsonl line: the problem's metadata, the outcome, the trajectory and its decoded segments."""
+    submissions = list(getattr(env, "submissions", None) or [])
+    accepted = bool(getattr(env, "accepted", False))
+    record = trajectory.to_record().model_dump(mode="json")
+    meta = task.metadata
+    return {
+        "problem_id": meta["id"], "index": index, "sample": sample, "agent": agent, "title": meta.get("title"),
+        "rating": meta.get("rating"), "tags": meta.get("tags", []), "source": meta.get("source"),
+        "accepted": accepted, "reward": trajectory.reward,
+        "verdict": final_verdict(accepted, submissions, trajectory.stop_reason),
+        "verdicts": [str(s["verdict"]) for s in submissions], "submissions": submissions,
+        "judge_errors": int(getattr(env, "judge_errors", 0) or 0), "stop_reason": trajectory.stop_reason,
+        "error": trajectory.metadata.get("error"), "turns": trajectory.num_turns,
+        "sampled_tokens": trajectory.num_sampled_tokens, "seconds": round(seconds, 3),
+        "segments": segments(record, renderer.decode), "trajectory": record,
+    }
+
+
+def pending_attempts(problem_ids: Sequence[str], indices: Sequence[int], samples: int,
+                     done: set[tuple[str, int]]) -> list[tuple[int, int]]:
+    """``(index, sample)`` of every attempt of ``indices`` x ``range(samples)`` not in ``done``."""
+    return [(i, s) for i in indices for s in range(samples) if (problem_ids[i], s) not in done]
+
+
+async def run_attempts(make_env: Callable[[], Any], tasks: Sequence[Any], agent: Any, renderer: Any,
+                       store: ResultsStore, *, indices: Sequence[int], samples: int, config: RolloutConfig,
+                       concurrency: int = 4, seed: int = 0, agent_name: str = "", progress: bool = True) -> int:
+    """Play the missing attempts; returns how many were played. ``config.group_size`` is ignored (one per run)."""
+    if concurrency < 1:
+        raise ValueError(f"--concurrency: expected >= 1, got {concurrency}")
+    problem_ids = [t.metadata["id"] for t in tasks]
+    todo = pending_attempts(problem_ids, indices, samples, store.done())
+    if not todo:
+        return 0
+    one = dataclasses.replace(config, group_size=1, env_workers=2)
+    semaphore = asyncio.Semaphore(concurrency)
+    bar = _progress_bar(len(todo), progress)
+
+    async def attempt(index: int, sample: int) -> None:
+        async with semaphore:
+            made: list[Any] = []
+
+            def make() -> Any:
+                env = make_env()
+                made.append(env)
+                return env
+
+            policy = agent.for_sample(sample) if hasattr(agent, "for_sample") else agent
+            runner = RolloutRunner(make, policy, renderer, one, env_id=ENV_ID)
+            started = time.perf_counter()
+            trajectory = (await runner.run([index], sampling_seed=seed * SEED_STRIDE + sample))[0]
+            trajectory.group_id, trajectory.sample_id = index, sample
+            env = made[0].unwrapped if made else None
+            store.append(attempt_result(tasks[index], index, sample, trajectory, env, renderer,
+                                        time.perf_counter() - started, agent_name))
+            bar.update(1)
+
+    try:
+        await asyncio.gather(*(attempt(i, s) for i, s in todo))
+    finally:
+        bar.close()
+    return len(todo)
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    """A tqdm bar on stderr (disabled: a no-op object)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="eval attempts", unit="attempt", file=sys.stderr, disable=not enabled,
+                dynamic_ncols=True)
