@@ -36,7 +36,8 @@ Backends (``backend=`` takes a name or a Sandbox instance):
 Layout: ``results.py`` and ``submission.py`` (values), ``protocol.py`` (Sandbox/Session protocol), ``registry.py``
 (``get_sandbox``), ``runner.py`` (runs inside the box), ``local.py``, ``docker_backend.py``, ``remote.py`` + ``server.py`` (backends), ``cgroups.py``,
 ``judge/`` (``core.py`` judging, ``checkers.py``, ``compile.py``; formats: ``problems.py`` (facade),
-``own_format.py``, ``kattis.py``, ``openr1.py``, ``testdata.py``).
+``own_format.py``, ``kattis.py`` (+ ``kattis_package.py``, ``kattis_grading.py``, ``kattis_interactor.py``),
+``openr1.py``, ``testdata.py``; ``languages.py``: which submission languages run).
 """
 
 from __future__ import annotations

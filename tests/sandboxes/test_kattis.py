@@ -12,7 +12,8 @@ import pytest
 
 from agentgspo.sandboxes import Verdict, judge_kattis, judge_problem, load_kattis_package, load_kattis_problem
 from agentgspo.sandboxes.judge.checkers import IcpcDefaultChecker
-from agentgspo.sandboxes.judge.kattis import grade, time_limit_of, _Graded
+from agentgspo.sandboxes.judge.kattis import time_limit_of
+from agentgspo.sandboxes.judge.kattis_grading import Graded, grade
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SUM_PY = "n = int(input())\nprint(n // 2, n - n // 2)\n"
@@ -116,11 +117,11 @@ def test_scoring_package():
 
 
 def test_default_grader_rules():
-    children = [_Graded("AC", 30.0), _Graded("WA", 0.0), _Graded("TLE", 0.0)]
+    children = [Graded("AC", 30.0), Graded("WA", 0.0), Graded("TLE", 0.0)]
     assert (grade(children, "").verdict, grade(children, "").score) == ("TLE", 30.0)  # worst_error, sum
     assert grade(children, "first_error").verdict == "WA"
     assert (grade(children, "min accept_if_any_accepted").verdict, grade(children, "min").score) == ("AC", 0.0)
-    assert grade([_Graded("AC", 0.0), _Graded("RTE", 5.0)], "ignore_sample avg").verdict == "RTE"
+    assert grade([Graded("AC", 0.0), Graded("RTE", 5.0)], "ignore_sample avg").verdict == "RTE"
     assert grade(children, "ignore_sample").verdict == "JE"  # only for [sample, secret]
 
 
@@ -200,3 +201,21 @@ def test_docker_judges_packages_like_local(docker_backend):
         here, there = judge_kattis(package, source, lang), judge_kattis(package, source, lang, backend=docker_backend)
         assert (there.verdict, there.score, there.groups) == (here.verdict, here.score, here.groups), name
         assert [t.verdict for t in there.tests] == [t.verdict for t in here.tests], name
+
+
+def test_validator_scores_count_only_where_the_problem_has_custom_scores(tmp_path):
+    writes_score = ("import sys\nopen(sys.argv[3] + 'score.txt', 'w').write('7')\n"
+                    "sys.exit(42 if sys.stdin.read().split() == open(sys.argv[2]).read().split() else 43)\n")
+    scoring = _copy("kattis_scoring", tmp_path)
+    (scoring / "output_validator").mkdir()
+    (scoring / "output_validator" / "validate.py").write_text(writes_score)
+    result = judge_kattis(load_kattis_package(scoring), DOUBLE)
+    assert (result.verdict, result.score) == (Verdict.AC, 14)  # g1: min(7, 7), g2: min(7, 7); summed
+    wrong = judge_kattis(load_kattis_package(scoring), "print(0)\n")
+    assert wrong.verdict == Verdict.JE and "score.txt with a wrong-answer verdict" in wrong.tests[0].message
+    pass_fail = _copy("kattis_sum", tmp_path)
+    shutil.rmtree(pass_fail / "output_validators" / "sum_validator")
+    (pass_fail / "output_validators" / "v").mkdir()
+    (pass_fail / "output_validators" / "v" / "validate.py").write_text(writes_score)
+    refused = judge_kattis(load_kattis_package(pass_fail), "print(2, 2)\n")
+    assert refused.verdict == Verdict.JE and "no custom scores" in refused.tests[0].message
