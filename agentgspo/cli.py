@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-template": ("agentgspo.commands.check_template", "check that a chat template is prefix-preserving"),
     "rollout": ("agentgspo.commands.rollout", "play episodes with a policy and write trajectories.jsonl"),
     "quickstart": ("agentgspo.commands.quickstart", "train the tiny MoE policy on Calculator-v0 on CPU"),
-    "judge": ("agentgspo.commands.judge", "judge a solution on a folder of tests"),
+    "judge": ("agentgspo.commands.judge", "judge a solution on a problem package (Kattis, own, Polygon) or tests"),
     "validate-problems": ("agentgspo.commands.validate_problems",
                           "check a problem set: references AC, wrong solutions rejected, generators deterministic"),
     "sandbox-server": ("agentgspo.commands.sandbox_server", "serve the sandbox over HTTP for remote execution"),

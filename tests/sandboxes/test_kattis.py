@@ -219,3 +219,14 @@ def test_validator_scores_count_only_where_the_problem_has_custom_scores(tmp_pat
     (pass_fail / "output_validators" / "v" / "validate.py").write_text(writes_score)
     refused = judge_kattis(load_kattis_package(pass_fail), "print(2, 2)\n")
     assert refused.verdict == Verdict.JE and "no custom scores" in refused.tests[0].message
+
+
+def test_a_sample_only_package_is_judged_on_its_samples(tmp_path):
+    package = _copy("kattis_sum", tmp_path)
+    shutil.rmtree(package / "data" / "secret")
+    loaded = load_kattis_package(package)
+    assert [t.name for t in loaded.tests()] == ["sample/1"]
+    assert judge_kattis(loaded, SUM_PY).verdict == Verdict.AC and judge_kattis(loaded, SUM_ZERO).verdict == Verdict.AC
+    shutil.rmtree(package / "data" / "sample")
+    with pytest.raises(ValueError, match="no tests"):
+        load_kattis_package(package)
