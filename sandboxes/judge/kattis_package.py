@@ -239,7 +239,8 @@ def _read_group(directory: Path, data_root: Path, parent: dict | None, package: 
         elif path.suffix == ".ans" and path.with_suffix(".in").is_file():
             name = str(path.with_suffix("").relative_to(data_root))
             group.items.append(KattisTest(name, path.with_suffix(".in"), path))
-        elif path.suffix == ".in" and not path.with_suffix(".ans").exists():
+        elif path.suffix == ".in" and not path.with_suffix(".ans").exists() \
+                and not path.with_suffix(".interaction").exists():  # a sample transcript's input is no test
             raise ValueError(f"test input {str(path)!r} has no answer file {path.with_suffix('.ans').name!r}: "
                              "problemtools would skip it unjudged; add the answer (or remove the input)")
         elif path.suffix == ".ans":

@@ -100,6 +100,9 @@ def test_interactive_package(tmp_path):
     silent = judge_kattis(package, "import time\ntime.sleep(30)\n")
     assert silent.verdict in (Verdict.TLE, Verdict.ILE)
     assert judge_kattis(package, "print('x', flush=True)\n").verdict == Verdict.WA
+    with_input = _copy("kattis_guess", tmp_path)
+    (with_input / "data" / "sample" / "1.in").write_text("25\n")  # a transcript's input, no .ans: not a test
+    assert [t.name for t in load_kattis_package(with_input).tests()] == [t.name for t in package.tests()]
 
 
 def test_scoring_package():
