@@ -26,6 +26,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f2f2f2; }
 details.attempt { border: 1px solid #ccc; border-radius: 4px; margin: 0.4em 0; padding: 0.3em 0.6em; }
 details.attempt > summary { cursor: pointer; font-family: monospace; }
+pre.after-episode { white-space: pre-wrap; font-size: 12px; border-left: 3px solid #bbb; padding-left: 0.5em; }
 pre.tokens { white-space: pre-wrap; word-break: break-word; font-size: 12px; line-height: 1.45; }
 span.seg { border-radius: 2px; }
 .legend span.seg { padding: 0 0.5em; margin-right: 0.3em; }
@@ -53,12 +54,26 @@ def tokens_html(segments: Iterable[Sequence[Any]]) -> str:
     return f'<pre class="tokens">{spans}</pre>'
 
 
-def attempt_html(title: str, facts: dict[str, Any], segments: Iterable[Sequence[Any]], verdict: str = "") -> str:
-    """One collapsible attempt: a summary line (title, verdict, facts) and its coloured token sequence."""
+def final_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages after the last assistant turn: the env's answer to the episode's last action (e.g. the
+    accepted verdict), which no later turn reads, so it is not in the token sequence."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=len(messages) - 1)
+    return list(messages[last + 1:])
+
+
+def attempt_html(title: str, facts: dict[str, Any], segments: Iterable[Sequence[Any]], verdict: str = "",
+                 after: Sequence[dict[str, Any]] = ()) -> str:
+    """One collapsible attempt: a summary line (title, verdict, facts), its coloured token sequence, and the
+    messages ``after`` the last turn (shown apart: they are not in the token sequence)."""
     details = ", ".join(f"{escape(k)} {escape(v)}" for k, v in facts.items() if v not in (None, ""))
     badge = f' <span class="verdict-{escape(verdict)}">{escape(verdict)}</span>' if verdict else ""
+    tail = "".join(f'<pre class="after-episode">{escape(m.get("role"))}'
+                   f'{" (" + escape(m["name"]) + ")" if m.get("name") else ""}: {escape(m.get("content"))}</pre>'
+                   for m in after)
+    if tail:
+        tail = "<p>After the last turn (not in the token sequence, not trained):</p>" + tail
     return (f'<details class="attempt" data-verdict="{escape(verdict)}"><summary>{escape(title)}{badge} '
-            f'({details})</summary>{tokens_html(segments)}</details>')
+            f'({details})</summary>{tokens_html(segments)}{tail}</details>')
 
 
 def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

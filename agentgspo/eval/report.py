@@ -92,7 +92,8 @@ def attempts_html(results: Sequence[dict[str, Any]]) -> str:
         facts = {"sample": r["sample"], "rating": r["rating"], "reward": round(float(r["reward"]), 3),
                  "stop": r["stop_reason"], "turns": r["turns"], "submissions": " ".join(r["verdicts"]) or None,
                  "trained ids": r["sampled_tokens"], "error": r.get("error")}
-        parts.append(html.attempt_html(f"{r['problem_id']} {r['title'] or ''}", facts, r["segments"], r["verdict"]))
+        parts.append(html.attempt_html(f"{r['problem_id']} {r['title'] or ''}", facts, r["segments"], r["verdict"],
+                                       html.final_messages(r["trajectory"]["messages"])))
     return "".join(parts)
 
 

@@ -24,8 +24,8 @@ def _is_eval_results(path: Path) -> bool:
     return False
 
 
-def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, Any], list, str]]:
-    """``(title, facts, segments, verdict)`` per trajectory of ``path`` (trajectories or eval results)."""
+def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, Any], list, str, list]]:
+    """``(title, facts, segments, verdict, messages after the last turn)`` per trajectory of ``path`` (trajectories or eval results)."""
     if _is_eval_results(path):
         items = []
         for line in path.read_text().splitlines():
@@ -33,7 +33,8 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
                 r = json.loads(line)
                 facts = {"sample": r["sample"], "reward": r["reward"], "stop": r["stop_reason"],
                          "turns": r["turns"], "trained ids": r["sampled_tokens"]}
-                items.append((f"{r['problem_id']} {r.get('title') or ''}", facts, r["segments"], r["verdict"]))
+                items.append((f"{r['problem_id']} {r.get('title') or ''}", facts, r["segments"], r["verdict"],
+                               html.final_messages(r["trajectory"]["messages"])))
         return items
     from agentgspo.eval.agents import load_renderer
     from agentgspo.trajectory import read_jsonl
@@ -44,7 +45,7 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
         record = t.to_record().model_dump(mode="json")
         facts = {"seed": t.seed, "group": t.group_id, "sample": t.sample_id, "reward": round(t.reward, 4),
                  "stop": t.stop_reason, "turns": t.num_turns, "trained ids": t.num_sampled_tokens}
-        items.append((t.env_id or "trajectory", facts, segments(record, decode), ""))
+        items.append((t.env_id or "trajectory", facts, segments(record, decode), "", html.final_messages(t.messages)))
     return items
 
 
@@ -58,8 +59,8 @@ def view_page(path: str | Path, tokenizer: str = "tiny") -> str:
         raise FileNotFoundError(f"{str(path)!r} does not exist; pass a trajectories.jsonl, a results.jsonl or a "
                                 "folder holding one")
     items = trajectory_items(path, tokenizer)
-    trained = sum(int(n) for _, _, segs, _ in items for kind, _, n in segs if kind == "trained")
+    trained = sum(int(n) for _, _, segs, *_ in items for kind, _, n in segs if kind == "trained")
     body = [f"<h1>{html.escape(path)}</h1>",
             f"<p>{len(items)} trajectories; {trained} ids trained by the loss (mask 1).</p>", html.legend(),
-            "".join(html.attempt_html(title, facts, segs, verdict) for title, facts, segs, verdict in items)]
+            "".join(html.attempt_html(*item) for item in items)]
     return html.page(f"trajectories: {path.name}", "".join(body))
