@@ -4,10 +4,19 @@
       -> shuffle into `minibatches` (paper: 4; updates 2..4 are off-policy)
         -> length-bucketed micro-batches, gradients accumulated -> clip grad norm -> AdamW step -> LR schedule
 
-Distributed work goes through an ``accelerate.Accelerator`` (DDP on CPU with gloo, FSDP2 / DeepSpeed on GPUs).
-Each rank trains on its own trajectories; DDP averages gradients, and each minibatch's loss is divided by the
-trajectory count over all ranks (over W), so the update is the paper's per-trajectory mean over all ranks whatever
-each rank holds.
+Distributed work goes through an ``accelerate.Accelerator``: DDP, FSDP2 (accelerate's, or ``fully_shard`` applied
+by :func:`agentgspo.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank trains on
+its own trajectories; gradients are averaged over ranks, and each minibatch's loss is divided by the trajectory count
+over all ranks (over W), so the update is the paper's per-trajectory mean over all ranks whatever each rank holds.
+Under FSDP2 and DeepSpeed every forward and backward is a collective, so all ranks run the same number of scoring
+passes and micro-batches: a rank with fewer (or no) trajectories runs zero-weight placeholder micro-batches. Gradients
+are accumulated over micro-batches with accelerate's mechanism (``sync_gradients`` and ``no_sync``), so DeepSpeed
+steps its engine once per minibatch.
+
+Precision: train an fp32 policy under bf16 autocast (``Accelerator(mixed_precision="bf16")``) or FSDP2's bf16
+``MixedPrecisionPolicy``: fp32 master weights and AdamW state, bf16 compute. accelerate casts a mixed-precision
+model's outputs back to fp32, which would build an fp32 ``[B, T, V]`` copy of the logits; the learner keeps the
+autocast but drops that cast (the log-probs are upcast chunk by chunk, :mod:`agentgspo.logprobs`).
 
 Trajectories whose advantage is 0 (all-equal groups) contribute exactly nothing to the GSPO objective, so they are
 not forwarded (they still count in the 1/N weighting). MoE policies get the router load-balancing loss and a
@@ -20,16 +29,19 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from types import MethodType
 from typing import Any, Literal
 
 import torch
+from accelerate.utils import DistributedType
 
 from agentgspo.advantages import group_advantages
 from agentgspo.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.logprobs import token_entropy
 from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, kl_k3
+from agentgspo.sharding import is_sharded
 from agentgspo.trajectory import Trajectory
 
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
@@ -60,6 +72,17 @@ class LearnerConfig:
             ``[B, T, V]`` fp32 upcast is fused instead of stored (a GPU win; the first micro-batch compiles). The
             model itself is compiled by accelerate (``Accelerator(dynamo_backend="inductor")`` or
             ``accelerate launch --dynamo_backend inductor``).
+        activation_checkpointing: recompute each decoder layer's activations in the backward instead of storing
+            them (Hugging Face ``gradient_checkpointing_enable``, non-reentrant): per micro-batch only the layers'
+            inputs stay alive, for about one more forward of compute.
+        sync_each_micro_batch: reduce gradients after every micro-batch (``True``) or only after a minibatch's last
+            one (``False``, ``no_sync`` in between). ``None``: ``True`` when the policy is sharded (FSDP2, DeepSpeed),
+            whose accumulated gradients then stay sharded, ``False`` under DDP (one all-reduce per minibatch).
+        allow_low_precision_params: train parameters stored in bf16/fp16 with a torch optimizer. Off by default:
+            AdamW on bf16 weights rounds away updates below the weight's resolution (at a 1e-6 learning rate
+            nearly all of them); keep fp32 master weights and compute in bf16 (mixed precision) instead.
+        memory_estimate: print the estimated memory per process (parameters, gradients, optimizer state,
+            activations per micro-batch; :mod:`agentgspo.memory`) when the learner is built.
     """
 
     objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
@@ -76,6 +99,10 @@ class LearnerConfig:
     skip_zero_advantage: bool = True
     exclude_stop_reasons: tuple[str, ...] = ("env_error", "judge_error")
     compile: bool = False
+    activation_checkpointing: bool = False
+    sync_each_micro_batch: bool | None = None
+    allow_low_precision_params: bool = False
+    memory_estimate: bool = True
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -90,6 +117,14 @@ class LearnerConfig:
         if self.temperature <= 0:
             raise ValueError(f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "
                              f"{self.temperature}; for greedy rollouts train with T=1")
+
+
+@dataclass
+class _Plan:
+    """Per-step counts agreed by all ranks: ``sums`` over ranks and ``most`` (the maximum of any rank)."""
+
+    sums: list[float]
+    most: list[int]
 
 
 class _Means:
@@ -127,6 +162,49 @@ class _Means:
 
     def result(self) -> dict[str, float]:
         return {**{n: self.sums[n] / self.weights[n] for n in self.sums}, **self.extremes, **self.counts}
+
+
+def _compute_dtype_name(accelerator: Any, model: Any) -> str:
+    """``bf16`` when the policy computes in bf16 (autocast, FSDP2 mixed precision or bf16 weights), else ``no``."""
+    if str(getattr(accelerator, "mixed_precision", "no")) == "bf16" or \
+            getattr(model, "agentgspo_mixed_precision", "no") == "bf16":
+        return "bf16"
+    return "bf16" if next(model.parameters()).dtype == torch.bfloat16 else "no"
+
+
+def keep_compute_dtype_outputs(accelerator: Any, model: Any) -> None:
+    """Undo accelerate's fp32 cast of a mixed-precision model's outputs, keeping its autocast.
+
+    ``accelerator.prepare`` under ``mixed_precision="bf16"`` / ``"fp16"`` replaces ``model.forward`` by
+    ``convert_outputs_to_fp32(autocast(forward))`` (accelerate ``Accelerator.prepare_model``): every bf16 output,
+    the ``[B, T, V]`` logits included, is copied to fp32 (4 bytes x B x T x V: 20 GB for 8 x 4096 tokens at
+    Qwen3's 152k vocabulary). The log-probs only need fp32 chunk by chunk (:func:`agentgspo.logprobs.token_logprobs`),
+    so the forward becomes ``autocast(forward)`` alone. A no-op for a model accelerate did not wrap that way.
+    """
+    base = accelerator.unwrap_model(model)
+    original = getattr(base, "_original_forward", None)
+    function = getattr(original, "__func__", None)
+    if function is None:
+        return
+
+    def forward(module: Any, *args: Any, **kwargs: Any) -> Any:
+        with accelerator.autocast():
+            return function(module, *args, **kwargs)
+
+    forward.__wrapped__ = function  # accelerate's unwrap_model(keep_fp32_wrapper=False) follows __wrapped__
+    base.forward = MethodType(forward, base)
+
+
+def enable_activation_checkpointing(model: Any) -> None:
+    """Non-reentrant activation checkpointing of every decoder layer of a Hugging Face model.
+
+    Non-reentrant checkpointing recomputes a layer's forward (FSDP2 all-gathers included) inside the backward; it
+    works with DDP, FSDP2 and frozen inputs alike (PyTorch ``torch.utils.checkpoint`` docs).
+    """
+    if not getattr(model, "supports_gradient_checkpointing", False):
+        raise ValueError(f"activation_checkpointing: {type(model).__name__} does not support gradient "
+                         "checkpointing (supports_gradient_checkpointing is False); turn the setting off")
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
@@ -175,6 +253,43 @@ class GSPOLearner:
         self.generator = torch.Generator().manual_seed(seed)
         self._objective = torch.compile(self._objective_from_logits, dynamic=True) if self.config.compile \
             else self._objective_from_logits
+        self.deepspeed = accelerator.distributed_type == DistributedType.DEEPSPEED
+        self.sharded = is_sharded(model) or self.deepspeed
+        # Under FSDP2 / DeepSpeed each forward and backward is a collective: every rank runs the same passes.
+        self.lockstep = self.sharded and accelerator.num_processes > 1
+        sync_each = self.config.sync_each_micro_batch
+        self.sync_each_micro_batch = self.sharded if sync_each is None else sync_each
+        self._check_parameter_precision()
+        keep_compute_dtype_outputs(accelerator, model)
+        if self.config.activation_checkpointing:
+            enable_activation_checkpointing(base)
+        if self.config.memory_estimate and model_config is not None:
+            self._print_memory_estimate(base)
+
+    def _check_parameter_precision(self) -> None:
+        """Refuse bf16/fp16 parameters under a torch optimizer (AdamW would round small updates away)."""
+        if self.config.allow_low_precision_params or self.deepspeed:  # DeepSpeed keeps its own fp32 master copy
+            return
+        low = {p.dtype for group in self.optimizer.param_groups for p in group["params"]
+               if p.dtype in (torch.bfloat16, torch.float16)}
+        if low:
+            raise ValueError(
+                f"the optimizer updates {sorted(map(str, low))} parameters: AdamW on bf16/fp16 weights rounds away "
+                "updates smaller than the weight's resolution (bf16 near 1.0: 2^-8), e.g. all of them at lr 1e-6. "
+                "Load the policy in float32 and compute in bf16 with Accelerator(mixed_precision='bf16') or "
+                "shard_policy(..., mixed_precision='bf16'); or set LearnerConfig(allow_low_precision_params=True)")
+
+    def _print_memory_estimate(self, base: Any) -> None:
+        """Print :func:`agentgspo.memory.estimate_memory` for this run on the main process."""
+        from agentgspo.memory import estimate_for_model
+
+        estimate = estimate_for_model(
+            base, processes=self.accelerator.num_processes, sharded=self.sharded,
+            micro_batch_tokens=self.config.micro_batch_tokens,
+            activation_checkpointing=self.config.activation_checkpointing,
+            mixed_precision=_compute_dtype_name(self.accelerator, base),
+        )
+        self.accelerator.print(estimate.report())
 
     def _objective_from_logits(self, logits: torch.Tensor, input_ids: torch.Tensor, old_logprobs: torch.Tensor,
                                advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor
@@ -254,14 +369,38 @@ class GSPOLearner:
         n = len(trajectories)
         keep = [i for i in included
                 if advantages[i] != 0 or not config.skip_zero_advantage or config.kl_coef > 0]
+        kept = set(keep)
+
+        # The plan: scoring micro-batches, then each minibatch's trained rows and micro-batches. All ranks agree on
+        # the counts in one gather (sums for the 1/N weighting, maxima for the passes every rank must run).
+        score_buckets = [[keep[j] for j in bucket] for bucket in
+                         length_buckets([len(trajectories[i].token_ids) for i in keep], config.micro_batch_tokens)]
+        order = torch.randperm(n, generator=self.generator).tolist()
+        included_set = set(included)
+        minibatches = []
+        for m in range(config.minibatches):
+            chunk = [i for i in order[m::config.minibatches] if i in included_set]
+            rows = [i for i in chunk if i in kept]
+            buckets = [[rows[j] for j in bucket] for bucket in
+                       length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)]
+            minibatches.append((chunk, buckets))
+        wants_volatility = bool(self.is_moe and config.volatility_rows and keep)
+        plan = self._agree([len(score_buckets), int(wants_volatility)]
+                           + [x for chunk, buckets in minibatches for x in (sum(map(len, buckets)), len(chunk),
+                                                                              len(buckets))])
 
         # logp_old: the policy that sampled, scored before any update of this batch.
         old: dict[int, torch.Tensor] = {}
         gap_sum, gap_tokens = 0.0, 0
-        for bucket in length_buckets([len(trajectories[i].token_ids) for i in keep], config.micro_batch_tokens):
-            rows = [keep[j] for j in bucket]
+        recompute = config.logp_old == "recompute"
+        score_passes = plan.most[0] if self.lockstep and recompute else len(score_buckets)
+        for p in range(score_passes):
+            if p >= len(score_buckets):  # this rank has scored its own: a placeholder keeps the ranks in step
+                self._score_no_grad(self._local_model(), self._placeholder_batch())
+                continue
+            rows = score_buckets[p]
             batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
-            if config.logp_old == "recompute":
+            if recompute:
                 logp = self._score_no_grad(self._local_model(), batch)
                 gap = (logp - batch.sampler_logprobs).abs()
                 gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
@@ -272,51 +411,44 @@ class GSPOLearner:
                 old[i] = logp[r, : len(trajectories[i].token_ids)]
 
         volatility_batch = None
-        if self.is_moe and config.volatility_rows and keep:
+        run_volatility = plan.most[1] > 0 if self.lockstep else wants_volatility
+        if run_volatility:
             picks = [trajectories[i] for i in keep[: config.volatility_rows]]
-            volatility_batch = collate(picks, self.pad_token_id).to(device)
+            volatility_batch = collate(picks, self.pad_token_id).to(device) if picks else self._placeholder_batch()
             k = accelerator.unwrap_model(self.model).config.num_experts_per_tok
             with torch.no_grad():
                 choices_before = _expert_choices(self._local_model(), volatility_batch, k)
 
-        order = torch.randperm(n, generator=self.generator).tolist()
-        chunks = [order[m::config.minibatches] for m in range(config.minibatches)]
         means = _Means()
         optimizer_steps = 0
-        included_set = set(included)
-        for chunk in chunks:
-            chunk = [i for i in chunk if i in included_set]
-            rows = [i for i in chunk if i in old]
-            counts = torch.tensor([float(len(rows)), float(len(chunk))], device=device)
-            if accelerator.num_processes > 1:
-                counts = accelerator.reduce(counts, reduction="sum")
-            trainable, num_sequences = counts.tolist()  # over all ranks
+        for m, (chunk, buckets) in enumerate(minibatches):
+            trainable, num_sequences, micro_batches = plan.sums[2 + 3 * m], plan.sums[3 + 3 * m], plan.most[4 + 3 * m]
             if trainable == 0:
                 continue  # every rank agrees: nothing to learn from this minibatch
             # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
             # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5).
             num_sequences /= accelerator.num_processes
-            dummy = not rows  # this rank has nothing but must join the gradient all-reduce
-            pool = trajectories
-            if dummy:
-                if not pool:  # no trajectories at all on this rank: forward two padding tokens instead
-                    placeholder = Trajectory()
-                    placeholder.append_forced([self.pad_token_id] * 2)
-                    pool, advantages = [placeholder], torch.zeros(1, dtype=torch.float64)
-                rows = [chunk[0] if chunk else 0]  # any row: its loss is scaled by 0
-                old.setdefault(rows[0], torch.zeros(len(pool[rows[0]].token_ids), device=device))
-            buckets = length_buckets([len(pool[i].token_ids) for i in rows], config.micro_batch_tokens)
+            # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
+            # gradients), so a rank holding fewer rows, or none, does not change its weight.
+            forwarded = trainable / accelerator.num_processes
+            # DDP only needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need them all.
+            passes = micro_batches if self.lockstep else max(len(buckets), 1)
             minibatch_loss = 0.0
-            for b, bucket in enumerate(buckets):
-                micro = [rows[j] for j in bucket]
-                minibatch_loss += self._micro_step(
-                    pool, micro, old, advantages, num_sequences=num_sequences, forwarded=len(rows),
-                    scale=0.0 if dummy else 1.0, sync=b == len(buckets) - 1, means=means,
-                )
+            for b in range(passes):
+                sync = b == passes - 1
+                if b < len(buckets):
+                    minibatch_loss += self._micro_step(trajectories, buckets[b], old, advantages,
+                                                       num_sequences=num_sequences, forwarded=forwarded, scale=1.0,
+                                                       sync=sync, means=means)
+                else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
+                    self._micro_step(*self._placeholder_rows(device), num_sequences=1.0, forwarded=1, scale=0.0,
+                                     sync=sync, means=means)
             means.add("loss", minibatch_loss)
             if config.max_grad_norm is not None:
                 grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
-                means.add("grad_norm", float(grad_norm))
+                if grad_norm is not None:
+                    grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
+                    means.add("grad_norm", float(grad_norm))
             self.optimizer.step()
             if self.scheduler is not None:
                 self._step_scheduler()
@@ -326,8 +458,9 @@ class GSPOLearner:
         if volatility_batch is not None and optimizer_steps:
             with torch.no_grad():
                 choices_after = _expert_choices(self._local_model(), volatility_batch, choices_before.shape[-1])
-            means.add("routing_volatility", routing_volatility(choices_before, choices_after),
-                      choices_before.numel())
+            if keep:
+                means.add("routing_volatility", routing_volatility(choices_before, choices_after),
+                          choices_before.numel())
         if gap_tokens:
             means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
         means.add("zero_variance_frac", advantage_stats["zero_variance_frac"], advantage_stats.get("num_groups", 0))
@@ -342,6 +475,49 @@ class GSPOLearner:
                        learner_seconds=time.perf_counter() - started)
         return metrics
 
+    def _agree(self, local: list[int]) -> _Plan:
+        """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
+        if self.accelerator.num_processes == 1:
+            return _Plan(sums=[float(x) for x in local], most=list(local))
+        gathered = self.accelerator.gather(torch.tensor([local], dtype=torch.float64,
+                                                        device=self.accelerator.device)).cpu()  # [W, K]
+        return _Plan(sums=gathered.sum(0).tolist(), most=[int(x) for x in gathered.max(0).values.tolist()])
+
+    def _placeholder_rows(self, device: Any) -> tuple[list[Trajectory], list[int], dict[int, torch.Tensor],
+                                                       torch.Tensor]:
+        """(trajectories, rows, logp_old, advantages) of a zero-weight micro-batch: two padding tokens, A = 0."""
+        placeholder = Trajectory()
+        placeholder.append_forced([self.pad_token_id] * 2)
+        return [placeholder], [0], {0: torch.zeros(2, device=device)}, torch.zeros(1, dtype=torch.float64)
+
+    def _placeholder_batch(self) -> Batch:
+        """A two-token batch for a no-grad pass a rank runs only to keep the collectives in step."""
+        trajectories, rows, _, _ = self._placeholder_rows(self.accelerator.device)
+        return collate(trajectories, self.pad_token_id).to(self.accelerator.device)
+
+    @contextlib.contextmanager
+    def _accumulating(self, sync: bool) -> Iterator[None]:
+        """Gradient accumulation through accelerate: ``sync_gradients`` is what ``accelerator.accumulate`` sets (a
+        DeepSpeed engine steps only when it is True), and ``no_sync`` skips the gradient reduction of the micro-batches
+        before the last, unless ``sync_each_micro_batch``. The sharded model of :func:`agentgspo.sharding.shard_policy`
+        (not one accelerate prepared) gets FSDP2's own switch, as accelerate's ``no_sync`` does for its FSDP2."""
+        accelerator = self.accelerator
+        accelerator.gradient_state._set_sync_gradients(sync)
+        try:
+            if sync or self.sync_each_micro_batch or accelerator.num_processes == 1:
+                yield
+            elif is_sharded(self.model) and not getattr(accelerator, "is_fsdp2", False):
+                self.model.set_requires_gradient_sync(False)
+                try:
+                    yield
+                finally:
+                    self.model.set_requires_gradient_sync(True)
+            else:
+                with accelerator.no_sync(self.model):
+                    yield
+        finally:
+            accelerator.gradient_state._set_sync_gradients(True)
+
     def _over_ranks(self, means: _Means) -> _Means:
         """This step's metrics over all ranks (every rank gets the same), so what rank 0 logs describes the whole
         batch: weighted means, extremes and counts of every rank's micro-batches. One small collective per step."""
@@ -355,7 +531,7 @@ class GSPOLearner:
         return merged
 
     def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                    advantages: torch.Tensor, *, num_sequences: float, forwarded: int, scale: float, sync: bool,
+                    advantages: torch.Tensor, *, num_sequences: float, forwarded: float, scale: float, sync: bool,
                     means: _Means) -> float:
         """Forward and backward of one micro-batch; returns its share of the minibatch loss."""
         config, accelerator = self.config, self.accelerator
@@ -364,9 +540,7 @@ class GSPOLearner:
         for r, i in enumerate(rows):
             old_logprobs[r, : old[i].shape[0]] = old[i]
         adv = advantages[rows].to(accelerator.device)  # [B]
-        context = accelerator.no_sync(self.model) if not sync and accelerator.num_processes > 1 \
-            else contextlib.nullcontext()
-        with context:
+        with self._accumulating(sync):
             outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
             # Compiled, N is a tensor so that a new minibatch size does not recompile.
             n = torch.tensor(float(num_sequences), device=adv.device) if config.compile else num_sequences
@@ -374,8 +548,9 @@ class GSPOLearner:
                                                           batch.loss_mask, n)  # [], {...}, [B, T]
             total = loss
             if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
-                # Weighted by the micro-batch's share of the rows forwarded in this minibatch, so the minibatch sum is
-                # a mean of weight aux_coef (skipped A = 0 rows are not forwarded and must not dilute it).
+                # Weighted by the micro-batch's share of the rows forwarded in this minibatch (over all ranks, / W), so
+                # the minibatch sum is a mean of weight aux_coef (skipped A = 0 rows are not forwarded and must not
+                # dilute it).
                 total = total + self.aux_coef * outputs.aux_loss * (len(rows) / forwarded)
                 means.add("aux_loss", outputs.aux_loss.item(), len(rows))
             if config.kl_coef > 0:

@@ -1,0 +1,172 @@
+"""Sharded training with torch FSDP2 (``fully_shard``): sharding a policy, full weights for the sampler, checkpoints.
+
+Two ways in, one learner:
+
+- GPUs: ``accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml train.py`` and a plain
+  ``accelerator.prepare(model, optimizer)``; accelerate applies ``fully_shard`` and saves sharded checkpoints.
+  :func:`shard_policy` does just that when ``accelerator.is_fsdp2``.
+- CPU (and any launch accelerate runs as plain DDP): accelerate's ``--use_fsdp`` silently falls back to DDP without
+  a GPU, so :func:`shard_policy` applies ``fully_shard`` itself to every decoder layer and the root on the process
+  group accelerate (or torchrun) started (gloo on CPU), builds the optimizer on the sharded parameters, and
+  registers save/load hooks so that ``accelerator.save_state`` / ``load_state`` write and read the model and the
+  optimizer as sharded tensors (``torch.distributed.checkpoint``, one file per rank; exact resume).
+
+Mixed precision ``bf16`` is FSDP2's ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``: the sharded
+parameters the optimizer updates stay fp32 (master weights; AdamW state fp32), each layer is all-gathered and
+computed in bf16, gradients are reduced in fp32. The model's outputs keep the compute dtype (no fp32 ``[B, T, V]``
+logits; the learner upcasts them chunk by chunk, :mod:`agentgspo.logprobs`).
+
+Every forward and backward of a sharded model is a collective: all ranks must run the same passes in the same order.
+:class:`agentgspo.learner.GSPOLearner` pads the ranks with fewer micro-batches (or none) with zero-weight ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["MIXED_PRECISION", "full_state_dict", "is_sharded", "load_sampler_weights", "shard_policy"]
+
+MIXED_PRECISION = ("no", "bf16")
+_CHECKPOINT_DIR = "fsdp2_sharded"  # inside an accelerate save_state folder
+
+
+def is_sharded(model: Any) -> bool:
+    """Whether ``model`` is an FSDP2 module (``fully_shard`` applied, by accelerate or by :func:`shard_policy`)."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(getattr(model, "_orig_mod", model), FSDPModule)
+
+
+def _layer_classes(model: torch.nn.Module) -> set[str]:
+    """Class names of the blocks to shard one by one: Hugging Face models list them in ``_no_split_modules``."""
+    names = set(getattr(model, "_no_split_modules", None) or [])
+    if not names:
+        raise ValueError(f"{type(model).__name__} names no decoder layer class (_no_split_modules is empty); pass "
+                         "layer_classes=... to shard_policy")
+    return names
+
+
+def shard_policy(accelerator: Any, model: torch.nn.Module,
+                 make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer], *,
+                 mixed_precision: str = "no", reshard_after_forward: bool = True,
+                 layer_classes: Iterable[str] | None = None) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """Shard ``model`` with FSDP2 over all processes and build its optimizer on the shards.
+
+    Under an accelerate FSDP2 launch (``accelerator.is_fsdp2``; its config sets the mixed precision and the wrap
+    policy) this is ``accelerator.prepare(model, make_optimizer(model.parameters()))``. Otherwise (CPU, or a DDP
+    launch) it applies ``fully_shard`` to every ``layer_classes`` module (default: the model's
+    ``_no_split_modules``) and then to the root, on a 1-D device mesh over the world, and registers hooks on
+    ``accelerator`` so that ``save_state`` / ``load_state`` checkpoint the sharded model and optimizer
+    (``torch.distributed.checkpoint``). Do not pass the returned model or optimizer to ``accelerator.prepare``
+    (it would wrap the model in DDP); a scheduler is stepped by the learner and checkpointed with
+    ``accelerator.register_for_checkpointing(scheduler)``.
+
+    Args:
+        make_optimizer: builds the optimizer from the parameters it must update (the fp32 shards).
+        mixed_precision: ``no`` (fp32) or ``bf16`` (bf16 compute, fp32 sharded master weights and gradient
+            reduction).
+        reshard_after_forward: free each layer's gathered parameters after its forward (ZeRO-3-like; ``False``
+            keeps them until the backward, ZeRO-2-like: more memory, fewer all-gathers).
+    """
+    if mixed_precision not in MIXED_PRECISION:
+        raise ValueError(f"mixed_precision: expected one of {MIXED_PRECISION}, got {mixed_precision!r}")
+    if getattr(accelerator, "is_fsdp2", False):
+        model, optimizer = accelerator.prepare(model, make_optimizer(model.parameters()))
+        return model, optimizer
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("shard_policy needs a process group: start the script with `accelerate launch --multi_gpu "
+                           "--num_processes N` (CPU: create Accelerator(cpu=True)) or torchrun")
+    if is_sharded(model):
+        raise ValueError("shard_policy: the model is already sharded (fully_shard was applied); pass the original")
+    device = accelerator.device
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
+        if mixed_precision == "bf16" else MixedPrecisionPolicy()
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        raise ValueError("shard_policy: load the policy in float32 (the sharded parameters are the optimizer's "
+                         "master weights); mixed_precision='bf16' computes in bf16")
+    model.to(device)
+    classes = set(layer_classes) if layer_classes is not None else _layer_classes(model)
+    layers = [m for m in model.modules() if type(m).__name__ in classes]
+    if not layers:
+        raise ValueError(f"shard_policy: no module of class {sorted(classes)} in {type(model).__name__}")
+    for layer in layers:
+        fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+    model.agentgspo_mixed_precision = mixed_precision  # read by the learner's memory estimate
+    optimizer = make_optimizer(model.parameters())
+    _register_checkpointing(accelerator, model, optimizer)
+    return model, optimizer
+
+
+def _register_checkpointing(accelerator: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Hooks that make ``accelerator.save_state`` / ``load_state`` write / read the sharded model and optimizer.
+
+    accelerate calls them on every rank; each rank writes its own shards (``torch.distributed.checkpoint``), so a
+    resume on the same number of ranks is exact.
+    """
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    def save(models: list, weights: list, output_dir: str) -> None:
+        model_state, optimizer_state = get_state_dict(model, optimizer)
+        dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(Path(output_dir,
+                                                                                              _CHECKPOINT_DIR)))
+
+    def load(models: list, input_dir: str) -> None:
+        path = Path(input_dir, _CHECKPOINT_DIR)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{input_dir} holds no FSDP2 sharded state ({_CHECKPOINT_DIR}/): it was not saved "
+                                    "by a sharded run; resume it with the sharding it was saved with")
+        model_state, optimizer_state = get_state_dict(model, optimizer)
+        state = {"model": model_state, "optimizer": optimizer_state}
+        dcp.load(state, checkpoint_id=str(path))
+        set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+
+    accelerator.register_save_state_pre_hook(save)
+    accelerator.register_load_state_pre_hook(load)
+
+
+def full_state_dict(accelerator: Any, model: Any, *, all_ranks: bool = True) -> dict[str, torch.Tensor]:
+    """The policy's full (unsharded) weights, for a sampler (HF ``generate``) or the vLLM weight sync.
+
+    Sharded (FSDP2): gathered from every rank's shards, a collective that every rank must call. ``all_ranks=False``
+    gathers them to rank 0 only, on the CPU (other ranks get ``{}``), as a single sampler process needs. DeepSpeed
+    ZeRO-3: ``accelerator.get_state_dict`` (consolidated on rank 0). Otherwise the wrapped module's own tensors.
+    Keys are the unwrapped model's ``state_dict`` keys.
+    """
+    if is_sharded(model):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=not all_ranks)
+        return get_model_state_dict(getattr(model, "_orig_mod", model), options=options)
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        return accelerator.get_state_dict(model)
+    return accelerator.unwrap_model(model).state_dict()
+
+
+@torch.no_grad()
+def load_sampler_weights(sampler_model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Copy full weights from :func:`full_state_dict` into an unsharded sampler model (cast to its dtype/device).
+
+    Raises ``ValueError`` naming the keys when the state and the sampler do not hold the same tensors.
+    """
+    if not state:
+        return  # a rank that got nothing (``all_ranks=False``)
+    own = sampler_model.state_dict()
+    missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+    if missing or unexpected:
+        raise ValueError(f"sampler weights do not match the policy: missing {missing[:5]}, unexpected "
+                         f"{unexpected[:5]}; build the sampler from the same config as the trained policy")
+    for name, tensor in own.items():
+        tensor.copy_(state[name])
