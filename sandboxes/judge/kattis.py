@@ -8,6 +8,10 @@ the grading of groups: ``kattis_grading.py``.
     is the test's score where the problem allows custom scores, a judge error where it does not or on a 43).
   - Interactive problems: the validator talks to the submission (its stdin is the submission's stdout and the
     reverse), through ``kattis_interactor.py``; verdict precedence as in ``judge.core``.
+  - Multi-pass problems (``type: multi-pass``, legacy ``validation: custom multi-pass``): a test whose validator
+    accepts and writes ``nextpass.in`` runs again with that file as its input (its feedback folder kept), up to
+    ``limits.validation_passes`` (default 2) runs; a rejection ends it, a ``nextpass.in`` beside a rejection or
+    after the last pass is a judge error (problemtools' ``_run_multipass``). Each pass compiles the source again.
   - All tests of a submission run in one sandbox; when every group breaks on a rejection, the first failing test
     ends the run (problemtools cancels the rest too), else all run and grading skips what a break leaves.
   - Limits: memory ``limits.memory`` (MiB, default 1024), output ``limits.output`` (MiB, default 8), validator
@@ -72,6 +76,8 @@ def _validator_score(package: KattisPackage, feedback_dir: Path, verdict: Verdic
             return verdict, message, float(score_file.read_text())
         except ValueError as exc:
             return Verdict.JE, f"output validator wrote an unreadable score.txt: {exc}", None
+    if (feedback_dir / "nextpass.in").is_file():
+        return verdict, message, None  # multi-pass: the verdict (and score) comes from a later pass
     if package.custom_score_mandatory:
         return Verdict.JE, "the problem has custom scores but the output validator wrote no score.txt", None
     return verdict, message, None
@@ -80,19 +86,22 @@ def _validator_score(package: KattisPackage, feedback_dir: Path, verdict: Verdic
 class KattisOutputChecker:
     """Checks a test's output with the package's validator (or the default one) and its group's flags."""
 
-    def __init__(self, package: KattisPackage, flags_by_test: dict[str, list[str]]) -> None:
-        self.package, self.flags_by_test = package, flags_by_test
+    def __init__(self, package: KattisPackage, flags_by_test: dict[str, list[str]],
+                 feedback_dirs: dict[str, Path] | None = None) -> None:
+        self.package, self.flags_by_test, self.feedback_dirs = package, flags_by_test, feedback_dirs or {}
         self._default: dict[str, IcpcDefaultChecker] = {}
 
     def check(self, input_data: bytes, output: bytes, answer: bytes):
         """Check with the problem-wide flags only (the judge calls ``check_case``, which knows the test's group)."""
-        return self._check(input_data, output, answer, self.package.validator_flags)
+        return self._check(input_data, output, answer, self.package.validator_flags, None)
 
     def check_case(self, case: TestCase, output: bytes):
-        """Check ``output`` of test ``case`` with its group's output_validator_flags; (verdict, message, score)."""
-        return self._check(case.input, output, case.answer, self.flags_by_test.get(case.name, []))
+        """Check ``output`` of test ``case`` with its group's output_validator_flags (and its own feedback folder,
+        kept between the passes of a multi-pass problem); (verdict, message, score)."""
+        return self._check(case.input, output, case.answer, self.flags_by_test.get(case.name, []),
+                           self.feedback_dirs.get(case.name))
 
-    def _check(self, input_data: bytes, output: bytes, answer: bytes, flags: list[str]):
+    def _check(self, input_data: bytes, output: bytes, answer: bytes, flags: list[str], feedback: Path | None):
         if self.package.validator is None:
             key = " ".join(flags)
             if key not in self._default:
@@ -101,12 +110,13 @@ class KattisOutputChecker:
             return verdict, message, None
         with tempfile.TemporaryDirectory(prefix="agentgspo-kattis-") as tmp:
             tmp_path = Path(tmp)
-            (tmp_path / "feedback").mkdir()
+            feedback = feedback or tmp_path / "feedback"
+            feedback.mkdir(parents=True, exist_ok=True)
             (tmp_path / "in").write_bytes(input_data)
             (tmp_path / "ans").write_bytes(answer)
             (tmp_path / "out").write_bytes(output)
             argv = self.package.validator.argv + [str(tmp_path / "in"), str(tmp_path / "ans"),
-                                                  str(tmp_path / "feedback") + os.sep, *flags]
+                                                  str(feedback) + os.sep, *flags]
             try:
                 with open(tmp_path / "out", "rb") as stdin:
                     done = subprocess.run(argv, stdin=stdin, capture_output=True, cwd=tmp,
@@ -114,9 +124,9 @@ class KattisOutputChecker:
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return Verdict.JE, f"output validator failed to run: {exc}", None
             if done.returncode in (EXIT_AC, EXIT_WA):
-                return _validator_score(self.package, tmp_path / "feedback",
+                return _validator_score(self.package, feedback,
                                         Verdict.AC if done.returncode == EXIT_AC else Verdict.WA)
-            detail = (_feedback(tmp_path / "feedback") or done.stderr.decode("utf-8", "replace").strip())[-500:]
+            detail = (_feedback(feedback) or done.stderr.decode("utf-8", "replace").strip())[-500:]
             return Verdict.JE, (f"output validator exited with {done.returncode} (judge failure, not the "
                                 f"solution's; expected 42 or 43): {detail}"), None
 
@@ -137,14 +147,86 @@ def _stops_at_first_failure(package: KattisPackage) -> bool:
     return all(group.config["on_reject"] == "break" for group in package.root.groups())
 
 
-def _interactive_cases(package: KattisPackage, tests: list[KattisTest], flags: dict, tmp: Path) -> list[TestCase]:
+def _interactive_cases(package: KattisPackage, tests: list[KattisTest], inputs: dict[str, Path], flags: dict,
+                       feedback_dirs: dict[str, Path]) -> list[TestCase]:
     cases = []
-    for i, test in enumerate(tests):
-        manifest = {"argv": package.validator.argv, "input": str(test.input_path.resolve()),
-                    "answer": str(test.answer_path.resolve()), "feedback_dir": str(tmp / f"feedback{i}"),
+    for test in tests:
+        manifest = {"argv": package.validator.argv, "input": str(inputs[test.name].resolve()),
+                    "answer": str(test.answer_path.resolve()), "feedback_dir": str(feedback_dirs[test.name]),
                     "flags": flags.get(test.name, [])}
         cases.append(TestCase(json.dumps(manifest).encode(), b"", test.name))
     return cases
+
+
+def _run_pass(package: KattisPackage, source: str, lang: str, tests: list[KattisTest], inputs: dict[str, Path],
+              feedback_dirs: dict[str, Path], limits: Limits, sandbox, workers: int | None) -> JudgeResult:
+    """One run of the submission on ``tests``, each on its current input: batch outputs checked by the validator,
+    or interaction with it; every test keeps its own feedback folder."""
+    from .core import judge
+
+    flags = _flags_by_test(package)
+    stop = _stops_at_first_failure(package)
+    if not package.interactive:
+        cases = [TestCase(inputs[t.name].read_bytes(), t.answer_path.read_bytes(), t.name) for t in tests]
+        return judge(source, cases, lang=lang, checker=KattisOutputChecker(package, flags, feedback_dirs),
+                     limits=limits, stop_on_failure=stop, backend=sandbox, workers=workers)
+    cases = _interactive_cases(package, tests, inputs, flags, feedback_dirs)
+    result = judge(source, cases, lang=lang, interactor=INTERACTOR_ADAPTER, limits=limits, stop_on_failure=stop,
+                   backend=sandbox, workers=workers)
+    for test_result in result.tests:
+        if test_result.verdict in (Verdict.AC, Verdict.WA):  # the validator's score.txt rules, as in batch
+            verdict, message, score = _validator_score(package, feedback_dirs[test_result.name], test_result.verdict)
+            test_result.verdict, test_result.score = verdict, score
+            test_result.message = message or test_result.message
+    return result
+
+
+def _judge_passes(package: KattisPackage, source: str, lang: str, limits: Limits, sandbox, workers: int | None,
+                  tmp: Path) -> JudgeResult:
+    """Run every test, and again on the validator's ``nextpass.in`` in a multi-pass problem (up to
+    ``validation_passes`` runs), as problemtools' ``_run_multipass``: a rejection, or no further pass, ends a test;
+    a nextpass.in beside a rejection, or a pass beyond the last, is a judge error. Returns the last result of
+    every test (its CPU time the slowest pass's) and the first pass's compilation."""
+    tests = package.tests()
+    inputs = {t.name: t.input_path for t in tests}
+    feedback_dirs = {t.name: tmp / f"feedback{i}" for i, t in enumerate(tests)}
+    final: dict[str, TestResult] = {}
+    pending, first = tests, None
+    for number in range(1, package.validation_passes + 1):
+        result = _run_pass(package, source, lang, pending, inputs, feedback_dirs, limits, sandbox, workers)
+        first = first or result
+        if result.verdict == Verdict.CE or (result.verdict == Verdict.JE and not result.tests):
+            return result
+        still = []
+        by_name = {r.name: r for r in result.tests}
+        for test in pending:
+            if test.name not in by_name:  # the run broke off: the rest stay unjudged (SKIPPED, then JE in grading)
+                continue
+            test_result = by_name[test.name]
+            slowest = max(test_result.time_s, final[test.name].time_s) if test.name in final else test_result.time_s
+            test_result.time_s = slowest
+            nextpass = feedback_dirs[test.name] / "nextpass.in"
+            final[test.name] = test_result
+            if not package.multi_pass or test_result.verdict == Verdict.SKIPPED:
+                continue
+            if test_result.verdict != Verdict.AC and nextpass.is_file():
+                final[test.name] = TestResult(test.name, Verdict.JE, time_s=slowest, message=(
+                    f"pass {number}: the output validator wrote nextpass.in with a {test_result.verdict.value}"))
+            elif test_result.verdict == Verdict.AC and nextpass.is_file():
+                if number == package.validation_passes:
+                    final[test.name] = TestResult(test.name, Verdict.JE, time_s=slowest, message=(
+                        f"the output validator gave no verdict within validation_passes = {number} passes"))
+                    continue
+                inputs[test.name] = feedback_dirs[test.name].with_name(f"{feedback_dirs[test.name].name}-pass"
+                                                                       f"{number + 1}.in")
+                nextpass.rename(inputs[test.name])
+                still.append(test)
+        if not still:
+            break
+        pending = still
+    return JudgeResult(first.verdict, [final[t.name] for t in tests if t.name in final],
+                       compile_output=first.compile_output, compile_time_s=first.compile_time_s,
+                       message=first.message)
 
 
 def _package_archive(package: KattisPackage, with_accepted: bool) -> bytes:
@@ -229,7 +311,6 @@ def judge_kattis(package: "KattisPackage | str | os.PathLike", source: str, lang
     submission; ValueError for a bad package or arguments.
     """
     from ..registry import get_sandbox
-    from .core import judge
 
     if not isinstance(package, KattisPackage):
         package = load_kattis_package(package)
@@ -244,24 +325,8 @@ def judge_kattis(package: "KattisPackage | str | os.PathLike", source: str, lang
     limits = Limits(time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb or package.memory_limit_mb,
                     output_limit_mb=output_limit_mb or package.output_limit_mb)
     tests = package.tests()
-    flags = _flags_by_test(package)
-    stop = _stops_at_first_failure(package)
     with tempfile.TemporaryDirectory(prefix="agentgspo-kattis-") as tmp:
-        if package.interactive:
-            cases = _interactive_cases(package, tests, flags, Path(tmp))
-            result = judge(source, cases, lang=lang, interactor=INTERACTOR_ADAPTER, limits=limits,
-                           stop_on_failure=stop, backend=sandbox, workers=workers)
-            index = {test.name: i for i, test in enumerate(tests)}
-            for test_result in result.tests:
-                if test_result.verdict in (Verdict.AC, Verdict.WA):  # the validator's score.txt rules, as in batch
-                    feedback_dir = Path(tmp) / f"feedback{index[test_result.name]}"
-                    verdict, message, score = _validator_score(package, feedback_dir, test_result.verdict)
-                    test_result.verdict, test_result.score = verdict, score
-                    test_result.message = message or test_result.message
-        else:
-            cases = [TestCase(t.input_path.read_bytes(), t.answer_path.read_bytes(), t.name) for t in tests]
-            result = judge(source, cases, lang=lang, checker=KattisOutputChecker(package, flags), limits=limits,
-                           stop_on_failure=stop, backend=sandbox, workers=workers)
+        result = _judge_passes(package, source, lang, limits, sandbox, workers, Path(tmp))
     if result.verdict == Verdict.CE or (result.verdict == Verdict.JE and not result.tests):
         return result
     by_name = {t.name: t for t in result.tests}

@@ -12,8 +12,8 @@
       submissions/accepted | wrong_answer | time_limit_exceeded | run_time_error | partially_accepted | ...
 
 Groups list their folder in plain sorted order (problemtools: ``sorted(os.listdir)``), files and folders
-together; a test is an ``.ans`` with its ``.in``. Refused with an error that names the feature: multi-pass and
-submit-answer problems, custom graders, ``include/`` folders, unknown grader or default-validator flags,
+together; a test is an ``.ans`` with its ``.in``. Refused with an error that names the feature: submit-answer
+problems, custom graders, ``include/`` folders, unknown grader or default-validator flags,
 validators in other languages or with build scripts. C and C++ validators are compiled here, once, on the host
 (cached by the hash of their files and the compiler). Judging: ``kattis.py``.
 """
@@ -115,6 +115,7 @@ class KattisPackage:
     validation_time_s: float
     custom_score_allowed: bool
     custom_score_mandatory: bool
+    validation_passes: int = 2
     statement: str = ""
     statement_path: str = ""
     names: dict = field(default_factory=dict)
@@ -125,6 +126,12 @@ class KattisPackage:
     def interactive(self) -> bool:
         """True for ``type: interactive`` (legacy: ``validation: custom interactive``)."""
         return "interactive" in self.types
+
+    @property
+    def multi_pass(self) -> bool:
+        """True for ``type: multi-pass`` (legacy: ``validation: custom multi-pass``): the validator may ask for
+        another run of the submission on its ``nextpass.in``, up to ``validation_passes`` runs."""
+        return "multi-pass" in self.types
 
     @property
     def scoring(self) -> bool:
@@ -166,6 +173,12 @@ def _float(value, where: str) -> float:
     return number
 
 
+def _passes(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"{where}: expected a whole number of passes >= 2, got {value!r}")
+    return value
+
+
 def _types(config: dict, path: Path, legacy: bool) -> frozenset:
     if legacy:
         kind = str(config.get("type", "pass-fail"))
@@ -184,10 +197,6 @@ def _types(config: dict, path: Path, legacy: bool) -> frozenset:
     known = {"pass-fail", "scoring", "interactive", "multi-pass", "submit-answer"}
     if types - known:
         raise ValueError(f"{path}: unknown problem type {sorted(types - known)} (known: {sorted(known)})")
-    if "multi-pass" in types:
-        raise ValueError(f"{path}: multi-pass problems are not supported (the validator's nextpass.in would need "
-                         "further runs of the submission); judging only the first pass would accept wrong "
-                         "submissions, so the package is refused")
     if "submit-answer" in types:
         raise ValueError(f"{path}: submit-answer problems are not supported (there is no program to run)")
     return frozenset(types)
@@ -302,7 +311,7 @@ def _output_validator(directory: Path, custom: bool) -> OutputValidator | None:
         return None  # the default validator (problemtools ignores a validator folder then)
     if not entries:
         raise ValueError(f"{directory / 'problem.yaml'}: the problem needs a custom output validator (custom "
-                         "validation or interactive) but output_validator/ (2023-07) or output_validators/"
+                         "validation, interactive or multi-pass) but output_validator/ (2023-07) or output_validators/"
                          "NAME/ (legacy) holds none: add it there")
     # A program is one file or one folder (problemtools' find_programs); output_validator/ in 2023-07 may also be
     # the program's own folder, its files directly inside.
@@ -375,7 +384,8 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
     if not root.tests():
         raise ValueError(f"{directory / 'data'}: no tests (NAME.in with NAME.ans) in data/ or its folders")
     custom = validation_words[0] == "custom" if legacy else False
-    custom = custom or "interactive" in types or (not legacy and _validator_dir(directory) is not None)
+    custom = (custom or bool({"interactive", "multi-pass"} & types)
+              or (not legacy and _validator_dir(directory) is not None))
     validator = _output_validator(directory, custom)
     flags = str(config.get("validator_flags") or "").split() if legacy else []
     if validator is None:
@@ -421,5 +431,6 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
         validation_time_s=_float(limits.get("validation_time", 60), f"{config_path}: limits.validation_time"),
         custom_score_allowed=("score" in validation_words) if legacy else scoring,
         custom_score_mandatory=("score" in validation_words) if legacy else False,
+        validation_passes=_passes(limits.get("validation_passes", 2), f"{config_path}: limits.validation_passes"),
         statement=statement, statement_path=statement_path, names=names, samples=samples,
         sample_interactions=interactions)

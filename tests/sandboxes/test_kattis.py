@@ -153,8 +153,7 @@ def test_time_limit_is_computed_from_the_accepted_submissions_and_cached(tmp_pat
 
 
 REFUSALS = {
-    "multi-pass (legacy)": ("validation: custom multi-pass\n", "multi-pass problems are not supported"),
-    "multi-pass (2023-07)": ("problem_format_version: 2023-07-draft\ntype: [multi-pass]\n", "multi-pass"),
+    "multi-pass without a validator": ("validation: custom multi-pass\n", "needs a custom output validator"),
     "submit-answer": ("problem_format_version: 2023-07-draft\ntype: submit-answer\n", "submit-answer"),
     "unknown validation": ("validation: custom interactiv\n", "unknown validation options"),
     "unknown validator flag": ("validator_flags: float_tolerence 1e-6\n", "unknown flag 'float_tolerence'"),
@@ -198,7 +197,8 @@ def test_problem_metadata_for_loaders():
 @pytest.mark.docker
 def test_docker_judges_packages_like_local(docker_backend):
     cases = [("kattis_sum", SUM_ZERO, "py"), ("kattis_sum", SUM_CPP, "cpp"), ("kattis_scoring", DOUBLE_INT64, "cpp"),
-             ("kattis_guess", GUESS, "py"), ("kattis_guess", GUESS_LINEAR, "py")]
+             ("kattis_guess", GUESS, "py"), ("kattis_guess", GUESS_LINEAR, "py"),
+             ("kattis_multipass", "k, x = map(int, input().split())\nprint(2 * x if k == 1 else x)\n", "py")]
     for name, source, lang in cases:
         package = load_kattis_package(FIXTURES / name)
         here, there = judge_kattis(package, source, lang), judge_kattis(package, source, lang, backend=docker_backend)
@@ -233,3 +233,19 @@ def test_a_sample_only_package_is_judged_on_its_samples(tmp_path):
     shutil.rmtree(package / "data" / "sample")
     with pytest.raises(ValueError, match="no tests"):
         load_kattis_package(package)
+
+
+def test_multi_pass_runs_the_submission_again_on_each_nextpass(tmp_path):
+    package = load_kattis_package(FIXTURES / "kattis_multipass")
+    assert package.multi_pass and package.validation_passes == 3
+    assert judge_kattis(package, "k, x = map(int, input().split())\nprint(2 * x)\n").verdict == Verdict.AC
+    first_pass_only = "k, x = map(int, input().split())\nprint(2 * x if k == 1 else x)\n"
+    wrong = judge_kattis(package, first_pass_only)  # right on the first pass: single-pass judging said AC
+    assert wrong.verdict == Verdict.WA and "pass 2" in wrong.tests[0].message
+    too_few = _copy("kattis_multipass", tmp_path)
+    (too_few / "problem.yaml").write_text((too_few / "problem.yaml").read_text().replace("passes: 3", "passes: 2"))
+    endless = judge_kattis(load_kattis_package(too_few), "k, x = map(int, input().split())\nprint(2 * x)\n")
+    assert endless.verdict == Verdict.JE and "within validation_passes = 2" in endless.tests[0].message
+    (too_few / "problem.yaml").write_text((too_few / "problem.yaml").read_text().replace("passes: 2", "passes: 1"))
+    with pytest.raises(ValueError, match="validation_passes: expected a whole number of passes >= 2"):
+        load_kattis_package(too_few)

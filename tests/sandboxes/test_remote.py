@@ -227,7 +227,8 @@ def test_a_kattis_package_judges_the_same_remotely(server_url):
     remote = get_sandbox("remote", endpoints=[server_url], token=TOKEN)
     cases = [("kattis_sum", "n = int(input())\nprint(0, n)\n"), ("kattis_scoring", "print(2 * int(input()))\n"),
              ("kattis_guess", "for g in range(1, 101):\n    print(g, flush=True)\n    if input() == 'correct':\n"
-                              "        break\n")]
+                              "        break\n"),
+             ("kattis_multipass", "k, x = map(int, input().split())\nprint(2 * x if k < 3 else x)\n")]
     for name, source in cases:
         package = load_kattis_package(fixtures / name)
         here, there = judge_kattis(package, source), judge_kattis(package, source, backend=remote)
