@@ -71,36 +71,16 @@ def problems_source(text: str) -> str | None:
     return str(path.resolve())
 
 
-def select_indices(tasks: list, only: str | None) -> list[int]:
-    """Indices of ``--only``'s problems (ids or indices), all problems without it; errors name unknown ones."""
-    if not only:
-        return list(range(len(tasks)))
-    ids = {t.metadata["id"]: i for i, t in enumerate(tasks)}
-    indices = []
-    for part in (p.strip() for p in only.split(",") if p.strip()):
-        if part in ids:
-            indices.append(ids[part])
-        elif part.isdigit() and int(part) < len(tasks):
-            indices.append(int(part))
-        else:
-            raise ValueError(f"--only: no problem {part!r}; ids are e.g. {', '.join(list(ids)[:5])}")
-    return sorted(set(indices))
-
-
 def run(args: argparse.Namespace) -> int:
     """Evaluate, write the results and the report, print the headline numbers."""
-    import asyncio
-
     from agentgspo.commands.rollout import parse_env_kwargs
     from agentgspo.eval.agents import ChatEndpointAgent, ShippedSolutionAgent, load_renderer
     from agentgspo.eval.passk import parse_ks
     from agentgspo.eval.report import write_report
-    from agentgspo.eval.runner import ENV_ID, run_attempts
+    from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
     from agentgspo.eval.store import ResultsStore
-    from agentgspo.eval.summary import summarize
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy_settings import read_policy_settings, resolve_episode_settings
-    from agentgspo.registry import make
     from agentgspo.rollout import RolloutConfig
 
     if args.samples < 1:
@@ -119,9 +99,7 @@ def run(args: argparse.Namespace) -> int:
                                                       "temperature", "top_p")}
     settings = resolve_episode_settings(ENV_ID, explicit, None, trained, policy_label=f"--policy {args.policy!r}")
     env_kwargs = {**{k: v for k, v in settings.env_kwargs.items() if k != "data_files"}, **env_kwargs}
-    env = make(ENV_ID, **env_kwargs)
-    tasks = env.unwrapped.tasks
-    env.close()
+    tasks, tool_schemas = load_tasks(env_kwargs)
     indices = select_indices(tasks, args.only)
     agent_label = {"policy": f"policy {args.policy} ({args.backend})", "chat": f"chat {args.chat_url} "
                    f"model {args.chat_model}"}.get(args.agent, f"{args.agent} solutions")
@@ -143,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         renderer = load_renderer(args.tokenizer)
         if args.agent == "chat":
             api_key = os.environ.get(args.chat_api_key_env) or None
-            agent = ChatEndpointAgent(args.chat_url, args.chat_model, renderer, env.unwrapped.tool_schemas,
+            agent = ChatEndpointAgent(args.chat_url, args.chat_model, renderer, tool_schemas,
                                       api_key=api_key, max_concurrency=args.concurrency)
         else:
             if args.agent == "reference":
@@ -159,13 +137,9 @@ def run(args: argparse.Namespace) -> int:
     config = RolloutConfig(group_size=1, max_turns=settings.max_turns, max_context=max_context,
                            episode_timeout_s=args.episode_timeout,
                            sampling=SamplingParams(settings.temperature, settings.top_p, max_new_tokens))
-    played = asyncio.run(run_attempts(lambda: make(ENV_ID, **env_kwargs), tasks, agent, renderer, store,
-                                      indices=indices, samples=args.samples, config=config,
-                                      concurrency=args.concurrency, seed=args.seed, agent_name=args.agent,
-                                      progress=not args.no_progress))
-    wanted = {(tasks[i].metadata["id"], s) for i in indices for s in range(args.samples)}
-    results = [r for r in store.results if (r["problem_id"], r["sample"]) in wanted]
-    summary = summarize(results, ks)
+    played, summary, results = evaluate(agent, renderer, store, tasks, env_kwargs, indices=indices,
+                                        samples=args.samples, ks=ks, config=config, concurrency=args.concurrency,
+                                        seed=args.seed, agent_name=args.agent, progress=not args.no_progress)
     if args.standings:
         from agentgspo.eval.codeelo import codeelo_rating, load_standings
 

@@ -105,3 +105,48 @@ def _progress_bar(total: int, enabled: bool) -> Any:
 
     return tqdm(total=total, desc="eval attempts", unit="attempt", file=sys.stderr, disable=not enabled,
                 dynamic_ncols=True)
+
+
+def select_indices(tasks: Sequence[Any], only: str | Sequence[str] | None) -> list[int]:
+    """Indices of the problems ``only`` names (ids or 0-based indices, a list or a comma-separated string); all
+    problems for ``None``. Errors name unknown ones."""
+    if not only:
+        return list(range(len(tasks)))
+    if isinstance(only, str):
+        only = only.split(",")
+    ids = {t.metadata["id"]: i for i, t in enumerate(tasks)}
+    indices = []
+    for part in (str(p).strip() for p in only if str(p).strip()):
+        if part in ids:
+            indices.append(ids[part])
+        elif part.isdigit() and int(part) < len(tasks):
+            indices.append(int(part))
+        else:
+            raise ValueError(f"--only: no problem {part!r}; ids are e.g. {', '.join(list(ids)[:5])}")
+    return sorted(set(indices))
+
+
+def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The tasks and tool schemas of ``CodeForces-v0`` made with ``env_kwargs`` (through the registry)."""
+    from agentgspo.registry import make
+
+    env = make(ENV_ID, **env_kwargs)
+    try:
+        return list(env.unwrapped.tasks), env.unwrapped.tool_schemas
+    finally:
+        env.close()
+
+
+def evaluate(agent: Any, renderer: Any, store: ResultsStore, tasks: Sequence[Any], env_kwargs: dict[str, Any], *,
+             indices: Sequence[int], samples: int, ks: Sequence[int], config: RolloutConfig, concurrency: int = 4,
+             seed: int = 0, agent_name: str = "", progress: bool = True) -> tuple[int, dict[str, Any], list[dict]]:
+    """Play the missing attempts, then summarise the wanted ones: ``(played, summary, results)``."""
+    from agentgspo.eval.summary import summarize
+    from agentgspo.registry import make
+
+    played = asyncio.run(run_attempts(lambda: make(ENV_ID, **env_kwargs), tasks, agent, renderer, store,
+                                      indices=indices, samples=samples, config=config, concurrency=concurrency,
+                                      seed=seed, agent_name=agent_name, progress=progress))
+    wanted = {(tasks[i].metadata["id"], s) for i in indices for s in range(samples)}
+    results = [r for r in store.results if (r["problem_id"], r["sample"]) in wanted]
+    return played, summarize(results, ks), results

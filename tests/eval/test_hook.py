@@ -1,0 +1,64 @@
+"""The training hook: a held-out subset evaluated every N steps, pass@1 logged with the step's metrics."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
+from agentgspo.eval.hook import EvalHook
+from agentgspo.metrics import MetricsLogger, read_metrics
+
+
+def test_the_hook_evaluates_every_n_steps_and_logs_pass_at_1(tmp_path):
+    hook = EvalHook(tmp_path / "eval", problems=None, held_out=["9000A", "9000C"], every=2)
+    renderer = load_renderer("tiny")
+    logger = MetricsLogger(tmp_path / "run", {"lr": 1.0})
+    try:
+        for step in range(1, 5):
+            # A stand-in for the trained policy, right on problem A and wrong on C: pass@1 must be 1/2.
+            metrics = {"loss": 0.0, **(hook(step, _Mixed(hook.tasks, renderer)) or {})}
+            logger.log(step, metrics)
+    finally:
+        logger.close()
+    rows = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    logged = {row["step"]: row.get("eval/pass@1") for row in rows}
+    assert logged == {1: None, 2: 0.5, 3: None, 4: 0.5}
+    assert sorted(p.name for p in (tmp_path / "eval").iterdir()) == ["step_000002", "step_000004"]
+    assert all(row.get("eval/judge_error_rate", 0.0) == 0.0 for row in rows)
+
+
+class _Mixed:
+    """Submits the reference on 9000A and a wrong program on everything else."""
+
+    def __init__(self, tasks, renderer):
+        self.renderer = renderer
+        self.end_of_turn_id = renderer.end_of_turn_id
+        self.good = ShippedSolutionAgent("reference", tasks, renderer)
+        self.bad = ShippedSolutionAgent("wrong", tasks, renderer)
+
+    async def sample(self, request):
+        statement = next(m["content"] for m in request.messages if m["role"] == "user")
+        agent = self.good if "Two Numbers" in statement else self.bad
+        return await agent.sample(request)
+
+
+@pytest.mark.slow
+def test_the_hook_runs_a_real_policy_backend(tmp_path):
+    from agentgspo.policy.base import SamplingParams
+    from agentgspo.policy.hf import HFPolicy
+    from agentgspo.rollout import RolloutConfig
+
+    policy = HFPolicy.from_pretrained("tiny")
+    config = RolloutConfig(max_turns=1, max_context=4096, sampling=SamplingParams(max_new_tokens=16))
+    hook = EvalHook(tmp_path, problems=None, held_out=["9000D"], every=1, samples=2, ks=(1, 2), config=config)
+    metrics = hook(1, policy)
+    assert metrics["eval/pass@1"] == 0.0 and metrics["eval/pass@2"] == 0.0
+
+
+def test_bad_hook_settings_are_errors():
+    with pytest.raises(ValueError, match="every"):
+        EvalHook("x", problems=None, every=0)
+    with pytest.raises(ValueError, match="samples >= 5"):
+        EvalHook("x", problems=None, ks=(5,))
+    with pytest.raises(ValueError, match="no problem 'nope'"):
+        EvalHook("x", problems=None, held_out=["nope"])
