@@ -249,3 +249,23 @@ def test_multi_pass_runs_the_submission_again_on_each_nextpass(tmp_path):
     (too_few / "problem.yaml").write_text((too_few / "problem.yaml").read_text().replace("passes: 2", "passes: 1"))
     with pytest.raises(ValueError, match="validation_passes: expected a whole number of passes >= 2"):
         load_kattis_package(too_few)
+
+
+def test_names_statements_and_default_limits(tmp_path):
+    package = _copy("kattis_scoring", tmp_path)
+    loaded = load_kattis_package(package)
+    assert (loaded.memory_limit_mb, loaded.output_limit_mb) == (1024, 8)  # problemtools' defaults
+    (package / "problem.yaml").write_text((package / "problem.yaml").read_text().replace(
+        "name: Double It", "name:\n  sv: Dubbla\n  en: Double It"))
+    statements = package / "statement"
+    statements.mkdir()
+    (statements / "problem.sv.md").write_text("Dubbla talet.")
+    (statements / "problem.en.tex").write_text("\\problemname{Double It}\nPrint twice the number.")
+    problem = load_kattis_problem(package)
+    assert problem.name == "Double It" and problem.metadata["names"]["sv"] == "Dubbla"
+    assert problem.statement.endswith("Print twice the number.")  # the English statement before another language's
+    (statements / "problem.md").write_text("Markdown first.")
+    assert load_kattis_problem(package).statement == "Markdown first."
+    (package / "problem.yaml").write_text((package / "problem.yaml").read_text().split("name:")[0]
+                                          + "limits:\n  time_limit: 1\n")
+    assert load_kattis_problem(package).name == "Double It"  # from \problemname when problem.yaml has none
