@@ -99,3 +99,23 @@ def host_pch_dir(build: bool = False) -> Path | None:
             os.chmod(path, 0o755)
         _pch_dir = target
         return _pch_dir
+
+
+def build_once(directory: Path, product: str, build) -> Path:
+    """``directory/product``, made by ``build(path)`` the first time it is asked for: under an exclusive lock (safe
+    across threads and processes), written to a temporary name and renamed into place, so that a reader never
+    sees half a file. ``build`` raises to refuse (nothing is left behind); the cache key is ``directory``'s name."""
+    target = directory / product
+    if target.exists():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists():
+            tmp = directory / f"{product}.tmp{os.getpid()}.{threading.get_ident()}"
+            try:
+                build(tmp)
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+    return target

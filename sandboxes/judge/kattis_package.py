@@ -20,7 +20,6 @@ validators in other languages or with build scripts. C and C++ validators are co
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import math
 import os
@@ -32,6 +31,7 @@ from pathlib import Path
 
 from ..submission import TestCase
 from .checkers import IcpcDefaultChecker
+from .compile import build_once
 
 #: problemtools' config/testdata.yaml defaults.
 GROUP_DEFAULTS = {"on_reject": "break", "grading": "default", "grader_flags": "", "accept_score": 1.0,
@@ -283,25 +283,16 @@ def _compile_validator(files: list[Path], lang: str, where: str) -> Path:
     digest = hashlib.sha256(version.encode() + " ".join(compiler).encode())
     for path in sorted(files):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    target = cache_root() / "kattis-validators" / digest.hexdigest()[:32]
-    binary = target / "validator"
-    if binary.exists():
-        return binary
-    target.mkdir(parents=True, exist_ok=True)
-    with open(target / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.exists():
-            return binary
-        sources = [str(p) for p in files if p.suffix in VALIDATOR_SUFFIXES]
-        tmp = target / f"validator.tmp{os.getpid()}"
-        done = subprocess.run([*compiler, "-O2", "-I", str(files[0].parent), "-o", str(tmp), *sources, "-lm"],
+    sources = [str(p) for p in files if p.suffix in VALIDATOR_SUFFIXES]
+
+    def build(binary: Path) -> None:
+        done = subprocess.run([*compiler, "-O2", "-I", str(files[0].parent), "-o", str(binary), *sources, "-lm"],
                               capture_output=True, timeout=300)
         if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
             raise ValueError(f"{where}: the output validator does not compile:\n"
                              f"{done.stderr.decode('utf-8', 'replace')[-3000:]}")
-        os.replace(tmp, binary)
-    return binary
+
+    return build_once(cache_root() / "kattis-validators" / digest.hexdigest()[:32], "validator", build)
 
 
 def _output_validator(directory: Path, custom: bool) -> OutputValidator | None:

@@ -269,3 +269,12 @@ def test_names_statements_and_default_limits(tmp_path):
     (package / "problem.yaml").write_text((package / "problem.yaml").read_text().split("name:")[0]
                                           + "limits:\n  time_limit: 1\n")
     assert load_kattis_problem(package).name == "Double It"  # from \problemname when problem.yaml has none
+
+
+def test_a_validator_that_does_not_compile_is_refused_at_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    package = _copy("kattis_sum", tmp_path)
+    (package / "output_validators" / "sum_validator" / "validate.cc").write_text("int main( {\n")
+    with pytest.raises(ValueError, match="sum_validator: the output validator does not compile"):
+        load_kattis_package(package)
+    assert not list((tmp_path / "cache" / "kattis-validators").glob("*/validator*"))  # nothing half-built left
