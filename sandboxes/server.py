@@ -69,6 +69,9 @@ class JudgeRequest(BaseModel):
     io_mode: str = "stdio"
 
 
+MAX_PACKAGE_BYTES = 4 << 30  # unpacked size of a package sent to /judge_package
+
+
 class PackageJudgeRequest(BaseModel):
     """Judge a source on a whole problem package (``judge.kattis``): the package as a base64 gzipped tar."""
 
@@ -127,6 +130,10 @@ def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="agentgspo-package-") as tmp:
         try:
             with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+                unpacked = sum(member.size for member in tar.getmembers())
+                if unpacked > MAX_PACKAGE_BYTES:  # a small gzip can hold a huge package
+                    raise ValueError(f"archive_b64: the package unpacks to {unpacked} bytes, over the server's "
+                                     f"limit of {MAX_PACKAGE_BYTES}")
                 tar.extractall(tmp, filter="data")
         except (tarfile.TarError, OSError) as exc:
             raise ValueError(f"archive_b64: not a readable package archive ({exc})") from None

@@ -234,3 +234,21 @@ def test_a_kattis_package_judges_the_same_remotely(server_url):
         here, there = judge_kattis(package, source), judge_kattis(package, source, backend=remote)
         assert (there.verdict, there.score, there.groups) == (here.verdict, here.score, here.groups), name
         assert [t.verdict for t in there.tests] == [t.verdict for t in here.tests], name
+
+
+def test_a_package_archive_that_escapes_or_is_not_a_tar_is_refused(server_url):
+    import io
+    import tarfile
+    import tempfile
+    from pathlib import Path
+
+    remote = RemoteSandbox([server_url], token=TOKEN, retries=0)
+    with pytest.raises(ValueError, match="not a readable package archive"):
+        remote.judge_package_remote(b"not a tar", "print(1)")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../escape.txt")
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(ValueError, match="not a readable package archive"):
+        remote.judge_package_remote(buffer.getvalue(), "print(1)")
+    assert not (Path(tempfile.gettempdir()) / "escape.txt").exists()  # the server unpacks under the temp folder
