@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"MB per test (default: the package's, or {DEFAULT_MEMORY_LIMIT_MB:g} with --tests)")
     parser.add_argument("--output-limit", type=float, default=None,
                         help="MB of output per test; more is OLE (default: the package's, else 64)")
+    parser.add_argument("--testlib-h", type=Path, default=None,
+                        help="testlib.h to compile C++ testlib checkers/interactors against (default: the one beside "
+                             "the source, or $AGENTGSPO_TESTLIB_H)")
     parser.add_argument("--backend", choices=["local", "docker", "remote"], default="local",
                         help="sandbox backend (default local = bubblewrap; remote: $AGENTGSPO_SANDBOX_URLS)")
     parser.add_argument("--stop-on-failure", action="store_true", help="with --tests: stop at the first failing test")
@@ -67,8 +70,9 @@ def _judge_tests(args: argparse.Namespace, source: str, lang: str):
     extra = {"output_limit_mb": args.output_limit} if args.output_limit is not None else {}
     limits = Limits(time_limit_s=args.time_limit or DEFAULT_TIME_LIMIT_S,
                     memory_limit_mb=args.memory_limit or DEFAULT_MEMORY_LIMIT_MB, **extra)
+    header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
     return judge(source, tests, lang=lang, checker=args.checker or "tokens", interactor=args.interactor,
-                 limits=limits, stop_on_failure=args.stop_on_failure, backend=args.backend)
+                 limits=limits, stop_on_failure=args.stop_on_failure, backend=args.backend, **header)
 
 
 def _judge_package(args: argparse.Namespace, source: str, lang: str):
@@ -79,7 +83,10 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
     if (args.problem / "problem.yaml").is_file():  # judged with its groups and grading, whatever the limits
         return judge_kattis(load_kattis_package(args.problem), source, lang, backend=args.backend, time_limit_s=args.time_limit,
                             memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
-    problem = load_any_problem(args.problem)
+    header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
+    if header and not (args.problem / "problem.xml").is_file():
+        raise ValueError("--testlib-h goes with --tests or a Polygon package (problem.xml)")
+    problem = load_any_problem(args.problem, **header)
     overrides = {key: value for key, value in (("time_limit_s", args.time_limit),
                                                ("memory_limit_mb", args.memory_limit),
                                                ("output_limit_mb", args.output_limit)) if value is not None}

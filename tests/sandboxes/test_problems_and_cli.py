@@ -212,3 +212,10 @@ def test_problem_json_typo_names_the_field_it_meant(tmp_path):
     _write_tests(tmp_path / "tests", [("1 2\n", "3\n")])
     with pytest.raises(ValueError, match="unknown field 'time_limit': did you mean 'time_limit_s'"):
         load_problem(tmp_path)
+
+
+def test_cli_testlib_header_only_where_it_is_used(tmp_path, capsys):
+    (tmp_path / "sol.py").write_text("print(2 * int(input()))\n")
+    assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(tmp_path / "sol.py"),
+                 "--testlib-h", str(tmp_path / "testlib.h")]) == 2
+    assert "--testlib-h goes with --tests or a Polygon package" in capsys.readouterr().err
