@@ -80,12 +80,12 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
 
     if args.checker is not None or args.interactor is not None:
         raise ValueError("--checker and --interactor go with --tests; a --problem package names its own")
-    if (args.problem / "problem.yaml").is_file():  # judged with its groups and grading, whatever the limits
-        return judge_kattis(load_kattis_package(args.problem), source, lang, backend=args.backend, time_limit_s=args.time_limit,
-                            memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
     header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
     if header and not (args.problem / "problem.xml").is_file():
         raise ValueError("--testlib-h goes with --tests or a Polygon package (problem.xml)")
+    if (args.problem / "problem.yaml").is_file():  # judged with its groups and grading, whatever the limits
+        return judge_kattis(load_kattis_package(args.problem), source, lang, backend=args.backend, time_limit_s=args.time_limit,
+                            memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
     problem = load_any_problem(args.problem, **header)
     overrides = {key: value for key, value in (("time_limit_s", args.time_limit),
                                                ("memory_limit_mb", args.memory_limit),
