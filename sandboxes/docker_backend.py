@@ -24,15 +24,19 @@ another's leftovers if the cleanup exec fails (the container is then discarded i
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import queue
+import signal
 import socket
 import struct
 import threading
 import time
+import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
+from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 
 DEFAULT_SOCKET = "unix:///run/agentgspo-docker.sock"
@@ -41,6 +45,7 @@ USER = "65534:65534"
 # pid 1 of every container: reaps orphans forever. It must be pid 1 itself (not a child of an init), because
 # the runner's kill(-1) spares only pid 1 and would otherwise stop the container.
 REAPER = "import os, time\nwhile True:\n    try:\n        os.wait()\n    except ChildProcessError:\n        time.sleep(0.2)\n"
+SIGNAL_SCRIPT = "import os, sys\nos.kill(int(sys.argv[1]), int(sys.argv[2]))\n"
 CLEANUP = ["/bin/sh", "-c", "kill -9 -1 2>/dev/null; rm -rf /tmp/* /tmp/.[!.]* 2>/dev/null; exit 0"]
 
 
@@ -215,8 +220,10 @@ class DockerSession:
     def _deadline(spec: dict, n_tests: int) -> float:
         return call_deadline_s(spec, n_tests, overhead_s=20.0)  # + container exec round trip
 
-    def _read_frames(self, sock: socket.socket, deadline: float, on_stdout=None) -> tuple[bytes, bytes]:
-        """Demultiplex the exec stream until EOF; stdout goes to on_stdout when given."""
+    def _read_frames(self, sock: socket.socket, deadline: float, on_stdout=None, on_stderr=None
+                     ) -> tuple[bytes, bytes]:
+        """Demultiplex the exec stream until EOF; stdout goes to on_stdout when given; on_stderr sees stderr as
+        it arrives (it is returned too)."""
         out, err, buf = [], [], b""
         while True:
             remaining = deadline - time.monotonic()
@@ -236,6 +243,8 @@ class DockerSession:
                     on_stdout(payload) if on_stdout else out.append(payload)
                 else:
                     err.append(payload)
+                    if on_stderr:
+                        on_stderr(payload)
         return b"".join(out), b"".join(err)
 
     def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:
@@ -256,9 +265,16 @@ class DockerSession:
             return [{"event": "error", "message": f"docker exec failed: {type(exc).__name__}: {exc}"}]
         return parse_events(out, err.decode("utf-8", "replace"))
 
-    def interact(self, spec: dict, start_peer: StartPeer) -> list[dict]:
-        """One interactive test: the exec's stdin/stdout are relayed to and from the peer process."""
-        spec = dict(spec, kill_strays=True)
+    def interact(self, spec: dict, start_peer: StartPeer, stop_when=None) -> list[dict]:
+        """One interactive test: the exec's stdin/stdout are relayed to and from the peer process.
+
+        The runner relays the solution's stdout through a pipe of its own (``relay_stdout``): when the peer exits
+        or stops reading, it is told to close that pipe (SIGUSR1, sent with an exec), so the solution's next write
+        fails as it does on the local backend instead of being drained forever; a peer exit that ``stop_when``
+        accepts stops the solution (SIGUSR2). Several may run at once in one container: each gets its own scratch
+        directory, and strays of one test are not killed with ``kill(-1)`` (that would end its siblings); they
+        die with the session."""
+        spec = dict(spec, kill_strays=False, relay_stdout=True, tmp=f"/tmp/i{uuid.uuid4().hex[:12]}")
         to_peer_r, to_peer_w = os.pipe()
         from_peer_r, from_peer_w = os.pipe()
         try:
@@ -272,6 +288,7 @@ class DockerSession:
             return [{"event": "error", "message": f"docker exec failed: {type(exc).__name__}: {exc}"}]
         os.close(to_peer_r)
         os.close(from_peer_w)
+        runner = _RunnerSignals(self)
 
         def pump_to_box() -> None:
             try:
@@ -292,19 +309,67 @@ class DockerSession:
         def to_peer(data: bytes) -> None:
             try:
                 os.write(to_peer_w, data)
-            except OSError:
-                pass
+            except OSError:  # the peer stopped reading: the solution must see it (its writes fail, as locally)
+                runner.send(signal.SIGUSR1)
+
+        def on_peer_exit(stop: bool) -> None:
+            runner.send(signal.SIGUSR2 if stop else signal.SIGUSR1)
 
         pump = threading.Thread(target=pump_to_box, daemon=True)
         pump.start()
+        watch = PeerWatch(peer, stop_when, on_peer_exit)
         try:
-            _, err = self._read_frames(sock, time.monotonic() + self._deadline(spec, 1), on_stdout=to_peer)
+            _, err = self._read_frames(sock, time.monotonic() + self._deadline(spec, 1), on_stdout=to_peer,
+                                       on_stderr=runner.look_for_pid)
         except Exception as exc:
             self.broken = True
             err = f'{{"event": "error", "message": "docker exec failed: {type(exc).__name__}"}}'.encode()
         finally:
+            stop_requested = watch.finish()
+            runner.finish()
             os.close(to_peer_w)
             sock.close()
         pump.join(timeout=5)
         del peer
-        return parse_events(err)
+        return mark_stop_requested(parse_events(err), stop_requested)
+
+
+class _RunnerSignals:
+    """Sends command signals to one interact-mode runner in the container (its pid from its ``started`` event)."""
+
+    def __init__(self, session: DockerSession) -> None:
+        self.session, self.pid, self.sent = session, None, set()
+        self._lock = threading.Lock()
+        self._seen = b""
+        self._finished = False
+        self._pid_known = threading.Event()
+
+    def look_for_pid(self, chunk: bytes) -> None:
+        """Fed the runner's stderr as it arrives: remembers the pid of its ``started`` event."""
+        if self.pid is not None:
+            return
+        self._seen += chunk
+        for line in self._seen.splitlines():
+            if line.startswith(b'{"event":"started"'):
+                self.pid = int(json.loads(line)["pid"])
+                self._pid_known.set()
+                return
+
+    def send(self, sig: int) -> None:
+        """Signal the runner once per signal (a docker exec), unless the test is over."""
+        self._pid_known.wait(timeout=10)
+        with self._lock:
+            if self._finished or self.pid is None or sig in self.sent:
+                return
+            self.sent.add(sig)
+            api = self.session.backend.client.api
+            exec_id = api.exec_create(self.session.container.id,
+                                      ["python3", "-I", "-S", "-c", SIGNAL_SCRIPT, str(self.pid), str(int(sig))],
+                                      user=USER)["Id"]
+            api.exec_start(exec_id)
+
+    def finish(self) -> None:
+        """The runner is done: send nothing more (its pid may be reused)."""
+        with self._lock:
+            self._finished = True
+        self._pid_known.set()

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Iterator
 
 from . import cgroups
+from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 
 INSTALL_HINT = (
@@ -213,14 +214,15 @@ class LocalSession:
             spec["limits"] = dict(spec.get("limits", {}), nproc=_user_process_count() + 64)
         return spec
 
-    def _popen(self, argv: list[str], stdin, stdout, stderr) -> subprocess.Popen:
+    def _popen(self, argv: list[str], stdin, stdout, stderr, pass_fds=()) -> subprocess.Popen:
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
         if self.cgroup is None:
-            proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
+            proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True,
+                                    pass_fds=pass_fds)
         else:
             with self.cgroup.forking_inside() as inside:  # born in the box's cgroups where possible (fast)
                 proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env,
-                                        start_new_session=True)
+                                        start_new_session=True, pass_fds=pass_fds)
             if not inside:
                 self.cgroup.add(proc.pid)  # before the spec is written, i.e. before any untrusted code runs
         with self._lock:
@@ -261,19 +263,25 @@ class LocalSession:
                 {"event": "error", "message": "sandbox call exceeded its overall deadline"}]
         return parse_events(out, err.decode("utf-8", "replace"))
 
-    def interact(self, spec: dict, start_peer: StartPeer) -> list[dict]:
-        """Run one interactive test: solution stdin <- peer stdout, solution stdout -> peer stdin."""
+    def interact(self, spec: dict, start_peer: StartPeer, stop_when=None) -> list[dict]:
+        """Run one interactive test: solution stdin <- peer stdout, solution stdout -> peer stdin. When the peer
+        exits with a status ``stop_when`` accepts, the solution is stopped at once (through a command pipe the
+        runner inherits). Several may run at once in one session."""
         spec = self._prepare(spec)
+        if not self.isolated:  # each interaction its own scratch directory (isolated: its own tmpfs)
+            spec["tmp"] = tempfile.mkdtemp(prefix="i", dir=spec["tmp"])
         to_box_r, to_box_w = os.pipe()
         from_box_r, from_box_w = os.pipe()
+        control_r, control_w = os.pipe()
+        spec["control_fd"] = control_r
         try:
-            proc = self._popen(self._argv(False), to_box_r, from_box_w, subprocess.PIPE)
+            proc = self._popen(self._argv(False), to_box_r, from_box_w, subprocess.PIPE, pass_fds=(control_r,))
         except OSError as exc:
-            for fd in (to_box_r, to_box_w, from_box_r, from_box_w):
+            for fd in (to_box_r, to_box_w, from_box_r, from_box_w, control_r, control_w):
                 os.close(fd)
             return [{"event": "error", "message": f"could not start the sandbox: {exc}"}]
-        os.close(to_box_r)
-        os.close(from_box_w)
+        for fd in (to_box_r, from_box_w, control_r):
+            os.close(fd)
         # The spec goes first on the solution's stdin pipe; the runner reads exactly its frame.
         framed = frame_spec(spec)
         writer = threading.Thread(target=_write_all, args=(to_box_w, framed), daemon=True)
@@ -284,13 +292,17 @@ class LocalSession:
         finally:
             os.close(from_box_r)
             os.close(to_box_w)
+        watch = PeerWatch(peer, stop_when, lambda stop: stop and os.write(control_w, b"s"))
         try:
             _, err = proc.communicate(timeout=self._deadline(spec, 1))
         except subprocess.TimeoutExpired:
             self._kill(proc)
             _, err = proc.communicate()
+        finally:
+            stop_requested = watch.finish()
+            os.close(control_w)
         del peer
-        return parse_events(err)
+        return mark_stop_requested(parse_events(err), stop_requested)
 
     # --- teardown ------------------------------------------------------------------------------------------
     @staticmethod

@@ -35,7 +35,8 @@ their scratch files), which can only hurt its own result; it still never sees an
 Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
 {"event": "test", "index", "exit_code", "signal", "cpu_s", "wall_s", "memory_kb", "wall_timeout",
  "stdout_b64", "stdout_bytes", "stderr", "image_kb" (C++: the program's static image, see image_kb),
- "peer_hung_up" (interact: see mode_interact)} |
+ "peer_hung_up", "stopped" (interact: see mode_interact)} |
+{"event": "started", "pid"} (interact: the runner's pid, for the judge's command signals) |
 {"event": "done"} | {"event": "error", "message"}.
 """
 
@@ -64,7 +65,10 @@ STASH_MIN_BYTES = 1 << 20
 TMP = WORK = ERR = ""
 # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so children restore the defaults.
 RESET_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGPROF, _signal.SIGXCPU, _signal.SIGINT,
-                 _signal.SIGTERM)
+                 _signal.SIGTERM, _signal.SIGUSR1, _signal.SIGUSR2)
+# Interact mode's commands from the judge (a byte on spec["control_fd"], or these signals, see mode_interact).
+HANG_UP, STOP = b"h", b"s"
+COMMAND_SIGNALS = {_signal.SIGUSR1: HANG_UP, _signal.SIGUSR2: STOP}
 
 
 def set_scratch(tmp):
@@ -230,6 +234,10 @@ def spawn(plan, lang, program, cwd, stdin_fd, stdout_fd, stderr_fd, stdio=None):
         if stdout_fd != 1:
             os.dup2(stdout_fd, 1)
         os.dup2(stderr_fd, 2)
+        try:
+            _signal.set_wakeup_fd(-1)  # interact mode's command pipe belongs to the runner
+        except (ValueError, OSError):
+            pass
         os.closerange(3, 1024)
         apply_plan(plan)
         if lang == "py":
@@ -847,44 +855,163 @@ def hung_up(fd):
     return any(events & (select.POLLHUP | rdhup) for _, events in poller.poll(0))
 
 
+class Interaction:
+    """Waits for an interactive solution while obeying the judge's commands (see mode_interact)."""
+
+    def __init__(self, pid, limits, command_fds, relay_fd, out_fd):
+        self.pid, self.limits = pid, limits
+        self.cpu_s, self.wall_s = float(limits["cpu_s"]), float(limits["wall_s"])
+        self.relay_fd, self.out_fd = relay_fd, out_fd  # relay: the solution's stdout pipe -> out_fd
+        self.stopped = self.hung_up = self.timed_out = False
+        self.poller = select.poll()
+        try:
+            self.pidfd = os.pidfd_open(pid)
+            self.poller.register(self.pidfd, select.POLLIN)
+        except (AttributeError, OSError):
+            self.pidfd = None
+        self.command_fds = list(command_fds)
+        for fd in self.command_fds + ([relay_fd] if relay_fd is not None else []):
+            self.poller.register(fd, select.POLLIN)
+
+    def exited(self):
+        return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+    def wait(self):
+        """Run until the solution ends (on its own, by the guard, or stopped); returns (status, rusage, wall)."""
+        start = time.monotonic()
+        deadline = start + self.wall_s
+        while not self.exited():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                later = starved_deadline(self.pid, start, self.wall_s, self.cpu_s)
+                if later is None:
+                    self.timed_out = True
+                    kill_group(self.pid)
+                    break
+                deadline = later
+                continue
+            step = left if self.pidfd is not None else min(left, 0.002)
+            for fd, _ in self.poller.poll(step * 1000):
+                if fd in self.command_fds:
+                    self.command(fd)
+                elif fd == self.relay_fd:
+                    self.relay()
+        _, status, usage = os.wait4(self.pid, 0)
+        wall = time.monotonic() - start
+        while self.relay_fd is not None and self.relay(block=False):
+            pass  # what the solution wrote before it ended
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        return status, usage, wall
+
+    def command(self, fd):
+        try:
+            data = os.read(fd, 64)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not data:
+            self.poller.unregister(fd)
+            self.command_fds.remove(fd)
+            return
+        for byte in data:  # a signal's number from the wakeup pipe, or a command letter from the judge's pipe
+            command = COMMAND_SIGNALS.get(byte, bytes([byte]))
+            if command == STOP and not self.exited():
+                self.stopped = True
+                kill_group(self.pid)
+            if command in (STOP, HANG_UP):
+                self.hang_up()
+
+    def hang_up(self):
+        """The interactor is gone: close the read end of the solution's stdout, so that its writes fail (EPIPE,
+        SIGPIPE) as they would with the interactor's own pipe."""
+        self.hung_up = True
+        if self.relay_fd is not None:
+            self.poller.unregister(self.relay_fd)
+            os.close(self.relay_fd)
+            self.relay_fd = None
+
+    def relay(self, block=True):
+        """Copy what the solution wrote to out_fd; False at EOF or (block=False) when nothing is waiting."""
+        if not block and not select.select([self.relay_fd], [], [], 0)[0]:
+            return False
+        data = os.read(self.relay_fd, 1 << 16)
+        if not data:
+            self.poller.unregister(self.relay_fd)
+            os.close(self.relay_fd)
+            self.relay_fd = None
+            return False
+        try:
+            write_all(self.out_fd, data)
+        except OSError:
+            self.hang_up()
+        return True
+
+
+def command_pipe():
+    """A pipe the interact-mode command signals (SIGUSR1 hang up, SIGUSR2 stop) write their bytes to."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    for sig in COMMAND_SIGNALS:
+        _signal.signal(sig, lambda *_: None)  # a handler, so that the signal is delivered to the wakeup fd
+    _signal.set_wakeup_fd(write_end)
+    return read_end
+
+
 def mode_interact(spec):
     """One test; the solution inherits our stdin/stdout (pipes to the interactor); events go to stderr.
 
     The event says whether the interactor had closed the solution's stdin when the solution ended
     (``peer_hung_up``): then a crash of the solution may be its reaction to EOF, and the interactor's verdict
     decides. Our copy of the solution's stdout is held until then, so a solution that closes its stdout but keeps
-    running gives the interactor EOF only when it ends."""
+    running gives the interactor EOF only when it ends.
+
+    Commands from the judge while the solution runs, one byte each on ``spec["control_fd"]`` (an inherited pipe)
+    or as a signal to this process (a ``started`` event gives its pid): ``s`` / SIGUSR2 stops the solution (the
+    interactor rejected: the event then says ``stopped``), ``h`` / SIGUSR1 hangs up its stdout. With
+    ``relay_stdout`` (where our stdout is not the interactor's own pipe, as with ``docker exec``) the solution
+    writes into a pipe of ours that we copy to stdout; a hang-up closes it, so that the solution's next write fails
+    as it would when the interactor exits."""
     result_stream = sys.stderr
     program = load_program(spec, result_stream)
     if program is None:
         return
     os.makedirs(WORK, exist_ok=True)
+    emit(result_stream, {"event": "started", "pid": os.getpid()})
+    command_fds = [command_pipe()]
+    if spec.get("control_fd") is not None:
+        command_fds.append(int(spec["control_fd"]))
     ferr = scratch_fd(ERR)
-    pid = spawn(child_plan(spec["limits"]), spec["lang"], program, WORK, 0, 1, ferr)
+    relay_fd, stdout_fd = None, 1
+    if spec.get("relay_stdout"):
+        relay_fd, stdout_fd = os.pipe()
+    pid = spawn(child_plan(spec["limits"]), spec["lang"], program, WORK, 0, stdout_fd, ferr)
+    if relay_fd is not None:
+        os.close(stdout_fd)
     # Which end hung up first: we keep a copy of both pipes until the solution is reaped, so the interactor cannot
     # see EOF (or a broken pipe) from the solution's death before we look whether it had closed its side already.
     kept = (os.dup(0), os.dup(1))
-    # The solution owns the pipes now; fds 0 and 1 become /dev/null, our copies are closed right after the wait.
+    # The solution owns the pipes now; fds 0 and 1 become /dev/null, our copies are closed after the event.
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    try:
-        limits = spec["limits"]
-        status, usage, wall, timed_out = wait_with_guard(pid, limits["wall_s"], float(limits["cpu_s"]))
-        peer_hung_up = hung_up(kept[0])
-    finally:
-        for fd in kept:
-            os.close(fd)
+    interaction = Interaction(pid, spec["limits"], command_fds, relay_fd, kept[1])
+    status, usage, wall = interaction.wait()
+    peer_hung_up = hung_up(kept[0]) or interaction.hung_up
     kill_strays(spec.get("kill_strays"), pid)
-    record = describe(status, usage, wall, timed_out, 0)
+    record = describe(status, usage, wall, interaction.timed_out, 0)
     record["peer_hung_up"] = peer_hung_up
+    record["stopped"] = interaction.stopped
     cap = int(spec["limits"].get("stderr_bytes", 4096))
     stderr, _ = read_fd_capped(ferr, cap)
     os.close(ferr)
     record.update(stdout_b64="", stdout_bytes=0, stderr=stderr[:cap].decode("utf-8", "replace"))
     if spec["lang"] != "py":
         record["image_kb"] = image_kb(program)
+    # The event goes out before the pipes close: once the interactor sees the solution's end (and exits), the
+    # judge may stop waiting for us, and the event must already be on its way.
     emit(result_stream, record)
+    for fd in kept:
+        os.close(fd)
 
 
 def read_exact(fd, count):

@@ -27,13 +27,15 @@ from pathlib import Path
 from typing import Protocol
 
 from ..results import Verdict
+from .testlib import compile_testlib_program, is_cpp_source, testlib_outcome
 from ..submission import PROGRAM_CHECKERS
 
 CHECKER_TIMEOUT_S = 30.0
 
 
 class Checker(Protocol):
-    """Decides one test: ``check(input, output, answer) -> (verdict, message)``; verdict AC, WA, PE or JE."""
+    """Decides one test: ``check(input, output, answer) -> (verdict, message)``; verdict AC, WA, PE or JE. A scoring
+    checker may return ``(verdict, message, score)`` (testlib's points and partial scores)."""
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]: ...
 
@@ -241,7 +243,9 @@ def python_crashed(path: str | os.PathLike, returncode: int | None, stderr: byte
 
 @dataclass
 class ExternalChecker:
-    """A checker program. ``style="testlib"``: ``PATH INPUT OUTPUT ANSWER``, exit 0/1/2 = AC/WA/PE, else JE.
+    """A checker program. ``style="testlib"``: ``PATH INPUT OUTPUT ANSWER``, exit codes as testlib defines them
+    (``testlib.testlib_outcome``: 0/1/2 = AC/WA/PE, 3 FAIL = JE with its message, points and ``_pc(n)`` = AC with a
+    score, anything else JE).
     ``style="openr1"``: ``PATH INPUT ANSWER OUTPUT``, a pass prints 1 (or 100) on stdout; a crash is JE.
     ``style="kattis"``: ``PATH INPUT ANSWER FEEDBACK_DIR < OUTPUT``, exit 42 AC, 43 WA, else JE."""
 
@@ -266,6 +270,10 @@ class ExternalChecker:
                                       timeout=CHECKER_TIMEOUT_S, cwd=tmp)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return Verdict.JE, f"checker {self.path} failed to run: {exc}"
+        if self.style == "testlib" and not python_crashed(self.path, done.returncode, done.stderr):
+            verdict, message, score = testlib_outcome(
+                done.returncode, (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-2000:])
+            return (verdict, message[:500]) if score is None else (verdict, message[:500], score)
         message = (done.stderr or done.stdout).decode("utf-8", "replace").strip()[:500]
         if self.style == "openr1":
             if done.returncode != 0:
@@ -275,16 +283,11 @@ class ExternalChecker:
         if self.style == "kattis":
             verdict = {42: Verdict.AC, 43: Verdict.WA}.get(done.returncode, Verdict.JE)
             return verdict, message if verdict != Verdict.JE else f"validator exited with {done.returncode}: {message}"
-        verdict = {0: Verdict.AC, 1: Verdict.WA, 2: Verdict.PE}.get(done.returncode, Verdict.JE)
-        if verdict == Verdict.WA and python_crashed(self.path, done.returncode, done.stderr):
-            tail = done.stderr.decode("utf-8", "replace").strip()[-500:]
-            return Verdict.JE, f"checker crashed (judge failure, not the solution's): {tail}"
-        if verdict == Verdict.JE:
-            message = f"checker exited with {done.returncode} (judge failure, not the solution's): {message}"
-        return verdict, message
+        tail = done.stderr.decode("utf-8", "replace").strip()[-500:]  # a testlib-style .py checker that crashed
+        return Verdict.JE, f"checker crashed (judge failure, not the solution's): {tail}"
 
 
-def make_checker(spec: "str | Checker | None") -> Checker:
+def make_checker(spec: "str | Checker | None", testlib_h: str | os.PathLike | None = None) -> Checker:
     """Build a checker from ``tokens`` | ``float:EPS`` | ``icpc[:FLAGS]`` | ``testlib:PATH`` | ``openr1:PATH`` |
     ``kattis:PATH``.
 
@@ -309,6 +312,11 @@ def make_checker(spec: "str | Checker | None") -> Checker:
     if kind in PROGRAM_CHECKERS:
         if not arg or not Path(arg).exists():
             raise ValueError(f"bad checker {spec!r}: checker program {arg!r} does not exist")
+        if kind == "testlib" and is_cpp_source(arg):  # compiled now, so that a broken one is refused up front
+            return ExternalChecker(str(compile_testlib_program(arg, testlib_h)), style=kind)
+        if is_cpp_source(arg):
+            raise ValueError(f"bad checker {spec!r}: {kind} checkers are run as programs; compile {arg!r} first "
+                             "(only testlib:SOURCE.cpp is compiled by the judge)")
         return ExternalChecker(arg, style=kind)
     raise ValueError(f"unknown checker {spec!r}: expected tokens, float:EPS, icpc[:FLAGS], testlib:PATH, "
                      "openr1:PATH or kattis:PATH")

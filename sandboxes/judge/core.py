@@ -12,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -22,6 +23,7 @@ from ..results import ExecResult, JudgeResult, Limits, TestResult, Verdict
 from ..submission import TestCase
 from .checkers import Checker, make_checker, program_argv, python_crashed
 from .compile import cpp_compile_command, host_pch_dir, normalize_language
+from .testlib import compile_testlib_program, is_cpp_source, testlib_outcome
 
 BINARY = "solution"
 RUNNER_KILLED = "the solution ended the judge's runner (killed its parent process)"
@@ -141,61 +143,97 @@ def _compile_error_of(events: list[dict]) -> str | None:
     return None
 
 
-def _start_interactor(interactor: str, input_path: str, log_path: str, err_file):
-    def start(stdin_fd: int, stdout_fd: int) -> subprocess.Popen:
-        return subprocess.Popen(program_argv(interactor) + [input_path, log_path], stdin=stdin_fd,
-                                stdout=stdout_fd, stderr=err_file, start_new_session=True)
-    return start
+def _rejected(status: int) -> bool:
+    """An interactor exit that ends the test at once (``stop_when`` of the backends' interact): any but 0 (accepted;
+    the solution may still fail on its own) or testlib's points / partial scores."""
+    return status != 0 and not (status == 7 or 16 <= status <= 255)
+
+
+def _interact_one(box: Session, spec: dict, case: TestCase, interactor: str, limits: Limits,
+                  transcript_checker: Checker | None) -> TestResult:
+    """One interactive test: the solution in the box, the interactor (trusted) here as ``interactor INPUT LOG
+    ANSWER``, stdin/stdout cross-piped; a rejection stops the solution at once."""
+    with tempfile.TemporaryDirectory(prefix="agentgspo-interact-") as tmp:
+        input_path, log_path, answer_path = (os.path.join(tmp, name) for name in ("input", "log", "answer"))
+        Path(input_path).write_bytes(case.input)
+        Path(answer_path).write_bytes(case.answer)
+        peer_holder: list[subprocess.Popen] = []
+        with open(os.path.join(tmp, "interactor.err"), "w+b") as err_file:
+
+            def start(stdin_fd: int, stdout_fd: int) -> subprocess.Popen:
+                peer_holder.append(subprocess.Popen(
+                    program_argv(interactor) + [input_path, log_path, answer_path], stdin=stdin_fd,
+                    stdout=stdout_fd, stderr=err_file, start_new_session=True))
+                return peer_holder[-1]
+
+            events = box.interact(spec, start, stop_when=_rejected)
+            peer_code, peer_msg, peer_crashed = None, "", False
+            if peer_holder:
+                try:
+                    peer_code = peer_holder[0].wait(timeout=limits.wall_s + 5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(peer_holder[0].pid, signal.SIGKILL)
+                    peer_holder[0].wait()
+                    peer_msg = "interactor did not exit after the solution ended"
+                err_file.seek(max(0, os.fstat(err_file.fileno()).st_size - 16384))
+                tail = err_file.read()
+                peer_msg = (peer_msg or tail.decode("utf-8", "replace")).strip()[-2000:]
+                if python_crashed(interactor, peer_code, tail):
+                    peer_crashed, peer_msg = True, tail.decode("utf-8", "replace").strip()[-500:]
+        result = _interactive_verdict(case.name, events, peer_code, peer_msg, limits, peer_crashed)
+        if result.verdict == Verdict.AC and transcript_checker is not None:
+            verdict, message, *scored = transcript_checker.check(case.input, Path(log_path).read_bytes()
+                                                                 if os.path.exists(log_path) else b"", case.answer)
+            result.verdict, result.message = verdict, message
+            result.score = scored[0] if scored else result.score
+    if (result.verdict == Verdict.JE and peer_holder and _error_of(events) is not None
+            and _solution_broke_the_box(events, box, limits)):
+        result = TestResult(case.name, Verdict.RE, message=f"{RUNNER_KILLED}: {_error_of(events)}")
+    return result
 
 
 def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCase], interactor: str,
-                       limits: Limits, stop_on_failure: bool) -> list[TestResult]:
-    """Each test: the solution in the box, the interactor (trusted) here, stdin/stdout cross-piped."""
-    results: list[TestResult] = []
+                       limits: Limits, stop_on_failure: bool, transcript_checker: Checker | None = None,
+                       workers: int | None = None) -> list[TestResult]:
+    """Every test as ``_interact_one``, up to ``batch_workers`` at once (as batch tests run); results in test
+    order. With stop_on_failure, no test starts after a failure is known, and results end at the first failure."""
     spec = _run_spec(source, lang, box, limits, "stdio", "interact")
-    with tempfile.TemporaryDirectory(prefix="agentgspo-interact-") as tmp:
-        for case in cases:
-            input_path, log_path = os.path.join(tmp, "input"), os.path.join(tmp, "log")
-            Path(input_path).write_bytes(case.input)
-            peer_holder: list[subprocess.Popen] = []
-            with open(os.path.join(tmp, "interactor.err"), "w+b") as err_file:
-                starter = _start_interactor(interactor, input_path, log_path, err_file)
+    stop = threading.Event()
 
-                def start(stdin_fd: int, stdout_fd: int) -> subprocess.Popen:
-                    peer_holder.append(starter(stdin_fd, stdout_fd))
-                    return peer_holder[-1]
+    def run(case: TestCase) -> TestResult | None:
+        if stop.is_set():
+            return None
+        result = _interact_one(box, spec, case, interactor, limits, transcript_checker)
+        if stop_on_failure and result.verdict != Verdict.AC:
+            stop.set()
+        return result
 
-                events = box.interact(spec, start)
-                peer_code, peer_msg, peer_crashed = None, "", False
-                if peer_holder:
-                    try:
-                        peer_code = peer_holder[0].wait(timeout=limits.wall_s + 5)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(peer_holder[0].pid, signal.SIGKILL)
-                        peer_holder[0].wait()
-                        peer_msg = "interactor did not exit after the solution ended"
-                    err_file.seek(0)
-                    peer_msg = (peer_msg or err_file.read(500).decode("utf-8", "replace")).strip()
-                    if peer_code == 1 and interactor.endswith(".py"):
-                        err_file.seek(max(0, os.fstat(err_file.fileno()).st_size - 16384))
-                        tail = err_file.read()
-                        if python_crashed(interactor, peer_code, tail):
-                            peer_crashed, peer_msg = True, tail.decode("utf-8", "replace").strip()[-500:]
-            results.append(_interactive_verdict(case.name, events, peer_code, peer_msg, limits, peer_crashed))
-            if (results[-1].verdict == Verdict.JE and peer_holder and _error_of(events) is not None
-                    and _solution_broke_the_box(events, box, limits)):
-                results[-1] = TestResult(case.name, Verdict.RE, message=f"{RUNNER_KILLED}: {_error_of(events)}")
-            if stop_on_failure and results[-1].verdict != Verdict.AC:
-                break
+    with _batch_slot() as concurrent:
+        n_workers = batch_workers(workers, len(cases), limits, box, concurrent)
+        with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="agentgspo-interact") as pool:
+            outcomes = list(pool.map(run, cases))
+    results: list[TestResult] = []
+    for result in outcomes:
+        if result is None:
+            break
+        results.append(result)
+        if stop_on_failure and result.verdict != Verdict.AC:
+            break
     return results
 
 
 def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
                          limits: Limits, peer_crashed: bool = False) -> TestResult:
-    """Precedence: interactor failure (an exit code other than 0/1/2, or a Python interactor's crash; not SIGPIPE,
-    which the solution causes by ending early: that reads as WA) -> JE; solution TLE/ILE/MLE/OLE/RE -> that;
-    interactor WA/PE -> WA/PE; else AC. A runtime error (or SIGPIPE) after the interactor hung up (``peer_hung_up``: it had closed the
-    solution's stdin when the solution ended, so the crash may be a reaction to EOF) yields to its WA/PE."""
+    """The verdict rules of an interactive test, first match wins (docs/judge.md, "Verdict rules"):
+
+    1. The interactor failed (testlib FAIL, an exit status testlib does not define, a Python interactor's crash)
+       -> JE. Killed by SIGPIPE is not a failure: the solution ended while it still wrote (-> WA below).
+    2. The interactor rejected (WA/PE) while the solution still ran, and the judge stopped the solution -> WA/PE
+       (the kill is the judge's doing, so no verdict of the solution's comes from it).
+    3. The solution's own TLE/ILE/MLE/OLE/RE -> that; except a runtime error (or SIGPIPE) after the interactor
+       rejected and hung up (``peer_hung_up``: it had closed the solution's stdin when the solution ended, so the
+       crash may be a reaction to EOF), which yields to the WA/PE.
+    4. The interactor rejected -> WA/PE. 5. Else AC (testlib points / partial scores: AC with a score)."""
     test_events = [e for e in events if e.get("event") == "test"]
     compile_error = _compile_error_of(events)
     if compile_error is not None:
@@ -211,17 +249,23 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
         # Its only pipe out is the solution's stdin: the solution closed it (ended) while the interactor still
         # had something to say. That is the solution's failure (WA), unless its own verdict comes first.
         peer_code, peer_msg = 1, f"the solution closed its input before the interactor was done {peer_msg}".strip()
-    if peer_code not in (0, 1, 2):
-        return _test_result(name, event, Verdict.JE, f"interactor exited with {peer_code}: {peer_msg}")
+    peer_verdict, peer_msg, score = testlib_outcome(peer_code, peer_msg, role="interactor")
+    if peer_verdict == Verdict.JE:
+        return _test_result(name, event, Verdict.JE, peer_msg)
+    rejected = peer_verdict in (Verdict.WA, Verdict.PE)
+    stopped = bool(event.get("stopped") and event.get("stop_requested"))
+    if rejected and stopped:
+        return _test_result(name, event, peer_verdict, f"{peer_msg} (the solution was stopped when the interactor "
+                                                       "rejected)".strip())
     # A runtime error after the interactor rejected and hung up (EOF, broken pipe) is a consequence: WA/PE wins.
     # One while the interactor still waited for the solution is the solution's own: RE.
-    if own is not None and not (own == Verdict.RE and peer_code in (1, 2) and event.get("peer_hung_up", True)):
+    if own is not None and not (own == Verdict.RE and rejected and event.get("peer_hung_up", True)):
         return _test_result(name, event, own)
-    if peer_code in (1, 2):
-        return _test_result(name, event, Verdict.WA if peer_code == 1 else Verdict.PE, peer_msg)
+    if rejected:
+        return _test_result(name, event, peer_verdict, peer_msg)
     if event.get("signal") == signal.SIGPIPE:
-        return _test_result(name, event, Verdict.AC, "")
-    return _test_result(name, event, Verdict.AC, peer_msg)
+        return _test_result(name, event, Verdict.AC, "", score)
+    return _test_result(name, event, Verdict.AC, peer_msg[:500], score)
 
 
 def usable_cpus() -> int:
@@ -319,13 +363,17 @@ def judge(
     io_mode: str = "stdio",
     backend: "str | Sandbox" = "local",
     workers: int | None = None,
+    testlib_h: str | os.PathLike | None = None,
 ) -> JudgeResult:
     """Judge ``source`` (Python 3 or C++17) on ``tests``; returns a JudgeResult (never raises for bad solutions).
 
     tests: TestCase objects, ``(input, answer)`` pairs or ``{"input", "output"}`` dicts (str or bytes).
     checker: ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` or a Checker object.
-    interactor: path of an interactor run as ``interactor INPUT LOG`` with its stdio cross-piped to the solution's
-    (exit 0 AC, 1 WA, 2 PE, else JE); the answers are then unused.
+    interactor: path of an interactor run as ``interactor INPUT LOG ANSWER`` with its stdio cross-piped to the
+    solution's (exit codes as testlib's: 0 AC, 1 WA, 2 PE, 3 FAIL = JE...); a C++ source (``interactor.cpp``) is
+    compiled against testlib.h first. With an interactor, a checker other than the default ``tokens`` judges the
+    interactor's LOG (Polygon's checker-after-interactor); tests run in parallel like batch tests.
+    testlib_h: the testlib.h to compile C++ checker/interactor sources against (see ``judge/testlib.py``).
     io_mode: "stdio", or "file" (the program reads input.txt and writes output.txt in its working directory).
     backend: "local" | "docker" | "remote" or a Sandbox instance (see ``get_sandbox``).
     workers: how many tests run at once inside the submission's box, each in its own process with its own limits
@@ -342,10 +390,12 @@ def judge(
     if io_mode not in ("stdio", "file"):
         raise ValueError(f"unknown io_mode {io_mode!r}: expected 'stdio' or 'file' (input.txt/output.txt)")
     cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
-    the_checker = make_checker(checker)
+    the_checker = make_checker(checker, testlib_h)
     if interactor is not None and not Path(interactor).is_file():
         # else python3 exits 2 ("can't open file"), which reads as the solution's PE
         raise ValueError(f"interactor {str(interactor)!r} does not exist: pass the path of the interactor program")
+    if interactor is not None and is_cpp_source(interactor):  # compiled now: a broken one is refused up front
+        interactor = compile_testlib_program(interactor, testlib_h)
     sandbox = get_sandbox(backend)
     if hasattr(sandbox, "judge_remote"):
         return sandbox.judge_remote(source, cases, lang=lang, checker=checker, interactor=interactor,
@@ -360,7 +410,9 @@ def judge(
             if not ok:
                 return JudgeResult(Verdict.CE, compile_output=compile_output, compile_time_s=compile_s)
             if interactor is not None:
-                results = _judge_interactive(box, source, lang, cases, str(interactor), limits, stop_on_failure)
+                transcript_checker = None if checker in (None, "tokens") else the_checker
+                results = _judge_interactive(box, source, lang, cases, str(interactor), limits, stop_on_failure,
+                                             transcript_checker, workers)
                 ce = next((r.message for r in results if r.verdict == Verdict.CE), None)
             else:
                 results, ce = _judge_batch(box, source, lang, cases, the_checker, limits, stop_on_failure,

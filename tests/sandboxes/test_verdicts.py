@@ -145,21 +145,7 @@ def test_float_checker():
     assert judge(far, tests, checker="float:1e-6", limits=LIMITS).verdict == Verdict.WA
 
 
-BINARY_SEARCH = """
-n = int(input())
-lo, hi = 1, n
-while lo < hi:
-    mid = (lo + hi) // 2
-    print("?", mid, flush=True)
-    r = input()
-    if r == "=":
-        lo = hi = mid
-    elif r == "<":
-        hi = mid - 1
-    else:
-        lo = mid + 1
-print("!", lo, flush=True)
-"""
+BINARY_SEARCH = (FIXTURES / "interactive" / "binary_search.py").read_text()  # guess the number in log2(n) queries
 LINEAR = """
 n = int(input())
 for x in range(1, n + 1):
