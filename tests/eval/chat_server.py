@@ -17,6 +17,8 @@ import json
 import threading
 from typing import Any
 
+from fastapi import Request  # at module level: the endpoint's string annotation is resolved here
+
 from agentgspo.tool_calls import parse_tool_calls
 
 
@@ -90,20 +92,22 @@ def _check(body: dict[str, Any]) -> str | None:
 
 def chat_app(solutions: dict[str, str] | None = None, tiny: TinyChatModel | None = None):
     """The FastAPI app; ``solutions``: statement substring -> Python program for the ``solver`` model.
-    ``app.state.requests`` keeps every request body."""
+    ``app.state.requests`` keeps every request body, ``app.state.authorization`` every Authorization header."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
     app = FastAPI()
     app.state.requests = []
+    app.state.authorization = []
 
     @app.get("/health")
     def health() -> dict:
         return {"ok": True}
 
     @app.post("/v1/chat/completions")
-    async def completions(body: dict) -> Any:
+    async def completions(body: dict, request: Request) -> Any:
         app.state.requests.append(body)
+        app.state.authorization.append(request.headers.get("authorization"))
         problem = _check(body)
         if problem:
             return JSONResponse({"error": {"message": problem}}, status_code=400)

@@ -40,11 +40,13 @@ def test_history_round_trips_through_openai_messages():
     assert text.startswith("Go.\n<tool_call>") and '"arguments": {"code": "x"}' in text
 
 
-def test_a_chat_endpoint_solves_a_livecodebench_row_through_tool_calls(tmp_path, capsys):
+def test_a_chat_endpoint_solves_a_livecodebench_row_through_tool_calls(tmp_path, capsys, monkeypatch):
     app = chat_app({"digit": DIGIT_SUM})
+    monkeypatch.setenv("TEST_CHAT_KEY", "sk-test")
     with serve(app) as url:
         summary = _eval(capsys, tmp_path / "solver", url, "solver", "--problems",
-                        str(FIXTURES / "livecodebench_rows.jsonl"))
+                        str(FIXTURES / "livecodebench_rows.jsonl"), "--chat-api-key-env", "TEST_CHAT_KEY")
+    assert app.state.authorization == ["Bearer sk-test"] * 2  # the key from the named variable
     assert summary["pass@1"] == 1.0 and summary["verdicts"] == {"AC": 1}
     requests = app.state.requests
     assert len(requests) == 2  # run_samples, then submit (AC ends the episode)
@@ -57,12 +59,13 @@ def test_a_chat_endpoint_solves_a_livecodebench_row_through_tool_calls(tmp_path,
 def test_the_tiny_policy_served_over_the_chat_api_runs_end_to_end(tmp_path, capsys):
     app = chat_app(tiny=TinyChatModel())
     with serve(app) as url:
-        summary = _eval(capsys, tmp_path / "tiny", url, "tiny", "--problems", "starter", "--only", "9000A",
+        summary = _eval(capsys, tmp_path / "tiny", url, "tiny", "--chat-api-key-env", "UNSET_AGENTGSPO_TEST_KEY", "--problems", "starter", "--only", "9000A",
                         "--samples", "2", "--k", "1,2", "--max-turns", "2", "--max-new-tokens", "32")
     assert summary["attempts"] == 2 and summary["pass@1"] == 0.0 and summary["judge_error_rate"] == 0.0
     rows = [json.loads(line) for line in (tmp_path / "tiny" / "results.jsonl").read_text().splitlines()]
     assert all(r["stop_reason"] != "env_error" for r in rows), [r["error"] for r in rows]
     assert all(body["model"] == "tiny" and body["max_tokens"] == 32 for body in app.state.requests)
+    assert set(app.state.authorization) == {None}  # no key: no header
     assert (tmp_path / "tiny" / "report.html").exists()
 
 

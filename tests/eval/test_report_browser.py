@@ -59,6 +59,7 @@ def test_the_report_opens_without_errors_and_shows_the_masks(tmp_path, capsys):
     assert main(["eval", "--problems", "starter", "--agent", "reference", "--only", "9000A,9000E", "--samples", "2",
                  "--out", str(out), "--no-progress"]) == 0
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert "<script" not in (out / "report.html").read_text()
     shown = _open(out / "report.html")
     assert shown["problems"] == []
     assert shown["attempts"] == 4 and len(shown["plots"]) == 2 and all(w > 100 for w in shown["plots"])

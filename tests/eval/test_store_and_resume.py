@@ -90,3 +90,10 @@ def test_an_eval_killed_mid_run_resumes_with_only_the_missing_attempts(tmp_path)
     assert summary["pass@1"] == 1.0 and summary["pass@3"] == 1.0
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert json.loads(again.stdout[again.stdout.index("{"):])["played"] == 0
+
+
+def test_more_samples_later_play_only_the_new_ones():
+    from agentgspo.eval.runner import pending_attempts
+
+    done = {("A", 0), ("A", 1), ("B", 0)}
+    assert pending_attempts(["A", "B"], [0, 1], 3, done) == [(0, 2), (1, 1), (1, 2)]
