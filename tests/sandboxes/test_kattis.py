@@ -278,3 +278,21 @@ def test_a_validator_that_does_not_compile_is_refused_at_load(tmp_path, monkeypa
     with pytest.raises(ValueError, match="sum_validator: the output validator does not compile"):
         load_kattis_package(package)
     assert not list((tmp_path / "cache" / "kattis-validators").glob("*/validator*"))  # nothing half-built left
+
+
+def test_interactive_multi_pass(tmp_path):
+    """The validator talks to the submission on every pass; its feedback folder (and nextpass.in) persists."""
+    package = tmp_path / "echo"
+    (package / "data" / "secret").mkdir(parents=True)
+    (package / "output_validator").mkdir()
+    (package / "problem.yaml").write_text("problem_format_version: 2023-07-draft\nname: Echo Up\n"
+                                          "type: [interactive, multi-pass]\nlimits:\n  time_limit: 1\n")
+    (package / "data" / "secret" / "1.in").write_text("1\n")
+    (package / "data" / "secret" / "1.ans").write_text("\n")
+    (package / "output_validator" / "validate.py").write_text(
+        "import sys\nk = int(open(sys.argv[1]).read())\nprint(k, flush=True)\n"
+        "if sys.stdin.readline().split() != [str(k + 1)]:\n    sys.exit(43)\n"
+        "if k < 2:\n    open(sys.argv[3] + 'nextpass.in', 'w').write(str(k + 1))\nsys.exit(42)\n")
+    loaded = load_kattis_package(package)
+    assert judge_kattis(loaded, "print(int(input()) + 1, flush=True)\n").verdict == Verdict.AC
+    assert judge_kattis(loaded, "k = int(input())\nprint(k + 1 if k == 1 else k, flush=True)\n").verdict == Verdict.WA
