@@ -10,7 +10,7 @@ its turns token-exactly like any policy's:
   written in the env's ``<tool_call>{json}</tool_call>`` form. Its ids are the reply tokenized with a local
   tokenizer (for the record and the viewer), its log-probs 0.0: an API gives no ids to train on.
 - ``reference`` / ``wrong``: :class:`ShippedSolutionAgent`, which submits the problem's shipped solutions
-  (``reference``: run the examples, then submit an accepted solution; ``wrong``: submit a solution the tests must
+  (``reference``: run the examples, then submit an accepted solution, C++ when shipped; ``wrong``: submit a solution the tests must
   reject, ``wrong[sample % len(wrong)]``, or ``print(0)`` where none is shipped), then stop.
 """
 
@@ -74,7 +74,8 @@ class ShippedSolutionAgent:
         if not task.references:
             raise ValueError(f"problem {task.problem.name!r} ships no reference solution; the reference agent "
                              "cannot play it")
-        lang = "py" if "py" in task.references else next(iter(task.references))
+        # C++ first: the problem set's required, validated reference, with the most room under the time limit
+        lang = "cpp" if "cpp" in task.references else next(iter(task.references))
         return {"name": f"reference ({lang})", "lang": lang, "code": task.references[lang]}
 
     def turn_text(self, messages: Sequence[dict[str, Any]], sample: int) -> str:

@@ -13,4 +13,6 @@ def test_the_wrong_agent_cycles_through_the_shipped_wrong_solutions():
     renderer = load_renderer("tiny")
     wrong = ShippedSolutionAgent("wrong", [Task()], renderer)
     assert [wrong.solution(Task(), s)["name"] for s in range(3)] == ["w1", "w2", "w1"]
+    assert ShippedSolutionAgent("reference", [Task()], renderer).solution(Task(), 0)["lang"] == "cpp"
+    Task.references = {"py": "print(1)"}
     assert ShippedSolutionAgent("reference", [Task()], renderer).solution(Task(), 0)["lang"] == "py"
