@@ -11,7 +11,11 @@ open-r1/codeforces generated checker ``PATH INPUT ANSWER OUTPUT`` (prints 1 or 1
 A ``.py`` checker is run with python3; its uncaught exception (exit 1 with a traceback) is a judge error, not WA.
 Checkers are jury code: trusted, run with a timeout only.
 
-Token mismatch rules follow testlib: a differing token is WA; output that ends early or has extra tokens is PE.
+Token rules as testlib's standard checkers (checkers/wcmp.cpp, rcmp*.cpp, testlib.h ``isBlanks``): ``tokens`` and
+``float:EPS`` separate tokens by space, tab, CR and LF only (a form feed or vertical tab is part of a token); a
+differing token is WA; output that ends early or has extra tokens is WA for ``tokens`` (as wcmp and ncmp say) and PE
+for ``float:EPS`` (rcmp's unexpected EOF and "extra information in the output file"). ``icpc`` splits on every C
+``isspace`` character, as problemtools' default validator does, and every mismatch there is WA.
 """
 
 from __future__ import annotations
@@ -44,20 +48,38 @@ def _show(token: bytes) -> str:
     return repr(token[:50].decode("utf-8", "replace"))
 
 
-def _compare_tokens(output: bytes, answer: bytes, same) -> tuple[Verdict, str]:
-    out_tokens, ans_tokens = output.split(), answer.split()
+_TESTLIB_BLANKS = re.compile(rb"[ \t\r\n]+")
+
+
+def testlib_tokens(data: bytes) -> list[bytes]:
+    """The tokens testlib reads: runs of anything but space, tab, CR and LF (testlib.h ``isBlanks``), so a form feed
+    or vertical tab stays inside a token, unlike ``bytes.split()``.
+
+    >>> testlib_tokens(b"1\\x0c2 3\\n")
+    [b'1\\x0c2', b'3']
+    """
+    if b"\x0b" not in data and b"\x0c" not in data:
+        return data.split()  # the same split without those two, and faster
+    return [token for token in _TESTLIB_BLANKS.split(data) if token]
+
+
+def _compare_tokens(output: bytes, answer: bytes, same, length_mismatch: Verdict = Verdict.PE,
+                    split=bytes.split) -> tuple[Verdict, str]:
+    out_tokens, ans_tokens = split(output), split(answer)
     for i, (got, want) in enumerate(zip(out_tokens, ans_tokens)):
         if not same(got, want):
             return Verdict.WA, f"token {i + 1}: expected {_show(want)}, got {_show(got)}"
     if len(out_tokens) < len(ans_tokens):
-        return Verdict.PE, f"output ended after {len(out_tokens)} tokens, expected {len(ans_tokens)}"
+        return length_mismatch, f"output ended after {len(out_tokens)} tokens, expected {len(ans_tokens)}"
     if len(out_tokens) > len(ans_tokens):
-        return Verdict.PE, f"extra output after {len(ans_tokens)} tokens: {_show(out_tokens[len(ans_tokens)])}"
+        return length_mismatch, (f"extra output after {len(ans_tokens)} tokens: "
+                                 f"{_show(out_tokens[len(ans_tokens)])}")
     return Verdict.AC, f"{len(ans_tokens)} tokens"
 
 
 class TokensChecker:
-    """Whitespace-insensitive, case-sensitive token comparison (the usual default).
+    """Case-sensitive token comparison as testlib's wcmp (the usual default): tokens separated by space, tab, CR,
+    LF; a differing, missing or extra token is WA.
 
     >>> TokensChecker().check(b"", b"1  2\\n", b"1 2")[0].value
     'AC'
@@ -66,8 +88,8 @@ class TokensChecker:
     """
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
-        """AC when the token sequences are equal; WA on a differing token; PE on missing or extra tokens."""
-        return _compare_tokens(output, answer, bytes.__eq__)
+        """AC when the token sequences are equal; else WA (wcmp: no PE for missing or extra tokens)."""
+        return _compare_tokens(output, answer, bytes.__eq__, Verdict.WA, testlib_tokens)
 
 
 def _number(token: bytes) -> float:
@@ -114,8 +136,9 @@ class FloatChecker:
         return _close(value, expected, self.eps, self.eps, slack=1e-15)
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
-        """AC when every token matches (numbers within eps); WA or PE otherwise."""
-        return _compare_tokens(output, answer, self._same)
+        """AC when every token matches (numbers within eps); WA on a differing token; PE when tokens are missing or
+        extra (as testlib's rcmp family: unexpected EOF, extra information in the output file)."""
+        return _compare_tokens(output, answer, self._same, Verdict.PE, testlib_tokens)
 
 
 # A whole token as C's strtod reads it (the Kattis default validator's ``isfloat``: sscanf "%lf" with nothing left):

@@ -12,7 +12,8 @@ does not compile raises ValueError with the compiler's message before any soluti
 
 Exit codes (testlib.h ``resultExitCode``, default build): 0 OK, 1 WA, 2 PE, 3 FAIL (the checker or the test is
 broken: a judge error carrying the checker's message), 4 (``_dirt``; testlib reports it as PE), 7 points (``quitp``:
-accepted with the points as the test's score, read from the message ``points <value> ...``), 8 unexpected EOF
+accepted with the points as the test's score, read from the message ``points <value> ...``; ``quitpi``'s
+``points_info=...`` carries no value: accepted without a score), 8 unexpected EOF
 (builds with ENABLE_UNEXPECTED_EOF; PE, as testlib reports it otherwise), 16 + n partially correct (``_pc(n)``:
 accepted with score n). Any other exit status, a signal, or points that cannot be read: a judge error.
 """
@@ -141,6 +142,8 @@ def testlib_outcome(returncode: int, message: str, role: str = "checker") -> tup
         return Verdict.JE, f"{role} FAIL (judge failure, not the solution's): {message}", None
     if returncode == EXIT_POINTS:
         points = read_points(message)
+        if points is None and "points_info=" in message:
+            return Verdict.AC, message, None  # quitpi: accepted with information for the jury, no points value
         if points is None:
             return Verdict.JE, f"{role} exited with points (7) but its message has no points value: {message}", None
         return Verdict.AC, message, points

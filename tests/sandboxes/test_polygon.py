@@ -92,3 +92,20 @@ def test_file_io_package(tmp_path):
     assert problem.io_mode == "file"
     reads_file = "open('output.txt', 'w').write(str(sum(map(int, open('input.txt').read().split()))))\n"
     assert judge_problem(problem, reads_file).verdict == Verdict.AC
+
+
+def test_cli_judges_a_polygon_package(tmp_path, capsys):
+    import json
+
+    from agentgspo.cli import main
+
+    solution = tmp_path / "sum.py"
+    solution.write_text(SUM_PY)
+    assert main(["judge", "--problem", str(FIXTURES / "polygon_sum"), "--solution", str(solution), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "AC"
+    lonely = _copy("polygon_sum", tmp_path)
+    (lonely / "files" / "testlib.h").unlink()
+    assert main(["judge", "--problem", str(lonely), "--solution", str(solution)]) == 2
+    assert "no testlib.h was found" in capsys.readouterr().err
+    header = FIXTURES / "testlib_mini" / "testlib.h"
+    assert main(["judge", "--problem", str(lonely), "--solution", str(solution), "--testlib-h", str(header)]) == 0

@@ -99,7 +99,8 @@ def test_compiled_programs_are_cached_by_content(cache, tmp_path):
     (3, "FAIL bad test", (Verdict.JE, None)),
     (7, "points 12.5 close", (Verdict.AC, 12.5)),
     (7, "debug line\npoints 3 close", (Verdict.AC, 3.0)),
-    (7, "points points_info=x", (Verdict.JE, None)),  # quitpi: no points value to keep
+    (7, "points points_info=x", (Verdict.AC, None)),  # quitpi: information, no points value to keep
+    (7, "points", (Verdict.JE, None)),
     (16, "partially correct (0)", (Verdict.AC, 0.0)),
     (66, "partially correct (50)", (Verdict.AC, 50.0)),
     (5, "?", (Verdict.JE, None)),
@@ -133,3 +134,10 @@ def test_an_interactor_that_does_not_compile_is_refused_before_judging(cache, tm
     broken.write_text('#include "testlib.h"\nint main() { return }\n')
     with pytest.raises(ValueError, match="does not compile"):
         judge(BINARY_SEARCH, GUESS_TESTS, interactor=broken, testlib_h=MINI / "testlib.h", limits=LIMITS)
+
+
+def test_interactor_fail_beats_the_solutions_own_failure(cache):
+    """Verdict rule 1: the interactor's FAIL (a broken test) is a judge error even when the solution also fails."""
+    spinning = "while True:\n    pass\n"
+    result = judge(spinning, [("not numbers\n", "")], interactor=MINI / "guess_interactor.cpp", limits=LIMITS)
+    assert result.verdict == Verdict.JE and "FAIL" in result.tests[0].message, result.to_dict()

@@ -17,7 +17,6 @@ APLUSB = [("1 2\n", "3\n"), ("10 -4\n", "6\n"), ("0 0\n", "0\n")]
 PY = {
     "AC": "a, b = map(int, input().split())\nprint(a + b)\n",
     "WA": "a, b = map(int, input().split())\nprint(a - b)\n",
-    "PE": "a, b = map(int, input().split())\nprint(a + b, a + b)\n",
     "TLE": "while True:\n    pass\n",
     "MLE": "x = bytearray(500 * 1024 * 1024)\nprint(len(x))\n",
     "RE": "raise ValueError('boom')\n",
@@ -219,6 +218,23 @@ def test_native_interactor_killed_by_sigpipe_after_the_solution_left_is_wrong_an
     assert crash.verdict == Verdict.RE, crash.to_dict()  # the solution's own failure still comes first
 
 
+@pytest.mark.parametrize("checker, output, answer, expected", [
+    ("tokens", b"3 3\n", b"3\n", Verdict.WA),  # wcmp: "Participant output contains extra tokens"
+    ("tokens", b"", b"3\n", Verdict.WA),  # wcmp: "Unexpected EOF in the participants output"
+    ("tokens", b"1\x0c2\n", b"1 2\n", Verdict.WA),  # a form feed is no blank for testlib: one token "1\f2"
+    ("tokens", b"1\x0b2\n", b"1\x0b2\n", Verdict.AC),
+    ("tokens", b" 1\t2\r\n\n", b"1 2", Verdict.AC),
+    ("float:1e-6", b"3 3\n", b"3\n", Verdict.PE),  # rcmp: extra information in the output file
+    ("float:1e-6", b"", b"3\n", Verdict.PE),  # rcmp: unexpected end of file
+    ("float:1e-6", b"1\x0c2\n", b"1 2\n", Verdict.WA),
+], ids=["tokens-extra", "tokens-missing", "tokens-form-feed", "tokens-vertical-tab", "tokens-blanks",
+        "float-extra", "float-missing", "float-form-feed"])
+def test_token_rules_of_the_built_in_checkers_are_testlibs(checker, output, answer, expected):
+    from agentgspo.sandboxes.judge.checkers import make_checker
+
+    assert make_checker(checker).check(b"", output, answer)[0] == expected
+
+
 def test_run_python_tool_result():
     result = run_python("import sys\nprint(sys.stdin.read().upper())\nprint('err', file=sys.stderr)\nexit(3)", "abc")
     assert (result.stdout, result.stderr.strip(), result.exit_code, result.verdict) == ("ABC\n", "err", 3, Verdict.RE)
@@ -241,8 +257,8 @@ FILE_IO = "import os\na, b = map(int, open('input.txt').read().split())\nopen('o
     ("os.chmod('input.txt', 0o444)", Verdict.AC),
     ("os.remove('input.txt'); os.mkfifo('input.txt')", Verdict.AC),
     ("os.chmod('.', 0o555)", Verdict.AC),
-    ("os.remove('output.txt'); os.mkfifo('output.txt')", Verdict.PE),  # no output: missing tokens
-    ("os.remove('output.txt'); os.mkdir('output.txt')", Verdict.PE),
+    ("os.remove('output.txt'); os.mkfifo('output.txt')", Verdict.WA),  # no output: missing tokens
+    ("os.remove('output.txt'); os.mkdir('output.txt')", Verdict.WA),
 ], ids=["input-dir", "input-read-only", "input-fifo", "dir-read-only", "output-fifo", "output-dir"])
 def test_file_io_solution_cannot_turn_its_next_test_into_a_judge_error(tamper, expected):
     start = time.time()
