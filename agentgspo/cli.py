@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         # the package, and the fix: our ImportErrors name the pip extra).
         print(f"agentgspo {name}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # a second Ctrl-C: one line, not a traceback
+        print(f"agentgspo {name}: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

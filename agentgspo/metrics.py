@@ -105,9 +105,10 @@ def moving_average(values: Sequence[float], window: int) -> list[float]:
 
 def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
                   warm_start: Sequence[dict[str, Any]] = (), demonstrator_success: float | None = None,
-                  window: int = 10, title: str = "") -> None:
-    """Reward and success vs step (raw and moving average); the warm start's evals in a left panel if given, and
-    the imitated demonstrator's success as a line on both panels if given (what imitation alone can reach)."""
+                  window: int = 10, title: str = "", target: float | None = None) -> None:
+    """Reward and success vs step (raw and moving average); the warm start's evals in a left panel if given, the
+    imitated demonstrator's success as a line on both panels if given (what imitation alone can reach), and the
+    stopping rule's success ``target`` (for the ``window``-step mean) as a dashed line if given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -133,7 +134,8 @@ def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
         values = [m.get(key, float("nan")) for m in metrics]
         ax.plot(steps, values, color=color, alpha=0.3, lw=1)
         ax.plot(steps, moving_average(values, window), color=color, lw=2, label=f"{key} ({window}-step mean)")
-    ax.axhline(0.9, color="k", ls="--", lw=0.8, label="0.9 target")
+    if target is not None:
+        ax.axhline(target, color="k", ls="--", lw=0.8, label=f"stop: {window}-step mean success >= {target:g}")
     ax.set(title=title or "GSPO", xlabel="GSPO step", ylabel="per-step mean over the rollout batch",
            ylim=(-0.02, 1.02))
     ax.legend(loc="lower right")

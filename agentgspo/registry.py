@@ -2,11 +2,15 @@
 
 ``import agentgspo`` registers the bundled environments, after which ``gymnasium.make("agentgspo/Calculator-v0")``
 works; :func:`make` does the same with an error that lists close matches for a mistyped id.
+
+An env may register the turn and context budget its tasks need (:class:`EnvBudget`); ``agentgspo rollout`` and the
+recipes use it unless told otherwise (:func:`env_budget`).
 """
 
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -18,16 +22,63 @@ class UnknownEnvError(gym.error.NameNotFound, LookupError):
     """No env is registered under the requested id."""
 
 
-def register(env_id: str, entry_point: str | Any, **kwargs: Any) -> None:
+class UnknownEnvKwargError(TypeError, ValueError):
+    """A keyword argument the env's constructor does not accept (a ``ValueError`` too: it is bad input)."""
+
+
+@dataclass(frozen=True)
+class EnvBudget:
+    """What one episode of an env needs to be finished by a policy that solves it.
+
+    Attributes:
+        max_turns: assistant turns per episode.
+        max_new_tokens: ids per assistant turn.
+        max_context: ids per trajectory (prompt, env messages and sampled turns together).
+
+    Counted in the embedded tiny policy's ids (one per character, a few per tool-call keyword), so an upper bound
+    for a subword tokenizer on the same text; a reasoning model that thinks before it acts needs more.
+    """
+
+    max_turns: int
+    max_new_tokens: int
+    max_context: int
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_new_tokens", "max_context"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"EnvBudget.{name}: expected an int >= 1, got {getattr(self, name)!r}")
+        if self.max_new_tokens >= self.max_context:
+            raise ValueError(f"EnvBudget: max_new_tokens ({self.max_new_tokens}) must be below max_context "
+                             f"({self.max_context}), which also holds the prompt")
+
+
+_BUDGETS: dict[str, EnvBudget] = {}
+
+
+def register(env_id: str, entry_point: str | Any, *, budget: EnvBudget | None = None, **kwargs: Any) -> None:
     """Register ``env_id`` (which must start with ``agentgspo/`` or another namespace) with Gymnasium.
 
-    ``entry_point`` is ``"module:Class"`` (imported only when the env is made) or a callable.
+    ``entry_point`` is ``"module:Class"`` (imported only when the env is made) or a callable. ``budget`` is the
+    turn and context budget an episode needs (:func:`env_budget` returns it); other keyword arguments go to
+    ``gymnasium.register``.
     """
     if "/" not in env_id:
         raise ValueError(f"env id {env_id!r}: expected a namespaced id like '{NAMESPACE}/{env_id}'")
+    if budget is not None and not isinstance(budget, EnvBudget):
+        raise TypeError(f"register({env_id!r}): budget must be an agentgspo.registry.EnvBudget, got "
+                        f"{type(budget).__name__}")
     if env_id in gym.registry:
         return  # idempotent: importing twice must not warn
     gym.register(id=env_id, entry_point=entry_point, **kwargs)
+    if budget is not None:
+        _BUDGETS[env_id] = budget
+
+
+def env_budget(env_id: str) -> EnvBudget | None:
+    """The budget registered with ``env_id``, or ``None`` when it registered none."""
+    import agentgspo.envs  # noqa: F401 -- registers the bundled ids
+
+    return _BUDGETS.get(env_id)
 
 
 def registered_ids(namespace: str | None = NAMESPACE) -> list[str]:
@@ -47,4 +98,45 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
             f"unknown env id {env_id!r}.{hint} Registered agentgspo envs: {known}. "
             "Register your own with agentgspo.register('agentgspo/Name-v0', entry_point='module:Class')."
         )
+    check_env_kwargs(env_id, kwargs)
     return gym.make(env_id, **kwargs)
+
+
+def accepted_env_kwargs(env_id: str) -> list[str] | None:
+    """The keyword arguments ``make(env_id, ...)`` accepts: the env constructor's, following ``**kwargs`` up its
+    base classes, and ``gymnasium.make``'s own; ``None`` when any keyword goes (a constructor that ends in
+    ``**kwargs`` nobody names)."""
+    import inspect
+
+    spec = gym.spec(env_id)
+    creator = spec.entry_point
+    if isinstance(creator, str):
+        creator = gym.envs.registration.load_env_creator(creator)
+    names = [n for n in inspect.signature(gym.make).parameters if n not in ("id", "kwargs")]
+    chain = list(inspect.getmro(creator)) if inspect.isclass(creator) else [creator]
+    for owner in chain:
+        function = owner.__init__ if inspect.isclass(owner) else owner
+        if inspect.isclass(owner) and "__init__" not in vars(owner):
+            continue
+        parameters = list(inspect.signature(function).parameters.values())
+        names += [p.name for p in parameters if p.name != "self"
+                  and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return sorted(set(names))
+        if owner is gym.Env or not inspect.isclass(owner):
+            return None
+    return None
+
+
+def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
+    """Raise :class:`UnknownEnvKwargError` naming the first keyword ``env_id`` does not accept, close matches and
+    the accepted keywords."""
+    accepted = accepted_env_kwargs(env_id)
+    if accepted is None:
+        return
+    for key in kwargs:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise UnknownEnvKwargError(f"env {env_id} accepts no keyword argument {key!r}.{hint} "
+                                       f"It accepts: {', '.join(accepted)}")

@@ -58,9 +58,38 @@ def sft_loss(model: Any, trajectories: Sequence[Trajectory], pad_token_id: int) 
     return -masked.sum() / batch.loss_mask.sum().clamp(min=1)
 
 
+class WarmStartProgress:
+    """How far a warm start got, to save and resume it exactly: the last step done and the optimizer, LR schedule
+    and data-order generator after it.
+
+    Pass one to :func:`warm_start` (``progress=``): it is kept current as steps run (save ``state_dict()`` from the
+    callback); one restored with ``load_state_dict`` makes ``warm_start`` continue after the saved step.
+    """
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.scheduler: Any = None
+        self.generator: torch.Generator | None = None
+        self._restore: dict[str, Any] | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        """The step and the optimizer, scheduler and generator states (a warm start must have begun)."""
+        if self.optimizer is None:
+            raise RuntimeError("WarmStartProgress.state_dict: no warm start has run with this progress yet")
+        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a saved state; the next :func:`warm_start` with this progress continues after its step."""
+        self.step = int(state["step"])
+        self._restore = state
+
+
 def warm_start(model: Any, demonstrations: Sequence[Trajectory], *, pad_token_id: int, steps: int,
                batch_size: int = 64, lr: float = 3e-3, lr_schedule: str = "linear", seed: int = 0,
-               callback: Callable[[int, float], bool] | None = None) -> list[float]:
+               callback: Callable[[int, float], bool] | None = None,
+               progress: WarmStartProgress | None = None) -> list[float]:
     """Train ``model`` on random minibatches of ``demonstrations`` for ``steps`` AdamW steps.
 
     ``lr_schedule`` is a ``transformers.get_scheduler`` name over ``steps`` (no warm-up): "linear" (the default,
@@ -68,16 +97,26 @@ def warm_start(model: Any, demonstrations: Sequence[Trajectory], *, pad_token_id
     last minibatch's; "constant" keeps ``lr``.
 
     ``callback(step, loss)`` runs after each step; returning True stops early (e.g. once an eval of the policy
-    reaches a target). Returns the loss of each step.
+    reaches a target). Returns the loss of each step run. ``progress`` (a :class:`WarmStartProgress`) makes the
+    run resumable: restored from a checkpoint it continues after the saved step, with the model's weights restored
+    by the caller, exactly as if never stopped.
     """
     if not demonstrations:
         raise ValueError("warm_start: expected demonstrations, got none")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     scheduler = get_scheduler(lr_schedule, optimizer, num_warmup_steps=0, num_training_steps=steps)
+    first = 1
+    if progress is not None:
+        if progress._restore is not None:
+            optimizer.load_state_dict(progress._restore["optimizer"])
+            scheduler.load_state_dict(progress._restore["scheduler"])
+            generator.set_state(progress._restore["generator"])
+            first, progress._restore = progress.step + 1, None
+        progress.optimizer, progress.scheduler, progress.generator = optimizer, scheduler, generator
     model.train()
     losses = []
-    for step in range(1, steps + 1):
+    for step in range(first, steps + 1):
         picks = torch.randint(len(demonstrations), (batch_size,), generator=generator).tolist()
         loss = sft_loss(model, [demonstrations[i] for i in picks], pad_token_id)
         optimizer.zero_grad(set_to_none=True)
@@ -86,6 +125,8 @@ def warm_start(model: Any, demonstrations: Sequence[Trajectory], *, pad_token_id
         optimizer.step()
         scheduler.step()
         losses.append(loss.item())
+        if progress is not None:
+            progress.step = step
         if callback is not None and callback(step, losses[-1]):
             break
     return losses

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -135,3 +136,93 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(command, port, cap
     with pytest.raises(SystemExit) as exit_info:
         main([*command, "--port", port])
     assert exit_info.value.code == 2 and "--port" in capsys.readouterr().err
+
+
+def test_policy_folder_that_is_not_a_model_names_the_folder_and_what_a_model_folder_holds(tmp_path, capsys):
+    empty = tmp_path / "notes"
+    empty.mkdir()
+    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(empty), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"policy folder '{empty}' holds no model" in err and "config.json" in err and "tokenizer.json" in err
+    assert "sentencepiece" not in err and "tiktoken" not in err
+
+
+def test_a_run_folder_as_policy_points_to_its_final_folder(tmp_path, capsys, tiny_path):
+    import shutil
+
+    shutil.copytree(tiny_path, tmp_path / "run" / "final")
+    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(tmp_path / "run"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert f"its trained policy is '{tmp_path / 'run' / 'final'}'" in capsys.readouterr().err
+
+
+def test_unknown_policy_name_lists_the_choices_with_a_close_match(tmp_path, capsys):
+    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "orcale", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Did you mean 'oracle'?" in err and "'tiny'" in err and "'oracle'" in err and "model folder" in err
+
+
+def test_a_wrong_env_kwargs_key_is_one_line_naming_the_key_and_the_accepted_ones(tmp_path, capsys):
+    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "oracle", "--out", str(tmp_path),
+                 "--env-kwargs", '{"system_promt": null}']) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "'system_promt'" in err and "Did you mean 'system_prompt'?" in err and "It accepts:" in err
+
+
+def test_an_oracle_rollout_loads_no_model(tmp_path, capsys, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--policy oracle loaded a model")
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", refuse)
+    assert rollout(tmp_path, "oracle", capsys)[0].reward == 1.0
+
+
+def test_episodes_out_of_room_are_reported_naming_the_flag(tmp_path, capsys):
+    status = main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "tiny", "--episodes", "2",
+                   "--group-size", "2", "--max-new-tokens", "3", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert status == 0
+    summary = json.loads(out)
+    assert summary["stop_reasons"]["max_tokens"] >= 1
+    assert any("--max-new-tokens" in line for line in summary["warnings"]) and "raise --max-new-tokens" in err
+
+
+def test_rollout_plays_a_trained_policy_with_what_it_was_trained_with(tmp_path, capsys, tiny_path):
+    """A policy folder's agentgspo.json (env, env kwargs, limits) is used unless a flag says otherwise."""
+    import shutil
+
+    from agentgspo.policy_settings import PolicySettings, write_policy_settings
+
+    policy = tmp_path / "final"
+    shutil.copytree(tiny_path, policy)
+    write_policy_settings(policy, PolicySettings(env_id="agentgspo/Calculator-v0", env_kwargs={"system_prompt": None},
+                                                 max_turns=2, max_new_tokens=5, max_context=200, temperature=0.5))
+    assert main(["rollout", "--policy", str(policy), "--episodes", "2", "--group-size", "1",
+                 "--out", str(tmp_path / "a")]) == 0  # no --env: the one it was trained on
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["settings"] == {"env_kwargs": {"system_prompt": None}, "max_turns": 2, "max_new_tokens": 5,
+                                   "max_context": 200, "temperature": 0.5, "top_p": 1.0}
+    for t in read_jsonl(tmp_path / "a" / "trajectories.jsonl"):
+        assert t.messages[0]["role"] == "user" and all(end - start <= 5 for start, end in t.turn_spans)
+    assert main(["rollout", "--policy", str(policy), "--episodes", "1", "--group-size", "1", "--max-new-tokens", "9",
+                 "--out", str(tmp_path / "b")]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["max_new_tokens"] == 9  # a flag wins
+
+
+def test_rollout_without_env_or_trained_policy_asks_for_env(tmp_path, capsys):
+    assert main(["rollout", "--policy", "tiny", "--out", str(tmp_path)]) == 2
+    assert "--env is required" in capsys.readouterr().err
+
+
+def test_a_second_interrupt_is_one_line_and_exit_130(monkeypatch, capsys):
+    from agentgspo.commands import check_env
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_env, "run", interrupted)
+    assert main(["check-env", "agentgspo/Calculator-v0"]) == 130
+    assert capsys.readouterr().err.strip() == "agentgspo check-env: interrupted"

@@ -1,27 +1,101 @@
-"""`agentgspo rollout`: play episodes of an env with a policy and write `DIR/trajectories.jsonl`."""
+"""`agentgspo rollout`: play episodes of an env with a policy and write `DIR/trajectories.jsonl`.
+
+Each episode limit comes from, in order: its flag, the policy folder's ``agentgspo.json`` (what it was trained
+with, when playing that env), the env's registered budget, the library default (see
+:mod:`agentgspo.policy_settings`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+# Stop reasons that mean an episode ran out of room, and the flag that gives it more.
+_OUT_OF_ROOM = {"max_tokens": "--max-new-tokens", "context_overflow": "--max-context"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `rollout`."""
-    parser.add_argument("--env", required=True, help="registered env id, e.g. agentgspo/Calculator-v0")
+    parser.add_argument("--env", default=None,
+                        help="registered env id, e.g. agentgspo/Calculator-v0 (default: the env a trained policy "
+                             "folder records in its agentgspo.json)")
     parser.add_argument("--policy", default="tiny",
-                        help="'tiny' (embedded tiny MoE), 'oracle' (the env's scripted expert) or a model folder")
+                        help="'tiny' (embedded tiny MoE), 'oracle' (the env's scripted expert) or a model folder, "
+                             "e.g. runs/quickstart/final")
+    from agentgspo.policy.factory import add_backend_arguments
+
+    add_backend_arguments(parser)  # --backend hf|vllm|server, --server-url, engine options
     parser.add_argument("--episodes", type=int, default=8, help="number of prompts (distinct seeds)")
     parser.add_argument("--group-size", type=int, default=4, help="samples per prompt")
     parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--env-kwargs", default="{}", help='JSON keyword arguments of the env, e.g. \'{"system_prompt": null}\'')
+    parser.add_argument("--env-kwargs", default=None,
+                        help='JSON keyword arguments of the env, e.g. \'{"system_prompt": null}\' (added to those '
+                             "the policy was trained with)")
     parser.add_argument("--seed", type=int, default=0, help="first task seed; prompts use seed, seed+1, ...")
-    parser.add_argument("--max-turns", type=int, default=8)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--max-context", type=int, default=1024)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--max-turns", type=int, default=None,
+                        help="assistant turns per episode (default: the policy's, else the env's budget)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="ids per assistant turn (default: the policy's, else the env's budget)")
+    parser.add_argument("--max-context", type=int, default=None,
+                        help="ids per episode, prompt included (default: the policy's, else the env's budget)")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="sampling temperature, 0 for greedy (default: the policy's, else 1.0)")
+    parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling mass (default: the policy's, "
+                                                                  "else 1.0)")
     parser.add_argument("--episode-timeout", type=float, default=300.0, help="wall-clock seconds per episode")
+
+
+def parse_env_kwargs(text: str | None) -> dict | None:
+    """``--env-kwargs`` as a dict (``None`` when not given); a clear error for anything but a JSON object."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--env-kwargs must be a JSON object, got {text!r} ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--env-kwargs must be a JSON object, got {text!r}")
+    return value
+
+
+def out_of_room_warnings(summary: dict) -> list[str]:
+    """One line per stop reason that means the episodes ran out of room, naming the flag that gives more."""
+    reasons = summary.get("stop_reasons", {})
+    lines = []
+    for reason, flag in _OUT_OF_ROOM.items():
+        if reasons.get(reason):
+            lines.append(f"{reasons[reason]} of {summary['episodes']} episodes stopped at {reason}: they ran out "
+                         f"of room; raise {flag} if the policy needs more")
+    return lines
+
+
+def build_policy(name: str, env_id: str, env_kwargs: dict, backend: str = "hf", **options):
+    """The policy backend ``--policy`` names and its chat renderer (the one place a rollout's policy is built);
+    ``backend`` and ``options`` go to :func:`agentgspo.policy.factory.make_backend`.
+
+    ``oracle`` loads no model: the env's scripted expert, rendered with the tiny policy's tokenizer.
+    """
+    from agentgspo.policy.base import ScriptedPolicy
+    from agentgspo.registry import make
+
+    if name == "oracle":
+        from transformers import AutoTokenizer
+
+        from agentgspo.chat import ChatRenderer
+        from agentgspo.tiny import tiny_policy_path
+
+        env = make(env_id, **env_kwargs)
+        oracle = env.unwrapped.oracle
+        env.close()
+        if oracle is None:
+            raise ValueError(f"{env_id} has no oracle policy; use --policy tiny or a model folder")  # stderr, 2
+        renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
+        return ScriptedPolicy(oracle, renderer), renderer
+    from agentgspo.policy.factory import make_backend
+
+    policy = make_backend(name, backend, **options)
+    return policy, policy.renderer
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,43 +103,50 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from agentgspo.policy.base import SamplingParams, ScriptedPolicy
-    from agentgspo.policy.hf import HFPolicy
+    from agentgspo.policy.base import SamplingParams
+    from agentgspo.policy.factory import backend_options
+    from agentgspo.policy.names import model_folder
+    from agentgspo.policy_settings import read_policy_settings, resolve_episode_settings
     from agentgspo.registry import make
     from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
     from agentgspo.trajectory import write_jsonl
 
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc})") from exc
-    if not isinstance(env_kwargs, dict):
-        raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
-    make(args.env, **env_kwargs).close()  # fail fast on an unknown id (with close matches) or bad kwargs
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    trained = None if args.policy == "oracle" else read_policy_settings(model_folder(args.policy))
+    explicit = {name: getattr(args, name) for name in ("max_turns", "max_new_tokens", "max_context",
+                                                      "temperature", "top_p")}
+    settings = resolve_episode_settings(args.env, explicit, env_kwargs, trained,
+                                        policy_label=f"--policy {args.policy!r}")
+    make(settings.env_id, **settings.env_kwargs).close()  # fail fast on an unknown id or keyword (close matches)
     out = Path(args.out)
     try:  # before playing: an unwritable --out found at the end threw the whole rollout away
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"--out {args.out!r}: cannot create the output folder ({exc.strerror}); "
                          "pass a writable folder") from None
-    backend = HFPolicy.from_pretrained("tiny" if args.policy == "oracle" else args.policy)
-    renderer = backend.renderer
-    policy = backend
-    if args.policy == "oracle":
-        oracle = make(args.env, **env_kwargs).unwrapped.oracle
-        if oracle is None:
-            raise ValueError(f"{args.env} has no oracle policy; use --policy tiny or a model folder")  # stderr, 2
-        policy = ScriptedPolicy(oracle, renderer)
+    policy, renderer = build_policy(args.policy, settings.env_id, settings.env_kwargs, args.backend,
+                                    **backend_options(args))
+    limits = ", ".join(f"{name} {getattr(settings, name)} ({source})" for name, source in settings.sources.items())
+    print(f"rollout: {settings.env_id} env_kwargs {json.dumps(settings.env_kwargs)}; {limits}", file=sys.stderr)
     config = RolloutConfig(
-        group_size=args.group_size, max_turns=args.max_turns, max_context=args.max_context,
+        group_size=args.group_size, max_turns=settings.max_turns, max_context=settings.max_context,
         episode_timeout_s=args.episode_timeout,
-        sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens),
+        sampling=SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
+                                max_new_tokens=settings.max_new_tokens),
     )
-    runner = RolloutRunner(lambda: make(args.env, **env_kwargs), policy, renderer, config, env_id=args.env)
+    runner = RolloutRunner(lambda: make(settings.env_id, **settings.env_kwargs), policy, renderer, config,
+                           env_id=settings.env_id)
     started = time.perf_counter()
     trajectories = runner.run_sync(range(args.seed, args.seed + args.episodes))
     elapsed = time.perf_counter() - started
     count = write_jsonl(trajectories, out / "trajectories.jsonl")
-    summary = {**summarize(trajectories), "seconds": round(elapsed, 3), "path": str(out / "trajectories.jsonl")}
+    summary = summarize(trajectories)
+    warnings = out_of_room_warnings(summary)
+    summary = {**summary, "seconds": round(elapsed, 3), "path": str(out / "trajectories.jsonl"),
+               "settings": {"env_kwargs": settings.env_kwargs,
+                            **{name: getattr(settings, name) for name in settings.sources}},
+               **({"warnings": warnings} if warnings else {})}
     print(json.dumps(summary, indent=2))
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     return 0 if count else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -35,3 +36,55 @@ def test_check_env_cli_passes_for_every_bundled_env():
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(line.split()[-1] for line in done.stdout.splitlines() if line.startswith("ok ")) == \
         sorted(EXPECTED_IDS), done.stdout
+
+
+def test_every_bundled_env_registers_a_budget_that_fits():
+    from agentgspo.registry import EnvBudget, env_budget
+
+    for env_id in EXPECTED_IDS:
+        budget = env_budget(env_id)
+        assert isinstance(budget, EnvBudget) and budget.max_new_tokens < budget.max_context, env_id
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        EnvBudget(max_turns=2, max_new_tokens=512, max_context=256)
+
+
+@pytest.mark.parametrize("env_id", sorted(EXPECTED_IDS))
+def test_the_oracle_scores_one_through_rollout_with_default_flags(env_id, tmp_path, capsys):
+    """No limit flags: the env's registered budget is enough for every episode of its oracle."""
+    from agentgspo.cli import main
+
+    assert main(["rollout", "--env", env_id, "--policy", "oracle", "--episodes", "6", "--group-size", "1",
+                 "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["success"] == 1.0 and summary["stop_reasons"] == {"completed": 6}, summary
+    assert "env budget" in err and "warning" not in err
+
+
+def test_a_custom_env_registers_its_budget_and_rollout_uses_it(tmp_path, capsys):
+    from agentgspo.cli import main
+    from agentgspo.registry import EnvBudget, register
+
+    class Echo(agentgspo.ChatEnv):
+        oracle = staticmethod(lambda messages: "x" * 30)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return [{"role": "user", "content": "say 30 x"}], {}
+
+        def respond(self, action):
+            return [], 1.0, True, False, {}
+
+    register("test/Budgeted-v0", entry_point=Echo, budget=EnvBudget(max_turns=1, max_new_tokens=8, max_context=64))
+    assert main(["rollout", "--env", "test/Budgeted-v0", "--policy", "oracle", "--episodes", "1", "--group-size",
+                 "1", "--out", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["stop_reasons"] == {"max_tokens": 1} and summary["settings"]["max_new_tokens"] == 8
+    assert "raise --max-new-tokens" in summary["warnings"][0]
+
+
+def test_make_names_a_wrong_keyword_and_the_accepted_ones():
+    from agentgspo.registry import make
+
+    with pytest.raises(ValueError, match=r"accepts no keyword argument 'topk'\. Did you mean 'top_k'\?.*It accepts: "):
+        make("agentgspo/Search-v0", topk=3)
