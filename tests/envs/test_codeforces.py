@@ -236,3 +236,51 @@ def test_code_written_while_reasoning_is_not_submitted():
     assert reasoning[1] == 0.0 and reasoning[2] and reasoning[4]["submissions"] == []
     answer = _env(0).step(f"<think>A sum.</think>{block}")
     assert answer[1] == 1.0 and len(answer[4]["submissions"]) == 1
+
+
+# ----------------------------------------------------------------------------------------------- other sources
+
+FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "eval" / "fixtures"  # tests/eval/fixtures
+
+
+def test_each_source_gives_tasks_with_metadata_and_shipped_solutions():
+    open_r1 = load_problem_set(FIXTURES / "openr1_rows.jsonl").tasks[0]
+    assert open_r1.metadata == {"id": "9100A", "title": "Any Divisor", "rating": 900, "tags": ["math", "number theory"],
+                                "source": "open-r1", "contest_id": "9100"}
+    assert open_r1.problem.checker.startswith("openr1:") and "py" in open_r1.references
+    contests = load_problem_set(FIXTURES / "code_contests_rows.jsonl").tasks[0]
+    assert (contests.problem.time_limit_s, contests.problem.memory_limit_mb) == (1.5, 256.0)
+    assert [t.name for t in contests.problem.tests] == [str(i) for i in range(1, 7)]  # private, then generated
+    assert len(contests.problem.samples) == 1 and set(contests.references) == {"py", "cpp"}  # Python 2 dropped
+    assert contests.metadata["rating"] == 800 and [w["name"] for w in contests.wrong] == ["incorrect_1"]
+    kattis = load_problem_set(FIXTURES / "kattis" / "meanvalue").tasks[0]
+    assert kattis.metadata["source"] == "kattis" and kattis.wrong[0]["name"] == "wrong_answer/floor.py"
+    assert "## Example 1" in kattis.statement and kattis.problem.checker.startswith("icpc")
+    lcb = load_problem_set(FIXTURES / "livecodebench_rows.jsonl")
+    assert [t.metadata["id"] for t in lcb.tasks] == ["fixture_abc001_a"]
+    assert lcb.skipped == {"functional (LeetCode-style) tests": 1}
+    assert len(lcb.tasks[0].problem.tests) == 5 and lcb.tasks[0].metadata["platform"] == "atcoder"
+
+
+def test_livecodebench_test_cases_never_unpickle_objects(tmp_path):
+    import base64
+    import collections
+    import pickle
+    import zlib
+
+    from agentgspo.envs.codeforces_sources import livecodebench_tests
+
+    hostile = base64.b64encode(zlib.compress(pickle.dumps(collections.OrderedDict(a=1)))).decode()
+    with pytest.raises(ValueError, match="refusing collections.OrderedDict"):
+        livecodebench_tests(hostile, "private_test_cases")
+    row = json.loads((FIXTURES / "livecodebench_rows.jsonl").read_text().splitlines()[0])
+    row["private_test_cases"] = hostile
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=r"rows.jsonl: row 1: private_test_cases: .*refusing"):
+        CodeforcesEnv(data_files=path)
+
+
+def test_a_folder_without_problems_names_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="not a problem folder"):
+        CodeforcesEnv(data_files=tmp_path)
