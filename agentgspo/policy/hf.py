@@ -86,32 +86,24 @@ class HFPolicy:
         self._flusher: asyncio.Task | None = None
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, *, dtype: torch.dtype = torch.float32, device: str = "cpu",
-                        experts_implementation: str | None = None, **kwargs: Any) -> HFPolicy:
-        """Load a folder saved with ``save_pretrained`` (``"tiny"`` builds/loads the embedded tiny policy).
+    def from_pretrained(cls, path: str | Path, *, dtype: str | torch.dtype = torch.float32, device: str = "cpu",
+                        attn_implementation: str | None = None, experts_implementation: str | None = None,
+                        **kwargs: Any) -> HFPolicy:
+        """Load ``path``: ``"tiny"`` (the embedded tiny policy), a folder saved with ``save_pretrained`` or a hub id
+        in the local cache (:func:`agentgspo.policy.loading.resolve_checkpoint`).
 
-        ``experts_implementation`` picks how an MoE model computes its experts (transformers' names, or
-        ``"agentgspo"``: grouped GEMMs with an atomics-free, deterministic backward, see ``agentgspo/moe.py``);
-        None keeps transformers' default.
+        ``dtype`` (``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype), ``device`` and
+        ``attn_implementation`` are the loading settings; ``experts_implementation`` picks how an MoE model computes
+        its experts (transformers' names, or ``"agentgspo"``: grouped GEMMs with an atomics-free, deterministic
+        backward, see ``agentgspo/moe.py``); None keeps transformers' default.
         """
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         from agentgspo.chat import ChatRenderer
+        from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint
 
-        from agentgspo.policy.names import model_folder
-        from agentgspo.quiet import no_transformers_progress_bars
-
-        path = model_folder(path)  # "tiny", or a folder that holds a model; else an error naming the forms
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        options: dict[str, Any] = {}
-        if experts_implementation is not None:
-            if experts_implementation == "agentgspo":
-                from agentgspo.moe import register
-
-                register()
-            options["experts_implementation"] = experts_implementation
-        with no_transformers_progress_bars():
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **options).to(device).eval()
+        path = resolve_checkpoint(path)  # "tiny", a model folder or a cached hub id; else an error naming the forms
+        tokenizer = load_tokenizer(path)
+        model = load_model(path, dtype=dtype, device=device, attn_implementation=attn_implementation,
+                           experts_implementation=experts_implementation)
         renderer = ChatRenderer(tokenizer)
         kwargs.setdefault("stop_ids", stop_ids_of(tokenizer, model.generation_config))
         policy = cls(model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, **kwargs)

@@ -40,25 +40,22 @@ WEIGHT_SYNC_EXTENSION = "agentgspo.policy.weight_sync.WeightSyncExtension"
 
 
 def resolve_policy_path(path: str | Path) -> Path:
-    """``"tiny"`` is the embedded tiny policy's folder; anything else must be a folder saved with
-    ``save_pretrained``."""
-    if str(path) == "tiny":
-        from agentgspo.tiny import tiny_policy_path
+    """The model folder ``path`` names: ``"tiny"``, a folder saved with ``save_pretrained`` or a hub id in the local
+    cache (:func:`agentgspo.policy.loading.resolve_checkpoint`, shared by every backend)."""
+    from agentgspo.policy.loading import resolve_checkpoint
 
-        return tiny_policy_path()
-    if not Path(path).is_dir():
-        raise FileNotFoundError(f"policy {str(path)!r}: expected 'tiny' or a folder saved with save_pretrained")
-    return Path(path)
+    return resolve_checkpoint(path)
 
 
 def load_renderer_and_stops(path: Path) -> tuple[Any, list[int]]:
     """The chat renderer of the checkpoint's tokenizer and every id that ends a turn (see ``stop_ids_of``)."""
-    from transformers import AutoTokenizer, GenerationConfig
+    from transformers import GenerationConfig
 
     from agentgspo.chat import ChatRenderer
     from agentgspo.policy.hf import stop_ids_of
+    from agentgspo.policy.loading import load_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = load_tokenizer(path)
     try:
         generation_config = GenerationConfig.from_pretrained(path)
     except OSError:  # no generation_config.json
