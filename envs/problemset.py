@@ -19,6 +19,7 @@ in the project's own format (``load_problem`` reads it), so later loads read fil
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -40,7 +41,15 @@ ANSWER_TIME_FACTOR = 5.0  # answers are produced under 5x the time limit, so a s
 WRONG_KINDS = {"wa": (Verdict.WA, Verdict.PE), "tle": (Verdict.TLE,), "re": (Verdict.RE,), "mle": (Verdict.MLE,)}
 _WRONG_NAME = re.compile(r"^wrong_(?P<kind>[a-z]+)_(?P<what>[a-z0-9_]+)\.(?P<lang>py|cpp)$")
 _SLUG = re.compile(r"^\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*$")
-_LANG_OF_SUFFIX = {".py": "py", ".cpp": "cpp"}
+# Codeforces' problem tags (the tag filter of codeforces.com/problemset), the vocabulary of "tags"
+CODEFORCES_TAGS = frozenset({
+    "2-sat", "binary search", "bitmasks", "brute force", "chinese remainder theorem", "combinatorics",
+    "constructive algorithms", "data structures", "dfs and similar", "divide and conquer", "dp", "dsu",
+    "expression parsing", "fft", "flows", "games", "geometry", "graph matchings", "graphs", "greedy", "hashing",
+    "implementation", "interactive", "math", "matrices", "meet-in-the-middle", "number theory", "probabilities",
+    "schedules", "shortest paths", "sortings", "string suffix structures", "strings", "ternary search", "trees",
+    "two pointers",
+})
 
 
 def builtin_problemset_dir() -> Path:
@@ -144,6 +153,14 @@ def read_problem_folder(folder: str | os.PathLike) -> ProblemFolder:
         if not meta.get(key):
             raise ProblemFolderError(f"{meta_path}: {key!r} is required in the problem set (a title, a rating such "
                                      "as 1200, a non-empty list of Codeforces tags)")
+    unknown = [tag for tag in meta["tags"] if tag not in CODEFORCES_TAGS]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], CODEFORCES_TAGS, n=1)
+        raise ProblemFolderError(f"{meta_path}: unknown tag {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close
+                                 else "") + f"; tags are Codeforces tag names: {', '.join(sorted(CODEFORCES_TAGS))}")
+    if ("interactive" in meta["tags"]) != bool(meta.get("interactor")):
+        raise ProblemFolderError(f"{meta_path}: the tag 'interactive' and an interactor go together; add both or "
+                                 "neither")
     if meta["name"] != slug:
         raise ProblemFolderError(f"{meta_path}: name {meta['name']!r} differs from the folder name {slug!r}; "
                                  "make them equal")
@@ -319,6 +336,13 @@ def load_set_problem(folder: str | os.PathLike, backend="local") -> SetProblem:
 
 
 def load_problemset(directory: str | os.PathLike | None = None, only: list[str] | None = None,
-                    backend="local") -> list[SetProblem]:
-    """Every problem of a set folder (default: the built-in set), in folder order; ``only``: slugs or numbers."""
-    return [load_set_problem(path, backend=backend) for path in problem_folders(directory, only)]
+                    backend="local", jobs: int | None = None) -> list[SetProblem]:
+    """Every problem of a set folder (default: the built-in set), in folder order; ``only``: slugs or numbers.
+    Problems not yet cached are materialised ``jobs`` at a time (default: the usable CPUs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentgspo.sandboxes.judge.core import usable_cpus
+
+    folders = problem_folders(directory, only)
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs or usable_cpus(), len(folders)))) as pool:
+        return list(pool.map(lambda path: load_set_problem(path, backend=backend), folders))

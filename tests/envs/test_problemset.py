@@ -92,16 +92,32 @@ def test_every_builtin_problem_is_valid():
     assert len(reports) >= 20
 
 
-def test_builtin_set_metadata_and_samples_without_generating():
-    folders = problem_folders()
-    infos = [read_problem_folder(folder) for folder in folders]
-    assert all(800 <= info.meta["rating"] <= 3500 for info in infos)
+def test_builtin_set_composition_without_generating():
+    infos = [read_problem_folder(folder) for folder in problem_folders()]
     set_a = [info for info in infos if int(info.slug[:3]) <= 20]
-    assert {info.slug[:3] for info in set_a} >= {"001"}
+    assert [info.slug[:3] for info in set_a] == [f"{i:03d}" for i in range(1, 21)]
+    assert all(800 <= info.meta["rating"] <= 1700 for info in set_a)
+    assert sum(info.meta.get("checker", "").startswith("testlib:") for info in set_a) >= 3
+    assert sum(info.interactive for info in set_a) >= 2
+    assert len({tag for info in set_a for tag in info.meta["tags"]}) >= 15
     for info in infos:
+        assert all(w.kind in ("wa", "tle", "re", "mle") for w in info.wrong) and info.wrong, info.slug
         if not info.interactive:
-            examples = statement_examples(info.statement)
-            assert len(examples) == len(info.samples), info.slug
+            assert len(statement_examples(info.statement)) == len(info.samples), info.slug
+
+
+def test_package_data_globs_ship_every_problemset_file():
+    # the wheel carries envs/data through pyproject's package-data globs (a built wheel was checked against this)
+    import glob
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    data = root / "envs" / "data"
+    shipped = {path for pattern in patterns["agentgspo.envs.data"] for path in glob.glob(pattern, root_dir=data)}
+    every = {p.relative_to(data).as_posix() for p in (data / "problemset").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    assert every and not every - shipped, sorted(every - shipped)[:5]
 
 
 # ----------------------------------------------------------------------------------------------- loading
@@ -116,6 +132,15 @@ def test_load_gives_samples_then_hidden_tests_and_metadata(tmp_path, cache):
     assert item.problem.metadata["rating"] == 800
     assert set(item.references) == {"cpp", "python"} and [w.name for w in item.wrong] == ["wrong_wa_overflow"]
     assert judge_problem(item.problem, REF_PY).verdict == Verdict.AC
+
+
+def test_load_problemset_in_folder_order_and_only(tmp_path, cache):
+    for slug in ("002-pair-sum", "001-pair-sum"):
+        write_problem(tmp_path, slug)
+    assert [p.slug for p in problemset.load_problemset(tmp_path, jobs=2)] == ["001-pair-sum", "002-pair-sum"]
+    assert [p.slug for p in problemset.load_problemset(tmp_path, only=["002"])] == ["002-pair-sum"]
+    with pytest.raises(ValueError, match="no problem '003'"):
+        problemset.load_problemset(tmp_path, only=["003"])
 
 
 def test_repeated_load_reads_the_cache_and_an_edit_makes_a_new_entry(tmp_path, cache, monkeypatch):
@@ -149,6 +174,17 @@ def test_metadata_is_validated_by_the_problem_json_loader(tmp_path, cache):
         read_problem_folder(folder)
     (folder / "problem.json").write_text(json.dumps({**meta, "tags": []}))
     with pytest.raises(ProblemFolderError, match="'tags' is required"):
+        read_problem_folder(folder)
+
+
+def test_tags_are_codeforces_tags_and_interactive_goes_with_an_interactor(tmp_path, cache):
+    folder = write_problem(tmp_path)
+    meta = json.loads((folder / "problem.json").read_text())
+    (folder / "problem.json").write_text(json.dumps({**meta, "tags": ["maths"]}))
+    with pytest.raises(ProblemFolderError, match="unknown tag 'maths' \\(did you mean 'math'\\?\\)"):
+        read_problem_folder(folder)
+    (folder / "problem.json").write_text(json.dumps({**meta, "tags": ["math", "interactive"]}))
+    with pytest.raises(ProblemFolderError, match="the tag 'interactive' and an interactor go together"):
         read_problem_folder(folder)
 
 
