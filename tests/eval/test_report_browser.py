@@ -73,13 +73,24 @@ def test_the_report_opens_without_errors_and_shows_the_masks(tmp_path, capsys):
 
 
 def test_the_viewer_shows_a_rollout_trajectories_file_with_its_masks(tmp_path, capsys):
-    # A trajectories.jsonl as rollout writes it (records only, ids to decode with the tokenizer).
+    from agentgspo.trajectory import read_jsonl, write_jsonl
+
+    # A trajectories.jsonl as rollout writes it (records only, ids to decode with the tokenizer), with one sampled
+    # turn excluded from the loss as an env's mask policy would.
     out = tmp_path / "rollout"
     assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "oracle", "--episodes", "3",
                  "--group-size", "1", "--out", str(out)]) == 0
-    records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    trajectories = read_jsonl(out / "trajectories.jsonl")
+    trajectories[1].mask_turn(0)
+    write_jsonl(trajectories, out / "trajectories.jsonl")
     assert main(["view", str(out / "trajectories.jsonl"), "--out", str(tmp_path / "view.html")]) == 0
     shown = _open(tmp_path / "view.html")
     assert shown["problems"] == [] and shown["attempts"] == 3
-    assert shown["kinds"]["trained"]["ids"] == sum(sum(r["loss_mask"]) for r in records) > 0
-    assert shown["kinds"]["env"]["spans"] > 0 and "calculate" in shown["text"]
+    kinds = shown["kinds"]
+    start, end = trajectories[1].turn_spans[0]
+    assert kinds["masked"]["ids"] == end - start > 0
+    assert kinds["trained"]["ids"] == sum(sum(t.loss_mask) for t in trajectories) > 0
+    assert kinds["prompt"]["ids"] == sum(t.turn_spans[0][0] for t in trajectories)
+    total = sum(len(t.token_ids) for t in trajectories)
+    assert kinds["env"]["ids"] == total - kinds["prompt"]["ids"] - kinds["trained"]["ids"] - kinds["masked"]["ids"] > 0
+    assert len({kinds[k]["colour"] for k in kinds}) == 4 and "calculate" in shown["text"]
