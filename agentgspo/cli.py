@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
     "eval": ("agentgspo.commands.eval", "evaluate an agent on CodeForces-style problems: pass@k, rating, report"),
     "serve-policy": ("agentgspo.commands.serve_policy", "serve a policy checkpoint with vLLM's OpenAI server"),
+    "estimate-memory": ("agentgspo.commands.estimate_memory",
+                        "estimate a training run's memory per GPU from a model config (no weights loaded)"),
     "view": ("agentgspo.commands.view", "render trajectories.jsonl or an eval's results as a self-contained HTML page"),
 }
 

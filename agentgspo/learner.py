@@ -199,12 +199,15 @@ def enable_activation_checkpointing(model: Any) -> None:
     """Non-reentrant activation checkpointing of every decoder layer of a Hugging Face model.
 
     Non-reentrant checkpointing recomputes a layer's forward (FSDP2 all-gathers included) inside the backward; it
-    works with DDP, FSDP2 and frozen inputs alike (PyTorch ``torch.utils.checkpoint`` docs).
+    works with DDP, FSDP2 and frozen inputs alike (PyTorch ``torch.utils.checkpoint`` docs). Hugging Face layers
+    checkpoint only in training mode (``from_pretrained`` returns the model in eval mode), so the model is put in
+    training mode.
     """
     if not getattr(model, "supports_gradient_checkpointing", False):
         raise ValueError(f"activation_checkpointing: {type(model).__name__} does not support gradient "
                          "checkpointing (supports_gradient_checkpointing is False); turn the setting off")
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
 
 
 def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:

@@ -111,6 +111,20 @@ def _worker(out_dir: str, mode: str) -> None:
                 "shard_numel": sum(p.to_local().numel() for p in model.parameters()),
                 "full_numel": sum(p.numel() for p in model.parameters()),
                 "state_keys": sorted(state) == sorted(_policy().state_dict())}))
+        # bf16 compute (FSDP2 MixedPrecisionPolicy): fp32 master shards, and no fp32 [B, T, V] tensor anywhere.
+        from test_precision import Float32VocabRows, long_trajectories
+
+        torch.manual_seed(0)
+        model, optimizer = shard_policy(accelerator, _policy(), OPTIMIZERS["adamw"], mixed_precision="bf16")
+        learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=_config(micro_batch_tokens=4096))
+        before = [p.detach().to_local().clone() for p in model.parameters()]
+        with Float32VocabRows(model.config.vocab_size) as recorder:
+            metrics = learner.step(long_trajectories(seed=rank))
+        Path(out, f"bf16.rank{rank}.json").write_text(json.dumps({
+            "fp32_vocab_rows": recorder.rows, "optimizer_steps": metrics["optimizer_steps"],
+            "batch_rows": sum(len(t.token_ids) - 1 for t in long_trajectories(seed=rank)),
+            "master_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
+            "moved": max((p.detach().to_local() - b).abs().max().item() for p, b in zip(model.parameters(), before))}))
         return
 
     # kill / resume: 4 rollout steps of 4 minibatches each (paper §5.1), a checkpoint after step 2.
@@ -201,6 +215,24 @@ def test_fsdp2_parameters_are_sharded_and_the_sampler_gets_full_weights(trained)
         result = json.loads(path.read_text())
         assert result["shard_numel"] <= 0.6 * result["full_numel"]
         assert result["state_keys"] and result["sampler_logit_error"] <= 1e-5
+
+
+def test_fsdp2_bf16_keeps_fp32_master_shards_and_no_fp32_logits(trained):
+    """shard_policy(mixed_precision="bf16"): layers are gathered and computed in bf16, the sharded parameters the
+    optimizer updates stay fp32, and no op of the step (forward, loss, backward, metrics) makes an fp32 tensor with
+    more than one log-prob chunk (512 rows) of the vocabulary, while a micro-batch holds > 1000 tokens."""
+    from agentgspo.logprobs import DEFAULT_CHUNK_SIZE
+
+    out, code, log = trained
+    for rank in (0, 1):
+        path = out / f"bf16.rank{rank}.json"
+        if not path.exists():
+            pytest.fail(f"the FSDP2 workers did not finish (exit {code}):\n{log}")
+        result = json.loads(path.read_text())
+        assert result["optimizer_steps"] == 1 and result["moved"] > 0
+        assert result["master_dtypes"] == ["torch.float32"]
+        assert result["batch_rows"] > 2 * DEFAULT_CHUNK_SIZE
+        assert result["fp32_vocab_rows"] <= DEFAULT_CHUNK_SIZE, result
 
 
 def test_fsdp2_kill_and_resume_is_exact(tmp_path):
