@@ -30,6 +30,10 @@ RUNNER_KILLED = "the solution ended the judge's runner (killed its parent proces
 MEMORY_ERROR_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 _active_lock = threading.Lock()
 _active_batches = 0  # submissions this process is running tests of right now (they share the CPUs)
+# Interactive tests mostly wait (the solution and the interactor take turns), so more of them than CPUs run at once.
+# Verdicts do not change with the load: limits are CPU time, a solution starved of CPU gets the wall extension, and
+# solutions run at nice 19 below the interactors.
+INTERACTIVE_TESTS_PER_CPU = 4
 
 
 def classify_run(event: dict, limits: Limits, interactive: bool = False) -> Verdict | None:
@@ -195,8 +199,9 @@ def _interact_one(box: Session, spec: dict, case: TestCase, interactor: str, lim
 def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCase], interactor: str,
                        limits: Limits, stop_on_failure: bool, transcript_checker: Checker | None = None,
                        workers: int | None = None) -> list[TestResult]:
-    """Every test as ``_interact_one``, up to ``batch_workers`` at once (as batch tests run); results in test
-    order. With stop_on_failure, no test starts after a failure is known, and results end at the first failure."""
+    """Every test as ``_interact_one``, several at once (``workers``, default INTERACTIVE_TESTS_PER_CPU per usable
+    CPU shared among concurrent submissions, capped as batch tests are by ``batch_workers``); results in test order.
+    With stop_on_failure, no test starts after a failure is known, and results end at the first failure."""
     spec = _run_spec(source, lang, box, limits, "stdio", "interact")
     stop = threading.Event()
 
@@ -209,7 +214,8 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
         return result
 
     with _batch_slot() as concurrent:
-        n_workers = batch_workers(workers, len(cases), limits, box, concurrent)
+        default = max(1, INTERACTIVE_TESTS_PER_CPU * usable_cpus() // concurrent)
+        n_workers = batch_workers(workers or default, len(cases), limits, box, concurrent)
         with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="agentgspo-interact") as pool:
             outcomes = list(pool.map(run, cases))
     results: list[TestResult] = []
