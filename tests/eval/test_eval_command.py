@@ -4,6 +4,7 @@ the tiny policy with a report, bad input."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,18 @@ def test_bad_input_is_one_clear_line(tmp_path, capsys):
         capsys.readouterr()
         assert main(["eval", "--out", str(tmp_path / "x"), *args]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_standings_file_adds_the_codeelo_rating_to_the_report(tmp_path, capsys):
+    standings = tmp_path / "standings.json"
+    # Both problems solved first try: 500 + 1000 = 1500 points, ahead of 1400 and 900, behind 2000: place 2 among
+    # three 1500s, so R = 1500 + 400 log10(2) (see test_passk_and_rating for the equation).
+    standings.write_text(json.dumps({"contests": [{
+        "name": "starter round", "problems": [{"id": "9000A", "points": 500}, {"id": "9000B", "points": 1000}],
+        "participants": [{"rating": 1500, "score": 2000}, {"rating": 1500, "score": 1400},
+                         {"rating": 1500, "score": 900}]}]}))
+    out = tmp_path / "eval"
+    summary = run_eval(capsys, out, "--problems", "starter", "--agent", "reference", "--only", "9000A,9000B",
+                       "--standings", str(standings))
+    assert summary["codeelo"] == pytest.approx(1500 + 400 * math.log10(2), abs=1e-6)
+    assert "## CodeElo" in (out / "report.md").read_text() and "CodeElo rating" in (out / "report.html").read_text()
