@@ -46,9 +46,9 @@ for k in range(2, 1000):
 edges += [(1, 1000, 1), (1000, N, W)]
 edges += [(ri(1001, N - 1), ri(1001, N - 1), ri(1, W)) for _ in range(M - len(edges))]
 write("07", N, [(u, v, w) for u, v, w in edges if u != v])
-write("08", N, [(ri(1, N - 1), ri(1, N - 1), ri(1, W)) for _ in range(M)]
-      + [(1, 2, 1)])  # town n unreachable
-write("09", N, random_graph(N, M, 1, W)[:N - 1])  # a tree
+edges = [(ri(1, N - 1), ri(1, N - 1), ri(1, W)) for _ in range(M - 1)]
+write("08", N, [(u, v, w) for u, v, w in edges if u != v] + [(1, 2, 1)])  # town n unreachable
+write("09", N, random_graph(N, N - 1, 1, W))  # a tree
 for i in range(10, 14):
     n = ri(2, 9)
     edges = [(ri(1, n), ri(1, n), ri(1, 20)) for _ in range(ri(1, 15))]

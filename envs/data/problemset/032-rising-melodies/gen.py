@@ -27,6 +27,6 @@ write("05", list(range(N, 0, -1)))
 write("06", [ri(1, 10) for _ in range(N)])  # many equal pitches: strictness matters
 write("07", [x for i in range(N // 3) for x in (3 * i + 1, 3 * i + 1, 3 * i + 2)][:N])
 write("08", [A] * N)
-write("09", [i // 50 * 3 + ri(0, 2) for i in range(N)])
+write("09", [i // 50 * 3 + ri(1, 3) for i in range(N)])
 for t in range(10, 14):
     write(f"{t}", [ri(1, 6) for _ in range(ri(1, 12))])

@@ -46,7 +46,7 @@ path = [(i, i + 1) for i in range(1, N)]
 # a long path ending in a triangle: the BFS tree's root is far from the odd cycle
 write("04", N, path + [(N, N - 2)], relabel=False)
 write("05", N, path + [(N, N - 2)])
-write("06", N, path + [(1, N)])  # one huge odd cycle (N even: a path of N - 1 edges plus one closes N edges)
+write("06", N, path + [(1, N)])  # one huge even cycle (N edges, N even): still a split
 write("07", N - 1, [(i, i + 1) for i in range(1, N - 1)] + [(1, N - 1)])  # a huge odd cycle
 side, edges = bipartite(N, M - 1, with_sides=True)
 same = [v for v in range(1, N + 1) if side[v] == side[1] and v != 1]

@@ -35,10 +35,10 @@ write("02", [[x] for x in range(1, 10001)])
 write("03", [[rng.randint(1, A) for _ in range(N)]])
 write("04", [losing(20, A) for _ in range(10000)])
 write("05", [losing(rng.randint(1, 40), 64) for _ in range(5000)])
-write("06", [[2 ** 60 - 1, 2 ** 59 - 1, 2 ** rng.randint(1, 59) + 1] for _ in range(10000)])
+write("06", [[2 ** 59 - 1, 2 ** 58 - 1, 2 ** rng.randint(1, 59) + 1] for _ in range(10000)])
 write("07", [[A] * N])
 write("08", [[rng.randint(1, 16) for _ in range(rng.randint(1, 4))] for _ in range(10000)])
 write("09", [losing(N // 10, 10**9) for _ in range(10)])
-write("10", [[(2 ** rng.randint(1, 30)) * (2 ** rng.randint(0, 28) - 1) + 2 ** rng.randint(0, 5) - 1 for _ in range(20)]
+write("10", [[(2 ** rng.randint(1, 30)) * (2 ** rng.randint(1, 28) - 1) + 2 ** rng.randint(0, 5) - 1 for _ in range(20)]
              for _ in range(10000)])
 write("11", [[3, 5], [2, 7], [6, 12], [5, 2], [9, 4], [1, 1], [15, 1], [10, 5]])
