@@ -17,7 +17,8 @@ For each problem folder (format: docs/problem_format.md, "Problem-set folders"):
 - every wrong solution is rejected, with the verdict its name announces (wa: WA or PE, tle: TLE, re: RE, mle: MLE);
 - the checker or interactor rejects an empty output (WA or PE, not AC and not a judge error).
 
-Exit status: 0 when every problem passes, 1 when any check fails, 2 for bad arguments.
+A line per finished problem goes to stderr as the run progresses. Exit status: 0 when every problem passes, 1 when
+any check fails, 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 import re
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -252,16 +254,28 @@ def validate_problem(folder: Path, backend: str = "local") -> ProblemReport:
 
 
 def validate_problemset(directory: Path | None = None, only: list[str] | None = None, jobs: int | None = None,
-                        backend: str = "local") -> list[ProblemReport]:
-    """Validate every problem of a set (``jobs`` problems at once), in folder order."""
+                        backend: str = "local", on_done=None) -> list[ProblemReport]:
+    """Validate every problem of a set (``jobs`` problems at once), in folder order; ``on_done(report, done, total)``
+    is called as each problem finishes."""
     from agentgspo.envs.problemset import problem_folders
     from agentgspo.sandboxes.judge.core import usable_cpus
 
     folders = problem_folders(directory, only)
     if jobs is not None and jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
+    finished = []
+    lock = threading.Lock()
+
+    def one(folder: Path) -> ProblemReport:
+        report = validate_problem(folder, backend)
+        with lock:
+            finished.append(report.slug)
+            if on_done is not None:
+                on_done(report, len(finished), len(folders))
+        return report
+
     with ThreadPoolExecutor(max_workers=min(jobs or usable_cpus(), len(folders))) as pool:
-        return list(pool.map(lambda folder: validate_problem(folder, backend), folders))
+        return list(pool.map(one, folders))
 
 
 def format_table(reports: list[ProblemReport]) -> str:
@@ -285,7 +299,10 @@ def format_table(reports: list[ProblemReport]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Validate and print a table (or JSON lines); 0 when every problem is valid."""
-    reports = validate_problemset(args.problems, args.only, args.jobs, args.backend)
+    def progress(report: ProblemReport, done: int, total: int) -> None:
+        print(f"[{done}/{total}] {report.slug}: {'ok' if report.ok else 'FAIL'}", file=sys.stderr, flush=True)
+
+    reports = validate_problemset(args.problems, args.only, args.jobs, args.backend, on_done=progress)
     if args.json:
         for report in reports:
             print(json.dumps(report.to_dict()))

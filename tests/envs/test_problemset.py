@@ -283,8 +283,9 @@ def test_validator_catches_a_checker_that_accepts_anything(tmp_path, cache):
 def test_cli_exit_status_and_table(tmp_path, cache, capsys):
     write_problem(tmp_path / "set")
     assert main(["validate-problems", "--problems", str(tmp_path / "set")]) == 0
-    out = capsys.readouterr().out
-    assert "001-pair-sum" in out and "1/1 problems valid" in out
+    captured = capsys.readouterr()
+    assert "001-pair-sum" in captured.out and "1/1 problems valid" in captured.out
+    assert captured.err == "[1/1] 001-pair-sum: ok\n"
     (tmp_path / "set" / "001-pair-sum" / "solutions" / "wrong_wa_fine.py").write_text(REF_PY)
     assert main(["validate-problems", "--problems", str(tmp_path / "set"), "--only", "001", "--json"]) == 1
     row = json.loads(capsys.readouterr().out)
