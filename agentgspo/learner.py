@@ -35,13 +35,12 @@ from types import MethodType
 from typing import Any, Literal
 
 import torch
-from accelerate.utils import DistributedType
 
-from agentgspo.advantages import group_advantages
 from agentgspo.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.logprobs import token_entropy
 from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, kl_k3
-from agentgspo.sharding import is_sharded
+from agentgspo.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
+from agentgspo.split_turns import episode_advantages
 from agentgspo.trajectory import Trajectory
 
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
@@ -256,7 +255,8 @@ class GSPOLearner:
         self.generator = torch.Generator().manual_seed(seed)
         self._objective = torch.compile(self._objective_from_logits, dynamic=True) if self.config.compile \
             else self._objective_from_logits
-        self.deepspeed = accelerator.distributed_type == DistributedType.DEEPSPEED
+        self.deepspeed = is_deepspeed(accelerator)
+        check_deepspeed_processes(accelerator)
         self.sharded = is_sharded(model) or self.deepspeed
         # Under FSDP2 / DeepSpeed each forward and backward is a collective: every rank runs the same passes.
         self.lockstep = self.sharded and accelerator.num_processes > 1
@@ -366,9 +366,8 @@ class GSPOLearner:
         advantages = torch.zeros(len(trajectories), dtype=torch.float64)  # [N]; excluded episodes stay at 0
         advantage_stats = {"zero_variance_frac": 0.0}
         if included:
-            rewards = torch.tensor([trajectories[i].reward for i in included], dtype=torch.float64)
-            group_ids = torch.tensor([trajectories[i].group_id for i in included])
-            advantages[included], advantage_stats = group_advantages(rewards, group_ids)
+            # Eq. 6 over episodes: the samples of a split_turns episode share its advantage (agentgspo.split_turns)
+            advantages[included], advantage_stats = episode_advantages([trajectories[i] for i in included])
         n = len(trajectories)
         keep = [i for i in included
                 if advantages[i] != 0 or not config.skip_zero_advantage or config.kl_coef > 0]

@@ -18,6 +18,12 @@ logits; the learner upcasts them chunk by chunk, :mod:`agentgspo.logprobs`).
 
 Every forward and backward of a sharded model is a collective: all ranks must run the same passes in the same order.
 :class:`agentgspo.learner.GSPOLearner` pads the ranks with fewer micro-batches (or none) with zero-weight ones.
+
+DeepSpeed ZeRO-2/3 (``pip install 'agentgspo[deepspeed]'``, ``recipes/accelerate/deepspeed_zero3_8gpu.yaml``):
+:func:`shard_policy` fills in DeepSpeed's batch bookkeeping and calls ``accelerator.prepare``; the learner marks
+each minibatch's last micro-batch as the accumulation boundary, so the engine steps once per minibatch. accelerate
+sets DeepSpeed up on GPU backends only: on CPU a single DeepSpeed process works, several are refused
+(:func:`check_deepspeed_processes`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["MIXED_PRECISION", "full_state_dict", "is_sharded", "load_sampler_weights", "shard_policy"]
+__all__ = ["MIXED_PRECISION", "check_deepspeed_processes", "full_state_dict", "is_deepspeed", "is_sharded",
+           "load_sampler_weights", "prepare_deepspeed", "shard_policy"]
 
 MIXED_PRECISION = ("no", "bf16")
 _CHECKPOINT_DIR = "fsdp2_sharded"  # inside an accelerate save_state folder
@@ -74,6 +81,9 @@ def shard_policy(accelerator: Any, model: torch.nn.Module,
     """
     if mixed_precision not in MIXED_PRECISION:
         raise ValueError(f"mixed_precision: expected one of {MIXED_PRECISION}, got {mixed_precision!r}")
+    if is_deepspeed(accelerator):
+        prepare_deepspeed(accelerator)
+        return accelerator.prepare(model, make_optimizer(model.parameters()))
     if getattr(accelerator, "is_fsdp2", False):
         model, optimizer = accelerator.prepare(model, make_optimizer(model.parameters()))
         return model, optimizer
@@ -105,6 +115,53 @@ def shard_policy(accelerator: Any, model: torch.nn.Module,
     optimizer = make_optimizer(model.parameters())
     _register_checkpointing(accelerator, model, optimizer)
     return model, optimizer
+
+
+def is_deepspeed(accelerator: Any) -> bool:
+    """Whether ``accelerator`` runs DeepSpeed (``accelerate launch --use_deepspeed`` or a DeepSpeed config file)."""
+    from accelerate.utils import DistributedType
+
+    return accelerator.distributed_type == DistributedType.DEEPSPEED
+
+
+def check_deepspeed_processes(accelerator: Any) -> None:
+    """Refuse a DeepSpeed launch that accelerate does not see as distributed.
+
+    accelerate (1.15) sets up DeepSpeed for GPU-like backends only: on a machine without one, ``accelerate launch
+    --use_deepspeed --num_processes N`` starts N processes that DeepSpeed joins into one process group while
+    accelerate reports each as process 0 of 1, so every rank would save checkpoints as the main process and the
+    learner would weight the loss as if alone. Raises ``RuntimeError`` naming what is missing.
+    """
+    import torch.distributed as dist
+
+    if not is_deepspeed(accelerator) or not dist.is_available() or not dist.is_initialized():
+        return
+    world = dist.get_world_size()
+    if accelerator.num_processes != world:
+        raise RuntimeError(
+            f"DeepSpeed runs {world} processes but accelerate sees {accelerator.num_processes} (device "
+            f"{accelerator.device}): accelerate's DeepSpeed integration needs a GPU (CUDA, XPU, NPU, ...) backend and "
+            "has none here. On CPU use FSDP2 (agentgspo.sharding.shard_policy under `accelerate launch --multi_gpu`) "
+            "or a single DeepSpeed process")
+
+
+def prepare_deepspeed(accelerator: Any) -> None:
+    """Fill in DeepSpeed's batch bookkeeping before ``accelerator.prepare``.
+
+    accelerate takes DeepSpeed's ``train_micro_batch_size_per_gpu`` from a prepared data loader; the learner forms its
+    own micro-batches (``LearnerConfig.micro_batch_tokens``) and marks the last one of each minibatch as the
+    accumulation boundary itself, so DeepSpeed's sizes only need to be consistent: 1 per GPU, gradient accumulation
+    1 (no loss scaling by DeepSpeed), ``train_batch_size`` = processes.
+    """
+    check_deepspeed_processes(accelerator)
+    config = accelerator.state.deepspeed_plugin.deepspeed_config
+    for key, value in (("train_micro_batch_size_per_gpu", 1), ("gradient_accumulation_steps", 1),
+                       ("train_batch_size", accelerator.num_processes)):
+        if config.get(key) in (None, "auto"):
+            config[key] = value
+    if config["gradient_accumulation_steps"] != 1:
+        raise ValueError(f"DeepSpeed gradient_accumulation_steps is {config['gradient_accumulation_steps']}: set it to "
+                         "1; the learner accumulates over its own micro-batches (LearnerConfig.micro_batch_tokens)")
 
 
 def _register_checkpointing(accelerator: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -148,9 +205,7 @@ def full_state_dict(accelerator: Any, model: Any, *, all_ranks: bool = True) -> 
 
         options = StateDictOptions(full_state_dict=True, cpu_offload=not all_ranks)
         return get_model_state_dict(getattr(model, "_orig_mod", model), options=options)
-    from accelerate.utils import DistributedType
-
-    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+    if is_deepspeed(accelerator):
         return accelerator.get_state_dict(model)
     return accelerator.unwrap_model(model).state_dict()
 

@@ -167,15 +167,15 @@ def trained(tmp_path_factory):
     return out, code, log
 
 
-def _single_process_reference(kind: str) -> dict[str, torch.Tensor]:
-    """The same STEPS rollouts, all 12 trajectories in one process (no sharding)."""
+def _single_process_reference(kind: str, steps: int = STEPS) -> dict[str, torch.Tensor]:
+    """The same rollouts, all 12 trajectories in one process (no sharding)."""
     accelerator = Accelerator(cpu=True)
     torch.manual_seed(0)
     model = _policy()
     optimizer = OPTIMIZERS[kind](model.parameters())
     model, optimizer = accelerator.prepare(model, optimizer)
     learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=_config())
-    for step in range(STEPS):
+    for step in range(steps):
         learner.step(_rollout(step))
     return {k: v.detach().clone() for k, v in accelerator.unwrap_model(model).state_dict().items()}
 
