@@ -45,23 +45,24 @@ def saved_config(out: str | Path) -> dict[str, Any] | None:
                          "another --out") from None
 
 
-def differing_settings(saved: dict[str, Any], current: dict[str, Any], ignore: Iterable[str] = ()) -> dict:
+def differing_settings(saved: dict[str, Any], current: dict[str, Any], ignore: Iterable[str] = (),
+                       defaults: dict[str, Any] | None = None) -> dict:
     """``{name: (saved value, current value)}`` for every setting present in either that differs, except
-    ``ignore``."""
+    ``ignore``. A setting the saved run predates counts as its default from ``defaults`` (it ran as that)."""
     skipped = set(ignore)
     missing = object()
     differ = {}
     for name in sorted(set(saved) | set(current)):
         if name in skipped:
             continue
-        before, now = saved.get(name, missing), current.get(name, missing)
+        before, now = saved.get(name, (defaults or {}).get(name, missing)), current.get(name, missing)
         if before != now:
             differ[name] = (None if before is missing else before, None if now is missing else now)
     return differ
 
 
 def check_run_folder(out: str | Path, current: dict[str, Any], *, command: str, flag_of: dict[str, str],
-                     ignore: Iterable[str] = ()) -> dict[str, Any] | None:
+                     ignore: Iterable[str] = (), defaults: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Refuse a run folder holding a run with other settings; ``None`` for a new folder or the same run.
 
     Args:
@@ -70,6 +71,7 @@ def check_run_folder(out: str | Path, current: dict[str, Any], *, command: str, 
         command: the command line that runs this recipe, without flags (e.g. ``agentgspo quickstart``).
         flag_of: setting name -> its command-line flag (for the message).
         ignore: settings that do not change what is computed (e.g. the folder, a time cap).
+        defaults: each setting's default, standing for a setting the saved run predates.
 
     Returns the saved settings when they match. Raises :class:`RunFolderMismatch` listing each differing setting
     with both values and the two choices.
@@ -77,7 +79,7 @@ def check_run_folder(out: str | Path, current: dict[str, Any], *, command: str, 
     saved = saved_config(out)
     if saved is None:
         return None
-    differ = differing_settings(saved, current, ignore)
+    differ = differing_settings(saved, current, ignore, defaults)
     if not differ:
         return saved
     lines = [f"  {flag_of.get(name, name)}: {before!r} in the folder, {now!r} in this command"

@@ -36,12 +36,18 @@ trained with), DIR/final_eval.json, DIR/checkpoints/, DIR/tensorboard/.
 
 from __future__ import annotations
 
+import os
+import sys
+
+if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    # Run as a script, this file's folder leads sys.path; it holds other recipes named like libraries (math.py,
+    # accelerate/), which would be imported in their place.
+    del sys.path[0]
+
 import argparse
 import dataclasses
 import json
-import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -236,7 +242,8 @@ def main(config: QuickstartConfig | None = None) -> dict:
     world = int(os.environ.get("WORLD_SIZE", "1"))  # set by `accelerate launch` (and torchrun) on every rank
     hparams = {"recipe": "quickstart", "world_size": world, **dataclasses.asdict(config)}
     flags = {spec.name: flag(spec.name) for spec in dataclasses.fields(QuickstartConfig)}
-    check_run_folder(out, hparams, command=COMMAND, flag_of=flags, ignore=RESUMABLE_WITH_OTHER)
+    check_run_folder(out, hparams, command=COMMAND, flag_of=flags, ignore=RESUMABLE_WITH_OTHER,
+                     defaults=dataclasses.asdict(QuickstartConfig()))
     if (out / FINAL_EVAL).exists():  # finished: say so at once, with its results
         final = json.loads((out / FINAL_EVAL).read_text())
         if int(os.environ.get("RANK", "0")) == 0:
@@ -286,8 +293,7 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
             progress.load_state_dict(trainer_state)
             accelerator.print(f"resumed from {resume_from} (warm-start step {progress.step}); replaying the "
                               "demonstrations")
-        demos = play_demonstrations(make_env, renderer, range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.demos),
-                                    wrong_frac=config.demo_wrong_frac, seed=config.seed, env_id=config.env_id)
+        demos = _demonstrations(config, accelerator, out, make_env, renderer)
         warm_log["demonstrator_success"] = summarize(demos)["success"]
 
         def save_warm(step: int) -> Path:
@@ -342,8 +348,17 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
         sampling=SamplingParams(temperature=config.temperature, max_new_tokens=config.max_new_tokens)),
         env_id=config.env_id)
 
-    def gspo_state() -> dict:
-        return {"warm_log": warm_log}
+    trained_with = PolicySettings(  # final/agentgspo.json and each checkpoint's: how to play this policy
+        env_id=config.env_id.rpartition(":")[2], env_kwargs=env_kwargs,
+        chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
+        max_turns=max_turns, max_new_tokens=config.max_new_tokens, max_context=max_context,
+        temperature=config.temperature, top_p=1.0)
+
+    def checkpoint(step: int) -> Path:
+        path = save_checkpoint(accelerator, out, step, {"warm_log": warm_log})
+        if accelerator.is_main_process:
+            write_policy_settings(path, trained_with)
+        return path
 
     history = [m["success"] for m in _previous_metrics(out, start_step)]
     accelerator.print(f"GSPO: stops at a {SMOOTHING}-step mean success >= {config.stop_success} (--stop-success), "
@@ -379,7 +394,7 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
         stopped = _stop_rule(config, history, step, started)
         saved = None
         if step % config.checkpoint_every == 0 or stopped is not None:  # the last step too: a rerun reports
-            saved = save_checkpoint(accelerator, out, step, gspo_state())
+            saved = checkpoint(step)
         if step == config.kill_after_step:
             os.kill(os.getpid(), signal.SIGKILL)
         if wait_phase == "gspo" and step == int(wait_step):
@@ -387,7 +402,7 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
         if stopped is None and _stop_requested(accelerator, signals):
             bar.close()
             logger.close()
-            raise interrupted(f"GSPO (step {step})", saved or save_checkpoint(accelerator, out, step, gspo_state()))
+            raise interrupted(f"GSPO (step {step})", saved or checkpoint(step))
     bar.close()
     if sampler is not policy and hasattr(sampler, "close"):
         sampler.close()  # the in-process engine's processes; the final evaluation uses this process's model
@@ -410,11 +425,7 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
         with no_transformers_progress_bars():
             accelerator.unwrap_model(model).save_pretrained(out / "final")
             renderer.tokenizer.save_pretrained(out / "final")
-        write_policy_settings(out / "final", PolicySettings(
-            env_id=config.env_id.rpartition(":")[2], env_kwargs=env_kwargs,
-            chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
-            max_turns=max_turns, max_new_tokens=config.max_new_tokens, max_context=max_context,
-            temperature=config.temperature, top_p=1.0))
+        write_policy_settings(out / "final", trained_with)
         metrics = _previous_metrics(out, None)
         final["first_step_success"] = metrics[0]["success"] if metrics else None
         plot_training(metrics, out / "reward.png", warm_start=warm_log["evals"],
@@ -443,6 +454,25 @@ def _sampler(config: QuickstartConfig, policy: HFPolicy, model: Any, folder: Pat
     sampler = make_backend(str(folder), config.backend, urls=[u for u in config.server_url.split(",") if u])
     sync_weights(sampler, model, folder)
     return sampler
+
+
+def _demonstrations(config: QuickstartConfig, accelerator: Accelerator, out: Path, make_env, renderer) -> list:
+    """The demonstrator's episodes: read from DIR/demonstrations.jsonl when an interrupted run wrote them (playing
+    8,192 episodes again costs minutes), else played and written there."""
+    from agentgspo.trajectory import read_jsonl, write_jsonl
+
+    path = out / "demonstrations.jsonl"
+    if path.exists():
+        demos = read_jsonl(path)
+        if len(demos) == config.demos:
+            return demos
+    demos = play_demonstrations(make_env, renderer, range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.demos),
+                                wrong_frac=config.demo_wrong_frac, seed=config.seed, env_id=config.env_id)
+    if accelerator.is_main_process:  # whole or not at all: another rank, or a rerun, may read it
+        staging = path.with_name(f".{path.name}.tmp")
+        write_jsonl(demos, staging)
+        staging.rename(path)
+    return demos
 
 
 def _stop_rule(config: QuickstartConfig, history: list[float], step: int, started: float) -> str | None:

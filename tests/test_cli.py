@@ -226,3 +226,37 @@ def test_a_second_interrupt_is_one_line_and_exit_130(monkeypatch, capsys):
     monkeypatch.setattr(check_env, "run", interrupted)
     assert main(["check-env", "agentgspo/Calculator-v0"]) == 130
     assert capsys.readouterr().err.strip() == "agentgspo check-env: interrupted"
+
+
+def test_every_flag_of_every_command_has_a_help_text():
+    import argparse
+    import importlib
+
+    from agentgspo.cli import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        parser = argparse.ArgumentParser()
+        importlib.import_module(module).add_arguments(parser)
+        missing = [a.dest for a in parser._actions if a.dest != "help" and not a.help]
+        assert not missing, f"agentgspo {name}: flags without help: {missing}"
+
+
+def test_search_server_prints_where_it_listens_and_serves_there():
+    """With --port 0 the line names the port the OS picked, and that URL answers."""
+    import httpx
+
+    pytest.importorskip("uvicorn", reason="the search server needs the server extra")
+    pytest.importorskip("bm25s", reason="the search server needs the search extra")
+    server = subprocess.Popen([sys.executable, "-m", "agentgspo.cli", "search-server", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()  # blocks until the server says where it listens
+        assert line.startswith("listening on http://127.0.0.1:"), line + server.stderr.read()
+        url = line.split()[2]
+        assert not url.endswith(":0")
+        # The socket listens before the line is printed: the request waits in its backlog until uvicorn accepts.
+        response = httpx.post(f"{url}/search", json={"query": "Zindzul", "k": 1}, timeout=120)
+        assert response.status_code == 200 and len(response.json()["results"]) == 1
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

@@ -39,9 +39,18 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
     return load_file(str(out / "final" / "model.safetensors"))
 
 
-def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path):
+def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
+    from agentgspo.recipes import quickstart
     from agentgspo.recipes.quickstart import QuickstartConfig, main
 
+    plotted = {}
+
+    def plot_training(*args, **kwargs):
+        plotted.update(kwargs)
+        return original(*args, **kwargs)
+
+    original = quickstart.plot_training
+    monkeypatch.setattr(quickstart, "plot_training", plot_training)
     config = QuickstartConfig(out=str(tmp_path), demos=16, warm_steps=3, warm_batch=8, warm_eval_every=2,
                               steps=2, prompts_per_step=2, group_size=4, max_new_tokens=24, eval_episodes=4,
                               checkpoint_every=1)
@@ -57,6 +66,8 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path):
     settings = json.loads((tmp_path / "final" / "agentgspo.json").read_text())  # what rollout plays it with
     assert settings["env_id"] == "agentgspo/Calculator-v0" and settings["env_kwargs"] == {"system_prompt": None}
     assert (settings["max_new_tokens"], settings["max_turns"], settings["max_context"]) == (24, 3, 256)
+    assert json.loads((tmp_path / "checkpoints" / "step-00000002" / "agentgspo.json").read_text()) == settings
+    assert plotted["target"] == config.stop_success and plotted["window"] == 10  # the plot's line is the stop rule
 
 
 def test_every_flag_has_a_help_text_and_the_time_cap_is_one():

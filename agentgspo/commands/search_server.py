@@ -32,8 +32,24 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.envs.search import BUILTIN_CORPUS
     from agentgspo.envs.search_server import create_app
 
+    import socket
+
     corpus = args.corpus or builtin_path(BUILTIN_CORPUS)
     app = create_app(corpus)
-    print(f"serving {corpus} on http://{args.host}:{args.port} (POST /search, GET /health)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); pick "
+                         "another port (0: any free one)") from None
+    sock.listen(2048)  # from here connections wait in the backlog until the server accepts them
+    port = sock.getsockname()[1]  # the real one when --port 0
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    print(f"listening on http://{host}:{port} serving {corpus} (POST /search, GET /health); make the env with "
+          f"retriever=\"http://{host}:{port}\"", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])
     return 0

@@ -88,3 +88,15 @@ def test_make_names_a_wrong_keyword_and_the_accepted_ones():
 
     with pytest.raises(ValueError, match=r"accepts no keyword argument 'topk'\. Did you mean 'top_k'\?.*It accepts: "):
         make("agentgspo/Search-v0", topk=3)
+
+
+def test_docs_list_each_bundled_envs_budget():
+    from pathlib import Path
+
+    from agentgspo.registry import env_budget
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "envs.md").read_text()
+    for env_id in EXPECTED_IDS:
+        budget = env_budget(env_id)
+        row = f"| `{env_id}` | {budget.max_turns} | {budget.max_new_tokens} | {budget.max_context} |"
+        assert row in text, row

@@ -1,0 +1,53 @@
+"""The run folder's guards: settings compared with the saved run's, signals turned into a stop request."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from agentgspo.run_folder import RunFolderMismatch, StopSignals, check_run_folder
+
+FLAGS = {"seed": "--seed", "lr": "--lr", "out": "--out", "max_minutes": "--max-minutes", "backend": "--backend"}
+
+
+def _saved(tmp_path, **settings):
+    (tmp_path / "config.json").write_text(json.dumps(settings))
+
+
+def test_a_new_folder_and_the_same_settings_pass(tmp_path):
+    assert check_run_folder(tmp_path / "new", {"seed": 0}, command="agentgspo x", flag_of=FLAGS) is None
+    _saved(tmp_path, seed=0, lr=1e-4, max_minutes=9.0)
+    assert check_run_folder(tmp_path, {"seed": 0, "lr": 1e-4, "max_minutes": 20.0}, command="agentgspo x",
+                            flag_of=FLAGS, ignore=["max_minutes"]) is not None
+
+
+def test_other_settings_are_refused_naming_each_and_both_ways_on(tmp_path):
+    _saved(tmp_path, seed=0, lr=1e-4)
+    with pytest.raises(RunFolderMismatch) as caught:
+        check_run_folder(tmp_path, {"seed": 1, "lr": 3e-4}, command="agentgspo x", flag_of=FLAGS)
+    message = str(caught.value)
+    assert "--seed: 0 in the folder, 1 in this command" in message and "--lr: 0.0001 in the folder" in message
+    assert f"resume it as saved: agentgspo x --out {tmp_path} --lr 0.0001 --seed 0" in message
+    assert "pass another --out" in message
+
+
+def test_a_setting_the_saved_run_predates_counts_as_its_default(tmp_path):
+    _saved(tmp_path, seed=0)
+    defaults = {"seed": 0, "backend": "hf"}
+    assert check_run_folder(tmp_path, {"seed": 0, "backend": "hf"}, command="x", flag_of=FLAGS, defaults=defaults)
+    with pytest.raises(RunFolderMismatch, match="--backend: 'hf' in the folder, 'vllm' in this command"):
+        check_run_folder(tmp_path, {"seed": 0, "backend": "vllm"}, command="x", flag_of=FLAGS, defaults=defaults)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_the_first_signal_asks_to_stop_the_second_stops_at_once(signum):
+    before = signal.getsignal(signum)
+    with StopSignals(announce=False) as signals:
+        os.kill(os.getpid(), signum)  # delivered to this (main) thread before kill returns to Python code
+        assert signals.signum == signum and signals.name == signal.Signals(signum).name
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signum)
+    assert signal.getsignal(signum) is before
