@@ -208,8 +208,8 @@ def test_open_r1_rows_from_jsonl_and_parquet(tmp_path):
 
 @pytest.mark.parametrize("row, message", [
     ("[1]", "row 2: expected an object"),
-    ({"id": "x"}, "row 2: a row in no known schema .*open-r1/codeforces: official_tests"),
-    ({"id": "x", "examples": []}, "row 2: not an open-r1/codeforces row: missing fields"),
+    ({"name": "x"}, "row 2: a row in no known schema .*open-r1/codeforces: official_tests"),
+    ({"id": "x"}, "row 2: not an open-r1/codeforces row: missing fields"),
     ({"id": "x", "time_limit": 1, "memory_limit": 256, "examples": []}, "row 2: .*neither official_tests nor examples"),
 ])
 def test_malformed_rows_name_the_row(tmp_path, row, message):
