@@ -69,6 +69,9 @@ class DaemonThreadPool:
             self._tasks.put((None, None))
 
 
+HISTORY_MODES = ("as_sampled", "split_turns")
+
+
 class EpisodeDeadline(Exception):
     """The episode ran past its wall-clock deadline."""
 
@@ -84,6 +87,13 @@ class RolloutConfig:
         episode_timeout_s: wall-clock deadline per episode (``None``: none).
         env_workers: threads running blocking env calls.
         sampling: temperature, top-p and the most ids per turn.
+        history: what each turn is conditioned on, and what the learner trains on. ``"as_sampled"``: the episode
+            is one sequence that only grows (prompt, turn, env reply, turn, ...), each turn sampled after exactly
+            the ids before it. ``"split_turns"``: every assistant turn is sampled in the context the chat template
+            renders for the history at that turn (``ChatRenderer.prompt_ids``) and becomes its own sample (that
+            context, mask 0, then the turn, mask 1); all the samples of an episode carry its reward and stop reason,
+            and ``metadata["episode_turn"]`` / ``["episode_turns"]``. For templates that rewrite earlier turns
+            (Qwen3 drops earlier ``<think>`` blocks), where no single growing sequence is what the model sees.
     """
 
     group_size: int = 8
@@ -92,8 +102,11 @@ class RolloutConfig:
     episode_timeout_s: float | None = 300.0
     env_workers: int = 64
     sampling: SamplingParams = SamplingParams()
+    history: str = "as_sampled"
 
     def __post_init__(self) -> None:
+        if self.history not in HISTORY_MODES:
+            raise ValueError(f"history: expected one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
         for name in ("group_size", "max_turns", "max_context", "env_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
@@ -151,13 +164,19 @@ class RolloutRunner:
         except asyncio.TimeoutError:
             raise EpisodeDeadline from None
 
-    async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0, sampling_seed: int = 0) -> Trajectory:
+    async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0,
+                      sampling_seed: int = 0) -> list[Trajectory]:
         """Play one episode; never raises for env failures (they become the trajectory's stop reason).
 
-        ``seed`` picks the task (``env.reset(seed=...)``); the policy's draws for turn k are seeded by
-        ``(sampling_seed, seed, sample_id, k)``, so an episode replays identically whatever runs beside it.
+        Returns its trajectory (``history="as_sampled"``), or one sample per assistant turn (``"split_turns"``,
+        see :class:`RolloutConfig`). ``seed`` picks the task (``env.reset(seed=...)``); the policy's draws for turn
+        k are seeded by ``(sampling_seed, seed, sample_id, k)``, so an episode replays identically whatever runs
+        beside it.
         """
         config = self.config
+        split = config.history == "split_turns"
+        samples: list[Trajectory] = []  # split_turns: the finished turns' samples
+        turns, episode_reward = 0, 0.0
         trajectory = Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id)
         tool_errors: Counter = Counter()
         deadline = None if config.episode_timeout_s is None else time.monotonic() + config.episode_timeout_s
@@ -173,14 +192,22 @@ class RolloutRunner:
             if len(trajectory.token_ids) >= config.max_context:
                 trajectory.stop_reason = "context_overflow"
             while trajectory.stop_reason != "context_overflow":
+                if split and turns:  # a new sample: the template's render of the history so far
+                    samples.append(trajectory)
+                    trajectory = Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id)
+                    trajectory.append_forced(self.renderer.prompt_ids(history, tools))
+                    if len(trajectory.token_ids) >= config.max_context:
+                        trajectory.stop_reason = "context_overflow"
+                        break
                 room = config.max_context - len(trajectory.token_ids)
                 params = config.sampling
                 if room < params.max_new_tokens:
                     params = SamplingParams(params.temperature, params.top_p, room)
-                turn_seed = hash((sampling_seed, seed, sample_id, trajectory.num_turns)) & 0x7FFFFFFFFFFFFFFF
+                turn_seed = hash((sampling_seed, seed, sample_id, turns)) & 0x7FFFFFFFFFFFFFFF
                 request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
                 turn = await self._within(self.policy.sample(request), deadline)
                 trajectory.append_sampled(turn.token_ids, turn.logprobs, getattr(turn, "policy_version", 0))
+                turns += 1
                 text_ids = turn.token_ids[:-1] if turn.finish_reason == "stop" else turn.token_ids
                 history.append({"role": "assistant", "content": self.renderer.decode(text_ids)})
                 if turn.finish_reason == "length":
@@ -190,7 +217,7 @@ class RolloutRunner:
                 messages, reward, terminated, truncated, info = await self._in_thread(
                     lambda: env.step(text), deadline
                 )
-                trajectory.reward += float(reward)
+                episode_reward += float(reward)
                 tool_errors.update(info.get("tool_errors", {}))
                 if info.get("mask_turn"):
                     trajectory.mask_turn(trajectory.num_turns - 1)
@@ -203,10 +230,13 @@ class RolloutRunner:
                         reason = "env_error"
                     trajectory.stop_reason = reason
                     break
-                if trajectory.num_turns >= config.max_turns:
+                if turns >= config.max_turns:
                     history.extend(messages)
                     trajectory.stop_reason = "max_turns"
                     break
+                if split:  # the next turn's sample renders the whole history itself
+                    history.extend(messages)
+                    continue
                 ids, exact = self.renderer.continuation_ids(history, messages, tools)
                 history.extend(messages)
                 if not exact:
@@ -224,11 +254,29 @@ class RolloutRunner:
         finally:
             if env is not None:
                 self._pool.submit(env.close)  # fire and forget: a hung close must not hold the batch
+        if split:
+            return self._split_samples(samples, trajectory, history, episode_reward, tool_errors)
+        trajectory.reward = episode_reward
         trajectory.messages = history
         if tool_errors:
             trajectory.metadata["tool_errors"] = dict(tool_errors)
         trajectory.matches_full_render = self._matches_full_render(trajectory, history, tools)
-        return trajectory
+        return [trajectory]
+
+    @staticmethod
+    def _split_samples(samples: list[Trajectory], last: Trajectory, history: list[dict[str, Any]], reward: float,
+                       tool_errors: Counter) -> list[Trajectory]:
+        """The samples of a split_turns episode, each with the episode's reward, stop reason, messages and
+        metadata (the last one only when it holds a turn; an episode without any turn stays one sample)."""
+        if last.turn_spans or not samples:
+            samples.append(last)
+        for k, sample in enumerate(samples):
+            sample.reward, sample.stop_reason, sample.messages = reward, last.stop_reason, history
+            sample.metadata = {**last.metadata, "episode_turn": k, "episode_turns": len(samples)}
+            if tool_errors:
+                sample.metadata["tool_errors"] = dict(tool_errors)
+            sample.matches_full_render = True if sample.turn_spans else None  # its context is the render itself
+        return samples
 
     def _matches_full_render(self, trajectory: Trajectory, history: list[dict[str, Any]],
                              tools: list[dict[str, Any]] | None) -> bool | None:
@@ -243,7 +291,8 @@ class RolloutRunner:
         return full[: len(trajectory.token_ids)] == trajectory.token_ids
 
     async def run(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
-        """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order."""
+        """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order
+        (``split_turns``: each episode's samples in turn order)."""
         with self._runs_lock:
             if self._runs == 0:
                 self._pool = DaemonThreadPool(self.config.env_workers)
@@ -261,10 +310,13 @@ class RolloutRunner:
                 if self._runs == 0:
                     self._pool.shutdown()
         trajectories = []
-        for group in results:
+        for group in results:  # group: the G episodes of one seed, each a list of samples
             if self.group_hook is not None:
-                self.group_hook(list(group))
-            trajectories.extend(group)
+                self.group_hook([episode[-1] for episode in group])  # one per episode (split_turns: its last)
+                for episode in group:
+                    for sample in episode[:-1]:
+                        sample.reward = episode[-1].reward
+            trajectories.extend(sample for episode in group for sample in episode)
         return trajectories
 
     def run_sync(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
@@ -273,7 +325,15 @@ class RolloutRunner:
 
 
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
-    """Batch metrics: reward, success (reward >= 1), stop reasons, turns, tokens, tool errors, token exactness."""
+    """Batch metrics: reward, success (reward >= 1), stop reasons, turns, tokens, tool errors, token exactness.
+
+    Per episode: the samples of a ``split_turns`` episode count once (its last sample; its tokens are those of all
+    its samples).
+    """
+    sampled_tokens = sum(t.num_sampled_tokens for t in trajectories)
+    all_tokens = sum(len(t.token_ids) for t in trajectories)
+    trajectories = [t for t in trajectories
+                    if t.metadata.get("episode_turn", 0) == t.metadata.get("episode_turns", 1) - 1]
     n = len(trajectories)
     if n == 0:
         return {"episodes": 0}
@@ -288,9 +348,9 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
         "reward_mean": mean,
         "reward_std": (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5,
         "success": sum(r >= 1.0 for r in rewards) / n,
-        "turns_mean": sum(t.num_turns for t in trajectories) / n,
-        "tokens_mean": sum(len(t.token_ids) for t in trajectories) / n,
-        "sampled_tokens": sum(t.num_sampled_tokens for t in trajectories),
+        "turns_mean": sum(t.metadata.get("episode_turns", t.num_turns) for t in trajectories) / n,
+        "tokens_mean": all_tokens / n,
+        "sampled_tokens": sampled_tokens,
         "stop_reasons": dict(Counter(t.stop_reason for t in trajectories)),
         "tool_errors": dict(tool_errors),
         "matches_full_render": sum(rendered) / len(rendered) if rendered else None,

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         verdict = "prefix-preserving" if result.prefix_preserving else (
             "NOT prefix-preserving: re-rendering rewrites earlier turns (e.g. drops <think> blocks); train on the "
-            "sampled ids (the default) or split turns into separate samples")
+            "sampled ids (the default, history='as_sampled') or train each turn in the context the template renders "
+            "for it (RolloutConfig(history='split_turns'); a recipe's --history split_turns)")
         print(f"template: {verdict}")
     return 0 if result.prefix_preserving else 1
