@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -108,6 +109,12 @@ def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus():
     assert result["optimizer_gib"] == pytest.approx(8 * result["parameters"] / 8 / GIB, abs=0.01)
     plain = _cli(*base)
     assert plain.returncode == 1 and "does NOT fit in 80 GiB" in plain.stdout
+    # The README shows the tool's own output, and quotes the run without checkpointing.
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert _cli(*base, "--activation-checkpointing").stdout.strip() in readme
+    activations = next(line for line in plain.stdout.splitlines() if "activations" in line).split()[-2]
+    total = next(line for line in plain.stdout.splitlines() if "total" in line).split()[1]
+    assert f"take {activations} GiB" in readme and f"needs {total} GiB per GPU" in readme
     for line in ("parameters", "gradients", "optimizer state", "activations per micro-batch"):
         assert line in plain.stdout
     bad = _cli("--model-config", "no-such-model")
