@@ -13,8 +13,9 @@ Protects against (tests in ``tests/sandboxes/test_isolation.py``, Docker variant
   - privilege: a non-root user (65534), every capability dropped, ``no-new-privileges``;
   - fork bombs: ``pids_limit``; memory bombs: a container memory cgroup plus the runner's per-test RLIMIT_AS (MLE);
   - infinite output: the runner's RLIMIT_FSIZE (OLE); sleepers: the runner's wall guard and an overall deadline;
-  - processes outliving the call: after every test the runner kills what it left (``kill(-1)`` once no other test
-    runs), and everything at release (a reaper as pid 1 collects them);
+  - processes outliving the call: after every batch test the runner kills what it left (``kill(-1)`` once no other
+    test runs; an interactive test kills its process group only, since its siblings run in other execs), and
+    everything at release (a reaper as pid 1 collects them);
   - answers: they never enter the container (checkers run in the judge's process).
 Does not protect against: kernel exploits (containers share the host kernel: use a VM, gVisor or Kata for
 hostile code at scale), a compromised Docker daemon, side channels between containers, or one submission seeing

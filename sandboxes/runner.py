@@ -24,6 +24,8 @@ Spec fields:
              that child's own. Events still come out in test order.
     stop_on_error: start no test after one that fails on its own (exit != 0, signal, time); later tests that are
                    already running are killed and not reported.
+    control_fd, relay_stdout: interact mode's command pipe and stdout relay (see mode_interact)
+    tmp: the scratch directory (default /tmp; interactive tests running at once in one box each get their own)
     kill_strays: after each test kill what it left behind in the sandbox's pid namespace: every process but us and
                  init (kill(-1)) when no other test runs, else every process outside the running tests' process
                  groups (and kill(-1) once all are done); only set when the runner is inside its own pid namespace

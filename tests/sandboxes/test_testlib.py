@@ -88,6 +88,8 @@ def test_compiled_programs_are_cached_by_content(cache, tmp_path):
     edited.write_text((MINI / "sum_check.cpp").read_text() + "\n// edited\n")
     shutil.copy(MINI / "testlib.h", edited.parent / "testlib.h")
     assert testlib.compile_testlib_program(edited) != first
+    # one precompiled testlib.h per header content, shared by the programs compiled against it
+    assert len(list((cache / "testlib" / "headers").glob("*/testlib.h.gch"))) == 1
 
 
 @pytest.mark.parametrize("code, message, expected", [
