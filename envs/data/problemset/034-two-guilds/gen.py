@@ -22,8 +22,7 @@ def shuffled(items):
 
 def write(name, n, edges, relabel=True):
     label = shuffled(list(range(1, n + 1))) if relabel else list(range(1, n + 1))
-    edges = shuffled([(label[u - 1], label[v - 1]) if rng.random() < 0.5 else (label[v - 1], label[u - 1])
-                      for u, v in edges])
+    edges = [(label[u - 1], label[v - 1]) if rng.random() < 0.5 else (label[v - 1], label[u - 1]) for u, v in edges]
     with open(os.path.join(out, f"{name}.in"), "w") as f:
         f.write(f"{n} {len(edges)}\n" + "".join(f"{u} {v}\n" for u, v in edges))
 
