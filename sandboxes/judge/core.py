@@ -404,6 +404,8 @@ def judge(
         interactor = compile_testlib_program(interactor, testlib_h)
     sandbox = get_sandbox(backend)
     if hasattr(sandbox, "judge_remote"):
+        if isinstance(checker, str) and checker.startswith("testlib:") and is_cpp_source(checker):
+            checker = f"testlib:{the_checker.path}"  # the binary compiled here travels (no testlib.h there)
         return sandbox.judge_remote(source, cases, lang=lang, checker=checker, interactor=interactor,
                                     limits=limits, stop_on_failure=stop_on_failure, io_mode=io_mode)
     if lang == "cpp":

@@ -143,3 +143,17 @@ def test_interactor_fail_beats_the_solutions_own_failure(cache):
     spinning = "while True:\n    pass\n"
     result = judge(spinning, [("not numbers\n", "")], interactor=MINI / "guess_interactor.cpp", limits=LIMITS)
     assert result.verdict == Verdict.JE and "FAIL" in result.tests[0].message, result.to_dict()
+
+
+def test_remote_backend_gets_the_checker_compiled_here(cache):
+    """The server has no testlib.h: the checker compiled on the client travels instead of its source."""
+    from servers import serve
+
+    from agentgspo.sandboxes import get_sandbox
+    from agentgspo.sandboxes.server import create_app
+
+    with serve(create_app("token", max_concurrency=1)) as url:
+        remote = get_sandbox("remote", endpoints=[url], token="token")
+        result = judge(SUM_PY, SUM_TESTS + [("1 1\n", "3\n")], checker=f"testlib:{MINI / 'sum_check.cpp'}",
+                       limits=LIMITS, backend=remote)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.AC, Verdict.WA], result.to_dict()
