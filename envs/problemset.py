@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,11 @@ from pathlib import Path
 from agentgspo.sandboxes import Limits, Problem, TestCase, Verdict, judge, load_problem, read_tests_dir
 
 CACHE_FORMAT = 1  # bump when the materialised layout changes: old cache entries are then ignored
-GENERATOR_TIMEOUT_S = 60.0
+GENERATOR_CPU_LIMIT_S = 30  # CPU seconds (RLIMIT_CPU), so a loaded machine does not fail a sound generator;
+GENERATOR_WALL_LIMIT_S = 600.0  # the format asks for < 5 s. The wall limit only catches a generator that hangs.
+# The child sets its own CPU limit, then runs gen.py as __main__ with argv [gen.py, OUTDIR].
+_LIMITED_RUN = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_CPU, ({0}, {0})); "
+                "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 ANSWER_TIME_FACTOR = 5.0  # answers are produced under 5x the time limit, so a slow reference fails validation
 # with its measured ratio rather than failing to load
 WRONG_KINDS = {"wa": (Verdict.WA, Verdict.PE), "tle": (Verdict.TLE,), "re": (Verdict.RE,), "mle": (Verdict.MLE,)}
@@ -235,19 +240,27 @@ def folder_hash(folder: str | os.PathLike) -> str:
 
 
 def run_generator(folder: str | os.PathLike, outdir: str | os.PathLike, hash_seed: str = "0") -> list[TestCase]:
-    """Run ``python gen.py OUTDIR`` (in OUTDIR, with ``PYTHONHASHSEED=hash_seed``) and read the inputs it wrote.
+    """Run ``python gen.py OUTDIR`` (in OUTDIR, with ``PYTHONHASHSEED=hash_seed``, at most GENERATOR_CPU_LIMIT_S
+    CPU seconds) and read the inputs it wrote.
 
-    Raises :class:`ProblemFolderError` when it fails, times out or writes something other than ``NAME.in`` files.
+    Raises :class:`ProblemFolderError` when it fails, runs over its limits or writes something other than
+    ``NAME.in`` files.
     """
     folder, outdir = Path(folder), Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     gen = folder / "gen.py"
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-c", _LIMITED_RUN.format(GENERATOR_CPU_LIMIT_S), str(gen.resolve()),
+               str(outdir.resolve())]
     try:
-        done = subprocess.run([sys.executable, str(gen.resolve()), str(outdir.resolve())], cwd=outdir, env=env,
-                              capture_output=True, text=True, timeout=GENERATOR_TIMEOUT_S)
+        done = subprocess.run(command, cwd=outdir, env=env, capture_output=True, text=True,
+                              timeout=GENERATOR_WALL_LIMIT_S)
     except subprocess.TimeoutExpired:
-        raise ProblemFolderError(f"{gen} ran over {GENERATOR_TIMEOUT_S:.0f} s; make it faster") from None
+        raise ProblemFolderError(f"{gen} ran over {GENERATOR_WALL_LIMIT_S:.0f} s (wall clock); make it faster "
+                                 "(it should take under 5 s)") from None
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise ProblemFolderError(f"{gen} used more than {GENERATOR_CPU_LIMIT_S} s of CPU time; make it faster "
+                                 "(it should take under 5 s)")
     if done.returncode != 0:
         raise ProblemFolderError(f"{gen} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
     stray = sorted(p.name for p in outdir.iterdir() if p.suffix != ".in" or not p.is_file())

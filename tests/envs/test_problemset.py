@@ -207,6 +207,14 @@ def test_broken_folders_name_the_file_and_the_fix(tmp_path, cache):
         materialise_tests(folder)
 
 
+def test_a_generator_is_limited_by_cpu_time(tmp_path, cache, monkeypatch):
+    folder = write_problem(tmp_path)
+    (folder / "gen.py").write_text("while True:\n    pass\n")
+    monkeypatch.setattr(problemset, "GENERATOR_CPU_LIMIT_S", 1)
+    with pytest.raises(ProblemFolderError, match=r"gen\.py used more than 1 s of CPU time"):
+        problemset.run_generator(folder, tmp_path / "out")
+
+
 # ----------------------------------------------------------------------------------------------- the validator
 
 def test_a_sound_problem_passes_every_check(tmp_path, cache):
