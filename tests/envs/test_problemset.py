@@ -288,6 +288,14 @@ def test_validator_catches_a_checker_that_accepts_anything(tmp_path, cache):
     assert "checker rejects an empty output" in failed and "wrong_wa_overflow rejected" in failed
 
 
+def test_validation_widens_only_the_wall_clock_guard():
+    from agentgspo.commands.validate_problems import validation_limits
+    from agentgspo.sandboxes import Problem
+
+    limits = validation_limits(Problem("p", [], time_limit_s=1.5, memory_limit_mb=64))
+    assert (limits.time_limit_s, limits.memory_limit_mb, limits.wall_s) == (1.5, 64, 4 * 1.5 + 5)
+
+
 def test_cli_exit_status_and_table(tmp_path, cache, capsys):
     write_problem(tmp_path / "set")
     assert main(["validate-problems", "--problems", str(tmp_path / "set")]) == 0
