@@ -1,6 +1,10 @@
-"""Sort exams by first day; a min-heap of (last day, hall) frees the hall that ends earliest."""
+"""Sort exams by first day; a min-heap of busy halls (packed as last_day * 2^18 + hall, so the heap compares plain
+integers) frees the hall that ends earliest."""
 import heapq
 import sys
+
+SHIFT = 18  # halls <= 2 * 10^5 < 2^18
+MASK = (1 << SHIFT) - 1
 
 
 def main():
@@ -8,19 +12,18 @@ def main():
     n = int(data[0])
     ls = list(map(int, data[1:2 * n + 1:2]))
     rs = list(map(int, data[2:2 * n + 2:2]))
-    order = sorted(range(n), key=ls.__getitem__)
     busy = []
+    push, pop = heapq.heappush, heapq.heappop
     hall = [0] * n
     k = 0
-    for i in order:
-        l = ls[i]
-        if busy and busy[0][0] < l:
-            h = heapq.heappop(busy)[1]
+    for i in sorted(range(n), key=ls.__getitem__):
+        if busy and busy[0] >> SHIFT < ls[i]:
+            h = pop(busy) & MASK
         else:
             k += 1
             h = k
         hall[i] = h
-        heapq.heappush(busy, (rs[i], h))
+        push(busy, (rs[i] << SHIFT) | h)
     sys.stdout.write(f"{k}\n{' '.join(map(str, hall))}\n")
 
 
