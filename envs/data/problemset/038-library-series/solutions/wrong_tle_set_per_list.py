@@ -1,4 +1,4 @@
-"""Builds a set for every walk: O(n * q) in the worst case."""
+"""Builds a set for every list: O(n * q) in the worst case."""
 import sys
 
 data = sys.stdin.buffer.read().split()

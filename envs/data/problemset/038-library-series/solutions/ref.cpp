@@ -1,5 +1,5 @@
-// Offline sweep that marks only the first occurrence of every kind: a walk starting after that occurrence misses
-// the kind.
+// Offline: sort the lists by right end. Sweeping r, a Fenwick tree holds 1 at the last occurrence of every series seen
+// so far (moving the 1 when a series reappears); a list [l, r] then counts the 1s in [l, r]. O((n + q) log n).
 #include <bits/stdc++.h>
 using namespace std;
 int n, q;
@@ -22,7 +22,8 @@ int main() {
         while (r < wr) {
             r++;
             auto it = last.find(c[r]);
-            if (it == last.end()) { last[c[r]] = r; add(r, 1); }  // BUG: never moves the 1 to the newest occurrence
+            if (it != last.end()) { add(it->second, -1); it->second = r; } else last[c[r]] = r;
+            add(r, 1);
         }
         ans[j] = sum(wr) - sum(wl - 1);
     }
