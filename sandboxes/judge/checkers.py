@@ -14,7 +14,8 @@ Checkers are jury code: trusted, run with a timeout only.
 Token rules as testlib's standard checkers (checkers/wcmp.cpp, rcmp*.cpp, testlib.h ``isBlanks``): ``tokens`` and
 ``float:EPS`` separate tokens by space, tab, CR and LF only (a form feed or vertical tab is part of a token); a
 differing token is WA; output that ends early or has extra tokens is WA for ``tokens`` (as wcmp and ncmp say) and PE
-for ``float:EPS`` (rcmp's unexpected EOF and "extra information in the output file"). ``icpc`` splits on every C
+for ``float:EPS`` (rcmp's unexpected EOF and "extra information in the output file"), as is an output token that is
+no number where the jury's is one (rcmp's "expected double"). ``icpc`` splits on every C
 ``isspace`` character, as problemtools' default validator does, and every mismatch there is WA.
 """
 
@@ -64,11 +65,11 @@ def testlib_tokens(data: bytes) -> list[bytes]:
 
 
 def _compare_tokens(output: bytes, answer: bytes, same, length_mismatch: Verdict = Verdict.PE,
-                    split=bytes.split) -> tuple[Verdict, str]:
+                    split=bytes.split, mismatch=lambda got, want: Verdict.WA) -> tuple[Verdict, str]:
     out_tokens, ans_tokens = split(output), split(answer)
     for i, (got, want) in enumerate(zip(out_tokens, ans_tokens)):
         if not same(got, want):
-            return Verdict.WA, f"token {i + 1}: expected {_show(want)}, got {_show(got)}"
+            return mismatch(got, want), f"token {i + 1}: expected {_show(want)}, got {_show(got)}"
     if len(out_tokens) < len(ans_tokens):
         return length_mismatch, f"output ended after {len(out_tokens)} tokens, expected {len(ans_tokens)}"
     if len(out_tokens) > len(ans_tokens):
@@ -93,8 +94,9 @@ class TokensChecker:
 
 
 def _number(token: bytes) -> float:
-    """float(token), except that Python's digit separators ("1_000") are not a number in a judge's output."""
-    if b"_" in token:
+    """float(token), except that Python's digit separators ("1_000") and whitespace around the digits (a form feed
+    inside a testlib token) do not make a number in a judge's output."""
+    if b"_" in token or token != token.strip():
         raise ValueError(token)
     return float(token)
 
@@ -137,8 +139,19 @@ class FloatChecker:
 
     def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
         """AC when every token matches (numbers within eps); WA on a differing token; PE when tokens are missing or
-        extra (as testlib's rcmp family: unexpected EOF, extra information in the output file)."""
-        return _compare_tokens(output, answer, self._same, Verdict.PE, testlib_tokens)
+        extra, or no number stands where the jury's is one (as testlib's rcmp family: unexpected EOF, extra
+        information in the output file, expected double)."""
+        return _compare_tokens(output, answer, self._same, Verdict.PE, testlib_tokens, self._mismatch)
+
+    @staticmethod
+    def _mismatch(got: bytes, want: bytes) -> Verdict:
+        """PE where the jury has a number and the output no number (rcmp: "expected double"), else WA."""
+        for token, verdict in ((want, Verdict.WA), (got, Verdict.PE)):
+            try:
+                _number(token)
+            except ValueError:
+                return verdict
+        return Verdict.WA
 
 
 # A whole token as C's strtod reads it (the Kattis default validator's ``isfloat``: sscanf "%lf" with nothing left):

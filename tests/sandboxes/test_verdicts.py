@@ -226,9 +226,14 @@ def test_native_interactor_killed_by_sigpipe_after_the_solution_left_is_wrong_an
     ("tokens", b" 1\t2\r\n\n", b"1 2", Verdict.AC),
     ("float:1e-6", b"3 3\n", b"3\n", Verdict.PE),  # rcmp: extra information in the output file
     ("float:1e-6", b"", b"3\n", Verdict.PE),  # rcmp: unexpected end of file
-    ("float:1e-6", b"1\x0c2\n", b"1 2\n", Verdict.WA),
+    ("float:1e-6", b"1\x0c2\n", b"1 2\n", Verdict.PE),  # rcmp: "1\f2" is no double
+    ("float:1e-6", b"3\x0c\n", b"3\n", Verdict.PE),
+    ("float:1e-6", b"abc\n", b"0.5\n", Verdict.PE),  # rcmp: expected double
+    ("float:1e-6", b"0.6 abc\n", b"0.5 abc\n", Verdict.WA),
+    ("float:1e-6", b"abd\n", b"abc\n", Verdict.WA),  # no number on the jury's side: compared as text
 ], ids=["tokens-extra", "tokens-missing", "tokens-form-feed", "tokens-vertical-tab", "tokens-blanks",
-        "float-extra", "float-missing", "float-form-feed"])
+        "float-extra", "float-missing", "float-form-feed", "float-form-feed-after", "float-not-a-number",
+        "float-differs", "float-text"])
 def test_token_rules_of_the_built_in_checkers_are_testlibs(checker, output, answer, expected):
     from agentgspo.sandboxes.judge.checkers import make_checker
 
@@ -429,7 +434,7 @@ def test_float_checker_rejects_a_meaningless_epsilon(spec):
 def test_float_checker_numbers_are_plain_decimals():
     from agentgspo.sandboxes.judge.checkers import FloatChecker
 
-    assert FloatChecker(1e-6).check(b"", b"1_000", b"1000")[0] == Verdict.WA
+    assert FloatChecker(1e-6).check(b"", b"1_000", b"1000")[0] == Verdict.PE  # no number, as rcmp: "expected double"
     assert FloatChecker(1e-6).check(b"", b"1000.0000001 -0 1E3", b"1000 0 1000")[0] == Verdict.AC
 
 
