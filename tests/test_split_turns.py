@@ -120,10 +120,21 @@ def test_split_turn_samples_of_every_bundled_env_are_the_template_render(env_id,
     env.close()
 
 
-def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_folder):
+def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_folder, monkeypatch):
     from transformers import AutoModelForCausalLM
 
+    import agentgspo.learner
+
     samples = play(renderer, "split_turns")
+    for sample in samples[2:]:  # the second episode fails: the group's advantages are +-0.7071 per episode
+        sample.reward = 0.0
+    computed = []
+
+    def spy(trajectories):
+        computed.append(episode_advantages(trajectories)[0].tolist())
+        return episode_advantages(trajectories)
+
+    monkeypatch.setattr(agentgspo.learner, "episode_advantages", spy)
     model = AutoModelForCausalLM.from_pretrained(qwen3_folder, dtype=torch.float32)
     seen: list[list[int]] = []
 
@@ -138,6 +149,7 @@ def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_
     learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id, config=LearnerConfig(
         minibatches=1, skip_zero_advantage=False, logp_old="sampler", volatility_rows=0, memory_estimate=False))
     learner.step(samples)
+    assert computed == [pytest.approx([0.70710, 0.70710, -0.70710, -0.70710], abs=1e-4)]
     assert sorted(seen) == sorted(s.token_ids for s in samples)
     batch = collate(samples, renderer.tokenizer.pad_token_id)
     for row, sample in enumerate(samples):

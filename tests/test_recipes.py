@@ -1,0 +1,97 @@
+"""The env recipes (recipes/math.py, code.py, codeforces.py, search.py): each one's --smoke size trains the tiny
+policy on CPU and writes a run folder like the quickstart's; settings come from defaults < --smoke < --config YAML
+< flags; a finished folder is reported, one holding other settings refused."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentgspo.train import TrainConfig, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPES = ("math", "code", "codeforces", "search")
+
+
+def recipe_module(name):
+    spec = importlib.util.spec_from_file_location(f"recipe_{name}", ROOT / "recipes" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_recipe(name, *args, timeout=900):
+    return subprocess.run([sys.executable, str(ROOT / "recipes" / f"{name}.py"), *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_smoke_size_trains_the_tiny_policy_and_writes_the_run_folder(name, tmp_path):
+    out = tmp_path / name
+    result = run_recipe(name, "--smoke", "--out", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2]
+    assert all({"reward_mean", "success", "loss", "clip_frac_seq", "samples"} <= set(row) for row in rows)
+    assert all(row["samples"] == 4 for row in rows)  # 2 prompts x 2 samples, as_sampled
+    config = json.loads((out / "config.json").read_text())
+    env_id = {"math": "Math-v0", "code": "Code-v0", "codeforces": "CodeForces-v0", "search": "Search-v0"}[name]
+    assert config["env_id"] == f"agentgspo/{env_id}" and config["policy"] == "tiny"
+    settings = json.loads((out / "final" / "agentgspo.json").read_text())
+    assert settings["env_id"] == f"agentgspo/{env_id}" and settings["max_new_tokens"] == 32
+    assert (out / "final" / "config.json").is_file() and (out / "final" / "model.safetensors").is_file()
+    assert json.loads((out / "summary.json").read_text())["reward_mean"] == [row["reward_mean"] for row in rows]
+
+
+def test_a_finished_run_is_reported_and_a_folder_with_other_settings_refused(tmp_path):
+    out = tmp_path / "math"
+    assert run_recipe("math", "--smoke", "--out", out, "--steps", 1).returncode == 0
+    again = run_recipe("math", "--smoke", "--out", out, "--steps", 1)
+    assert again.returncode == 0 and "holds a finished run" in again.stdout
+    other = run_recipe("math", "--smoke", "--out", out, "--steps", 1, "--lr", 0.5)
+    assert other.returncode == 2 and "--lr" in other.stderr
+
+
+def test_settings_come_from_defaults_then_smoke_then_yaml_then_flags(tmp_path):
+    math = recipe_module("math")
+    real = load_config(math.MathConfig, [])
+    assert real.policy == "Qwen/Qwen3-30B-A3B" and real.env_id == "agentgspo/Math-v0" and real.backend == "vllm"
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text("steps: 7\nlr: 1e-3\nenv_kwargs: {sandbox: none}\ngroup-size: 4\n")
+    config = load_config(math.MathConfig, ["--smoke", "--config", str(config_file), "--lr", "0.002"],
+                         smoke=math.SMOKE)
+    assert config.policy == "tiny" and config.max_new_tokens == 32  # --smoke over the defaults
+    assert config.steps == 7 and config.group_size == 4 and config.env_kwargs == {"sandbox": "none"}  # YAML
+    assert config.lr == 0.002  # a flag over the YAML
+    assert load_config(math.MathConfig, ["--config", str(config_file)]).lr == 1e-3  # YAML 1.1 reads 1e-3 as text
+
+
+def test_bad_settings_are_refused_naming_the_setting(tmp_path):
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text("stpes: 7\n")
+    with pytest.raises(ValueError, match="unknown setting 'stpes' .did you mean 'steps'"):
+        load_config(TrainConfig, ["--config", str(config_file)])
+    config_file.write_text("steps: many\n")
+    with pytest.raises(ValueError, match="steps: expected int, got 'many'"):
+        load_config(TrainConfig, ["--config", str(config_file)])
+    with pytest.raises(ValueError, match="history: expected one of as_sampled, split_turns"):
+        load_config(TrainConfig, ["--history", "split"])
+    with pytest.raises(SystemExit):
+        load_config(TrainConfig, ["--env-kwargs", "[1]"])  # argparse: "expected a JSON object"
+    result = run_recipe("search", "--smoke", "--out", tmp_path / "x", "--policy", "Qwen/Not-Cached-Anywhere")
+    assert result.returncode == 2 and "huggingface-cli download Qwen/Not-Cached-Anywhere" in result.stderr
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_no_recipe_run_as_a_script_shadows_the_standard_library(name):
+    """`python recipes/NAME.py` puts recipes/ first on sys.path, where math.py and code.py would stand in for the
+    standard `math` and `code` modules; each recipe takes the folder off before anything imports them."""
+    result = run_recipe(name, "--help", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--smoke" in result.stdout and "--history" in result.stdout
