@@ -36,9 +36,12 @@ from typing import Any, Literal
 
 import torch
 
+from agentgspo.advantages import token_advantages, turn_advantages
 from agentgspo.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.logprobs import token_entropy
-from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, kl_k3
+from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
+from agentgspo.routing_replay import REPLAY_SOURCES, batch_replay, decode_routing, find_routers, record_routing, \
+    replay_routing, split_recorded
 from agentgspo.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.split_turns import episode_advantages
 from agentgspo.trajectory import Trajectory
@@ -82,6 +85,20 @@ class LearnerConfig:
             nearly all of them); keep fp32 master weights and compute in bf16 (mixed precision) instead.
         memory_estimate: print the estimated memory per process (parameters, gradients, optimizer state,
             activations per micro-batch; :mod:`agentgspo.memory`) when the learner is built.
+        unit: what one importance ratio covers in GSPO. ``trajectory`` (default): every assistant token of the
+            episode, tool outputs masked (Eq. 7 over the episode). ``turn``: each assistant turn (``turn_spans``) its
+            own ratio and clip, every turn of a trajectory weighing 1/K_i of it (``loss.gspo_turn_loss``); fits when
+            turns are long and independent, or the template re-renders history. ``objective="gspo"`` only.
+        credit: ``trajectory`` (default): one group-normalised advantage per episode (Eq. 6). ``turn``: per-turn
+            advantages from the rewards each env ``step`` returned (``Trajectory.turn_rewards``): the undiscounted
+            return-to-go of each turn normalised by its group's episode-return statistics
+            (``advantages.turn_advantages``); with ``gspo_token`` / ``grpo`` each token takes its turn's advantage,
+            with ``unit="turn"`` each turn's ratio does. Not with ``gspo`` over whole trajectories (one ratio can
+            carry only one advantage) nor with split_turns samples.
+        routing_replay: MoE policies only (:mod:`agentgspo.routing_replay`). ``off`` (default); ``rollout`` (R3):
+            every learner forward routes each token to the experts the sampler chose (``Trajectory.routed_experts``,
+            recorded by ``HFPolicy(record_routing=True)``); ``old_policy`` (the paper's Routing Replay): to the experts
+            of the logp_old recompute. The replayed experts' weights come from the live router, which still learns.
     """
 
     objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
@@ -102,8 +119,26 @@ class LearnerConfig:
     sync_each_micro_batch: bool | None = None
     allow_low_precision_params: bool = False
     memory_estimate: bool = True
+    unit: Literal["trajectory", "turn"] = "trajectory"
+    credit: Literal["trajectory", "turn"] = "trajectory"
+    routing_replay: Literal["off", "rollout", "old_policy"] = "off"
 
     def __post_init__(self) -> None:
+        for name in ("unit", "credit"):
+            if getattr(self, name) not in ("trajectory", "turn"):
+                raise ValueError(f"{name}: expected 'trajectory' or 'turn', got {getattr(self, name)!r}")
+        if self.unit == "turn" and self.objective != "gspo":
+            raise ValueError(f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has token "
+                             "ratios already: use objective='gspo' or unit='trajectory'")
+        if self.credit == "turn" and self.objective == "gspo" and self.unit == "trajectory":
+            raise ValueError("credit='turn' with objective='gspo' and unit='trajectory': one trajectory ratio "
+                             "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
+                             "or credit='trajectory'")
+        if self.routing_replay not in REPLAY_SOURCES:
+            raise ValueError(f"routing_replay: expected one of {REPLAY_SOURCES}, got {self.routing_replay!r}")
+        if self.routing_replay == "old_policy" and self.logp_old != "recompute":
+            raise ValueError("routing_replay='old_policy' replays the routing of the logp_old recompute; set "
+                             "logp_old='recompute' or use routing_replay='rollout'")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
         if self.logp_old not in ("recompute", "sampler"):
@@ -227,7 +262,8 @@ class GSPOLearner:
     """Updates a policy from rollout batches with GSPO (or GSPO-token / GRPO).
 
     Args:
-        model: the policy, already passed through ``accelerator.prepare`` (with its optimizer and scheduler).
+        model: the policy, already passed through ``accelerator.prepare`` (with its optimizer and scheduler), or
+            sharded by :func:`agentgspo.sharding.shard_policy` (FSDP2 / DeepSpeed; fp32 weights).
         optimizer: e.g. ``torch.optim.AdamW``.
         accelerator: the ``accelerate.Accelerator`` that prepared them.
         pad_token_id: padding id for collation.
@@ -249,10 +285,13 @@ class GSPOLearner:
         base = accelerator.unwrap_model(model)
         model_config = getattr(base, "config", None)
         self.is_moe = hasattr(model_config, "num_experts_per_tok")
+        if self.config.routing_replay != "off":
+            find_routers(base)  # a clear error for a model without a supported router
         coef = self.config.router_aux_loss_coef
         self.aux_coef = (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) \
             if self.is_moe else 0.0
         self.generator = torch.Generator().manual_seed(seed)
+        self._replays: dict[int, torch.Tensor] = {}  # id(trajectory) -> [T, L, k] experts replayed in this step
         self._objective = torch.compile(self._objective_from_logits, dynamic=True) if self.config.compile \
             else self._objective_from_logits
         self.deepspeed = is_deepspeed(accelerator)
@@ -295,11 +334,18 @@ class GSPOLearner:
         self.accelerator.print(estimate.report())
 
     def _objective_from_logits(self, logits: torch.Tensor, input_ids: torch.Tensor, old_logprobs: torch.Tensor,
-                               advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor
+                               advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor,
+                               turn_ids: torch.Tensor | None = None
                                ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
-        """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles."""
+        """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles.
+        ``turn_ids`` ``[B, T]`` (``unit="turn"``): each trained token's assistant-turn index."""
         config = self.config
         logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
+        if config.unit == "turn":
+            loss, diagnostics = gspo_turn_loss(logprobs, old_logprobs, advantages, loss_mask, turn_ids,
+                                               eps_low=config.eps_low, eps_high=config.eps_high,
+                                               num_sequences=num_sequences)
+            return loss, diagnostics, logprobs
         loss, diagnostics = OBJECTIVES[config.objective](
             logprobs, old_logprobs, advantages, loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
             num_sequences=num_sequences,
@@ -368,9 +414,12 @@ class GSPOLearner:
         if included:
             # Eq. 6 over episodes: the samples of a split_turns episode share its advantage (agentgspo.split_turns)
             advantages[included], advantage_stats = episode_advantages([trajectories[i] for i in included])
+        if config.credit == "turn" and included:
+            advantages, advantage_stats = self._turn_credit(trajectories, included)  # [N, K]
         n = len(trajectories)
+        signal = advantages.nan_to_num(0.0).reshape(n, -1).ne(0).any(-1) if n else advantages.bool()  # [N]
         keep = [i for i in included
-                if advantages[i] != 0 or not config.skip_zero_advantage or config.kl_coef > 0]
+                if signal[i] or not config.skip_zero_advantage or config.kl_coef > 0]
         kept = set(keep)
 
         # The plan: scoring micro-batches, then each minibatch's trained rows and micro-batches. All ranks agree on
@@ -393,6 +442,7 @@ class GSPOLearner:
 
         # logp_old: the policy that sampled, scored before any update of this batch.
         old: dict[int, torch.Tensor] = {}
+        self._replays = self._rollout_routing(trajectories, keep) if config.routing_replay == "rollout" else {}
         gap_sum, gap_tokens = 0.0, 0
         recompute = config.logp_old == "recompute"
         score_passes = plan.most[0] if self.lockstep and recompute else len(score_buckets)
@@ -402,8 +452,15 @@ class GSPOLearner:
                 continue
             rows = score_buckets[p]
             batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
-            if recompute:
-                logp = self._score_no_grad(self._local_model(), batch)
+            if recompute and config.routing_replay == "old_policy":
+                with record_routing(accelerator.unwrap_model(self.model)) as calls:
+                    logp = self._score_no_grad(self._local_model(), batch)
+                lengths = [len(trajectories[i].token_ids) for i in rows]
+                recorded = split_recorded(calls, lengths, batch.input_ids.shape[1])
+                self._replays.update(zip((id(trajectories[i]) for i in rows), recorded))
+            elif recompute:
+                with self._replaying([trajectories[i] for i in rows], batch):
+                    logp = self._score_no_grad(self._local_model(), batch)
                 gap = (logp - batch.sampler_logprobs).abs()
                 gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
                 gap_tokens += int(batch.loss_mask.sum())
@@ -463,6 +520,7 @@ class GSPOLearner:
             if keep:
                 means.add("routing_volatility", routing_volatility(choices_before, choices_after),
                           choices_before.numel())
+        self._replays = {}
         if gap_tokens:
             means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
         means.add("zero_variance_frac", advantage_stats["zero_variance_frac"], advantage_stats.get("num_groups", 0))
@@ -476,6 +534,54 @@ class GSPOLearner:
         metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
                        learner_seconds=time.perf_counter() - started)
         return metrics
+
+    def _turn_credit(self, trajectories: Sequence[Trajectory], included: list[int]
+                     ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Per-turn advantages ``[N, K]`` (``credit="turn"``; rows not included are 0) from each episode's step
+        rewards; a clear error where they are missing or disagree with the episode's reward."""
+        seen = set()
+        for i in included:
+            t = trajectories[i]
+            if len(t.turn_rewards) != t.num_turns:
+                raise ValueError(f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has "
+                                 f"{len(t.turn_rewards)} turn rewards for {t.num_turns} turns; it was recorded without "
+                                 "per-turn rewards (an older rollout): sample again or use credit='trajectory'")
+            if abs(sum(t.turn_rewards) - t.reward) > 1e-6 * max(1.0, abs(t.reward)):
+                raise ValueError(f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has reward "
+                                 f"{t.reward} but its turn rewards sum to {sum(t.turn_rewards)} (a group reward "
+                                 "function changed it?); per-turn credit would ignore that change: use "
+                                 "credit='trajectory'")
+            if (t.group_id, t.sample_id) in seen:
+                raise ValueError("credit='turn' needs whole episodes; these are split_turns samples (one turn each): "
+                                 "use credit='trajectory' with history='split_turns'")
+            seen.add((t.group_id, t.sample_id))
+        per_turn, stats = turn_advantages([trajectories[i].turn_rewards for i in included],
+                                          torch.tensor([trajectories[i].group_id for i in included]))  # [n, K]
+        advantages = torch.zeros(len(trajectories), max(per_turn.shape[1], 1), dtype=torch.float64)  # [N, K]
+        advantages[included, : per_turn.shape[1]] = per_turn.to(torch.float64)
+        return advantages, stats
+
+    def _rollout_routing(self, trajectories: Sequence[Trajectory], rows: list[int]) -> dict[int, torch.Tensor]:
+        """Each trained trajectory's recorded ``[T, L, k]`` expert ids by ``id(trajectory)``
+        (``routing_replay="rollout"``)."""
+        routings = {}
+        for i in rows:
+            t = trajectories[i]
+            if t.routed_experts is None:
+                raise ValueError(f"routing_replay='rollout': trajectory (group {t.group_id}, sample {t.sample_id}) has "
+                                 "no recorded routing; sample with HFPolicy(record_routing=True) (vLLM backends do "
+                                 "not record it here: vLLM's routed-expert output needs its V2 runner with Triton), "
+                                 "or use routing_replay='old_policy'")
+            routings[id(t)] = decode_routing(t.routed_experts)
+        return routings
+
+    def _replaying(self, batch_trajectories: Sequence[Trajectory], batch: Batch) -> Any:
+        """The routing-replay context of a forward over ``batch_trajectories`` (collated as ``batch``); a no-op when
+        replay is off and for placeholder micro-batches (no recorded routing)."""
+        if not self._replays or any(id(t) not in self._replays for t in batch_trajectories):
+            return contextlib.nullcontext()
+        return replay_routing(self.accelerator.unwrap_model(self.model),
+                              batch_replay([self._replays[id(t)] for t in batch_trajectories], batch.input_ids.shape[1]))
 
     def _agree(self, local: list[int]) -> _Plan:
         """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
@@ -541,13 +647,21 @@ class GSPOLearner:
         old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
         for r, i in enumerate(rows):
             old_logprobs[r, : old[i].shape[0]] = old[i]
-        adv = advantages[rows].to(accelerator.device)  # [B]
-        with self._accumulating(sync):
+        adv = advantages[rows].to(accelerator.device)  # [B], or [B, K] per turn (credit="turn")
+        turn_ids = None
+        if config.unit == "turn" or adv.dim() == 2:
+            turn_ids = torch.full_like(batch.input_ids, -1)  # [B, T], each sampled token's turn index
+            for r, i in enumerate(rows):
+                for k, (start, end) in enumerate(trajectories[i].turn_spans):
+                    turn_ids[r, start:end] = k
+            if adv.dim() == 2 and config.unit == "trajectory":  # gspo_token / grpo: A_it = its turn's advantage
+                adv = token_advantages(adv.nan_to_num(0.0), turn_ids)  # [B, T]
+        with self._accumulating(sync), self._replaying([trajectories[i] for i in rows], batch):
             outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
             # Compiled, N is a tensor so that a new minibatch size does not recompile.
             n = torch.tensor(float(num_sequences), device=adv.device) if config.compile else num_sequences
             loss, diagnostics, logprobs = self._objective(outputs.logits, batch.input_ids, old_logprobs, adv,
-                                                          batch.loss_mask, n)  # [], {...}, [B, T]
+                                                          batch.loss_mask, n, turn_ids)  # [], {...}, [B, T]
             total = loss
             if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
                 # Weighted by the micro-batch's share of the rows forwarded in this minibatch (over all ranks, / W), so
@@ -566,6 +680,9 @@ class GSPOLearner:
             return 0.0
         sequences, tokens = float(diagnostics["num_sequences"]), float(diagnostics["num_tokens"])
         unit = sequences if config.objective == "gspo" else tokens  # what the low/high split and ratios count
+        if "num_turns" in diagnostics:  # unit="turn": the low/high split and ratios count turns
+            unit = float(diagnostics["num_turns"])
+            means.add("clip_frac_turn", float(diagnostics["clip_frac_turn"]), unit)
         means.add("clip_frac_seq", float(diagnostics["clip_frac_seq"]), sequences)
         means.add("clip_frac_token", float(diagnostics["clip_frac_token"]), tokens)
         for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):

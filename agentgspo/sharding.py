@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 __all__ = ["MIXED_PRECISION", "check_deepspeed_processes", "full_state_dict", "is_deepspeed", "is_sharded",
-           "load_sampler_weights", "prepare_deepspeed", "shard_policy"]
+           "load_sampler_weights", "prepare_deepspeed", "save_full_weights", "shard_policy"]
 
 MIXED_PRECISION = ("no", "bf16")
 _CHECKPOINT_DIR = "fsdp2_sharded"  # inside an accelerate save_state folder
@@ -208,6 +208,20 @@ def full_state_dict(accelerator: Any, model: Any, *, all_ranks: bool = True) -> 
     if is_deepspeed(accelerator):
         return accelerator.get_state_dict(model)
     return accelerator.unwrap_model(model).state_dict()
+
+
+def save_full_weights(accelerator: Any, model: Any, folder: str | Path) -> Path:
+    """Gather the policy's full weights and write them (main process) as a Hugging Face checkpoint in ``folder``:
+    the layout vLLM's loader reads, e.g. for :func:`agentgspo.policy.weight_sync.sync_weights`' reload. A collective:
+    every rank calls it. Returns the folder."""
+    state = full_state_dict(accelerator, model, all_ranks=False)
+    folder = Path(folder)
+    if accelerator.is_main_process:
+        folder.mkdir(parents=True, exist_ok=True)
+        base = accelerator.unwrap_model(model)
+        base.save_pretrained(folder, state_dict=state, safe_serialization=True)
+    accelerator.wait_for_everyone()
+    return folder
 
 
 @torch.no_grad()

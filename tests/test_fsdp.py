@@ -22,7 +22,7 @@ from accelerate import Accelerator
 
 from agentgspo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgspo.learner import GSPOLearner, LearnerConfig
-from agentgspo.sharding import full_state_dict, is_sharded, load_sampler_weights, shard_policy
+from agentgspo.sharding import full_state_dict, is_sharded, load_sampler_weights, save_full_weights, shard_policy
 from agentgspo.trajectory import Trajectory
 
 LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
@@ -106,6 +106,8 @@ def _worker(out_dir: str, mode: str) -> None:
                 sampler_logits = sampler(input_ids=batch).logits
             if rank == 0:
                 torch.save({k: v.detach().cpu() for k, v in state.items()}, out / f"{name}.pt")
+            if name == "unequal-adamw":
+                save_full_weights(accelerator, model, out / "hf-checkpoint")  # what a vLLM reload reads
             Path(out, f"{name}.rank{rank}.json").write_text(json.dumps({
                 "optimizer_steps": steps, "sampler_logit_error": (sharded_logits - sampler_logits).abs().max().item(),
                 "shard_numel": sum(p.to_local().numel() for p in model.parameters()),
@@ -206,7 +208,8 @@ def test_fsdp2_on_two_ranks_equals_the_single_process_update(trained, split, kin
 
 def test_fsdp2_parameters_are_sharded_and_the_sampler_gets_full_weights(trained):
     """Each rank stores about half of every parameter; full_state_dict gathers all of it on every rank, with the
-    unsharded model's keys, and a sampler loaded from it computes the sharded model's logits."""
+    unsharded model's keys, a sampler loaded from it computes the sharded model's logits, and save_full_weights
+    writes them as a Hugging Face checkpoint (what vLLM reloads)."""
     out, code, log = trained
     results = [out / f"unequal-adamw.rank{rank}.json" for rank in (0, 1)]
     if not all(path.exists() for path in results):
@@ -215,6 +218,13 @@ def test_fsdp2_parameters_are_sharded_and_the_sampler_gets_full_weights(trained)
         result = json.loads(path.read_text())
         assert result["shard_numel"] <= 0.6 * result["full_numel"]
         assert result["state_keys"] and result["sampler_logit_error"] <= 1e-5
+    # The Hugging Face checkpoint the main process wrote holds the same full weights.
+    from transformers import AutoModelForCausalLM
+
+    saved = AutoModelForCausalLM.from_pretrained(out / "hf-checkpoint").state_dict()
+    gathered = torch.load(out / "unequal-adamw.pt")
+    for name, tensor in gathered.items():
+        assert torch.equal(saved[name], tensor), name
 
 
 def test_fsdp2_bf16_keeps_fp32_master_shards_and_no_fp32_logits(trained):
