@@ -38,7 +38,8 @@ def server_command(policy: str | Path, *, host: str = "127.0.0.1", port: int = 8
                    extra: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start vLLM's OpenAI server for ``policy`` (a folder or "tiny")."""
     from agentgspo.policy.factory import require_vllm
-    from agentgspo.policy.vllm import LOGPROBS_MODE, WEIGHT_SYNC_EXTENSION, resolve_policy_path, set_cpu_defaults
+    from agentgspo.policy.vllm import (CHUNKED_PREFILL, LOGPROBS_MODE, WEIGHT_SYNC_EXTENSION, resolve_policy_path,
+                                       set_cpu_defaults)
 
     require_vllm("serve-policy")
     path = resolve_policy_path(policy)
@@ -47,6 +48,7 @@ def server_command(policy: str | Path, *, host: str = "127.0.0.1", port: int = 8
         "--served-model-name", "policy", "--host", host, "--port", str(port), "--dtype", dtype,
         "--max-num-seqs", str(max_num_seqs), "--seed", str(seed), "--logprobs-mode", LOGPROBS_MODE,
         "--worker-extension-cls", WEIGHT_SYNC_EXTENSION, "--disable-uvicorn-access-log",
+        "--enable-chunked-prefill" if CHUNKED_PREFILL else "--no-enable-chunked-prefill",
     ]
     if enforce_eager:
         command.append("--enforce-eager")

