@@ -207,9 +207,11 @@ def test_rollout_plays_a_trained_policy_with_what_it_was_trained_with(tmp_path, 
                                    "max_context": 200, "temperature": 0.5, "top_p": 1.0}
     for t in read_jsonl(tmp_path / "a" / "trajectories.jsonl"):
         assert t.messages[0]["role"] == "user" and all(end - start <= 5 for start, end in t.turn_spans)
-    assert main(["rollout", "--policy", str(policy), "--episodes", "1", "--group-size", "1", "--max-new-tokens", "9",
-                 "--out", str(tmp_path / "b")]) == 0
-    assert json.loads(capsys.readouterr().out)["settings"]["max_new_tokens"] == 9  # a flag wins
+    assert main(["rollout", "--policy", str(policy), "--episodes", "1", "--group-size", "1", "--max-new-tokens", "9"
+                 ]) == 0  # no --out: rollout/ beside the policy folder
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["settings"]["max_new_tokens"] == 9  # a flag wins
+    assert summary["path"] == str(tmp_path / "rollout" / "trajectories.jsonl")
 
 
 def test_rollout_without_env_or_trained_policy_asks_for_env(tmp_path, capsys):

@@ -28,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_backend_arguments(parser)  # --backend hf|vllm|server, --server-url, engine options
     parser.add_argument("--episodes", type=int, default=8, help="number of prompts (distinct seeds)")
     parser.add_argument("--group-size", type=int, default=4, help="samples per prompt")
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default: rollout/ beside a policy folder, e.g. runs/quickstart/rollout; "
+                             "runs/rollout-tiny or runs/rollout-oracle otherwise)")
     parser.add_argument("--env-kwargs", default=None,
                         help='JSON keyword arguments of the env, e.g. \'{"system_prompt": null}\' (added to those '
                              "the policy was trained with)")
@@ -68,6 +70,16 @@ def out_of_room_warnings(summary: dict) -> list[str]:
             lines.append(f"{reasons[reason]} of {summary['episodes']} episodes stopped at {reason}: they ran out "
                          f"of room; raise {flag} if the policy needs more")
     return lines
+
+
+def default_out(policy: str):
+    """Where a rollout writes without ``--out``: ``rollout/`` beside a policy folder (``runs/quickstart/final`` ->
+    ``runs/quickstart/rollout``), else ``runs/rollout-NAME``."""
+    from pathlib import Path
+
+    if policy in ("tiny", "oracle"):
+        return Path("runs") / f"rollout-{policy}"
+    return Path(policy).resolve().parent / "rollout"
 
 
 def build_policy(name: str, env_id: str, env_kwargs: dict, backend: str = "hf", **options):
@@ -118,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     settings = resolve_episode_settings(args.env, explicit, env_kwargs, trained,
                                         policy_label=f"--policy {args.policy!r}")
     make(settings.env_id, **settings.env_kwargs).close()  # fail fast on an unknown id or keyword (close matches)
-    out = Path(args.out)
+    out = Path(args.out) if args.out is not None else default_out(args.policy)
     try:  # before playing: an unwritable --out found at the end threw the whole rollout away
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
