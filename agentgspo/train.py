@@ -489,8 +489,12 @@ def _save_final(config: Any, accelerator: Any, model: Any, renderer: Any, folder
     state = full_state_dict(accelerator, model, all_ranks=False)  # a collective under FSDP2 / DeepSpeed
     if not accelerator.is_main_process:
         return
+    base = accelerator.unwrap_model(model)
+    # One copy of tied tensors (lm_head tied to the embedding): named_parameters lists each tensor once.
+    stored = {name for name, _ in base.named_parameters()} | {name for name, _ in base.named_buffers()}
+    state = {name: tensor for name, tensor in state.items() if name in stored}
     with no_transformers_progress_bars():
-        accelerator.unwrap_model(model).save_pretrained(folder, state_dict=state)
+        base.save_pretrained(folder, state_dict=state)
         renderer.tokenizer.save_pretrained(folder)
     write_policy_settings(folder, PolicySettings(
         env_id=config.env_id, env_kwargs=config.env_kwargs,

@@ -95,3 +95,23 @@ def test_no_recipe_run_as_a_script_shadows_the_standard_library(name):
     result = run_recipe(name, "--help", timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "--smoke" in result.stdout and "--history" in result.stdout
+
+
+def test_a_recipe_runs_sharded_with_fsdp2_on_two_cpu_ranks_with_split_turns(tmp_path):
+    """Two gloo ranks under `accelerate launch`: the policy sharded by FSDP2 (shard_policy), the sampler an unsharded
+    copy refreshed with the gathered weights, sharded checkpoints, full weights in final/; split_turns samples."""
+    out = tmp_path / "fsdp"
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               str(ROOT / "recipes" / "search.py"), "--smoke", "--sharding", "fsdp2", "--history", "split_turns",
+               "--out", str(out)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2] and all(row["samples"] >= 4 for row in rows)
+    assert (out / "checkpoints" / "step-00000002" / "fsdp2_sharded").is_dir()
+    from safetensors.torch import load_file
+
+    from agentgspo.tiny import tiny_policy_path
+
+    final, initial = load_file(out / "final" / "model.safetensors"), load_file(tiny_policy_path() / "model.safetensors")
+    assert set(final) == set(initial) and all(final[k].shape == initial[k].shape for k in final)
