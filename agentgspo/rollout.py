@@ -27,6 +27,7 @@ import gymnasium as gym
 
 from agentgspo.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, SampleRequest, SamplingParams
+from agentgspo.routing_replay import merge_routing
 from agentgspo.trajectory import STOP_REASONS, Trajectory
 
 
@@ -207,6 +208,8 @@ class RolloutRunner:
                 request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
                 turn = await self._within(self.policy.sample(request), deadline)
                 trajectory.append_sampled(turn.token_ids, turn.logprobs, getattr(turn, "policy_version", 0))
+                if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
+                    trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
                 turns += 1
                 text_ids = turn.token_ids[:-1] if turn.finish_reason == "stop" else turn.token_ids
                 history.append({"role": "assistant", "content": self.renderer.decode(text_ids)})
@@ -218,6 +221,7 @@ class RolloutRunner:
                     lambda: env.step(text), deadline
                 )
                 episode_reward += float(reward)
+                trajectory.turn_rewards.append(float(reward))  # per-turn credit (advantages.turn_advantages)
                 tool_errors.update(info.get("tool_errors", {}))
                 if info.get("mask_turn"):
                     trajectory.mask_turn(trajectory.num_turns - 1)
@@ -254,6 +258,8 @@ class RolloutRunner:
         finally:
             if env is not None:
                 self._pool.submit(env.close)  # fire and forget: a hung close must not hold the batch
+        # A turn no step consumed (cut at max tokens, or the env failed) has step reward 0.0.
+        trajectory.turn_rewards.extend([0.0] * (trajectory.num_turns - len(trajectory.turn_rewards)))
         if split:
             return self._split_samples(samples, trajectory, history, episode_reward, tool_errors)
         trajectory.reward = episode_reward

@@ -35,6 +35,8 @@ class Trajectory:
     sampler_logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each sampled turn
     turn_versions: list[int] = field(default_factory=list)  # policy version that sampled each turn
+    turn_rewards: list[float] = field(default_factory=list)  # the reward of the env step that consumed each turn
+    routed_experts: dict[str, Any] | None = None  # sampler's top-k experts per token and layer (routing_replay)
     messages: list[Message] = field(default_factory=list)
     reward: float = 0.0
     stop_reason: StopReason = "completed"
@@ -79,7 +81,8 @@ class Trajectory:
         return TrajectoryRecord(
             env_id=self.env_id, seed=self.seed, group_id=self.group_id, sample_id=self.sample_id,
             token_ids=self.token_ids, loss_mask=self.loss_mask, sampler_logprobs=self.sampler_logprobs,
-            turn_spans=self.turn_spans, turn_versions=self.turn_versions, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
+            turn_spans=self.turn_spans, turn_versions=self.turn_versions, turn_rewards=self.turn_rewards,
+            routed_experts=self.routed_experts, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
             num_turns=self.num_turns, matches_full_render=self.matches_full_render, metadata=self.metadata,
         )
 
@@ -100,6 +103,11 @@ class TrajectoryRecord(pydantic.BaseModel):
     turn_spans: list[tuple[int, int]]
     #: The policy version that sampled each turn; records written before versions existed read as all 0.
     turn_versions: list[int] = []
+    #: The reward of the ``step`` that consumed each turn (0.0 for a turn no step consumed); records written before
+    #: per-turn rewards existed read as [] (per-turn credit then refuses them).
+    turn_rewards: list[float] = []
+    #: ``agentgspo.routing_replay.encode_routing`` of the sampler's expert choices ([T, L, k]); None when not recorded.
+    routed_experts: dict[str, Any] | None = None
     messages: list[dict[str, Any]]
     reward: float
     stop_reason: StopReason
@@ -123,6 +131,12 @@ class TrajectoryRecord(pydantic.BaseModel):
         if len(self.turn_versions) != len(self.turn_spans):
             raise ValueError(f"turn_versions: expected one per turn span ({len(self.turn_spans)}), "
                              f"got {len(self.turn_versions)}")
+        if self.turn_rewards and len(self.turn_rewards) != len(self.turn_spans):
+            raise ValueError(f"turn_rewards: expected one per turn span ({len(self.turn_spans)}), "
+                             f"got {len(self.turn_rewards)}")
+        if self.routed_experts is not None and not 0 <= self.routed_experts.get("shape", [-1])[0] <= n:
+            raise ValueError(f"routed_experts: expected at most one row per token id ({n}), got shape "
+                             f"{self.routed_experts.get('shape')}")
         return self
 
     def to_trajectory(self) -> Trajectory:

@@ -51,6 +51,9 @@ class SampledTurn:
     logprobs: list[float]
     finish_reason: Literal["stop", "length"]
     policy_version: int = 0
+    #: ``[len(prompt) + len(token_ids), layers, k]`` top-k expert ids of every token the sampler fed (-1: not fed,
+    #: e.g. the last sampled id); only from backends recording routing (``HFPolicy(record_routing=True)``).
+    routed_experts: Any = None
 
 
 @runtime_checkable

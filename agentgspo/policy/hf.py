@@ -67,11 +67,19 @@ class HFPolicy:
             ``<|endoftext|>``); a turn that ends on any of them has ``finish_reason="stop"``.
         max_batch_size: most sequences sampled together.
         seed: seed of requests that carry none (the global RNG is never used).
+        record_routing: MoE policies: record each fed token's top-k experts per layer in the sampled turns
+            (``SampledTurn.routed_experts``, stored in the trajectory) for the learner's routing replay (R3,
+            :mod:`agentgspo.routing_replay`).
     """
 
     def __init__(self, model: Any, *, end_of_turn_id: int, pad_token_id: int, max_batch_size: int = 256,
-                 seed: int = 0, stop_ids: Sequence[int] = ()):
+                 seed: int = 0, stop_ids: Sequence[int] = (), record_routing: bool = False):
         self.model = model
+        self.record_routing = record_routing
+        if record_routing:
+            from agentgspo.routing_replay import find_routers
+
+            find_routers(model)  # a clear error for a model without a supported MoE router
         self.end_of_turn_id = end_of_turn_id
         self.stop_ids = frozenset({end_of_turn_id, *stop_ids})
         self.version = 0  # the policy version that samples now (bumped by weight_sync.sync_weights)
@@ -129,10 +137,19 @@ class HFPolicy:
             self.calls += 1
             seeds = list(seeds) if seeds is not None else [None] * len(prompts)
             filled = [s if s is not None else hash((self.seed, self.calls, row)) for row, s in enumerate(seeds)]
-            return self._generate(prompts, params, filled)
+            if not self.record_routing:
+                return self._generate(prompts, params, filled)
+            from agentgspo.routing_replay import record_routing, sampled_routing
+
+            fed: list[list[int]] = []  # rows fed at each decode step
+            with record_routing(self.model) as calls:
+                turns = self._generate(prompts, params, filled, fed)
+            for turn, routing in zip(turns, sampled_routing(calls, prompts, turns, fed)):
+                turn.routed_experts = routing
+            return turns
 
     def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
-                  seeds: Sequence[int]) -> list[SampledTurn]:
+                  seeds: Sequence[int], fed: list[list[int]] | None = None) -> list[SampledTurn]:
         batch, width = len(prompts), max(len(p) for p in prompts)
         version = self.version  # the weights that sample this batch (a sync waits for the lock)
         input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
@@ -184,6 +201,8 @@ class HFPolicy:
                     token, row_seeds = token[keep], row_seeds[keep]
                     attention_mask, next_position = attention_mask[keep], next_position[keep]
                 attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(live), 1))], dim=1)
+                if fed is not None:
+                    fed.append(list(live))
                 out = self.model(input_ids=token[:, None], attention_mask=attention_mask,
                                  position_ids=next_position, past_key_values=past, use_cache=True)
                 past, logits = out.past_key_values, out.logits[:, -1]
