@@ -11,6 +11,7 @@ import torch
 
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import ROUND_TRIP_PROBE, load_tokenizer, resolve_checkpoint
+from agentgspo.policy.names import model_folder
 from qwen3 import build_tiny_qwen3_moe, unpack_tokenizer
 
 REPO_ID = "Qwen/Qwen3-Tiny-Test"
@@ -38,6 +39,7 @@ def test_a_hub_id_in_the_local_cache_loads_offline_with_the_chosen_settings(qwen
     snapshot = put_in_hub_cache(tmp_path / "hub", REPO_ID, qwen3_folder)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     assert resolve_checkpoint(REPO_ID) == snapshot
+    assert model_folder(REPO_ID) == snapshot  # what every command's --policy goes through
     policy = HFPolicy.from_pretrained(REPO_ID, dtype="bfloat16", device="cpu", attn_implementation="eager")
     assert {p.dtype for p in policy.model.parameters()} == {torch.bfloat16}
     assert policy.model.config._attn_implementation == "eager"

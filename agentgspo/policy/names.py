@@ -26,6 +26,10 @@ def model_folder(policy: str | Path) -> Path:
     path = Path(text)
     accepted = ", ".join(f"'{name}' ({what})" for name, what in POLICY_NAMES.items())
     if not path.exists():
+        from agentgspo.policy.loading import cached_snapshot, is_hub_id
+
+        if is_hub_id(text):  # owner/name: its snapshot in the local Hugging Face cache, else an error naming the fix
+            return model_folder(cached_snapshot(text))
         close = difflib.get_close_matches(text, list(POLICY_NAMES), n=1, cutoff=0.6)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise FileNotFoundError(f"policy {text!r}: no such name or folder.{hint} Expected {accepted}, or a model "
