@@ -96,6 +96,18 @@ class TrainConfig:
     logp_old: str = setting("recompute", "'recompute' (score the batch before updating) or 'sampler' (the "
                                          "sampler's log-probs, paper §5.4)")
     temperature: float = setting(1.0, "sampling temperature (the learner scores softmax(logits / T))")
+    objective: str = setting("gspo", "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the "
+                                     "token-ratio baseline; give it its clip band: --eps-low 0.2 --eps-high 0.27)")
+    unit: str = setting("trajectory", "what one GSPO ratio covers: 'trajectory' (every assistant token, tool "
+                                      "outputs masked) or 'turn' (each assistant turn its own ratio and clip)")
+    credit: str = setting("trajectory", "'trajectory' (one advantage per episode) or 'turn' (per-turn "
+                                        "return-to-go advantages from each step's reward; gspo_token, grpo or "
+                                        "--unit turn)")
+    routing_replay: str = setting("off", "MoE: 'off', 'rollout' (replay the sampler's expert choices, R3; --backend "
+                                         "hf) or 'old_policy' (replay the logp_old recompute's, the paper's Routing "
+                                         "Replay)")
+    router_aux_loss_coef: float = setting(-1.0, "MoE router load-balancing loss weight (-1: the model config's "
+                                                "value; 0: off)")
     max_grad_norm: float = setting(1.0, "gradient clipping norm")
     # Optional supervised warm start on the env's demonstrator (oracle, and `wrong` in a share of the episodes).
     warm_demos: int = setting(0, "demonstration episodes for a warm start (0: none; a real checkpoint needs none)")
@@ -119,6 +131,10 @@ class TrainConfig:
             raise ValueError(f"env_kwargs: expected a JSON object, got {self.env_kwargs!r}")
         if self.backend == "server" and not self.server_url:
             raise ValueError("backend 'server' needs --server-url (start one with `agentgspo serve-policy`)")
+        if self.routing_replay == "rollout" and self.backend != "hf":
+            raise ValueError("routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
+                             "(vLLM's routed-expert output needs its V2 runner with Triton, not wired here); or use "
+                             "--routing-replay old_policy")
         if self.warm_demos and not self.warm_steps:
             raise ValueError("warm_demos without warm_steps: set --warm-steps too (or --warm-demos 0)")
 
@@ -323,8 +339,10 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         return RunInterrupted(signals.signum, f"{signals.name} during {where}: saved {checkpoint}. Resume with: "
                                               f"{resume_command(config, command)}")
 
+    record = getattr(config, "routing_replay", "off") == "rollout"  # the sampler records its expert choices (R3)
     policy = HFPolicy.from_pretrained(config.policy, dtype=config.dtype, device=str(accelerator.device),
-                                      attn_implementation=config.attn_implementation or None, seed=config.seed)
+                                      attn_implementation=config.attn_implementation or None, seed=config.seed,
+                                      record_routing=record)
     renderer, model = policy.renderer, policy.model
     resume_from = latest_checkpoint(out)
     run_state = read_run_state(resume_from) if resume_from is not None else {"phase": "warm_start", "step": 0}
@@ -343,7 +361,8 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         accelerator.register_for_checkpointing(scheduler)
         # The sampler: an unsharded copy that gets the gathered full weights after each step.
         policy = HFPolicy.from_pretrained(config.policy, dtype=config.dtype, device=str(accelerator.device),
-                                          attn_implementation=config.attn_implementation or None, seed=config.seed)
+                                          attn_implementation=config.attn_implementation or None, seed=config.seed,
+                                          record_routing=record)
     else:
         if config.mixed_precision != "no" and accelerator.mixed_precision == "no":
             raise ValueError("--mixed-precision bf16 without FSDP2: launch with `accelerate launch "
@@ -354,7 +373,10 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         policy.model = accelerator.unwrap_model(model)
     learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
                           scheduler=scheduler, seed=config.seed + rank, config=LearnerConfig(
-                              objective="gspo", eps_low=config.eps_low, eps_high=config.eps_high,
+                              objective=config.objective, unit=config.unit, credit=config.credit,
+                              routing_replay=config.routing_replay,
+                              router_aux_loss_coef=None if config.router_aux_loss_coef < 0 else
+                              config.router_aux_loss_coef, eps_low=config.eps_low, eps_high=config.eps_high,
                               minibatches=config.minibatches, micro_batch_tokens=config.micro_batch_tokens,
                               logp_old=config.logp_old, temperature=config.temperature,
                               max_grad_norm=config.max_grad_norm,
@@ -392,7 +414,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
                               "samples": len(trajectories), "stop_reasons": batch["stop_reasons"],
                               "elapsed_s": time.perf_counter() - started})
         accelerator.print(f"step {step + 1}/{config.steps}: reward {shared[0]:.3f} success {shared[1]:.3f} "
-                          f"loss {stats.get('loss', 0.0):.4f} ({rollout_seconds:.1f} s rollout)")
+                          f"loss {stats.get('loss', 0.0):.4f} ({rollout_seconds:.1f} s rollout)", flush=True)
         saved = None
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             saved = save_checkpoint(accelerator, out, step + 1, {})
@@ -433,7 +455,7 @@ def _warm_start(config: Any, accelerator: Any, out: Path, model: Any, renderer: 
 
     def after_step(step: int, loss: float) -> bool:
         if step % 50 == 0:
-            accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f}")
+            accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f}", flush=True)
         if step == config.warm_steps:
             save_warm_checkpoint(accelerator, out, step, model, progress.state_dict(), {})
         elif _stop_requested(accelerator, signals):
