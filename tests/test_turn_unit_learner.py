@@ -12,6 +12,7 @@ from accelerate import Accelerator
 from agentgspo.advantages import group_advantages, turn_advantages
 from agentgspo.batching import collate, forward, logprobs_from_logits
 from agentgspo.learner import GSPOLearner, LearnerConfig
+from agentgspo.policy.base import SamplingParams
 from agentgspo.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import build_tiny  # tests/tiny_models.py
@@ -151,3 +152,20 @@ def test_turn_rewards_that_disagree_with_the_episode_reward_are_an_error():
 def test_settings_that_do_not_fit_together_are_refused(config, message):
     with pytest.raises(ValueError, match=message):
         LearnerConfig(**config)
+
+
+def test_rollout_records_each_steps_reward_and_zero_for_a_turn_no_step_consumed(renderer):
+    from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
+    from agentgspo.policy.base import ScriptedPolicy
+    from agentgspo.rollout import RolloutConfig, RolloutRunner
+
+    def run(max_new_tokens):
+        runner = RolloutRunner(CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer,
+                               RolloutConfig(group_size=1, sampling=SamplingParams(max_new_tokens=max_new_tokens)),
+                               env_id="test")
+        return runner.run_sync([0])[0]
+
+    solved = run(256)  # the oracle: a tool call (step reward 0), then the right answer (reward 1)
+    assert solved.turn_rewards == [0.0, 1.0] and solved.reward == 1.0
+    cut = run(3)  # the first turn is cut at 3 ids: no step consumed it
+    assert cut.stop_reason == "max_tokens" and cut.turn_rewards == [0.0] and cut.num_turns == 1
