@@ -92,3 +92,16 @@ class ScriptedPolicy:
         finish_reason = "stop" if len(ids) <= limit else "length"
         ids = ids[:limit]
         return SampledTurn(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish_reason)
+
+
+def batch_seeds(prompts: Sequence[Sequence[int]], seeds: Sequence[int | None] | None) -> list[int | None]:
+    """Check a ``generate`` batch (at least one prompt, none empty, one seed per prompt when seeds are given) and
+    return its seeds as a list (None for every row when no seeds are given)."""
+    if not prompts:
+        raise ValueError("prompts: expected at least one prompt, got none")
+    empty = next((row for row, prompt in enumerate(prompts) if len(prompt) == 0), None)
+    if empty is not None:
+        raise ValueError(f"prompt {empty} is empty: expected at least one id to condition on")
+    if seeds is not None and len(seeds) != len(prompts):
+        raise ValueError(f"seeds: expected one per prompt, got {len(seeds)} for {len(prompts)} prompts")
+    return list(seeds) if seeds is not None else [None] * len(prompts)

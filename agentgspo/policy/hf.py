@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
 
 
 _MASK32 = 0xFFFFFFFF
@@ -126,16 +126,9 @@ class HFPolicy:
         Row r's draws are a function of ``seeds[r]`` (see :func:`counter_uniform`); rows without a seed get one
         derived from the backend's seed and a call counter.
         """
-        if not prompts:
-            raise ValueError("prompts: expected at least one prompt, got none")
-        empty = next((row for row, prompt in enumerate(prompts) if len(prompt) == 0), None)
-        if empty is not None:
-            raise ValueError(f"prompt {empty} is empty: expected at least one id to condition on")
-        if seeds is not None and len(seeds) != len(prompts):
-            raise ValueError(f"seeds: expected one per prompt, got {len(seeds)} for {len(prompts)} prompts")
+        seeds = batch_seeds(prompts, seeds)
         with self._lock:
             self.calls += 1
-            seeds = list(seeds) if seeds is not None else [None] * len(prompts)
             filled = [s if s is not None else hash((self.seed, self.calls, row)) for row, s in enumerate(seeds)]
             if not self.record_routing:
                 return self._generate(prompts, params, filled)

