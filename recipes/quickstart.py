@@ -57,7 +57,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import broadcast_object_list, set_seed
 from tqdm import tqdm
 from transformers import get_scheduler
 
@@ -435,6 +435,9 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
                             f"greedy {final['greedy']:.2f}")
         (out / FINAL_EVAL).write_text(json.dumps(final))
         _print_report(out, final)
+    # Every rank returns rank 0's numbers (so all exit with one status) and only once its files are written: a rank
+    # that exits first makes the launcher stop the others.
+    final = broadcast_object_list([final], from_process=0)[0]
     logger.close()
     accelerator.end_training()
     return final
