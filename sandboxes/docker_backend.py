@@ -39,6 +39,7 @@ from typing import Iterator
 
 from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
+from .runner import DEADLOCK_S
 
 DEFAULT_SOCKET = "unix:///run/agentgspo-docker.sock"
 DEFAULT_IMAGE = "agentgspo-sandbox:1"
@@ -272,7 +273,8 @@ class DockerSession:
         The runner relays the solution's stdout through a pipe of its own (``relay_stdout``): when the peer exits
         or stops reading, it is told to close that pipe (SIGUSR1, sent with an exec), so the solution's next write
         fails as it does on the local backend instead of being drained forever; a peer exit that ``stop_when``
-        accepts stops the solution (SIGUSR2). Several may run at once in one container: each gets its own scratch
+        accepts stops the solution (SIGUSR2), and a peer blocked for DEADLOCK_S while nothing was relayed either way
+        is reported (SIGURG: the runner ends a deadlock). Several may run at once in one container: each gets its own scratch
         directory, and strays of one test are not killed with ``kill(-1)`` (that would end its siblings); they
         die with the session."""
         spec = dict(spec, kill_strays=False, relay_stdout=True, tmp=f"/tmp/i{uuid.uuid4().hex[:12]}")
@@ -290,6 +292,7 @@ class DockerSession:
         os.close(to_peer_r)
         os.close(from_peer_w)
         runner = _RunnerSignals(self)
+        relayed = [time.monotonic()]  # when bytes last went either way between the peer and the box
 
         def pump_to_box() -> None:
             try:
@@ -297,6 +300,7 @@ class DockerSession:
                     data = os.read(from_peer_r, 1 << 16)
                     if not data:
                         break
+                    relayed[0] = time.monotonic()
                     sock.sendall(data)
             except OSError:
                 pass
@@ -308,6 +312,7 @@ class DockerSession:
                 os.close(from_peer_r)
 
         def to_peer(data: bytes) -> None:
+            relayed[0] = time.monotonic()
             try:
                 os.write(to_peer_w, data)
             except OSError:  # the peer stopped reading: the solution must see it (its writes fail, as locally)
@@ -318,7 +323,11 @@ class DockerSession:
 
         pump = threading.Thread(target=pump_to_box, daemon=True)
         pump.start()
-        watch = PeerWatch(peer, stop_when, on_peer_exit)
+        def on_peer_idle() -> None:
+            if runner.pid is not None and time.monotonic() - relayed[0] >= DEADLOCK_S:
+                runner.send(signal.SIGURG, repeat=True)
+
+        watch = PeerWatch(peer, stop_when, on_peer_exit, on_idle=on_peer_idle)
         try:
             _, err = self._read_frames(sock, time.monotonic() + self._deadline(spec, 1), on_stdout=to_peer,
                                        on_stderr=runner.look_for_pid)
@@ -356,11 +365,12 @@ class _RunnerSignals:
                 self._pid_known.set()
                 return
 
-    def send(self, sig: int) -> None:
-        """Signal the runner once per signal (a docker exec), unless the test is over."""
+    def send(self, sig: int, repeat: bool = False) -> None:
+        """Signal the runner (a docker exec) once per signal, or each time with ``repeat``, unless the test is
+        over."""
         self._pid_known.wait(timeout=10)
         with self._lock:
-            if self._finished or self.pid is None or sig in self.sent:
+            if self._finished or self.pid is None or (sig in self.sent and not repeat):
                 return
             self.sent.add(sig)
             api = self.session.backend.client.api

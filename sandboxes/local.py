@@ -44,6 +44,7 @@ from typing import Iterator
 from . import cgroups
 from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
+from .runner import PEER_IDLE, STOP
 
 INSTALL_HINT = (
     "bubblewrap is needed to isolate code: install it with `sudo apt-get install bubblewrap` "
@@ -292,7 +293,8 @@ class LocalSession:
         finally:
             os.close(from_box_r)
             os.close(to_box_w)
-        watch = PeerWatch(peer, stop_when, lambda stop: stop and os.write(control_w, b"s"))
+        watch = PeerWatch(peer, stop_when, lambda stop: stop and os.write(control_w, STOP),
+                          on_idle=lambda: os.write(control_w, PEER_IDLE))
         try:
             _, err = proc.communicate(timeout=self._deadline(spec, 1))
         except subprocess.TimeoutExpired:

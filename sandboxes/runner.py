@@ -37,7 +37,7 @@ their scratch files), which can only hurt its own result; it still never sees an
 Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
 {"event": "test", "index", "exit_code", "signal", "cpu_s", "wall_s", "memory_kb", "wall_timeout",
  "stdout_b64", "stdout_bytes", "stderr", "image_kb" (C++: the program's static image, see image_kb),
- "peer_hung_up", "stopped" (interact: see mode_interact)} |
+ "peer_hung_up", "stopped", "deadlock" (interact: see mode_interact)} |
 {"event": "started", "pid"} (interact: the runner's pid, for the judge's command signals) |
 {"event": "done"} | {"event": "error", "message"}.
 """
@@ -69,8 +69,13 @@ TMP = WORK = ERR = ""
 RESET_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGPROF, _signal.SIGXCPU, _signal.SIGINT,
                  _signal.SIGTERM, _signal.SIGUSR1, _signal.SIGUSR2)
 # Interact mode's commands from the judge (a byte on spec["control_fd"], or these signals, see mode_interact).
-HANG_UP, STOP = b"h", b"s"
-COMMAND_SIGNALS = {_signal.SIGUSR1: HANG_UP, _signal.SIGUSR2: STOP}
+HANG_UP, STOP, PEER_IDLE = b"h", b"s", b"w"
+COMMAND_SIGNALS = {_signal.SIGUSR1: HANG_UP, _signal.SIGUSR2: STOP, _signal.SIGURG: PEER_IDLE}
+# A deadlock of an interactive test: the solution and the interactor both blocked (no thread runnable, no CPU used)
+# for this long, with no byte in flight between them. Neither can wake the other, so the test ends at once (ILE)
+# instead of at the wall guard. Each side is sampled this often (the judge the interactor, the runner the solution).
+DEADLOCK_S = 0.2
+ACTIVITY_SAMPLE_S = 0.05
 
 
 def set_scratch(tmp):
@@ -293,6 +298,63 @@ def cpu_left_if_starved(pid, cpu_s):
     except (OSError, IndexError, ValueError):
         return 0.0
     return cpu_s - used if runnable else 0.0
+
+
+def tree_activity(pid):
+    """(CPU nanoseconds used so far by ``pid``, its threads and its descendants; whether any of their threads is
+    runnable or in an uninterruptible wait), from /proc (``schedstat``: time on a CPU, exact to the nanosecond).
+    None when /proc does not tell (a process just ended, no schedstat): then nothing counts as idle."""
+    used, busy, todo, seen = 0, False, [pid], set()
+    try:
+        while todo:
+            proc = todo.pop()
+            if proc in seen:
+                continue
+            seen.add(proc)
+            for tid in os.listdir("/proc/%d/task" % proc):
+                base = "/proc/%d/task/%s/" % (proc, tid)
+                with open(base + "stat", "rb") as f:
+                    busy = busy or f.read().rsplit(b")", 1)[1].split()[0] in (b"R", b"D")
+                with open(base + "schedstat", "rb") as f:
+                    used += int(f.read().split()[0])
+                with open(base + "children", "rb") as f:
+                    todo.extend(int(child) for child in f.read().split())
+    except (OSError, IndexError, ValueError):
+        return None
+    return used, busy
+
+
+class IdleClock:
+    """Since when a process tree has been blocked: no thread runnable and no CPU time used from one ``sample`` to
+    the next. It counts from the first quiet sample, so it never overstates the idle time."""
+
+    def __init__(self, pid):
+        self.pid, self.used, self.since = pid, None, None
+
+    def sample(self, now):
+        """Look at the tree now; returns for how many seconds it has been idle (0.0 when it is not)."""
+        seen = tree_activity(self.pid)
+        if seen is None or seen[1] or seen[0] != self.used:
+            self.since = None
+            self.used = None if seen is None else seen[0]
+            return 0.0
+        if self.since is None:
+            self.since = now
+        return now - self.since
+
+
+def unread_bytes(fd):
+    """Bytes waiting in the pipe (or socket) ``fd`` belongs to, either end; None when the kernel does not say."""
+    import array
+    import fcntl
+    import termios
+
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count)
+    except OSError:
+        return None
+    return count[0]
 
 
 def wait_with_guard(pid, wall_s, cpu_s=0.0):
@@ -860,11 +922,13 @@ def hung_up(fd):
 class Interaction:
     """Waits for an interactive solution while obeying the judge's commands (see mode_interact)."""
 
-    def __init__(self, pid, limits, command_fds, relay_fd, out_fd):
+    def __init__(self, pid, limits, command_fds, relay_fd, in_fd, out_fd):
         self.pid, self.limits = pid, limits
         self.cpu_s, self.wall_s = float(limits["cpu_s"]), float(limits["wall_s"])
         self.relay_fd, self.out_fd = relay_fd, out_fd  # relay: the solution's stdout pipe -> out_fd
-        self.stopped = self.hung_up = self.timed_out = False
+        self.in_fd = in_fd  # a copy of the solution's stdin
+        self.stopped = self.hung_up = self.timed_out = self.deadlock = False
+        self.idle = IdleClock(pid)
         self.poller = select.poll()
         try:
             self.pidfd = os.pidfd_open(pid)
@@ -892,12 +956,14 @@ class Interaction:
                     break
                 deadline = later
                 continue
-            step = left if self.pidfd is not None else min(left, 0.002)
+            step = min(left, ACTIVITY_SAMPLE_S) if self.pidfd is not None else min(left, 0.002)
             for fd, _ in self.poller.poll(step * 1000):
                 if fd in self.command_fds:
                     self.command(fd)
                 elif fd == self.relay_fd:
                     self.relay()
+            if not self.deadlock:
+                self.idle.sample(time.monotonic())
         _, status, usage = os.wait4(self.pid, 0)
         wall = time.monotonic() - start
         while self.relay_fd is not None and self.relay(block=False):
@@ -920,8 +986,19 @@ class Interaction:
             if command == STOP and not self.exited():
                 self.stopped = True
                 kill_group(self.pid)
+            if command == PEER_IDLE and not self.deadlock and not self.exited() and self.deadlocked():
+                self.deadlock = self.timed_out = True
+                kill_group(self.pid)
             if command in (STOP, HANG_UP):
                 self.hang_up()
+
+    def deadlocked(self):
+        """Told that the interactor has been blocked for DEADLOCK_S: whether the solution has been too, with nothing
+        in flight (its stdin empty; its output all read by the interactor, or all relayed)."""
+        if self.idle.sample(time.monotonic()) < DEADLOCK_S:
+            return False
+        out = self.relay_fd if self.relay_fd is not None else self.out_fd
+        return unread_bytes(self.in_fd) == 0 and unread_bytes(out) == 0
 
     def hang_up(self):
         """The interactor is gone: close the read end of the solution's stdout, so that its writes fail (EPIPE,
@@ -969,7 +1046,9 @@ def mode_interact(spec):
 
     Commands from the judge while the solution runs, one byte each on ``spec["control_fd"]`` (an inherited pipe)
     or as a signal to this process (a ``started`` event gives its pid): ``s`` / SIGUSR2 stops the solution (the
-    interactor rejected: the event then says ``stopped``), ``h`` / SIGUSR1 hangs up its stdout. With
+    interactor rejected: the event then says ``stopped``), ``h`` / SIGUSR1 hangs up its stdout, ``w`` / SIGURG says
+    the interactor has been blocked for DEADLOCK_S: if the solution has been too, with no byte in flight, it is
+    killed (a deadlock: the event says ``deadlock`` and ``wall_timeout``, so ILE at once, not at the wall guard). With
     ``relay_stdout`` (where our stdout is not the interactor's own pipe, as with ``docker exec``) the solution
     writes into a pipe of ours that we copy to stdout; a hang-up closes it, so that the solution's next write fails
     as it would when the interactor exits."""
@@ -996,13 +1075,14 @@ def mode_interact(spec):
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    interaction = Interaction(pid, spec["limits"], command_fds, relay_fd, kept[1])
+    interaction = Interaction(pid, spec["limits"], command_fds, relay_fd, kept[0], kept[1])
     status, usage, wall = interaction.wait()
     peer_hung_up = hung_up(kept[0]) or interaction.hung_up
     kill_strays(spec.get("kill_strays"), pid)
     record = describe(status, usage, wall, interaction.timed_out, 0)
     record["peer_hung_up"] = peer_hung_up
     record["stopped"] = interaction.stopped
+    record["deadlock"] = interaction.deadlock
     cap = int(spec["limits"].get("stderr_bytes", 4096))
     stderr, _ = read_fd_capped(ferr, cap)
     os.close(ferr)

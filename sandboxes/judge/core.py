@@ -71,6 +71,9 @@ def _run_message(event: dict, verdict: Verdict) -> str:
     if verdict == Verdict.RE:
         how = f"signal {event['signal']}" if event.get("signal") else f"exit code {event.get('exit_code')}"
         return f"{how}: {event.get('stderr', '')[-500:]}".strip()
+    if verdict == Verdict.ILE and event.get("deadlock"):
+        return (f"deadlock: the solution and the interactor both waited for input (cpu {event.get('cpu_s', 0):.3f} s, "
+                f"wall {event.get('wall_s', 0):.3f} s); does the solution flush its output after each query?")
     if verdict in (Verdict.TLE, Verdict.ILE):
         return f"cpu {event.get('cpu_s', 0):.3f} s, wall {event.get('wall_s', 0):.3f} s"
     if verdict == Verdict.MLE:

@@ -136,3 +136,44 @@ def test_a_checker_other_than_tokens_judges_the_interactors_log(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# The solution asks its question without flushing, then waits for the reply: it and the interactor wait for each
+# other for ever.
+DEADLOCK_PY = "import sys\ninput()\nsys.stdout.write('? 1\\n')\nsys.stdin.readline()\n"
+# Replies to one line after computing (CPU, not sleeping) for as many seconds as its input says.
+SLOW_INTERACTOR = textwrap.dedent("""\
+    import sys, time
+    seconds = float(open(sys.argv[1]).read().split()[0])
+    print("go", flush=True)
+    sys.stdin.readline()
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    print("reply", flush=True)
+    sys.exit(0 if sys.stdin.readline().strip() == "ok" else 1)
+""")
+
+
+def test_a_deadlock_ends_at_once_as_idleness(exit_after_one_line, backend):
+    # Both sides blocked for DEADLOCK_S with nothing in flight: ILE from the deadlock rule, not from the wall guard
+    # (whose message has no "deadlock"; its guard here is 20 s, so the wall time tells the two apart too).
+    limits = Limits(time_limit_s=1, memory_limit_mb=128, wall_limit_s=20)
+    result = judge(DEADLOCK_PY, [("0\n", "")] * 3, interactor=exit_after_one_line, limits=limits, backend=backend)
+    assert [t.verdict for t in result.tests] == [Verdict.ILE] * 3, result.to_dict()
+    assert all(t.message.startswith("deadlock:") and "flush" in t.message for t in result.tests), result.to_dict()
+    assert all(t.wall_time_s < limits.wall_s for t in result.tests), result.to_dict()
+
+
+def test_a_busy_interactor_or_solution_is_not_a_deadlock(tmp_path, backend):
+    # One side waits (blocked) while the other computes for several DEADLOCK_S: not idle, so the test passes.
+    interactor = tmp_path / "slow.py"
+    interactor.write_text(SLOW_INTERACTOR)
+    slow_solution = ("import time\ninput()\nprint('q', flush=True)\ninput()\nend = time.process_time() + 0.8\n"
+                     "while time.process_time() < end:\n    pass\nprint('ok', flush=True)\n")
+    limits = Limits(time_limit_s=2, memory_limit_mb=128, wall_limit_s=20)
+    slow_peer = judge("input()\nprint('q', flush=True)\ninput()\nprint('ok', flush=True)\n", [("0.8\n", "")],
+                      interactor=interactor, limits=limits, backend=backend)
+    assert slow_peer.verdict == Verdict.AC, slow_peer.to_dict()
+    slow_own = judge(slow_solution, [("0\n", "")], interactor=interactor, limits=limits, backend=backend)
+    assert slow_own.verdict == Verdict.AC, slow_own.to_dict()
