@@ -62,3 +62,17 @@ def test_sync_weights_copies_into_an_hf_policy_with_its_own_model(tiny_path):
     assert torch.equal(next(policy.model.parameters()), next(learner.parameters()))
     shared = HFPolicy(learner, end_of_turn_id=policy.end_of_turn_id, pad_token_id=0)
     assert sync_weights(shared, learner) == 1 and shared.model is learner  # shared module: nothing to copy
+
+
+@pytest.mark.parametrize("cpus, reserved", [(2, "0"), (4, "0"), (16, None)])
+def test_small_machines_give_the_vllm_engine_every_core(monkeypatch, cpus, reserved):
+    from agentgspo.policy import vllm as vllm_backend
+
+    environ = {k: v for k, v in vllm_backend.os.environ.items() if k != "VLLM_CPU_NUM_OF_RESERVED_CPU"}
+    monkeypatch.setattr(vllm_backend.os, "environ", environ)  # what set_cpu_defaults sets ends with the test
+    monkeypatch.setattr(vllm_backend.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    vllm_backend.set_cpu_defaults()
+    assert vllm_backend.os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU") == reserved
+    environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "1"  # the user's choice stays
+    vllm_backend.set_cpu_defaults()
+    assert vllm_backend.os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "1"
