@@ -21,7 +21,9 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
     CPU smoke:      python recipes/math.py --smoke --out runs/math-smoke      (the tiny policy; the suite runs it)
     tiny, learning: python recipes/math.py --smoke --out runs/math-tiny --steps 20 --warm-demos 256 --warm-steps 300 \\
                         --prompts-per-step 4 --group-size 8 --max-new-tokens 128 --env-kwargs '{"sandbox": "none"}'
-                    (a warm start on the env's mixed demonstrator, oracle or a wrong guess, then GSPO)
+                    (a warm start on the env's mixed demonstrator, oracle or a wrong guess, then GSPO; measured
+                    2026-12-01 on 2 cores: success of the 32 episodes per step 0.53 0.59 0.62 0.59 0.66 ... 0.72 0.81
+                    0.75 0.84 0.81, 5-step means 0.60 -> 0.79, in 21 minutes with another job beside it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,
