@@ -4,10 +4,11 @@ The claims under test (GSPO, arXiv 2507.18071): GRPO on an MoE needs Routing Rep
 about two orders of magnitude more (sequences ~0.15 vs GRPO's tokens ~0.0013) yet learns faster (§5.1, Fig. 2);
 about 10% of (token, layer) expert choices change after each update (§4.3).
 
-What it runs, per seed: a tiny Qwen3-MoE made more MoE-like than the quickstart's (``--experts`` experts, top
-``--top-k``, ``--layers`` layers) is warm-started on ``agentgspo/Calculator-v0``'s imperfect demonstrator (the
-quickstart's setup: a tool call, then the answer; RL has to teach the tool's use). That policy is the start of every
-variant, each one run of :func:`agentgspo.train.train`:
+What it runs, per seed: a tiny Qwen3-MoE of the quickstart's shape by default (``--layers`` layers, ``--experts``
+experts, top ``--top-k``; a deeper and wider one, 4 layers of 8 experts, had not learned the demonstrations' tool
+call after 500 warm-start steps, loss 0.35 where the quickstart's shape is at 0.06 after 200) is warm-started on
+``agentgspo/Calculator-v0``'s imperfect demonstrator (the quickstart's setup: a tool call, then the answer; RL has to
+teach the tool's use). That policy is the start of every variant, each one run of :func:`agentgspo.train.train`:
 
     gspo            objective gspo, eps 3e-4 / 4e-4 (paper §5.1)
     grpo            objective grpo, eps 0.2 / 0.27
@@ -46,7 +47,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gspo_no_aux": dict(objective="gspo", eps_low=3e-4, eps_high=4e-4, router_aux_loss_coef=0.0),
 }
 SIZES = {  # default: the size meant for one command within an hour on 2 free cores; smoke: the suite's
-    "default": dict(seeds=3, steps=30, prompts=8, group=8, demos=2048, warm_steps=300, layers=4, experts=8, top_k=2),
+    "default": dict(seeds=3, steps=30, prompts=8, group=8, demos=8192, warm_steps=400, layers=3, experts=4, top_k=2),
     "smoke": dict(seeds=1, steps=2, prompts=2, group=2, demos=16, warm_steps=2, layers=2, experts=4, top_k=2),
 }
 ENV_ID = "agentgspo/Calculator-v0"
@@ -85,7 +86,7 @@ def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overr
 
 
 def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
-    """The shared start of a seed's variants: the more-MoE tiny, warm-started on the demonstrator (train.py's warm
+    """The shared start of a seed's variants: the tiny MoE, warm-started on the demonstrator (train.py's warm
     start, then one GSPO step at learning rate 0, which changes nothing); returns its ``final/`` folder."""
     from agentgspo.tiny import build_tiny_policy
     from agentgspo.train import train
