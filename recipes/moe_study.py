@@ -164,6 +164,24 @@ def summarize_run(rows: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def make_table(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, dict[str, float]]:
+    """Per variant: each :func:`summarize_run` number as the mean over seeds, collapses summed, seeds counted."""
+    table = {}
+    for variant, seeds in runs.items():
+        per_seed = [summarize_run(rows) for rows in seeds]
+        table[variant] = {key: _mean([s[key] for s in per_seed]) for key in per_seed[0]}
+        table[variant]["collapsed"] = sum(s["collapsed"] for s in per_seed)
+        table[variant]["seeds"] = len(per_seed)
+    return table
+
+
+def table_markdown(table: dict[str, dict[str, float]]) -> list[str]:
+    """The table's lines in Markdown (4 significant digits)."""
+    columns = list(next(iter(table.values())))
+    lines = ["| variant | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    return lines + [f"| {v} | " + " | ".join(f"{row[c]:.4g}" for c in columns) + " |" for v, row in table.items()]
+
+
 def plot(out: Path, runs: dict[str, list[list[dict[str, Any]]]]) -> list[Path]:
     """reward.png (success vs step), clip.png (clip fractions), volatility.png: per variant, mean over seeds."""
     import matplotlib
@@ -213,18 +231,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             runs[variant].append(read_metrics(folder / "metrics.jsonl"))
             shutil.rmtree(folder / "checkpoints", ignore_errors=True)  # the metrics and final/ are what the study keeps
         gaps.append({"seed": seed, **measure_gap(policy, args, seed)})
-    table = {}
-    for variant, seeds in runs.items():
-        per_seed = [summarize_run(rows) for rows in seeds]
-        table[variant] = {key: _mean([s[key] for s in per_seed]) for key in per_seed[0]}
-        table[variant]["collapsed"] = sum(s["collapsed"] for s in per_seed)
-        table[variant]["seeds"] = len(per_seed)
+    table = make_table(runs)
     size = {k: getattr(args, k) for k in SIZES["default"]}
     (out / "table.json").write_text(json.dumps({"size": size, "variants": table}, indent=2))
     (out / "gap.json").write_text(json.dumps(gaps, indent=2))
-    columns = list(next(iter(table.values())))
-    lines = ["| variant | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {v} | " + " | ".join(f"{row[c]:.4g}" for c in columns) + " |" for v, row in table.items()]
+    lines = table_markdown(table)
     (out / "table.md").write_text("\n".join(lines) + "\n")
     plot(out, runs)
     print("\n".join(lines))
