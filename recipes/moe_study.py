@@ -4,17 +4,17 @@ The claims under test (GSPO, arXiv 2507.18071): GRPO on an MoE needs Routing Rep
 about two orders of magnitude more (sequences ~0.15 vs GRPO's tokens ~0.0013) yet learns faster (§5.1, Fig. 2);
 about 10% of (token, layer) expert choices change after each update (§4.3).
 
-What it runs, per seed: a tiny Qwen3-MoE of the quickstart's shape by default (``--layers`` layers, ``--experts``
-experts, top ``--top-k``; a deeper and wider one, 4 layers of 8 experts, had not learned the demonstrations' tool
-call after 500 warm-start steps, loss 0.35 where the quickstart's shape is at 0.06 after 200) is warm-started on
-``agentgspo/Calculator-v0``'s imperfect demonstrator (the quickstart's setup: a tool call, then the answer; RL has to
-teach the tool's use). That policy is the start of every variant, each one run of :func:`agentgspo.train.train`:
+What it runs, per seed: a tiny Qwen3-MoE with twice the quickstart's experts by default (``--layers`` 3 layers,
+``--experts`` 8, top ``--top-k`` 2; with 4 layers of 8 experts the warm start had not learned the demonstrations'
+tool call after 500 of 600 steps, loss 0.35) is warm-started for 800 steps on ``agentgspo/Calculator-v0``'s imperfect
+demonstrator (the quickstart's setup: a tool call, then the answer; RL has to teach the tool's use). That policy
+is the start of every variant, each one run of :func:`agentgspo.train.train`:
 
     gspo            objective gspo, eps 3e-4 / 4e-4 (paper §5.1)
     grpo            objective grpo, eps 0.2 / 0.27
     grpo_replay     grpo + routing_replay="old_policy" (the paper's Routing Replay)
     gspo_replay     gspo + routing_replay="old_policy"
-    gspo_no_aux     gspo with the router load-balancing loss off (the others keep the model's 0.001)
+    gspo_no_aux     gspo with the router load-balancing loss off (the others keep the model's 0.01)
 
 then one measurement of the sampler/trainer log-prob gap after an update, with and without the sampler's routing
 replayed (R3). Outputs under ``--out``: ``runs/VARIANT-sSEED/metrics.jsonl`` (one line per step, the learner's
@@ -47,7 +47,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gspo_no_aux": dict(objective="gspo", eps_low=3e-4, eps_high=4e-4, router_aux_loss_coef=0.0),
 }
 SIZES = {  # default: the size meant for one command within an hour on 2 free cores; smoke: the suite's
-    "default": dict(seeds=3, steps=30, prompts=8, group=8, demos=8192, warm_steps=400, layers=3, experts=4, top_k=2),
+    "default": dict(seeds=3, steps=30, prompts=8, group=8, demos=8192, warm_steps=800, layers=3, experts=8, top_k=2),
     "smoke": dict(seeds=1, steps=2, prompts=2, group=2, demos=16, warm_steps=2, layers=2, experts=4, top_k=2),
 }
 ENV_ID = "agentgspo/Calculator-v0"

@@ -61,3 +61,27 @@ def test_rollout_replay_with_a_vllm_sampler_is_refused_with_the_reason():
 
     with pytest.raises(ValueError, match="routing_replay 'rollout' needs the sampler's expert choices"):
         TrainConfig(routing_replay="rollout", backend="vllm")
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def test_the_reports_tables_are_what_its_committed_metrics_files_give():
+    # docs/moe_study.md reports studies whose outputs are committed under docs/moe_study/NAME/: each table is
+    # recomputed from the runs' metrics files, and each of its rows appears in the report as the recipe prints it.
+    moe_study = _recipe()
+    from agentgspo.metrics import read_metrics
+
+    report = (ROOT / "docs" / "moe_study.md").read_text()
+    studies = sorted(path.parent for path in (ROOT / "docs" / "moe_study").glob("*/table.json"))
+    assert studies, "no study outputs under docs/moe_study/"
+    for study in studies:
+        saved = json.loads((study / "table.json").read_text())
+        runs = {variant: [read_metrics(study / "runs" / f"{variant}-s{seed}" / "metrics.jsonl")
+                          for seed in range(saved["size"]["seeds"])] for variant in saved["variants"]}
+        table = moe_study.make_table(runs)
+        for variant, row in table.items():
+            assert all(_same(value, saved["variants"][variant][key]) for key, value in row.items()), (study, variant)
+        for line in moe_study.table_markdown(table)[2:]:
+            assert line in report, (study.name, line)
