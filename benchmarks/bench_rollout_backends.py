@@ -3,9 +3,9 @@ vLLM OpenAI server (``agentgspo serve-policy``) reached over HTTP.
 
 Each measurement is one real rollout batch through :class:`~agentgspo.rollout.RolloutRunner` on Calculator-v0
 (``N`` concurrent episodes = N/8 seeds x group 8, one sampled turn of up to ``--max-new-tokens`` ids at T = 1,
-then the env's step): tokens/s = sampled tokens / wall seconds. Two models: the embedded tiny MoE and a larger
-Qwen3-MoE of the same tokenizer (8 layers, hidden 384, 8 experts top-2: ~30M parameters) where per-step overheads
-matter less. All backends run fp32 on the same weights, all three are up at once, and the runs alternate
+then the env's step): tokens/s = sampled tokens / wall seconds. Models: the embedded tiny MoE, a larger Qwen3-MoE
+of the same tokenizer (8 layers, hidden 384, 8 experts top-2: 31.9M parameters) where per-step overheads matter
+less, and (``--models fine``) a fine-grained one as real MoEs are (6 layers, hidden 256, 64 experts top-8: 76.8M). All backends run fp32 on the same weights, all three are up at once, and the runs alternate
 backend by backend (repeat r runs HF, engine, server, in a rotating order), so machine noise hits all of them;
 the table gives medians and the ratio of medians to HF. Target: vLLM >= 3x HF at >= 64 episodes.
 
@@ -29,12 +29,23 @@ from typing import Any
 BACKENDS = ("hf", "vllm", "server")
 
 
-def build_larger_moe(folder: Path) -> Path:
-    """The larger MoE (random weights, the tiny policy's tokenizer and chat template), built once."""
-    from agentgspo.tiny import build_tiny_policy
+# The models besides the embedded tiny one (random weights, the tiny policy's tokenizer and chat template):
+# "larger" (31.9M) has few wide experts; "fine" (76.8M) many small ones, top-8 of 64 as in OLMoE.
+MODELS = {
+    "larger": dict(hidden_size=384, num_layers=8, num_experts=8, experts_per_token=2),
+    "fine": dict(hidden_size=256, num_layers=6, num_experts=64, experts_per_token=8),
+}
 
+
+def build_model(name: str) -> Path:
+    """The folder of model ``name`` (see MODELS), built once into the cache."""
+    from agentgspo.tiny import build_tiny_policy, cache_dir, tiny_policy_path
+
+    if name == "tiny":
+        return tiny_policy_path()
+    folder = cache_dir() / ("bench-larger-moe-v1" if name == "larger" else f"bench-{name}-moe-v1")
     if not (folder / "config.json").exists():
-        build_tiny_policy(folder, hidden_size=384, num_layers=8, num_experts=8, experts_per_token=2)
+        build_tiny_policy(folder, **MODELS[name])
     return folder
 
 
@@ -104,19 +115,17 @@ def stop(server: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["tiny", "larger"], choices=["tiny", "larger"])
+    parser.add_argument("--models", nargs="+", default=["tiny", "larger"], choices=["tiny", *MODELS])
     parser.add_argument("--episodes", nargs="+", type=int, default=[64, 256])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--json", help="also write the raw runs to this file")
     args = parser.parse_args()
 
-    from agentgspo.tiny import cache_dir, tiny_policy_path
-
     workdir = Path(tempfile.mkdtemp(prefix="bench-backends-"))
     rows, raw = [], []
     for model in args.models:
-        path = tiny_policy_path() if model == "tiny" else build_larger_moe(cache_dir() / "bench-larger-moe-v1")
+        path = build_model(model)
         params = parameter_count(path)
         started = time.perf_counter()
         policies, server = start_backends(path, workdir)
