@@ -5,15 +5,18 @@ Each measurement is one real rollout batch through :class:`~agentgspo.rollout.Ro
 (``N`` concurrent episodes = N/8 seeds x group 8, one sampled turn of up to ``--max-new-tokens`` ids at T = 1,
 then the env's step): tokens/s = sampled tokens / wall seconds. Models: the embedded tiny MoE, a larger Qwen3-MoE
 of the same tokenizer (8 layers, hidden 384, 8 experts top-2: 31.9M parameters) where per-step overheads matter
-less, and (``--models fine``) a fine-grained one as real MoEs are (6 layers, hidden 256, 64 experts top-8: 76.8M). All backends run fp32 on the same weights, all three are up at once, and the runs alternate
-backend by backend (repeat r runs HF, engine, server, in a rotating order), so machine noise hits all of them;
-the table gives medians and the ratio of medians to HF. Target: vLLM >= 3x HF at >= 64 episodes.
+less, and (``--models fine``) a fine-grained one as real MoEs are (6 layers, hidden 256, 64 experts top-8: 76.8M).
+All backends run fp32 on the same weights, all three are up at once, and the runs alternate backend by backend
+(repeat r runs HF, engine, server, in a rotating order), so machine noise hits all of them; the table gives medians
+and the ratio of medians to HF. Target: vLLM >= 3x HF at >= 64 episodes.
 
     python benchmarks/bench_rollout_backends.py                     # both models, 64 and 256 episodes, 3 repeats
     python benchmarks/bench_rollout_backends.py --models tiny --episodes 64 --repeats 2   # quick look
+    python benchmarks/bench_rollout_backends.py --models fine --repeats 2                 # the 64-expert MoE
 
-vLLM's CPU engine pins its OpenMP threads (``VLLM_CPU_OMP_THREADS_BIND``, default auto: all cores but one,
-which is left to the front-end process); HF uses torch's default thread count.
+vLLM's CPU engine pins its OpenMP threads (``VLLM_CPU_OMP_THREADS_BIND``, default auto) to all cores but
+``VLLM_CPU_NUM_OF_RESERVED_CPU`` (vLLM's default: one, for its front end; agentgspo's on machines of at most 4 CPUs:
+none, see ``agentgspo.policy.vllm.set_cpu_defaults``); HF uses torch's default thread count.
 """
 
 from __future__ import annotations

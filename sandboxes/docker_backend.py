@@ -274,8 +274,8 @@ class DockerSession:
         or stops reading, it is told to close that pipe (SIGUSR1, sent with an exec), so the solution's next write
         fails as it does on the local backend instead of being drained forever; a peer exit that ``stop_when``
         accepts stops the solution (SIGUSR2), and a peer blocked for DEADLOCK_S while nothing was relayed either way
-        is reported (SIGURG: the runner ends a deadlock). Several may run at once in one container: each gets its own scratch
-        directory, and strays of one test are not killed with ``kill(-1)`` (that would end its siblings); they
+        is reported (SIGURG: the runner ends a deadlock). Several may run at once in one container: each gets its
+        own scratch directory, and strays of one test are not killed with ``kill(-1)`` (that would end its siblings); they
         die with the session."""
         spec = dict(spec, kill_strays=False, relay_stdout=True, tmp=f"/tmp/i{uuid.uuid4().hex[:12]}")
         to_peer_r, to_peer_w = os.pipe()

@@ -77,7 +77,8 @@ def set_cpu_defaults() -> None:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(tempfile.gettempdir(), "agentgspo-vllm-cache"))
-    if len(os.sched_getaffinity(0)) <= SMALL_MACHINE_CPUS:
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if usable <= SMALL_MACHINE_CPUS:
         # vLLM leaves one core to its front end: on 2 cores that halves the engine's compute. Measured with
         # benchmarks/bench_rollout_backends.py (31.9M MoE, 2 cores): the engine went from 1.25x to 1.73x HF at 64
         # episodes and from 1.52x to 1.78x at 256 when it used both.
