@@ -138,6 +138,17 @@ class TrainConfig:
         if self.warm_demos and not self.warm_steps:
             raise ValueError("warm_demos without warm_steps: set --warm-steps too (or --warm-demos 0)")
 
+    def train_env_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the env the policy trains on: ``env_kwargs`` (a recipe with a held-out set
+        adds what leaves it out)."""
+        return self.env_kwargs
+
+    def eval_hook(self, out: Path, rollout: Any) -> Any | None:
+        """What evaluates the policy during training (called after each step with the step, the sampler and the
+        renderer; returns metrics to log or ``None``), writing under ``out``; ``rollout`` holds the episode
+        limits. ``None``: no evaluation (recipes with a held-out set override this, e.g. recipes/codeforces.py)."""
+        return None
+
 
 # The CPU size of every recipe's --smoke: the tiny policy, two steps of two prompts x two samples.
 SMOKE: dict[str, Any] = dict(policy="tiny", backend="hf", device="cpu", activation_checkpointing=False, max_turns=2,
@@ -160,18 +171,23 @@ def _parse_bool(text: str) -> bool:
     return lowered in ("true", "1", "yes")
 
 
-def _parse_json_object(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({exc})") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return value
+def _json_parser(kind: type, name: str) -> Any:
+    """An argparse type reading a JSON value of ``kind`` (``name`` for the error)."""
+    def parse(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"expected a JSON {name}, got {text!r} ({exc})") from None
+        if not isinstance(value, kind):
+            raise argparse.ArgumentTypeError(f"expected a JSON {name}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _parser_type(kind: Any) -> Any:
-    return {bool: _parse_bool, dict: _parse_json_object}.get(kind, kind)
+    return {bool: _parse_bool, dict: _json_parser(dict, "object"),
+            list: _json_parser(list, "list (e.g. '[\"a\", \"b\"]')")}.get(kind, kind)
 
 
 def recipe_parser(config_class: type, description: str) -> argparse.ArgumentParser:
@@ -184,7 +200,7 @@ def recipe_parser(config_class: type, description: str) -> argparse.ArgumentPars
     kinds = typing.get_type_hints(config_class)
     for spec in dataclasses.fields(config_class):
         default = spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
-        shown = json.dumps(default) if isinstance(default, dict) else default
+        shown = json.dumps(default) if isinstance(default, (dict, list)) else default
         parser.add_argument(flag(spec.name), dest=spec.name, type=_parser_type(kinds[spec.name]),
                             default=argparse.SUPPRESS, help=f"{spec.metadata['help']} (default: {shown})")
     return parser
@@ -300,8 +316,8 @@ def train(config: Any, *, command: str = "python -m agentgspo.train") -> dict[st
                   "train again")
         return summary
     resolve_checkpoint(config.policy)  # not a model, or a hub id not cached: an error now, before any work
-    make(config.env_id, **config.env_kwargs).close()  # an unknown id or keyword: an error now, before any work
-    check_env_kwargs(config.env_id, config.env_kwargs)
+    check_env_kwargs(config.env_id, config.train_env_kwargs())
+    make(config.env_id, **config.train_env_kwargs()).close()  # an unknown id or keyword: an error now
     accelerator = Accelerator(cpu=config.device == "cpu")
     if accelerator.num_processes != world:
         raise ValueError(f"WORLD_SIZE says {world} processes but accelerate started {accelerator.num_processes}; "
@@ -333,7 +349,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     limits = episode_limits(config)
 
     def make_env() -> gym.Env:
-        return gym.make(config.env_id, disable_env_checker=True, **config.env_kwargs)
+        return gym.make(config.env_id, disable_env_checker=True, **config.train_env_kwargs())
 
     def interrupted(where: str, checkpoint: Path) -> RunInterrupted:
         return RunInterrupted(signals.signum, f"{signals.name} during {where}: saved {checkpoint}. Resume with: "
@@ -395,6 +411,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
                             sampling=SamplingParams(temperature=config.temperature,
                                                     max_new_tokens=limits["max_new_tokens"]))
     runner = RolloutRunner(make_env, sampler, renderer, rollout, env_id=config.env_id)
+    evaluation = config.eval_hook(out / "eval", rollout) if accelerator.is_main_process else None
     logger = MetricsLogger(out, hparams, resume_step=start_step, enabled=accelerator.is_main_process)
     for step in range(start_step, config.steps):
         first = TRAIN_SEED_BASE + (step * world + rank) * config.prompts_per_step
@@ -406,15 +423,18 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         rollout_seconds = time.perf_counter() - rollout_started
         stats = learner.step(trajectories)
         _refresh_sampler(accelerator, sampler, model, policy, sampler_folder)
+        # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next step's update.
+        evaluated = evaluation(step + 1, sampler, renderer) if evaluation is not None else None
         batch = summarize(trajectories)
         shared = accelerator.reduce(torch.tensor([batch["reward_mean"], batch["success"]], device=accelerator.device),
                                     reduction="mean").tolist()
         logger.log(step + 1, {"reward_mean": shared[0], "success": shared[1], **stats,
                               "rollout_seconds": rollout_seconds, "tokens_mean": batch["tokens_mean"],
                               "samples": len(trajectories), "stop_reasons": batch["stop_reasons"],
-                              "elapsed_s": time.perf_counter() - started})
+                              "elapsed_s": time.perf_counter() - started, **(evaluated or {})})
+        shown = "".join(f" {name} {value:.3f}" for name, value in (evaluated or {}).items())
         accelerator.print(f"step {step + 1}/{config.steps}: reward {shared[0]:.3f} success {shared[1]:.3f} "
-                          f"loss {stats.get('loss', 0.0):.4f} ({rollout_seconds:.1f} s rollout)", flush=True)
+                          f"loss {stats.get('loss', 0.0):.4f} ({rollout_seconds:.1f} s rollout){shown}", flush=True)
         saved = None
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             saved = save_checkpoint(accelerator, out, step + 1, {})

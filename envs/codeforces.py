@@ -35,7 +35,9 @@ produced (empty output is WA/PE).
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,23 @@ def _read_builtin_set() -> ProblemSet:
     from agentgspo.envs.codeforces_sources import read_problemset
 
     return read_problemset()
+
+
+def tasks_without(tasks: Sequence[CodeforcesTask], exclude: Sequence[str],
+                  data_files: str | Path | None) -> list[CodeforcesTask]:
+    """``tasks`` but those whose id is in ``exclude``; unknown ids and excluding every task are errors."""
+    if isinstance(exclude, str):
+        raise ValueError(f"exclude: expected a list of problem ids, got the string {exclude!r}")
+    ids = [task.metadata["id"] for task in tasks]
+    for name in exclude:
+        if name not in ids:
+            close = difflib.get_close_matches(str(name), ids, n=3)
+            hint = f"; close ones: {', '.join(close)}" if close else f"; ids are e.g. {', '.join(ids[:5])}"
+            raise ValueError(f"exclude: no problem {name!r} in data_files={data_files!r}{hint}")
+    kept = [task for task in tasks if task.metadata["id"] not in set(exclude)]
+    if not kept:
+        raise ValueError(f"exclude: leaves none of the {len(tasks)} problems of data_files={data_files!r}")
+    return kept
 
 
 def judge_language(lang: str) -> str:
@@ -169,6 +188,8 @@ class CodeforcesEnv(ChatEnv):
         run_time_limit_s: CPU limit of a ``run`` call.
         max_output_chars: most characters of program output in a tool message.
         sandbox: ``agentgspo.sandboxes`` backend (``"local"`` bubblewrap, ``"docker"``, ``"remote"``).
+        exclude: ids of problems this env never poses (a held-out set for evaluation during training, e.g. the
+            codeforces recipe's ``--held-out``); an unknown id is an error naming the close ones.
         **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
     """
 
@@ -178,7 +199,7 @@ class CodeforcesEnv(ChatEnv):
     def __init__(self, data_files: str | Path | None = None, *, max_submissions: int = 3,
                  partial_credit: bool = False, compile_error_penalty: float = 0.0, max_judge_errors: int = 3,
                  run_time_limit_s: float = 5.0, max_output_chars: int = 4000, sandbox: str = "local",
-                 **chat_env_kwargs: Any):
+                 exclude: Sequence[str] = (), **chat_env_kwargs: Any):
         from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
 
         if max_submissions < 1 or max_judge_errors < 1:
@@ -192,7 +213,7 @@ class CodeforcesEnv(ChatEnv):
         except (SandboxUnavailable, ValueError) as exc:
             raise SandboxUnavailable(f"CodeForces-v0 cannot use sandbox {sandbox!r}: {exc}") from exc
         self.problem_set = load_problem_set(data_files)
-        self.tasks = self.problem_set.tasks
+        self.tasks = tasks_without(self.problem_set.tasks, exclude, data_files)
         self.max_submissions, self.partial_credit = max_submissions, partial_credit
         self.compile_error_penalty, self.max_judge_errors = float(compile_error_penalty), max_judge_errors
         self.run_time_limit_s, self.max_output_chars, self.sandbox = run_time_limit_s, max_output_chars, sandbox

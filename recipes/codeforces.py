@@ -24,6 +24,9 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
     CPU smoke:      python recipes/codeforces.py --smoke --out runs/codeforces-smoke      (the tiny policy; the suite runs it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
+Held-out evaluation: the problems of `--held-out` (8 of the set, 900 to 2400) are left out of training and played
+every `--eval-every` steps as `agentgspo eval` plays them: `eval/pass@1` in metrics.jsonl, the attempts (resumable)
+and their summary in DIR/eval/step_N/ (`agentgspo view DIR/eval/step_N/results.jsonl` shows them).
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,
 DIR/checkpoints/, DIR/tensorboard/.
 """
@@ -39,8 +42,14 @@ if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpat
     del sys.path[0]
 
 from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 from agentgspo.train import SMOKE, TrainConfig, run_recipe, setting  # noqa: E402
+
+# Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
+HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "019-mountain-peak", "024-one-free-ride",
+            "030-rotating-lanterns", "033-heavy-trucks", "040-caravan-split"]
 
 
 @dataclass
@@ -53,9 +62,39 @@ class CodeforcesConfig(TrainConfig):
                                                          "(\"builtin\": the project's problem set), partial_credit")
     max_turns: int = setting(8, "assistant turns per episode (runs, sample checks, up to 3 submissions)")
     max_context: int = setting(32768, "ids per episode (statements and verdicts are long)")
+    held_out: list = setting(HELD_OUT, "problem ids never trained on (CodeForces-v0's exclude) and evaluated "
+                                       "every --eval-every steps")
+    eval_every: int = setting(25, "GSPO steps between evaluations on the held-out problems: pass@1 goes to "
+                                  "metrics.jsonl as eval/pass@1, each attempt to DIR/eval/step_N/ (0: none)")
+    eval_samples: int = setting(4, "attempts per held-out problem at each evaluation (pass@1 is their mean)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.eval_every < 0 or self.eval_samples < 1:
+            raise ValueError(f"eval_every >= 0 and eval_samples >= 1 expected, got {self.eval_every}, "
+                             f"{self.eval_samples}")
+        if self.eval_every and not self.held_out:
+            raise ValueError("eval_every without held-out problems would evaluate on training problems: give "
+                             "--held-out '[\"ID\", ...]' or --eval-every 0")
+
+    def train_env_kwargs(self) -> dict[str, Any]:
+        """``env_kwargs`` with the held-out problems excluded."""
+        return {**self.env_kwargs, "exclude": [*self.env_kwargs.get("exclude", []), *self.held_out]}
+
+    def eval_hook(self, out: Path, rollout: Any) -> Any | None:
+        """``agentgspo eval`` of the sampler on the held-out problems every ``eval_every`` steps (pass@1)."""
+        if not self.eval_every:
+            return None
+        from agentgspo.eval.hook import EvalHook
+
+        other = {k: v for k, v in self.env_kwargs.items() if k not in ("data_files", "exclude")}
+        return EvalHook(out, problems=self.env_kwargs.get("data_files"), held_out=self.held_out,
+                        every=self.eval_every, samples=self.eval_samples, ks=(1,), config=rollout, env_kwargs=other,
+                        seed=self.seed)
 
 
 if __name__ == "__main__":
-    smoke = {**SMOKE, "env_kwargs": {}}  # --smoke plays the five starter problems (short statements)
+    # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
+    smoke = {**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1}
     sys.exit(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/codeforces.py",
                         description=__doc__.split("\n")[0]))

@@ -47,6 +47,14 @@ def test_every_recipe_smoke_size_trains_the_tiny_policy_and_writes_the_run_folde
     assert settings["env_id"] == f"agentgspo/{env_id}" and settings["max_new_tokens"] == 32
     assert (out / "final" / "config.json").is_file() and (out / "final" / "model.safetensors").is_file()
     assert json.loads((out / "summary.json").read_text())["reward_mean"] == [row["reward_mean"] for row in rows]
+    if name == "codeforces":  # its held-out problem, never trained on, is evaluated after each step
+        assert all(0.0 <= row["eval/pass@1"] <= 1.0 for row in rows)
+        for step in (1, 2):
+            attempts = [json.loads(line) for line in
+                        (out / "eval" / f"step_{step:06d}" / "results.jsonl").read_text().splitlines()]
+            assert [a["problem_id"] for a in attempts] == ["9000C"]
+            assert "pass@1" in json.loads((out / "eval" / f"step_{step:06d}" / "summary.json").read_text())
+        assert config["held_out"] == ["9000C"]
 
 
 def test_a_finished_run_is_reported_and_a_folder_with_other_settings_refused(tmp_path):
@@ -84,6 +92,19 @@ def test_bad_settings_are_refused_naming_the_setting(tmp_path):
         load_config(TrainConfig, ["--history", "split"])
     with pytest.raises(SystemExit):
         load_config(TrainConfig, ["--env-kwargs", "[1]"])  # argparse: "expected a JSON object"
+    codeforces = recipe_module("codeforces").CodeforcesConfig
+    assert load_config(codeforces, ["--held-out", '["9000A"]']).held_out == ["9000A"]
+    with pytest.raises(SystemExit):
+        load_config(codeforces, ["--held-out", "9000A"])  # argparse: "expected a JSON list"
+    with pytest.raises(ValueError, match="would evaluate on training problems"):
+        load_config(codeforces, ["--held-out", "[]"])
+    from agentgspo.registry import make
+
+    config = load_config(codeforces, ["--env-kwargs", "{}", "--held-out", '["9000A", "9000D"]'])
+    env = make(config.env_id, **config.train_env_kwargs())  # what the policy trains on: never a held-out problem
+    posed = {env.reset(seed=seed)[1]["problem"] for seed in range(20)}
+    held_out = {t.problem.name for t in env.unwrapped.problem_set.tasks if t.metadata["id"] in ("9000A", "9000D")}
+    assert len(posed) == 3 and not posed & held_out
     result = run_recipe("search", "--smoke", "--out", tmp_path / "x", "--policy", "Qwen/Not-Cached-Anywhere")
     assert result.returncode == 2 and "huggingface-cli download Qwen/Not-Cached-Anywhere" in result.stderr
 

@@ -284,3 +284,16 @@ def test_livecodebench_test_cases_never_unpickle_objects(tmp_path):
 def test_a_folder_without_problems_names_the_fix(tmp_path):
     with pytest.raises(ValueError, match="not a problem folder"):
         CodeforcesEnv(data_files=tmp_path)
+
+
+def test_excluded_problems_are_never_posed_and_bad_ids_name_the_close_ones():
+    env = CodeforcesEnv(exclude=["9000C", "9000E"])
+    posed = {env.reset(seed=seed)[1]["problem"] for seed in range(20)}
+    names = {t.metadata["id"]: t.problem.name for t in load_problem_set().tasks}
+    assert posed == {names["9000A"], names["9000B"], names["9000D"]}
+    with pytest.raises(ValueError, match=r"exclude: no problem '9000X' .*close ones: 9000"):
+        CodeforcesEnv(exclude=["9000X"])
+    with pytest.raises(ValueError, match="leaves none of the 5 problems"):
+        CodeforcesEnv(exclude=["9000A", "9000B", "9000C", "9000D", "9000E"])
+    with pytest.raises(ValueError, match="expected a list of problem ids"):
+        CodeforcesEnv(exclude="9000A")
