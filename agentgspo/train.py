@@ -4,10 +4,11 @@
 The loop, per step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint
 seeds per rank and step, the same after a resume), the learner takes one GSPO step on them
 (:class:`agentgspo.learner.GSPOLearner`: the paper's clip band, ``minibatches`` optimizer steps), the sampler gets
-the new weights, one line goes to ``DIR/metrics.jsonl``. Checkpoints every ``checkpoint_every`` steps and on
-SIGINT/SIGTERM (then exit 130/143 with the command that resumes); a folder holding a run with other settings is
-refused, a finished one reports its summary. At the end ``DIR/final/`` holds the policy (``save_pretrained``, its
-tokenizer and ``agentgspo.json``) and ``DIR/summary.json`` the reward per step.
+the new weights, one line goes to ``DIR/metrics.jsonl`` (every ``trajectories_every`` steps the episodes go to
+``DIR/trajectories/``; a recipe's :meth:`TrainConfig.eval_hook` evaluates). Checkpoints every ``checkpoint_every``
+steps and on SIGINT/SIGTERM (then exit 130/143 with the command that resumes); a folder holding a run with other
+settings is refused, a finished one reports its summary. At the end ``DIR/final/`` holds the policy
+(``save_pretrained``, its tokenizer and ``agentgspo.json``) and ``DIR/summary.json`` the reward per step.
 
 Settings come from the recipe's dataclass defaults, then ``--smoke`` (a CPU size on the tiny policy), then
 ``--config FILE.yaml``, then command-line flags (one ``--flag`` per field): :func:`run_recipe`.
@@ -116,6 +117,9 @@ class TrainConfig:
     warm_batch: int = setting(32, "demonstrations per warm-start step")
     warm_lr: float = setting(3e-3, "warm-start learning rate (linearly decayed to 0)")
     checkpoint_every: int = setting(10, "GSPO steps between checkpoints (an interruption saves one too)")
+    trajectories_every: int = setting(10, "GSPO steps between saving the step's episodes (ids, masks, log-probs, "
+                                          "messages) to DIR/trajectories/step_N_rankR.jsonl, for `agentgspo view "
+                                          "FILE --tokenizer DIR/final` (0: never)")
 
     def __post_init__(self) -> None:
         choices = {"history": HISTORY_MODES, "sharding": SHARDINGS, "mixed_precision": ("no", "bf16"),
@@ -127,6 +131,8 @@ class TrainConfig:
                      "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
+        if self.trajectories_every < 0:
+            raise ValueError(f"trajectories_every: expected >= 0, got {self.trajectories_every}")
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs: expected a JSON object, got {self.env_kwargs!r}")
         if self.backend == "server" and not self.server_url:
@@ -153,10 +159,10 @@ class TrainConfig:
 # The CPU size of every recipe's --smoke: the tiny policy, two steps of two prompts x two samples.
 SMOKE: dict[str, Any] = dict(policy="tiny", backend="hf", device="cpu", activation_checkpointing=False, max_turns=2,
                              max_new_tokens=32, max_context=1024, steps=2, prompts_per_step=2, group_size=2, lr=1e-4,
-                             checkpoint_every=1)
+                             checkpoint_every=1, trajectories_every=1)
 
 # Settings that do not change what the run computes: a rerun may change them and still resume.
-RESUMABLE_WITH_OTHER = ("out", "checkpoint_every")
+RESUMABLE_WITH_OTHER = ("out", "checkpoint_every", "trajectories_every")
 
 
 def flag(name: str) -> str:
@@ -343,6 +349,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
     from agentgspo.run_folder import RunInterrupted
+    from agentgspo.trajectory import write_jsonl
 
     set_seed(config.seed)
     rank, world = accelerator.process_index, accelerator.num_processes
@@ -421,6 +428,9 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
                                        sampling_seed=config.seed * 1_000_003 + step)
         model.train()
         rollout_seconds = time.perf_counter() - rollout_started
+        if config.trajectories_every and (step + 1) % config.trajectories_every == 0:
+            (out / "trajectories").mkdir(parents=True, exist_ok=True)
+            write_jsonl(trajectories, out / "trajectories" / f"step_{step + 1:06d}_rank{rank}.jsonl")
         stats = learner.step(trajectories)
         _refresh_sampler(accelerator, sampler, model, policy, sampler_folder)
         # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next step's update.
@@ -451,7 +461,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     if accelerator.is_main_process:
         (out / SUMMARY).write_text(json.dumps(summary))
         print(f"done: {config.steps} steps; reward per step {[round(r, 3) for r in summary['reward_mean']]}; "
-              f"outputs in {out}/ (final/, metrics.jsonl, checkpoints/, tensorboard/)", flush=True)
+              f"outputs in {out}/ (final/, metrics.jsonl, trajectories/, checkpoints/, tensorboard/)", flush=True)
     accelerator.end_training()
     return summary
 

@@ -28,7 +28,8 @@ Held-out evaluation: the problems of `--held-out` (8 of the set, 900 to 2400) ar
 every `--eval-every` steps as `agentgspo eval` plays them: `eval/pass@1` in metrics.jsonl, the attempts (resumable)
 and their summary in DIR/eval/step_N/ (`agentgspo view DIR/eval/step_N/results.jsonl` shows them).
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,
-DIR/checkpoints/, DIR/tensorboard/.
+DIR/trajectories/ (every 10th step's episodes: `agentgspo view FILE --tokenizer DIR/final`), DIR/checkpoints/,
+DIR/tensorboard/.
 """
 
 from __future__ import annotations

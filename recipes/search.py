@@ -23,7 +23,8 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,
-DIR/checkpoints/, DIR/tensorboard/.
+DIR/trajectories/ (every 10th step's episodes: `agentgspo view FILE --tokenizer DIR/final`), DIR/checkpoints/,
+DIR/tensorboard/.
 """
 
 from __future__ import annotations

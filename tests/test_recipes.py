@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from agentgspo.cli import main
 from agentgspo.train import TrainConfig, load_config
+from agentgspo.trajectory import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ("math", "code", "codeforces", "search")
@@ -47,6 +49,13 @@ def test_every_recipe_smoke_size_trains_the_tiny_policy_and_writes_the_run_folde
     assert settings["env_id"] == f"agentgspo/{env_id}" and settings["max_new_tokens"] == 32
     assert (out / "final" / "config.json").is_file() and (out / "final" / "model.safetensors").is_file()
     assert json.loads((out / "summary.json").read_text())["reward_mean"] == [row["reward_mean"] for row in rows]
+    # Each step's episodes are saved (--smoke: every step) and `agentgspo view` renders them.
+    saved = sorted(p.name for p in (out / "trajectories").iterdir())
+    assert saved == ["step_000001_rank0.jsonl", "step_000002_rank0.jsonl"]
+    assert len(read_jsonl(out / "trajectories" / saved[1])) == 4
+    assert main(["view", str(out / "trajectories" / saved[1]), "--tokenizer", str(out / "final"),
+                 "--out", str(tmp_path / "view.html")]) == 0
+    assert "4 trajectories" in (tmp_path / "view.html").read_text()
     if name == "codeforces":  # its held-out problem, never trained on, is evaluated after each step
         assert all(0.0 <= row["eval/pass@1"] <= 1.0 for row in rows)
         for step in (1, 2):
