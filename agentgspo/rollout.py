@@ -5,9 +5,10 @@ on a pool of daemon worker threads and the event loop keeps sampling for the oth
 
 - a deadline (wall clock) bounds it; a hung ``step`` ends the episode with ``stop_reason="deadline"`` and its
   worker thread is replaced (Python cannot kill a thread; a daemon thread does not block interpreter exit);
-- an exception anywhere in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata;
-- the context window is enforced: a turn gets at most the room left, and an env reply that does not fit ends
-  the episode with ``stop_reason="context_overflow"``.
+- an exception anywhere in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata, except
+  a :class:`~agentgspo.policy.base.PolicyConfigurationError` (no episode could succeed), which stops the batch;
+- the context window is enforced: a turn gets at most the room left, and an env reply that does not fit (or a
+  backend's ``"context"`` turn: its model had no room) ends the episode with ``stop_reason="context_overflow"``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgspo.chat import ChatRenderer
-from agentgspo.policy.base import PolicyBackend, SampleRequest, SamplingParams
+from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.routing_replay import merge_routing
 from agentgspo.trajectory import STOP_REASONS, Trajectory
 
@@ -207,6 +208,9 @@ class RolloutRunner:
                 turn_seed = hash((sampling_seed, seed, sample_id, turns)) & 0x7FFFFFFFFFFFFFFF
                 request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
                 turn = await self._within(self.policy.sample(request), deadline)
+                if turn.finish_reason == "context":  # the backend's model has no room for the prompt
+                    trajectory.stop_reason = "context_overflow"
+                    break
                 trajectory.append_sampled(turn.token_ids, turn.logprobs, getattr(turn, "policy_version", 0))
                 if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
@@ -251,6 +255,8 @@ class RolloutRunner:
                 trajectory.append_forced(ids)
         except EpisodeDeadline:
             trajectory.stop_reason = "deadline"
+        except PolicyConfigurationError:
+            raise  # no episode can succeed: stop the batch, record nothing
         except Exception as exc:  # noqa: BLE001 -- an env failure ends this episode, not the batch
             trajectory.stop_reason = "env_error"
             trajectory.metadata["error"] = f"{type(exc).__name__}: {exc}"

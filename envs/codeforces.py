@@ -93,11 +93,13 @@ def _read_builtin_set() -> ProblemSet:
     return read_problemset()
 
 
-def tasks_without(tasks: Sequence[CodeforcesTask], exclude: Sequence[str],
+def tasks_without(tasks: list[CodeforcesTask], exclude: Sequence[str],
                   data_files: str | Path | None) -> list[CodeforcesTask]:
     """``tasks`` but those whose id is in ``exclude``; unknown ids and excluding every task are errors."""
     if isinstance(exclude, str):
         raise ValueError(f"exclude: expected a list of problem ids, got the string {exclude!r}")
+    if not exclude:
+        return tasks  # the problem set's own list: loaded once per process, shared
     ids = [task.metadata["id"] for task in tasks]
     for name in exclude:
         if name not in ids:

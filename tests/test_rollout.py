@@ -10,7 +10,7 @@ import pytest
 
 from agentgspo.env import Action, ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
-from agentgspo.policy.base import SamplingParams, ScriptedPolicy
+from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SamplingParams, ScriptedPolicy
 from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.wrappers import MaxTurns
 
@@ -197,6 +197,30 @@ def test_env_reply_that_does_not_fit_is_context_overflow(renderer):
     (t,) = run(renderer, CalculatorEnv, max_context=prompt + first_turn + 3)
     assert t.stop_reason == "context_overflow" and t.num_turns == 1
     assert len(t.token_ids) == prompt + first_turn  # the reply was not appended
+
+
+class _Refusing:
+    """A backend that answers as an API does: no room for the prompt ("context"), or a refused setup."""
+
+    def __init__(self, renderer, refusal):
+        self.end_of_turn_id, self.refusal = renderer.end_of_turn_id, refusal
+
+    async def sample(self, request):
+        if self.refusal == "context":
+            return SampledTurn(token_ids=[], logprobs=[], finish_reason="context")
+        raise PolicyConfigurationError("the endpoint refused the API key: set OPENAI_API_KEY")
+
+
+def test_a_backend_without_room_for_the_prompt_ends_the_episode_as_context_overflow(renderer):
+    runner = RolloutRunner(CalculatorEnv, _Refusing(renderer, "context"), renderer, RolloutConfig(group_size=1))
+    (t,) = runner.run_sync([0])
+    assert t.stop_reason == "context_overflow" and t.num_turns == 0 and sum(t.loss_mask) == 0
+
+
+def test_a_backend_configuration_error_stops_the_batch_instead_of_becoming_env_errors(renderer):
+    runner = RolloutRunner(CalculatorEnv, _Refusing(renderer, "key"), renderer, RolloutConfig(group_size=2))
+    with pytest.raises(PolicyConfigurationError, match="OPENAI_API_KEY"):
+        runner.run_sync([0, 1])
 
 
 def test_turn_hitting_max_new_tokens_is_max_tokens(renderer):

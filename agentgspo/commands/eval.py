@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                                                       "temperature", "top_p")}
     settings = resolve_episode_settings(ENV_ID, explicit, None, trained, policy_label=f"--policy {args.policy!r}")
     env_kwargs = {**{k: v for k, v in settings.env_kwargs.items() if k != "data_files"}, **env_kwargs}
-    tasks, tool_schemas = load_tasks(env_kwargs)
+    tasks, tool_schemas, skipped = load_tasks(env_kwargs)
     indices = select_indices(tasks, args.only)
     agent_label = {"policy": f"policy {args.policy} ({args.backend})", "chat": f"chat {args.chat_url} "
                    f"model {args.chat_model}"}.get(args.agent, f"{args.agent} solutions")
@@ -111,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     store = ResultsStore(args.out, identity, {"samples": args.samples, "k": ks, "only": args.only})
     print(f"eval: {len(indices)} problems x {args.samples} samples, {len(store.results)} attempts already in "
           f"{store.path}; {agent_label}; limits {json.dumps(limits)}", file=sys.stderr)
+    if skipped:
+        print(f"eval: {len(skipped)} rows of the source cannot be judged here and are skipped (listed in "
+              f"summary.json's skipped_rows), e.g. {skipped[0]}", file=sys.stderr)
 
     if args.agent == "policy":
         from agentgspo.policy.factory import backend_options, make_backend
@@ -140,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     played, summary, results = evaluate(agent, renderer, store, tasks, env_kwargs, indices=indices,
                                         samples=args.samples, ks=ks, config=config, concurrency=args.concurrency,
                                         seed=args.seed, agent_name=args.agent, progress=not args.no_progress)
+    summary["skipped_rows"] = skipped
+    summary["dropped_duplicates"] = store.dropped_duplicates
     if args.standings:
         from agentgspo.eval.codeelo import codeelo_rating, load_standings
 

@@ -8,7 +8,12 @@ its turns token-exactly like any policy's:
   the conversation goes out as chat messages with the env's tools (assistant tool calls as ``tool_calls``, tool
   results as ``tool`` messages with their ``tool_call_id``), the reply comes back as text plus ``tool_calls``,
   written in the env's ``<tool_call>{json}</tool_call>`` form. Its ids are the reply tokenized with a local
-  tokenizer (for the record and the viewer), its log-probs 0.0: an API gives no ids to train on.
+  tokenizer (for the record and the viewer), its log-probs 0.0: an API gives no ids to train on. A prompt the
+  endpoint refuses as longer than the model's context (HTTP 400, e.g. vLLM's "This model's maximum context length
+  is ...") ends the episode as a context overflow (``finish_reason="context"``, no ids), a counted failure like a
+  policy running out of context; a refused key, model or URL (401, 403, 404) stops the eval
+  (:class:`~agentgspo.policy.base.PolicyConfigurationError`, naming the fix): nothing is recorded, so the same
+  command resumes once it is fixed.
 - ``reference`` / ``wrong``: :class:`ShippedSolutionAgent`, which submits the problem's shipped solutions
   (``reference``: run the examples, then submit an accepted solution, C++ when shipped; ``wrong``: submit a solution the tests must
   reject, ``wrong[sample % len(wrong)]``, or ``print(0)`` where none is shipped), then stop.
@@ -18,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentgspo.policy.base import SampledTurn, SampleRequest
+from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SampleRequest
 from agentgspo.tool_calls import ToolCall, parse_tool_calls
 
 AGENTS = ("policy", "chat", "reference", "wrong")
@@ -149,6 +155,26 @@ def reply_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+# How an OpenAI-compatible server refuses a prompt longer than the model's context (the status is 400, sometimes 413
+# or 422): vLLM "This model's maximum context length is N tokens. However, your prompt contains M input tokens ..."
+# (older: "... Input length (M) exceeds model's maximum context length (N)"), OpenAI code "context_length_exceeded",
+# SGLang "... longer than the model's context length ...", llama.cpp "exceed_context_size_error".
+CONTEXT_ERROR = re.compile(r"maximum context length|context_length_exceeded|context[ _]length|exceed_context_size"
+                           r"|context size|context window", re.IGNORECASE)
+_REFUSAL_FIXES = {
+    401: "the endpoint refused the API key: put the right key in the environment variable --chat-api-key-env names "
+         "(default OPENAI_API_KEY)",
+    403: "the key may not use this model or endpoint: check the key (--chat-api-key-env) and --chat-model",
+    404: "check --chat-url (the API base with its /v1, e.g. http://127.0.0.1:8000/v1) and --chat-model (a model the "
+         "server serves: GET <chat-url>/models lists them)",
+}
+
+
+def is_context_overflow(status: int, text: str) -> bool:
+    """Whether an endpoint's error response refuses the prompt as longer than the model's context."""
+    return status in (400, 413, 422) and CONTEXT_ERROR.search(text) is not None
+
+
 class ChatEndpointAgent:
     """A model behind an OpenAI-compatible chat-completions endpoint (see the module docstring).
 
@@ -158,7 +184,11 @@ class ChatEndpointAgent:
         renderer: local tokenizer for the recorded ids.
         tools: OpenAI tool schemas sent with every request (the env's ``tool_schemas``).
         api_key: sent as ``Authorization: Bearer``; ``None``: no header.
-        timeout_s, retries: per request; connection errors and 429/5xx are retried with backoff.
+        timeout_s, retries: per request; connection errors and 408/429/5xx are retried with backoff. A prompt
+            refused as longer than the model's context (see :func:`is_context_overflow`) is a ``"context"`` turn
+            (no ids): the rollout ends the episode as ``context_overflow``, a counted failure. 401, 403 and 404
+            raise :class:`~agentgspo.policy.base.PolicyConfigurationError` naming the fix (the eval stops); any
+            other 4xx raises RuntimeError (the rollout records it as ``env_error``, excluded from pass@k).
         max_concurrency: most requests in flight.
     """
 
@@ -186,7 +216,8 @@ class ChatEndpointAgent:
         return body
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
-        """POST the conversation, return the reply as a turn; raises after ``retries`` failed attempts."""
+        """POST the conversation, return the reply as a turn (an empty ``"context"`` turn when the prompt is over the
+        model's context); raises on other refusals, and after ``retries`` failed attempts."""
         import httpx
 
         loop_key = id(asyncio.get_running_loop())
@@ -201,8 +232,14 @@ class ChatEndpointAgent:
                 else:
                     if response.status_code == 200:
                         break
-                    error = f"HTTP {response.status_code}: {response.text[:300]}"
-                    if response.status_code not in (408, 429) and response.status_code < 500:
+                    status = response.status_code
+                    error = f"HTTP {status}: {response.text[:300]}"
+                    if is_context_overflow(status, response.text):  # no room for a reply: as a policy's overflow
+                        return SampledTurn(token_ids=[], logprobs=[], finish_reason="context")
+                    if status in _REFUSAL_FIXES:
+                        raise PolicyConfigurationError(f"chat endpoint {self.url} refused the request: {error}; "
+                                                       f"{_REFUSAL_FIXES[status]}")
+                    if status not in (408, 429) and status < 500:
                         raise RuntimeError(f"chat endpoint {self.url} refused the request: {error}")
                 if attempt == self.retries:
                     raise RuntimeError(f"chat endpoint {self.url} failed {self.retries + 1} times: {error}")

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from agentgspo.eval.rating import rating_for_place
+from agentgspo.eval.rating import SEARCH_RANGE, expected_place, rating_for_place
 
 
 class _Problem(BaseModel):
@@ -124,11 +124,20 @@ def contest_place(contest: Contest, verdicts_by_problem: dict[str, list[str]]) -
 
 
 def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The CodeElo rating from eval ``results`` (rows with ``problem_id``, ``sample``, ``verdicts``): per contest
-    and sample a place and its rating, the mean per contest, the mean over contests."""
-    attempts: dict[tuple[str, int], list[str]] = {(r["problem_id"], r["sample"]): r["verdicts"] for r in results}
-    samples = sorted({s for _, s in attempts})
-    evaluated = {p for p, _ in attempts}
+    """The CodeElo rating from eval ``results`` (rows with ``problem_id``, ``sample``, ``verdicts``,
+    ``stop_reason``): per contest and sample a place and its rating, the mean per contest, the mean over contests.
+
+    An attempt the harness could not finish fairly (a judge or env error, excluded from pass@k) is no submission
+    record: a sample takes part in a contest only when every problem of the contest has a counted attempt of that
+    sample (the others are ``dropped``). A place ahead of (behind) every rated participant has no finite rating
+    (the expected place is always above 1 and below n + 1): the search bound stands in and the sample is counted
+    as ``clamped``, so a reader knows that contest's rating is a bound."""
+    from agentgspo.eval.summary import EXCLUDED_STOPS
+
+    attempts: dict[tuple[str, int], list[str]] = {(r["problem_id"], r["sample"]): r["verdicts"] for r in results
+                                                  if r.get("stop_reason") not in EXCLUDED_STOPS}
+    samples = sorted({r["sample"] for r in results})
+    evaluated = {r["problem_id"] for r in results}
     contests = []
     for contest in standings.contests:
         missing = [p.id for p in contest.problems if p.id not in evaluated]
@@ -136,10 +145,15 @@ def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[
             raise ValueError(f"standings contest {contest.name!r}: problems {missing[:5]} were not evaluated; "
                              "evaluate them too (--problems) or drop them from the standings file")
         ratings = [p.rating for p in contest.participants]
-        places = [contest_place(contest, {p.id: attempts.get((p.id, s), []) for p in contest.problems})
-                  for s in samples]
+        complete = [s for s in samples if all((p.id, s) in attempts for p in contest.problems)]
+        places = [contest_place(contest, {p.id: attempts[(p.id, s)] for p in contest.problems}) for s in complete]
+        lowest, highest = expected_place(SEARCH_RANGE[1], ratings), expected_place(SEARCH_RANGE[0], ratings)
         per_sample = [rating_for_place(place, ratings) for place in places]
         contests.append({"name": contest.name, "participants": len(ratings), "places": places,
-                         "rating": sum(per_sample) / len(per_sample)})
-    return {"rating": sum(c["rating"] for c in contests) / len(contests), "contests": contests,
+                         "rating": sum(per_sample) / len(per_sample) if per_sample else None,
+                         "dropped": len(samples) - len(complete),
+                         "clamped": sum(not lowest < place < highest for place in places)})
+    rated = [c["rating"] for c in contests if c["rating"] is not None]
+    return {"rating": sum(rated) / len(rated) if rated else None, "contests": contests,
+            "clamped": sum(c["clamped"] for c in contests), "dropped": sum(c["dropped"] for c in contests),
             "method": "CodeElo (arXiv 2501.01257): expected-place equation per contest, mean over contests"}

@@ -48,7 +48,7 @@ class EvalHook:
             raise ValueError(f"ks {list(ks)}: pass@{max(ks)} needs samples >= {max(ks)}, got {samples}")
         self.out, self.every, self.samples, self.ks = Path(out), every, samples, list(ks)
         self.env_kwargs = {**(env_kwargs or {}), "data_files": problems}
-        self.tasks, _ = load_tasks(self.env_kwargs)
+        self.tasks, _, _ = load_tasks(self.env_kwargs)
         self.indices = select_indices(self.tasks, held_out)
         self.config = config or RolloutConfig()
         self.concurrency, self.seed = concurrency, seed

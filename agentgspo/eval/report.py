@@ -55,31 +55,58 @@ def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str
             ("judge-error rate", summary["judge_error_rate"]),
             ("excluded attempts (judge/env errors)", summary["excluded"] or 0),
             ("rating", summary["rating_fit"]["description"])]
+    if summary.get("problems_without_counted_attempts"):
+        rows.append(("problems with every attempt excluded (not in pass@k)",
+                     ", ".join(summary["problems_without_counted_attempts"])))
+    if summary.get("skipped_rows"):  # the source's rows that cannot be judged here (eval command)
+        rows.append(("source rows skipped (cannot be judged here)", len(summary["skipped_rows"])))
+    if summary.get("dropped_duplicates"):  # ResultsStore.dropped_duplicates, when the caller passes it on
+        rows.append(("duplicate result lines ignored", summary["dropped_duplicates"]))
     if summary.get("codeelo"):
-        rows.append(("CodeElo rating", f"{summary['codeelo']['rating']:.0f} ({summary['codeelo']['method']})"))
+        rows.append(("CodeElo rating", _codeelo_text(summary["codeelo"])))
     return rows
 
 
+def _codeelo_text(codeelo: dict[str, Any]) -> str:
+    """The CodeElo headline: the rating, and what it rests on when samples were dropped or clamped."""
+    if codeelo["rating"] is None:
+        return f"none: every sample of every contest met a judge or env error ({codeelo['method']})"
+    notes = []
+    if codeelo.get("clamped"):
+        notes.append(f"{codeelo['clamped']} participation(s) ahead of or behind every rated participant: the search "
+                     "bound stands in, so the rating is a bound there")
+    if codeelo.get("dropped"):
+        notes.append(f"{codeelo['dropped']} participation(s) left out for judge or env errors")
+    return f"{codeelo['rating']:.0f} ({codeelo['method']}{''.join('; ' + n for n in notes)})"
+
+
+def _md_cell(value: Any, table: bool = True) -> str:
+    """``value`` as markdown text on one line: newlines become spaces and, in a table cell, ``|`` is escaped
+    (``\\|``) so a title or tag holding one cannot shift the columns."""
+    text = " ".join(html._cell(value).splitlines())
+    return text.replace("|", "\\|") if table else text
+
+
 def _md_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-    lines += ["| " + " | ".join(html._cell(r.get(c)) for c in columns) + " |" for r in rows]
+    lines = ["| " + " | ".join(map(_md_cell, columns)) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(_md_cell(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 
 def markdown(summary: dict[str, Any], config: dict[str, Any]) -> str:
     """``report.md``: headline numbers, the plots (linked files), breakdowns, per-problem results."""
-    lines = [f"# Eval report: {config.get('agent_label')}", ""]
-    lines += [f"- **{k}**: {html._cell(v)}" for k, v in _headline(summary, config)]
+    lines = [f"# Eval report: {_md_cell(config.get('agent_label'), table=False)}", ""]
+    lines += [f"- **{k}**: {_md_cell(v, table=False)}" for k, v in _headline(summary, config)]
     lines += ["", f"![pass@1 by rating]({PLOTS[0]})", f"![verdict mix]({PLOTS[1]})", "",
               "## By rating", _md_table(summary["by_rating"], ["group", "problems", "attempts", "pass@1"]), "",
               "## By tag", _md_table(summary["by_tag"], ["group", "problems", "attempts", "pass@1"]), "",
-              "## Verdicts", f"Final verdict per attempt: {html._cell(summary['verdicts'])}", "",
-              f"Every submission: {html._cell(summary['submission_verdicts'])}", "",
+              "## Verdicts", f"Final verdict per attempt: {_md_cell(summary['verdicts'], table=False)}", "",
+              f"Every submission: {_md_cell(summary['submission_verdicts'], table=False)}", "",
               "## Problems", _md_table(summary["per_problem"], ["problem_id", "title", "rating", "tags", "attempts",
                                                               "accepted", "verdicts"]), ""]
     if summary.get("codeelo"):
         lines += ["## CodeElo", _md_table(summary["codeelo"]["contests"], ["name", "participants", "places",
-                                                                          "rating"]), ""]
+                                                                          "rating", "dropped", "clamped"]), ""]
     lines += ["Each attempt's conversation, with the tokens the loss would train coloured apart from prompts and "
               "tool outputs, is in report.html.", ""]
     return "\n".join(lines)
@@ -110,7 +137,8 @@ def html_report(summary: dict[str, Any], config: dict[str, Any], results: Sequen
                                                                          "attempts", "accepted", "verdicts"])]
     if summary.get("codeelo"):
         body += ["<h2>CodeElo</h2>", html.table_html(summary["codeelo"]["contests"],
-                                                     ["name", "participants", "places", "rating"])]
+                                                     ["name", "participants", "places", "rating", "dropped",
+                                                      "clamped"])]
     body += ["<h2>Attempts</h2>", html.legend(), attempts_html(results)]
     return html.page(f"Eval report: {config.get('agent_label')}", "".join(body))
 

@@ -126,13 +126,16 @@ def select_indices(tasks: Sequence[Any], only: str | Sequence[str] | None) -> li
     return sorted(set(indices))
 
 
-def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The tasks and tool schemas of ``CodeForces-v0`` made with ``env_kwargs`` (through the registry)."""
+def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]], list[str]]:
+    """The tasks and tool schemas of ``CodeForces-v0`` made with ``env_kwargs`` (through the registry), and the
+    source's rows that cannot be judged here (each naming its row and why; skipped, never silently)."""
     from agentgspo.registry import make
 
     env = make(ENV_ID, **env_kwargs)
     try:
-        return list(env.unwrapped.tasks), env.unwrapped.tool_schemas
+        problem_set = getattr(env.unwrapped, "problem_set", None)
+        return (list(env.unwrapped.tasks), env.unwrapped.tool_schemas,
+                list(getattr(problem_set, "skipped_rows", [])))
     finally:
         env.close()
 

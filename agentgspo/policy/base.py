@@ -49,11 +49,18 @@ class SampledTurn:
 
     token_ids: list[int]
     logprobs: list[float]
-    finish_reason: Literal["stop", "length"]
+    #: "stop": ended at a stop id; "length": at ``max_new_tokens``; "context": nothing sampled, the backend's model
+    #: has no room for the prompt (an API's context-length refusal): the rollout ends the episode as context_overflow.
+    finish_reason: Literal["stop", "length", "context"]
     policy_version: int = 0
     #: ``[len(prompt) + len(token_ids), layers, k]`` top-k expert ids of every token the sampler fed (-1: not fed,
     #: e.g. the last sampled id); only from backends recording routing (``HFPolicy(record_routing=True)``).
     routed_experts: Any = None
+
+
+class PolicyConfigurationError(ValueError):
+    """A backend's setup is wrong (a refused API key, an unknown model, a wrong URL): no episode can succeed, so the
+    rollout raises it instead of recording each episode as an ``env_error``. The message names the fix."""
 
 
 @runtime_checkable

@@ -246,11 +246,11 @@ FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "eval" / "fixtures"
 def test_each_source_gives_tasks_with_metadata_and_shipped_solutions():
     open_r1 = load_problem_set(FIXTURES / "openr1_rows.jsonl").tasks[0]
     assert open_r1.metadata == {"id": "9100A", "title": "Any Divisor", "rating": 900, "tags": ["math", "number theory"],
-                                "source": "open-r1", "contest_id": "9100"}
+                                "source": "open-r1", "contest_id": "9100", "official_tests_complete": True}
     assert open_r1.problem.checker.startswith("openr1:") and "py" in open_r1.references
     contests = load_problem_set(FIXTURES / "code_contests_rows.jsonl").tasks[0]
     assert (contests.problem.time_limit_s, contests.problem.memory_limit_mb) == (1.5, 256.0)
-    assert [t.name for t in contests.problem.tests] == [str(i) for i in range(1, 7)]  # private, then generated
+    assert [t.name for t in contests.problem.tests] == [str(i) for i in range(1, 8)]  # public, private, generated
     assert len(contests.problem.samples) == 1 and set(contests.references) == {"py", "cpp"}  # Python 2 dropped
     assert contests.metadata["rating"] == 800 and [w["name"] for w in contests.wrong] == ["incorrect_1"]
     kattis = load_problem_set(FIXTURES / "kattis" / "meanvalue").tasks[0]
@@ -259,7 +259,7 @@ def test_each_source_gives_tasks_with_metadata_and_shipped_solutions():
     lcb = load_problem_set(FIXTURES / "livecodebench_rows.jsonl")
     assert [t.metadata["id"] for t in lcb.tasks] == ["fixture_abc001_a"]
     assert lcb.skipped == {"functional (LeetCode-style) tests": 1}
-    assert len(lcb.tasks[0].problem.tests) == 5 and lcb.tasks[0].metadata["platform"] == "atcoder"
+    assert len(lcb.tasks[0].problem.tests) == 6 and lcb.tasks[0].metadata["platform"] == "atcoder"  # public too
 
 
 def test_livecodebench_test_cases_never_unpickle_objects(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 from agentgspo.cli import main
 from agentgspo.eval.agents import openai_messages, reply_text
+from agentgspo.policy.base import PolicyConfigurationError
 from chat_server import TinyChatModel, chat_app  # tests/eval/chat_server.py
 from servers import serve
 
@@ -69,15 +70,134 @@ def test_the_tiny_policy_served_over_the_chat_api_runs_end_to_end(tmp_path, caps
     assert (tmp_path / "tiny" / "report.html").exists()
 
 
-def test_a_refusing_endpoint_is_an_env_error_not_a_failed_solution(tmp_path, capsys):
+def test_a_refusing_endpoint_stops_the_eval_naming_the_fix_and_records_nothing(tmp_path, capsys):
+    """A wrong model name (404) fails every attempt alike: the eval stops with one line naming the fix, and
+    results.jsonl stays empty, so the corrected command plays every attempt (none is stored as an env error)."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
     app = FastAPI()
     app.get("/health")(lambda: {"ok": True})
     app.post("/v1/chat/completions")(lambda: JSONResponse({"error": "no such model"}, status_code=404))
+    out = tmp_path / "refused"
+    capsys.readouterr()
     with serve(app) as url:
-        summary = _eval(capsys, tmp_path / "refused", url, "missing", "--problems", "starter", "--only", "9000A")
-    assert summary["pass@1"] is None and summary["attempts"] == 1  # excluded, counted apart
-    row = json.loads((tmp_path / "refused" / "results.jsonl").read_text())
-    assert row["stop_reason"] == "env_error" and "refused the request: HTTP 404" in row["error"]
+        status = main(["eval", "--agent", "chat", "--chat-url", url + "/v1", "--chat-model", "missing", "--out",
+                       str(out), "--no-progress", "--problems", "starter", "--only", "9000A"])
+    err = capsys.readouterr().err
+    assert status == 2 and "refused the request: HTTP 404" in err and "--chat-model" in err, err
+    assert "Traceback" not in err
+    results = out / "results.jsonl"
+    assert not results.exists() or results.read_text() == ""
+
+
+# What vLLM's OpenAI server (vllm/renderers/params.py, 0.32) answers a prompt longer than --max-model-len: HTTP 400
+# with this body; and OpenAI's answer to the same.
+VLLM_CONTEXT_ERROR = {"error": {
+    "message": "This model's maximum context length is 2048 tokens. However, your prompt contains 2301 input tokens, "
+               "which exceeds this limit even without any output tokens. Please reduce the length of the input "
+               "prompt. (parameter=input_tokens, value=2301)",
+    "type": "BadRequestError", "param": "input_tokens", "code": 400}}
+OPENAI_CONTEXT_ERROR = {"error": {
+    "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
+               "Please reduce the length of the messages.",
+    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
+class Gateway:
+    """The test chat server behind the checks a real API makes first (ASGI middleware): the API key (401), the
+    model name (404, vLLM's body) and the context length (400, ``context_error``): a prompt with more characters of
+    messages than ``context_chars`` is refused; ``context_chars=None``: the first prompt's size, i.e. a context that
+    holds the statement but not what the tools answer."""
+
+    def __init__(self, app, *, key: str | None = None, models=("solver", "tiny"), context_chars: int | None = 0,
+                 context_error: dict = VLLM_CONTEXT_ERROR):
+        self.app, self.key, self.models, self.context_chars = app, key, models, context_chars
+        self.context_error, self.refused = context_error, []
+        self.state = app.state
+
+    async def __call__(self, scope, receive, send):
+        from fastapi.responses import JSONResponse
+
+        if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        raw = b"".join(chunks)
+        body, headers = json.loads(raw), dict(scope["headers"])
+        size = len(json.dumps(body["messages"]))
+        if self.context_chars is None:
+            self.context_chars = size
+        if self.key and headers.get(b"authorization") != f"Bearer {self.key}".encode():
+            refusal = (401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                       "param": None, "code": "invalid_api_key"}})
+        elif body.get("model") not in self.models:
+            refusal = (404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
+                                       "type": "NotFoundError", "param": "model", "code": 404}})
+        elif self.context_chars and size > self.context_chars:
+            refusal = (400, self.context_error)
+        else:
+            replayed = False
+
+            async def replay():
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+
+            return await self.app(scope, replay, send)
+        self.refused.append(refusal[0])
+        await JSONResponse(refusal[1], status_code=refusal[0])(scope, receive, send)
+
+
+def test_a_prompt_over_the_endpoints_context_is_a_counted_failure_not_an_env_error(tmp_path, capsys):
+    gateway = Gateway(chat_app({"digit": DIGIT_SUM}), context_chars=None)
+    with serve(gateway) as url:
+        summary = _eval(capsys, tmp_path / "overflow", url, "solver", "--problems",
+                        str(FIXTURES / "livecodebench_rows.jsonl"))
+    assert gateway.refused == [400] and len(gateway.state.requests) == 1  # run_samples went, the next turn did not fit
+    row = json.loads((tmp_path / "overflow" / "results.jsonl").read_text())
+    assert row["stop_reason"] == "context_overflow" and row["error"] is None, row["error"]
+    # counted: pass@1 0.0, like a policy that ran out of context, not None (excluded, as env errors are)
+    assert summary["pass@1"] == 0.0 and summary["attempts"] == 1 and summary["verdicts"] == {"none": 1}
+
+
+def _one_turn(url: str, model: str = "solver", api_key: str | None = None):
+    import asyncio
+
+    from agentgspo.eval.agents import ChatEndpointAgent, load_renderer
+    from agentgspo.policy.base import SampleRequest, SamplingParams
+
+    agent = ChatEndpointAgent(url, model, load_renderer("tiny"), api_key=api_key, retries=2)
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "digit sum " * 50}]
+    return asyncio.run(agent.sample(SampleRequest([], messages, SamplingParams(max_new_tokens=16))))
+
+
+def test_openais_context_length_error_ends_the_turn_with_no_room_left():
+    gateway = Gateway(chat_app({"digit": DIGIT_SUM}), context_chars=100, context_error=OPENAI_CONTEXT_ERROR)
+    with serve(gateway) as url:
+        turn = _one_turn(url + "/v1")
+    assert (turn.token_ids, turn.logprobs, turn.finish_reason) == ([], [], "context")
+    assert gateway.refused == [400]  # not retried: the same prompt cannot fit on a second try
+
+
+@pytest.mark.parametrize("case, status, fix", [
+    ("bad key", 401, "--chat-api-key-env"), ("wrong model", 404, "--chat-model"), ("wrong url", 404, "--chat-url"),
+    ("other 400", 400, "top_p must be")])
+def test_configuration_errors_name_the_status_and_the_fix(case, status, fix):
+    gateway = Gateway(chat_app(), key="sk-right")
+    if case == "other 400":  # a 400 that is not about the context: still an error, never a failed solution
+        gateway = Gateway(chat_app(), context_chars=10, context_error={"error": {"message": "top_p must be in (0, 1]",
+                                                                                 "type": "BadRequestError"}})
+    with serve(gateway) as url:
+        base = url if case == "wrong url" else url + "/v1"  # no /v1: the server has no such path
+        # A refused key, model or URL is the user's setup (the eval stops); another 400 ends this attempt only.
+        error = RuntimeError if case == "other 400" else PolicyConfigurationError
+        with pytest.raises(error, match=rf"HTTP {status}.*{fix}"):
+            _one_turn(base, "nope" if case == "wrong model" else "solver",
+                      None if case == "bad key" else "sk-right")
+    assert len(gateway.refused) == (case != "wrong url")  # refused once, not retried

@@ -10,21 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
+from eval_cli import results, run_eval  # tests/eval/eval_cli.py
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def run_eval(capsys, out: Path, *args: str) -> dict:
-    """Run `agentgspo eval` in process; the printed summary."""
-    capsys.readouterr()
-    status = main(["eval", "--out", str(out), "--no-progress", *args])
-    captured = capsys.readouterr()
-    assert status == 0, captured.err[-3000:]
-    return json.loads(captured.out[captured.out.index("{"):])
-
-
-def results(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
 def test_reference_scores_one_and_wrong_zero_on_the_starter_problems(tmp_path, capsys):
@@ -80,7 +68,7 @@ def test_livecodebench_rows_evaluate_and_functional_rows_are_skipped(tmp_path, c
                    "--agent", "wrong")
     rows = results(tmp_path / "wrong")
     assert [r["problem_id"] for r in rows] == ["fixture_abc001_a"] and bad["pass@1"] == 0.0
-    assert rows[0]["submissions"][0]["total"] == 5  # the five private tests, decoded from base64/zlib/pickle
+    assert rows[0]["submissions"][0]["total"] == 6  # the public test and the five private ones (base64/zlib/pickle)
     capsys.readouterr()
     assert main(["eval", "--out", str(tmp_path / "ref"), "--problems", str(FIXTURES / "livecodebench_rows.jsonl"),
                  "--agent", "reference"]) == 2

@@ -11,7 +11,8 @@ import pytest
 
 from agentgspo.eval.codeelo import Standings, codeelo_rating, contest_place, load_standings
 from agentgspo.eval.passk import mean_pass_at_k, parse_ks, pass_at_k
-from agentgspo.eval.rating import expected_place, fit_rating, rating_for_place, solve_probability
+from agentgspo.eval.rating import (expected_place, fit_rating, problem_outcomes, rating_for_place,
+                                   solve_probability)
 
 
 @pytest.mark.parametrize("n, c, k, expected", [
@@ -70,12 +71,27 @@ def test_rating_interval_covers_the_truth_about_95_percent_of_the_time():
     assert 0.90 <= covered / 200 <= 0.99, covered
 
 
-def test_all_solved_gives_only_a_lower_bound():
+def test_all_solved_gives_only_the_exact_one_sided_95_percent_bound():
     fit = fit_rating([(1200, 1)] * 8)
     assert fit.estimate is None and fit.high is None and fit.low is not None
-    # The bound is where the log-likelihood is chi2/2 below its supremum 0: 8 log p(R; 1200) = -1.92.
-    assert 8 * math.log(solve_probability(fit.low, 1200)) == pytest.approx(-3.841458820694124 / 2, abs=1e-6)
+    # At the bound, solving all 8 problems has probability 5% (not the two-sided chi2/2 cut, which gives 14.6%).
+    assert solve_probability(fit.low, 1200) ** 8 == pytest.approx(0.05, abs=1e-9)
+    none = fit_rating([(1200, 0), (1500, 0)])
+    assert (1 - solve_probability(none.high, 1200)) * (1 - solve_probability(none.high, 1500)) == pytest.approx(0.05)
     assert fit_rating([]).describe().startswith("no rated problems")
+
+
+def test_more_samples_of_the_same_problems_do_not_narrow_the_interval():
+    """A deterministic agent repeats its outcome on every sample: 10 samples of 8 problems are still 8 problems'
+    worth of evidence, so the fit and its interval stay those of one sample each."""
+    problems = [(f"P{i}", r, y) for i, (r, y) in enumerate(_synthetic(1500, 8, random.Random(3)))]
+    once = fit_rating(problem_outcomes(problems))
+    ten = fit_rating(problem_outcomes([p for p in problems for _ in range(10)]))
+    assert 0 < once.solved < 8 and once.problems == ten.problems == 8
+    assert (ten.estimate, ten.low, ten.high) == pytest.approx((once.estimate, once.low, once.high))
+    # Mixed outcomes on one problem count as its solved fraction.
+    half = problem_outcomes([("A", 1400, True), ("A", 1400, False), ("B", 1800, False), ("C", None, True)])
+    assert half == [(1400.0, 0.5), (1800.0, 0.0)]
 
 
 def test_expected_place_inverts():
@@ -113,6 +129,27 @@ def test_codeelo_reproduces_a_hand_computed_standings_example(tmp_path):
     assert first["rating"] == pytest.approx(1500 + 400 * math.log10(2), abs=1e-6)
     assert second["rating"] == pytest.approx(1200 + 400 * math.log10(0.2), abs=1e-6)
     assert out["rating"] == pytest.approx((first["rating"] + second["rating"]) / 2)
+
+
+def test_codeelo_leaves_out_samples_with_judge_errors_and_flags_clamped_places():
+    standings = Standings.model_validate({"contests": [
+        {"name": "one problem", "problems": [{"id": "A", "points": 500}],
+         "participants": [{"rating": 1400, "score": 500}, {"rating": 1600, "score": 0}]}]})
+    solved = {"problem_id": "A", "sample": 0, "verdicts": ["AC"], "stop_reason": "completed"}
+    broken = {"problem_id": "A", "sample": 1, "verdicts": [], "stop_reason": "judge_error"}
+    out = codeelo_rating(standings, [solved, broken])
+    # Only sample 0 takes part: tied with the 1400 (500 points), ahead of the 1600: place 1.5. A judge error is no
+    # zero score (which would have placed sample 1 last and pulled the mean down to 1500).
+    contest = out["contests"][0]
+    assert contest["places"] == [1.5] and contest["dropped"] == 1 and out["dropped"] == 1
+    assert expected_place(out["rating"], [1400, 1600]) == pytest.approx(1.5, abs=1e-6)
+    # Ahead of everyone: no finite rating, the bound stands in, and the output says so.
+    ahead = Standings.model_validate({"contests": [{"name": "c", "problems": [{"id": "A"}],
+                                                    "participants": [{"rating": 1500, "score": 0}]}]})
+    out = codeelo_rating(ahead, [solved])
+    assert out["clamped"] == 1 and out["contests"][0]["clamped"] == 1
+    only_errors = codeelo_rating(standings, [broken])
+    assert only_errors["rating"] is None and only_errors["contests"][0]["dropped"] == 1
 
 
 def test_codeelo_floor_and_errors(tmp_path):

@@ -1,4 +1,5 @@
-"""The results store (append, truncated last line, settings pinned) and resuming an eval killed mid-run."""
+"""The results store (append, truncated last line, duplicate lines, settings pinned, one eval per folder at a time),
+resuming an eval killed mid-run, and report.md's tables (cells escaped)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,91 @@ def test_other_settings_are_refused_once_results_exist(tmp_path):
     with pytest.raises(ValueError, match="agent differ"):
         ResultsStore(tmp_path, {**IDENTITY, "agent": "wrong"})
     ResultsStore(tmp_path, IDENTITY, {"samples": 5})  # samples and k may change: more samples resume
+
+
+def _attempt(problem: str, sample: int, accepted: bool, title: str = "T", tags=("dp",)) -> dict:
+    return {"problem_id": problem, "sample": sample, "accepted": accepted, "rating": 1200, "tags": list(tags),
+            "title": title, "stop_reason": "completed", "verdict": "AC" if accepted else "WA",
+            "verdicts": ["AC" if accepted else "WA"], "judge_errors": 0}
+
+
+def test_duplicate_attempt_lines_keep_the_first_and_are_counted_and_warned_about(tmp_path, capsys):
+    from agentgspo.eval.summary import summarize
+
+    store = ResultsStore(tmp_path, IDENTITY)
+    rows = [_attempt("A", 0, True), _attempt("A", 1, False), _attempt("B", 0, False), _attempt("A", 0, True),
+            _attempt("B", 0, True)]
+    store.path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # e.g. two runs into one --out
+    capsys.readouterr()
+    reopened = ResultsStore(tmp_path, IDENTITY)
+    # A: 1 of 2 (not 2 of 3: the copy inflates n), B: 0 of 1 (the first line wins): pass@1 = (0.5 + 0) / 2
+    assert summarize(reopened.results, [1])["pass@1"] == pytest.approx(0.25)
+    assert [(r["problem_id"], r["sample"], r["accepted"]) for r in reopened.results] == [
+        ("A", 0, True), ("A", 1, False), ("B", 0, False)]
+    assert reopened.dropped_duplicates == 2 and store.dropped_duplicates == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 duplicate" in err and str(reopened.path) in err
+    assert len(reopened.path.read_text().splitlines()) == 5  # the file itself is left as it was
+
+
+def test_results_without_their_eval_json_are_refused(tmp_path):
+    ResultsStore(tmp_path, IDENTITY).append(_row("A", 0))
+    (tmp_path / "eval.json").unlink()
+    with pytest.raises(ValueError, match=r"results.jsonl.*eval.json.*another --out.*restore"):
+        ResultsStore(tmp_path, {**IDENTITY, "agent": "wrong"})
+    assert not (tmp_path / "eval.json").exists()  # nothing written over the evidence
+    (tmp_path / "results.jsonl").write_text("")
+    ResultsStore(tmp_path, IDENTITY)  # an empty results file: nothing to mix with
+
+
+_HOLD = ("import sys; from agentgspo.eval.store import ResultsStore; s = ResultsStore(sys.argv[1], {'agent': 'x'}); "
+         "print('ready', flush=True); sys.stdin.read()")
+
+
+def test_a_second_eval_into_a_folder_in_use_fails_at_once(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready", holder.stderr.read()
+        started = time.monotonic()
+        with pytest.raises(ValueError, match=rf"in use by another eval \(pid {holder.pid}\).*another --out"):
+            ResultsStore(tmp_path, {"agent": "x"})
+        assert time.monotonic() - started < 5  # no waiting for the other eval
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    store = ResultsStore(tmp_path, {"agent": "x"})  # free once the other eval has ended
+    assert ResultsStore(tmp_path, {"agent": "x"}).done() == set()  # this process may reopen its own folder
+    store.close()
+    other = subprocess.run([sys.executable, "-c", _HOLD, str(tmp_path)], input="", capture_output=True, text=True,
+                           timeout=60)
+    assert other.returncode == 0 and other.stdout.strip() == "ready", other.stderr[-2000:]
+
+
+def test_report_md_tables_escape_pipes_and_newlines_in_cells():
+    import re
+
+    from agentgspo.eval.report import markdown
+    from agentgspo.eval.summary import summarize
+
+    rows = [_attempt("A", 0, True, title="Left | Right\nsecond line", tags=("a|b", "dp")), _attempt("B", 0, False)]
+    text = markdown(summarize(rows, [1]), {"agent_label": "chat | model"})
+    tables = [line for line in text.splitlines() if line.startswith("|")]
+    widths = {len(re.findall(r"(?<!\\)\|", line)) for line in tables if "problem_id" in line or "Left" in line}
+    assert widths == {8}, tables  # 7 columns: 8 unescaped bars on the header and on the tricky row alike
+    assert "Left \\| Right second line" in text and "a\\|b" in text
+    tag_rows = [line for line in tables if line.startswith("| a")]
+    assert tag_rows == ["| a\\|b | 1 | 1 | 1.000 |"], tables
+
+
+def test_report_md_shows_dropped_duplicate_lines():
+    from agentgspo.eval.report import markdown
+    from agentgspo.eval.summary import summarize
+
+    summary = summarize([_attempt("A", 0, True)], [1])
+    assert "duplicate" not in markdown(summary, {"agent_label": "x"})
+    assert "- **duplicate result lines ignored**: 3" in markdown({**summary, "dropped_duplicates": 3},
+                                                                  {"agent_label": "x"})
 
 
 def _complete_lines(path) -> list[bytes]:

@@ -28,7 +28,11 @@ def test_judge_and_env_errors_are_excluded_and_reported_not_counted_as_failures(
     assert summary["excluded"] == {"judge_error": 1, "env_error": 1} and summary["counted_attempts"] == 4
     assert summary["judge_error_rate"] == pytest.approx(2 / 6)  # attempts that met a judge error
     assert summary["verdicts"] == {"AC": 2, "WA": 1, "TLE": 1}
-    assert summary["rating_fit"]["attempts"] == 2  # unrated C and excluded attempts are left out of the fit
+    assert summary["rating_fit"]["problems"] == 2  # unrated C and excluded attempts are left out of the fit
+    assert summary["problems_without_counted_attempts"] == []
+    # D's only attempt met a judge error: D leaves pass@k's mean, and the summary names it.
+    with_d = summarize(results + [_result("D", 0, False, stop="judge_error", verdicts=(), judge_errors=3)], [1])
+    assert with_d["pass@1"] == pytest.approx(0.5) and with_d["problems_without_counted_attempts"] == ["D"]
     assert [r["group"] for r in summary["by_rating"]] == ["1200", "unrated"]
 
 
@@ -54,7 +58,7 @@ def test_attempts_run_at_most_concurrency_at_once(tmp_path):
                 Counting.in_flight -= 1
 
     env_kwargs = {"data_files": None}
-    tasks, _ = load_tasks(env_kwargs)
+    tasks, _, _ = load_tasks(env_kwargs)
     agent = Counting("wrong", tasks, load_renderer("tiny"))
     played, summary, _ = evaluate(agent, agent.renderer, ResultsStore(tmp_path, {}), tasks, env_kwargs,
                                   indices=[0, 2, 3], samples=2, ks=[1], config=RolloutConfig(max_context=1 << 20),
