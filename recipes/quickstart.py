@@ -29,7 +29,10 @@ Launch:
     1 GPU:        accelerate launch recipes/quickstart.py --out runs/q --device cuda
 Interrupt (Ctrl-C or SIGTERM): the run finishes its step, saves a checkpoint (warm start included) and exits
 130/143 with the command that resumes it: the same command again. A folder holding a run with other settings is
-refused; a finished run's folder reports its results at once.
+refused; a finished run's folder reports its results at once. Resume is exact (state, data order, RNG streams):
+measured with --logp-old recompute, a run interrupted in the warm start and in GSPO ends with the uninterrupted
+run's parameters bit for bit; with the default sampler log-probs, whose float round-off depends on which episodes
+share a sampling batch (timing), two runs agree to round-off amplified by training (1.2e-3 after 31 steps).
 Outputs: DIR/metrics.jsonl, DIR/reward.png, DIR/final/ (save_pretrained, and agentgspo.json: env and limits it was
 trained with), DIR/final_eval.json, DIR/checkpoints/, DIR/tensorboard/.
 """
