@@ -69,6 +69,10 @@ def test_livecodebench_rows_evaluate_and_functional_rows_are_skipped(tmp_path, c
     rows = results(tmp_path / "wrong")
     assert [r["problem_id"] for r in rows] == ["fixture_abc001_a"] and bad["pass@1"] == 0.0
     assert rows[0]["submissions"][0]["total"] == 6  # the public test and the five private ones (base64/zlib/pickle)
+    # The functional row cannot be judged here: skipped, and said so (summary.json names it, the report counts it).
+    skipped = json.loads((tmp_path / "wrong" / "summary.json").read_text())["skipped_rows"]
+    assert len(skipped) == 1 and "functional" in skipped[0] and "'fixture_1'" in skipped[0]
+    assert "source rows skipped (cannot be judged here)**: 1" in (tmp_path / "wrong" / "report.md").read_text()
     capsys.readouterr()
     assert main(["eval", "--out", str(tmp_path / "ref"), "--problems", str(FIXTURES / "livecodebench_rows.jsonl"),
                  "--agent", "reference"]) == 2
