@@ -54,4 +54,4 @@ class CodeConfig(TrainConfig):
 
 if __name__ == "__main__":
     sys.exit(run_recipe(CodeConfig, smoke=SMOKE, command="python recipes/code.py",
-                        description=__doc__.split("\n")[0]))
+                        description=" ".join(__doc__.split("\n\n")[0].split())))

@@ -98,4 +98,4 @@ if __name__ == "__main__":
     # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
     smoke = {**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1}
     sys.exit(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/codeforces.py",
-                        description=__doc__.split("\n")[0]))
+                        description=" ".join(__doc__.split("\n\n")[0].split())))

@@ -58,4 +58,4 @@ class MathConfig(TrainConfig):
 
 if __name__ == "__main__":
     sys.exit(run_recipe(MathConfig, smoke=SMOKE, command="python recipes/math.py",
-                        description=__doc__.split("\n")[0]))
+                        description=" ".join(__doc__.split("\n\n")[0].split())))

@@ -55,4 +55,4 @@ class SearchConfig(TrainConfig):
 
 if __name__ == "__main__":
     sys.exit(run_recipe(SearchConfig, smoke=SMOKE, command="python recipes/search.py",
-                        description=__doc__.split("\n")[0]))
+                        description=" ".join(__doc__.split("\n\n")[0].split())))
