@@ -10,9 +10,15 @@ All backends run fp32 on the same weights, all three are up at once, and the run
 (repeat r runs HF, engine, server, in a rotating order), so machine noise hits all of them; the table gives medians
 and the ratio of medians to HF. Target: vLLM >= 3x HF at >= 64 episodes.
 
+Turn length matters. A turn ends where the random-weight policy samples its end-of-turn id (on average after
+100-150 ids here) or at ``--max-new-tokens``. With the default 64 every turn is short and most decode steps run a
+nearly full batch; with 512 the lengths spread as real rollouts' do, and a batch's long tail decodes a few rows per
+step, which is where vLLM's per-step cost and HF's differ most (numbers in benchmarks/README.md).
+
     python benchmarks/bench_rollout_backends.py                     # both models, 64 and 256 episodes, 3 repeats
     python benchmarks/bench_rollout_backends.py --models tiny --episodes 64 --repeats 2   # quick look
     python benchmarks/bench_rollout_backends.py --models fine --repeats 2                 # the 64-expert MoE
+    python benchmarks/bench_rollout_backends.py --models fine --episodes 64 --repeats 2 --max-new-tokens 512
 
 vLLM's CPU engine pins its OpenMP threads (``VLLM_CPU_OMP_THREADS_BIND``, default auto) to all cores but
 ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (vLLM's default: one, for its front end; agentgspo's on machines of at most 4 CPUs:
