@@ -64,7 +64,8 @@ _problem_sets: LoadedOnce[str, ProblemSet] = LoadedOnce()
 
 
 def task_from_row(row: Any, where: str) -> CodeforcesTask | None:
-    """A task from one open-r1/codeforces row; ``None`` for an interactive row without an interactor.
+    """A task from one open-r1/codeforces row; ``None`` for a row that cannot be judged here (an interactive row
+    without an interactor, a row without official tests).
 
     Raises ``ValueError`` naming ``where`` (file and row) for rows that are not valid.
     """

@@ -219,12 +219,6 @@ def code_contests_io_mode(row: dict[str, Any]) -> str | None:
     return None
 
 
-def code_contests_task(row: dict[str, Any]) -> CodeforcesTask | None:
-    """A task from a DeepMind code_contests row (schema in the module docstring); ``None`` when its
-    ``input_file`` / ``output_file`` are not stdin/stdout nor input.txt/output.txt (:func:`code_contests_row`)."""
-    return code_contests_row(row)[0]
-
-
 def code_contests_row(row: dict[str, Any]) -> tuple[CodeforcesTask | None, str, str]:
     """``(task, "", "")``, or ``(None, reason, why)`` for a row whose file I/O the judge cannot provide.
 
@@ -335,12 +329,6 @@ def row_schema(row: dict[str, Any]) -> str:
             return schema
     expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in ROW_SCHEMAS.items())
     raise ValueError(f"a row in no known schema (fields {sorted(row)[:12]}); expected one of: {expected}")
-
-
-def task_from_any_row(row: Any) -> tuple[CodeforcesTask | None, str]:
-    """``(task or None, skip reason)`` for one row of any supported schema; ValueError for invalid rows."""
-    task, reason, _ = judged_row(row)
-    return task, reason
 
 
 def judged_row(row: Any) -> tuple[CodeforcesTask | None, str, str]:

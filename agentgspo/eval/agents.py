@@ -159,8 +159,7 @@ def reply_text(message: dict[str, Any]) -> str:
 # or 422): vLLM "This model's maximum context length is N tokens. However, your prompt contains M input tokens ..."
 # (older: "... Input length (M) exceeds model's maximum context length (N)"), OpenAI code "context_length_exceeded",
 # SGLang "... longer than the model's context length ...", llama.cpp "exceed_context_size_error".
-CONTEXT_ERROR = re.compile(r"maximum context length|context_length_exceeded|context[ _]length|exceed_context_size"
-                           r"|context size|context window", re.IGNORECASE)
+CONTEXT_ERROR = re.compile(r"context[ _]length|exceed_context_size|context size|context window", re.IGNORECASE)
 _REFUSAL_FIXES = {
     401: "the endpoint refused the API key: put the right key in the environment variable --chat-api-key-env names "
          "(default OPENAI_API_KEY)",
