@@ -16,10 +16,95 @@ from typing import Any, Literal
 import pydantic
 
 Message = dict[str, Any]
-# judge_error: the env's verifier failed (not the policy's fault); such episodes are excluded from learning.
-StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_error",
-                     "judge_error", "deadline"]
+StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_budget",
+                     "env_error", "env_timeout", "judge_error", "sampler_error", "infra_error", "deadline"]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What one way of ending an episode means downstream: the one rule every part follows.
+
+    Attributes:
+        trained: the episode enters its group's advantages and the loss (the policy earned this ending).
+        counted: eval counts it as an attempt in pass@k and the rating fit (a failed one unless accepted).
+        requeue: no one's answer: a run may play the same task again instead (eval replays it on resume).
+        meaning: what happened, in one line.
+    """
+
+    trained: bool
+    counted: bool
+    requeue: bool
+    meaning: str
+
+
+#: ONE table: for each stop reason, whether it is trained, counted in pass@k and may be re-queued. The learner
+#: (``LearnerConfig.exclude_stop_reasons``), ``summarize`` (the trained population), eval (pass@k) and every later
+#: part (asynchronous training, the fleet) read it; none keeps a rule of its own.
+ENDINGS: dict[str, Ending] = {
+    "completed": Ending(True, True, False, "the env ended the episode (terminated)"),
+    "max_turns": Ending(True, True, False, "the turn budget ran out (truncated; reward earned so far kept)"),
+    "max_tokens": Ending(True, True, False, "a turn reached max_new_tokens (truncated)"),
+    "context_overflow": Ending(True, True, False, "the context window is full, or a server refused the prompt's "
+                                                 "length (truncated)"),
+    "parse_error": Ending(True, True, False, "the env ended it after too many unparseable tool calls"),
+    "env_budget": Ending(True, True, False, "the episode used up its env-time budget (time in env calls, not "
+                                            "time waiting for the sampler): the policy's doing, truncated"),
+    "env_error": Ending(False, False, False, "the env raised (a bug in the env or its data; replaying repeats it)"),
+    "env_timeout": Ending(False, False, True, "one env call hung past its per-call limit: the machine's fault"),
+    "judge_error": Ending(False, False, True, "the env's verifier (checker, interactor, sandbox) failed"),
+    "sampler_error": Ending(False, False, True, "the sampler failed (an engine error, a server unavailable after "
+                                                "retries, a sampler call past its limit)"),
+    "infra_error": Ending(False, False, True, "infrastructure that is no one's answer died (a sandbox or env "
+                                              "server, a worker)"),
+    "deadline": Ending(False, False, True, "legacy (records before env_budget/env_timeout): a wall-clock episode "
+                                           "deadline that also counted time queued at the sampler"),
+}
+assert tuple(ENDINGS) == STOP_REASONS, "every stop reason has exactly one row in ENDINGS"
+TRAINED_STOPS: tuple[str, ...] = tuple(r for r, e in ENDINGS.items() if e.trained)
+EXCLUDED_STOPS: tuple[str, ...] = tuple(r for r, e in ENDINGS.items() if not e.trained)
+UNCOUNTED_STOPS: tuple[str, ...] = tuple(r for r, e in ENDINGS.items() if not e.counted)
+
+#: What a backend's log-probs are (``Trajectory.sampling["logprobs"]``, a backend's ``logprob_semantics``):
+#: ``"full"``: log_softmax(logits / T) over the whole vocabulary, before top-k/top-p truncation (the HF backend; what
+#: the learner computes); ``"truncated"``: renormalised over the top-k/top-p set the token was drawn from (vLLM's
+#: ``processed_logprobs``); ``"raw"``: log_softmax(logits), temperature ignored (vLLM's ``raw_logprobs``);
+#: ``"none"``: no log-probs (scripted policies, chat APIs: 0.0).
+LOGPROB_SEMANTICS = ("full", "truncated", "raw", "none")
+
+
+def sampler_logprobs_mismatch(sampling: dict[str, Any] | None, temperature: float) -> str | None:
+    """Why a trajectory's sampler log-probs differ from what a learner scoring softmax(logits / ``temperature``)
+    computes, or ``None`` when they are the same quantity. The one rule for using sampler log-probs as the old
+    (or behaviour) policy's:
+
+    - recorded semantics ``"full"`` at the learner's temperature: the same quantity (top-k/top-p do not matter);
+    - ``"truncated"``: the same only without truncation (top_p == 1 and top_k off), at the learner's temperature;
+    - ``"raw"``: the same only at temperature 1;
+    - ``"none"``, or nothing recorded (a record older than ``sampling``): never.
+
+    >>> sampler_logprobs_mismatch({"temperature": 1.0, "top_p": 0.9, "top_k": 0, "logprobs": "full"}, 1.0) is None
+    True
+    >>> sampler_logprobs_mismatch({"temperature": 1.0, "top_p": 1.0, "top_k": 0, "logprobs": "truncated"}, 1.0)
+    >>> sampler_logprobs_mismatch({"temperature": 1.0, "top_p": 0.9, "top_k": 0, "logprobs": "truncated"}, 1.0)[:40]
+    'the sampler renormalised its log-probs o'
+    """
+    if not sampling:
+        return "the trajectory does not record its sampling parameters (written before they were recorded)"
+    semantics = sampling.get("logprobs")
+    if semantics == "none":
+        return "the sampler returned no log-probs (a scripted policy or a chat API records 0.0)"
+    if semantics in ("full", "truncated") and sampling.get("temperature") != temperature:
+        return f"the sampler drew at temperature {sampling.get('temperature')}, the learner scores at T={temperature}"
+    if semantics == "raw" and temperature != 1.0:
+        return f"the sampler's log-probs ignore temperature (raw logits) but the learner scores at T={temperature}"
+    truncated = sampling.get("top_p", 1.0) < 1.0 or (sampling.get("top_k") or 0) > 0
+    if semantics == "truncated" and truncated:
+        return (f"the sampler renormalised its log-probs over the top_p={sampling.get('top_p')} / "
+                f"top_k={sampling.get('top_k')} set, the learner scores the whole vocabulary")
+    if semantics not in LOGPROB_SEMANTICS:
+        return f"unknown log-prob semantics {semantics!r}; expected one of {LOGPROB_SEMANTICS}"
+    return None
 
 
 @dataclass
@@ -37,6 +122,9 @@ class Trajectory:
     turn_versions: list[int] = field(default_factory=list)  # policy version that sampled each turn
     turn_rewards: list[float] = field(default_factory=list)  # the reward of the env step that consumed each turn
     routed_experts: dict[str, Any] | None = None  # sampler's top-k experts per token and layer (routing_replay)
+    #: How the turns were sampled: ``temperature``, ``top_p``, ``top_k`` (0: off) and ``logprobs`` (the backend's
+    #: log-prob semantics, :data:`LOGPROB_SEMANTICS`); ``None`` in records written before it was recorded.
+    sampling: dict[str, Any] | None = None
     messages: list[Message] = field(default_factory=list)
     reward: float = 0.0
     stop_reason: StopReason = "completed"
@@ -82,7 +170,7 @@ class Trajectory:
             env_id=self.env_id, seed=self.seed, group_id=self.group_id, sample_id=self.sample_id,
             token_ids=self.token_ids, loss_mask=self.loss_mask, sampler_logprobs=self.sampler_logprobs,
             turn_spans=self.turn_spans, turn_versions=self.turn_versions, turn_rewards=self.turn_rewards,
-            routed_experts=self.routed_experts, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
+            routed_experts=self.routed_experts, sampling=self.sampling, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
             num_turns=self.num_turns, matches_full_render=self.matches_full_render, metadata=self.metadata,
         )
 
@@ -108,6 +196,8 @@ class TrajectoryRecord(pydantic.BaseModel):
     turn_rewards: list[float] = []
     #: ``agentgspo.routing_replay.encode_routing`` of the sampler's expert choices ([T, L, k]); None when not recorded.
     routed_experts: dict[str, Any] | None = None
+    #: See :attr:`Trajectory.sampling`; ``None`` in records written before it existed.
+    sampling: dict[str, Any] | None = None
     messages: list[dict[str, Any]]
     reward: float
     stop_reason: StopReason
