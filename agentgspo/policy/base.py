@@ -11,11 +11,17 @@ Message = dict[str, Any]
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How to sample a turn. Log-probs are of the sampled ids under softmax(logits / temperature), before top-p
-    truncation; the learner must score with the same temperature."""
+    """How to sample a turn: temperature, then top-k, then top-p (nucleus) truncation of the distribution drawn from.
+
+    What the returned log-probs are depends on the backend (its ``logprob_semantics``): the whole-vocabulary
+    log_softmax(logits / temperature) ("full"), or renormalised over the top-k/top-p set ("truncated"); the learner
+    must score with the same temperature.
+    """
 
     temperature: float = 1.0
     top_p: float = 1.0
+    #: Keep only the ``top_k`` most likely ids before top-p; 0 = off (every id).
+    top_k: int = 0
     max_new_tokens: int = 256
 
     def __post_init__(self) -> None:
@@ -23,6 +29,8 @@ class SamplingParams:
             raise ValueError(f"temperature: expected >= 0 (0 = greedy), got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p: expected in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k: expected >= 0 (0 = off), got {self.top_k}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens: expected >= 1, got {self.max_new_tokens}")
 
@@ -69,9 +77,21 @@ class PolicyBackend(Protocol):
 
     Backends built by :func:`agentgspo.policy.factory.make_backend` also have ``renderer`` (the chat renderer of
     their tokenizer), ``stop_ids`` (every id that ends a turn) and ``version`` (the policy version sampling now).
+
+    ``logprob_semantics`` says what ``SampledTurn.logprobs`` are, one of
+    :data:`agentgspo.trajectory.LOGPROB_SEMANTICS`: ``"full"`` (log_softmax(logits / T) over the whole vocabulary,
+    before top-k/top-p: what the learner computes), ``"truncated"`` (renormalised over the top-k/top-p set the id
+    was drawn from: vLLM's ``processed_logprobs``), ``"raw"`` (log_softmax(logits), temperature ignored) or
+    ``"none"`` (no log-probs, 0.0: scripted policies, chat APIs). The rollout records it per trajectory, and
+    :func:`agentgspo.trajectory.sampler_logprobs_mismatch` decides from it whether the learner may use them.
+
+    ``sample`` raises on any sampler failure (an engine error, a server unavailable after retries) with a message
+    naming the engine or server; it never returns a turn it did not sample. The rollout records such an episode as
+    ``sampler_error``.
     """
 
     end_of_turn_id: int
+    logprob_semantics: str
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """Sample one assistant turn after ``request.prompt_ids``."""
@@ -79,7 +99,8 @@ class PolicyBackend(Protocol):
 
 
 class ScriptedPolicy:
-    """A text policy ``fn(messages) -> str`` (an env's oracle, say) as a backend: instant, log-probs 0.0.
+    """A text policy ``fn(messages) -> str`` (an env's oracle, say) as a backend: instant, log-probs 0.0 (semantics
+    ``"none"``).
 
     The text is tokenized with the renderer's tokenizer and the end-of-turn id appended, so its records are
     token-exact like any other backend's.
@@ -88,6 +109,7 @@ class ScriptedPolicy:
     def __init__(self, fn: Callable[[list[Message]], str], renderer: Any):
         self.fn = fn
         self.renderer = renderer
+        self.logprob_semantics = "none"
         self.end_of_turn_id = renderer.end_of_turn_id
         self.stop_ids = frozenset({self.end_of_turn_id})
         self.version = 0
