@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -20,9 +21,10 @@ class SamplingParams:
 
     temperature: float = 1.0
     top_p: float = 1.0
-    #: Keep only the ``top_k`` most likely ids before top-p; 0 = off (every id).
-    top_k: int = 0
     max_new_tokens: int = 256
+    #: Keep only the ``top_k`` most likely ids before top-p; 0 = off (every id). Last, so positional
+    #: ``SamplingParams(temperature, top_p, max_new_tokens)`` calls keep their meaning.
+    top_k: int = 0
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -66,9 +68,28 @@ class SampledTurn:
     routed_experts: Any = None
 
 
+# How an OpenAI-compatible server refuses a prompt longer than the model's context (the status is 400, sometimes 413
+# or 422): vLLM "This model's maximum context length is N tokens. However, your prompt contains M input tokens ..."
+# (older: "... Input length (M) exceeds model's maximum context length (N)"), OpenAI code "context_length_exceeded",
+# SGLang "... longer than the model's context length ...", llama.cpp "exceed_context_size_error".
+CONTEXT_ERROR = re.compile(r"context[ _]length|exceed_context_size|context size|context window", re.IGNORECASE)
+
+
+def is_context_overflow(status: int, text: str) -> bool:
+    """Whether an endpoint's error response refuses the prompt as longer than the model's context: the backend then
+    returns a ``finish_reason="context"`` turn (the server backend and the chat agent share this test).
+
+    >>> is_context_overflow(400, "This model's maximum context length is 2048 tokens. However, ...")
+    True
+    >>> is_context_overflow(400, "Token id 999999 is out of vocabulary"), is_context_overflow(500, "context length")
+    (False, False)
+    """
+    return status in (400, 413, 422) and CONTEXT_ERROR.search(text) is not None
+
+
 class PolicyConfigurationError(ValueError):
     """A backend's setup is wrong (a refused API key, an unknown model, a wrong URL): no episode can succeed, so the
-    rollout raises it instead of recording each episode as an ``env_error``. The message names the fix."""
+    rollout raises it instead of recording each episode as a ``sampler_error``. The message names the fix."""
 
 
 @runtime_checkable
