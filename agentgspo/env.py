@@ -11,9 +11,17 @@ Contract (checked by :func:`agentgspo.env_checker.check_env`):
   ``messages`` are the environment's new messages
   (``tool`` results, ``user`` replies; may be empty when the episode ends); ``reward`` a float; ``terminated``
   means the task ended (solved or failed for good); ``truncated`` means the episode was cut by a limit (wrappers
-  :class:`~agentgspo.wrappers.MaxTurns` and :class:`~agentgspo.wrappers.Deadline`), exactly as in Gymnasium.
-- The episode is scored as a whole: intermediate rewards are usually 0 and the final step carries the score.
-  Rewards of all steps are summed into the trajectory's reward.
+  :class:`~agentgspo.wrappers.MaxTurns` and :class:`~agentgspo.wrappers.EnvBudget`), exactly as in Gymnasium.
+- Rewards are paid as they are earned: each step's ``reward`` is what that step added to the episode's score (a
+  tool-error penalty, a partial-credit improvement, the final answer's score), and the trajectory's reward is the sum
+  of all steps' rewards. So the sum so far is the episode's score at every step, and an episode cut before the env
+  ends it (the runner's ``max_turns``, ``max_tokens``, ``context_overflow``, ``env_budget``, ``end_of_text``, or a
+  limit wrapper) keeps what it earned. An env whose score only exists at the end (a judge that needs the whole
+  transcript) writes :meth:`ChatEnv.on_truncation`: whoever cuts the episode (the runner, a limit wrapper) calls
+  ``env.unwrapped.on_truncation(reason) -> float`` once, and its return is added to the reward (and to the last
+  turn's step reward, so ``sum(turn_rewards) == reward`` holds). It is not called when the env ends the episode
+  itself, nor for endings that are not trained (an env error, a hung env call, a sampler failure), nor for an
+  episode without a turn.
 - ``info["stop_reason"]`` may name why an episode ended (``parse_error``, ...); ``info["tool_errors"]`` counts
   failed tool calls of the step by kind; ``info["mask_turn"]`` asks the learner not to train on this turn.
 
@@ -25,6 +33,8 @@ per call; a turn without tool calls goes to :meth:`ChatEnv.respond`, the one met
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +78,19 @@ def as_action(action: Action | str) -> Action:
     if isinstance(action, str):
         return Action.from_text(action)
     raise TypeError(f"expected an Action or the assistant turn as str, got {type(action).__name__}")
+
+
+def truncation_reward(env: gym.Env, reason: str) -> float:
+    """``env.unwrapped.on_truncation(reason)`` where the env has the hook, else 0.0; a reward that is not a finite
+    number is an error (never a silent 0)."""
+    hook = getattr(env.unwrapped, "on_truncation", None)
+    if hook is None:
+        return 0.0
+    reward = hook(reason)
+    if isinstance(reward, bool) or not isinstance(reward, numbers.Real) or not math.isfinite(reward):
+        raise ValueError(f"{type(env.unwrapped).__name__}.on_truncation({reason!r}): expected a finite float, "
+                         f"got {reward!r}")
+    return float(reward)
 
 
 def is_message(obj: Any) -> bool:
@@ -170,6 +193,13 @@ class ChatEnv(gym.Env):
         ``(messages, info)``."""
         super().reset(seed=seed)
         self._parse_error_streak = 0
+
+    def on_truncation(self, reason: str) -> float:
+        """Reward for an episode cut before the env ended it (see the module docstring): ``reason`` is the stop
+        reason (``max_turns``, ``max_tokens``, ``context_overflow``, ``env_budget``, ``end_of_text``). An env that
+        pays as rewards are earned has nothing left to pay: 0.0. Override it when the score is only known at the
+        end."""
+        return 0.0
 
     def respond(self, action: Action) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """The env's reply to an assistant turn without tool calls, as ``step``'s 5-tuple."""

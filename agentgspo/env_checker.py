@@ -75,8 +75,9 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
     """Assert the chat-env contract on ``env``; raises :class:`EnvContractError` naming the first violation.
 
     Checks: spaces; ``reset`` shape and determinism under a seed; ``step`` shape on a plain answer; a malformed
-    and an unknown tool call come back as error tool messages (for envs with tools); the env's oracle episode
-    ends with ``terminated`` and scores above its wrong policy's episode.
+    and an unknown tool call come back as error tool messages (for envs with tools); ``on_truncation`` (where the
+    env has it) returns a finite float; the env's oracle episode ends with ``terminated`` and scores above its wrong
+    policy's episode.
     """
     unwrapped = env.unwrapped
     _expect(isinstance(env.observation_space, gym.Space), "observation_space", "a gymnasium.Space",
@@ -104,6 +105,13 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
 
     _check_reset(env, seed)
     _check_step(env, "I do not know.", "step(plain text)")
+
+    if getattr(unwrapped, "on_truncation", None) is not None:  # what a cut episode is paid (agentgspo.env)
+        _check_reset(env, seed)
+        _check_step(env, "I do not know yet.", "step(plain text)")
+        cut = unwrapped.on_truncation("max_turns")
+        is_number = isinstance(cut, numbers.Real) and not isinstance(cut, (bool, np.bool_))
+        _expect(is_number and math.isfinite(cut), "on_truncation('max_turns')", "a finite float", cut)
 
     oracle = getattr(unwrapped, "oracle", None)
     if oracle is not None:

@@ -1,20 +1,36 @@
 """The rollout runner: N prompts x G samples, every episode concurrent, a finished batch always.
 
-Each episode is an asyncio task. Environment calls (``make``, ``reset``, ``step``, ``close``) block, so they run
-on a pool of daemon worker threads and the event loop keeps sampling for the other episodes. Per episode:
+Each episode is an asyncio task. Environment calls (``make``, ``reset``, ``step``, ``on_truncation``, ``close``)
+block, so they run on a pool of daemon worker threads and the event loop keeps sampling for the other episodes.
+Per episode (each ending's meaning downstream is its row in :data:`agentgspo.trajectory.ENDINGS`):
 
-- a deadline (wall clock) bounds it; a hung ``step`` ends the episode with ``stop_reason="deadline"`` and its
-  worker thread is replaced (Python cannot kill a thread; a daemon thread does not block interpreter exit);
-- an exception anywhere in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata, except
-  a :class:`~agentgspo.policy.base.PolicyConfigurationError` (no episode could succeed), which stops the batch;
+- one env call running past ``env_call_timeout_s`` (the machine's fault) ends the episode with
+  ``stop_reason="env_timeout"`` (not trained) and its worker thread is replaced (Python cannot kill a thread; a
+  daemon thread does not block interpreter exit). The clock starts when a worker runs the call, not while it waits
+  for a free worker;
+- the time spent inside env calls is the episode's env budget, ``env_budget_s``; time waiting for the sampler is
+  not spent. A call that takes the episode past it ends the episode there with ``stop_reason="env_budget"`` (its
+  reward kept: trained);
+- one ``policy.sample`` call that raises, or runs past ``sampler_timeout_s``, ends the episode with
+  ``stop_reason="sampler_error"`` (not trained), except a
+  :class:`~agentgspo.policy.base.PolicyConfigurationError` (no episode could succeed), which stops the batch;
+- an exception in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata;
 - the context window is enforced: a turn gets at most the room left, and an env reply that does not fit (or a
-  backend's ``"context"`` turn: its model had no room) ends the episode with ``stop_reason="context_overflow"``.
+  backend's ``"context"`` turn: its model had no room) ends the episode with ``stop_reason="context_overflow"``;
+- a turn that stops on a stop id other than the renderer's end-of-turn id (``<|endoftext|>``) is stepped (the env
+  may score its answer), then, unless the env ended the episode, ends it with ``stop_reason="end_of_text"``: the
+  context would go on from ids the chat template never renders.
+
+When the runner ends an episode the env did not end with a trained ending (``max_turns``, ``max_tokens``,
+``context_overflow``, ``env_budget``, ``end_of_text``), it calls ``env.unwrapped.on_truncation(reason)`` and adds
+its reward to the episode's and to the last turn's (:mod:`agentgspo.env`, "Rewards are paid as they are earned").
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import queue
 import threading
 import time
@@ -29,7 +45,8 @@ import gymnasium as gym
 from agentgspo.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.routing_replay import merge_routing
-from agentgspo.trajectory import STOP_REASONS, Trajectory
+from agentgspo.env import truncation_reward
+from agentgspo.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
 
 
 class DaemonThreadPool:
@@ -72,10 +89,22 @@ class DaemonThreadPool:
 
 
 HISTORY_MODES = ("as_sampled", "split_turns")
+_TIME_LIMITS = ("env_call_timeout_s", "env_budget_s", "sampler_timeout_s")
 
 
-class EpisodeDeadline(Exception):
-    """The episode ran past its wall-clock deadline."""
+class EnvCallTimeout(Exception):
+    """One env call ran past ``env_call_timeout_s``."""
+
+
+class SamplerFailed(Exception):
+    """``policy.sample`` raised or ran past ``sampler_timeout_s`` (the cause is chained)."""
+
+
+@dataclass
+class _EnvClock:
+    """Seconds an episode spent inside env calls (running on a worker, not queued for one)."""
+
+    seconds: float = 0.0
 
 
 @dataclass
@@ -86,9 +115,15 @@ class RolloutConfig:
         group_size: G samples per prompt (same seed, same task).
         max_turns: assistant turns per episode before ``stop_reason="max_turns"``.
         max_context: most ids in a trajectory (prompt, env messages and sampled turns together).
-        episode_timeout_s: wall-clock deadline per episode (``None``: none).
+        env_call_timeout_s: most seconds one env call (make, reset, step) may run before the episode ends as
+            ``env_timeout`` (a hung machine: not trained, re-queueable); ``None``: no limit.
+        env_budget_s: most seconds an episode may spend inside env calls in all (time waiting for the sampler is
+            not counted); checked as each call returns, the call that passes it ends the episode as ``env_budget``
+            with its reward kept (trained: the policy's tool use spent it); ``None``: no budget.
+        sampler_timeout_s: most seconds one ``policy.sample`` call may take before the episode ends as
+            ``sampler_error`` (not trained); ``None``: no limit.
         env_workers: threads running blocking env calls.
-        sampling: temperature, top-p and the most ids per turn.
+        sampling: temperature, top-p, top-k and the most ids per turn.
         history: what each turn is conditioned on, and what the learner trains on. ``"as_sampled"``: the episode
             is one sequence that only grows (prompt, turn, env reply, turn, ...), each turn sampled after exactly
             the ids before it. ``"split_turns"``: every assistant turn is sampled in the context the chat template
@@ -96,24 +131,34 @@ class RolloutConfig:
             context, mask 0, then the turn, mask 1); all the samples of an episode carry its reward and stop reason,
             and ``metadata["episode_turn"]`` / ``["episode_turns"]``. For templates that rewrite earlier turns
             (Qwen3 drops earlier ``<think>`` blocks), where no single growing sequence is what the model sees.
+        episode_timeout_s: removed (it was a wall-clock deadline that counted time queued at the sampler); passing
+            it is an error naming the three limits above.
     """
 
     group_size: int = 8
     max_turns: int = 8
     max_context: int = 1024
-    episode_timeout_s: float | None = 300.0
+    env_call_timeout_s: float | None = 300.0
+    env_budget_s: float | None = 1800.0
+    sampler_timeout_s: float | None = 600.0
     env_workers: int = 64
     sampling: SamplingParams = SamplingParams()
     history: str = "as_sampled"
+    episode_timeout_s: dataclasses.InitVar[float | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, episode_timeout_s: float | None) -> None:
+        if episode_timeout_s is not None:
+            raise TypeError(f"episode_timeout_s={episode_timeout_s} was removed: it counted time waiting for the "
+                            "sampler against the episode. Set env_call_timeout_s (one env call), env_budget_s (time "
+                            "inside env calls per episode) and sampler_timeout_s (one policy.sample call) instead")
         if self.history not in HISTORY_MODES:
             raise ValueError(f"history: expected one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
         for name in ("group_size", "max_turns", "max_context", "env_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
-        if self.episode_timeout_s is not None and self.episode_timeout_s <= 0:
-            raise ValueError(f"episode_timeout_s: expected > 0 or None, got {self.episode_timeout_s}")
+        for name in _TIME_LIMITS:
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                raise ValueError(f"{name}: expected > 0 or None (no limit), got {getattr(self, name)}")
 
 
 class RolloutRunner:
@@ -142,33 +187,66 @@ class RolloutRunner:
         self._runs = 0  # runs in progress: concurrent runs share the pool; the last one to finish shuts it down
         self._runs_lock = threading.Lock()  # runs may also come from several threads (run_sync)
 
-    async def _in_thread(self, fn: Callable[[], Any], deadline: float | None,
-                         late: Callable[[Any], Any] | None = None) -> Any:
-        """``fn()`` on a worker; past the deadline, ``late(result)`` runs if the call returns after all."""
-        call = self._pool.submit(fn)
+    async def _env_call(self, fn: Callable[[], Any], clock: _EnvClock,
+                        late: Callable[[Any], Any] | None = None) -> Any:
+        """``fn()`` on a worker; the seconds it runs are added to ``clock``. Past ``env_call_timeout_s`` (counted from
+        when a worker starts it): :class:`EnvCallTimeout`, and ``late(result)`` runs if the call returns after all."""
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+        span: list[float] = []  # [start, end] on the worker
+
+        def timed() -> Any:
+            span.append(time.monotonic())
+            loop.call_soon_threadsafe(started.set)
+            try:
+                return fn()
+            finally:
+                span.append(time.monotonic())
+
+        call = self._pool.submit(timed)
         future = asyncio.wrap_future(call)
-        if deadline is None:
-            return await future
-        remaining = deadline - time.monotonic()
+        limit = self.config.env_call_timeout_s
         try:
-            return await asyncio.wait_for(future, timeout=max(remaining, 0.0))
+            if limit is None:
+                return await future
+            await started.wait()  # queued behind other episodes' calls: not this call's time
+            return await asyncio.wait_for(future, timeout=max(limit - (time.monotonic() - span[0]), 0.0))
         except asyncio.TimeoutError:
             self._pool.add_worker()  # the stuck call keeps its thread; keep the pool's capacity
             if late is not None:
                 call.add_done_callback(lambda f: f.cancelled() or f.exception() is not None or late(f.result()))
-            raise EpisodeDeadline from None
+            raise EnvCallTimeout(f"an env call ({getattr(fn, '__name__', fn)}) ran past env_call_timeout_s="
+                                 f"{limit}") from None
+        finally:
+            if len(span) == 2:
+                clock.seconds += span[1] - span[0]
 
-    async def _within(self, awaitable: Any, deadline: float | None) -> Any:
-        if deadline is None:
-            return await awaitable
+    async def _sample(self, request: SampleRequest) -> Any:
+        """``policy.sample(request)`` within ``sampler_timeout_s``; any failure but a configuration error is
+        :class:`SamplerFailed`."""
+        limit = self.config.sampler_timeout_s
+        started = time.monotonic()
         try:
-            return await asyncio.wait_for(awaitable, timeout=max(deadline - time.monotonic(), 0.0))
-        except asyncio.TimeoutError:
-            raise EpisodeDeadline from None
+            if limit is None:
+                return await self.policy.sample(request)
+            return await asyncio.wait_for(self.policy.sample(request), timeout=limit)
+        except PolicyConfigurationError:
+            raise
+        except Exception as exc:
+            took = time.monotonic() - started
+            if isinstance(exc, asyncio.TimeoutError) and limit is not None and took >= limit:
+                raise SamplerFailed(f"policy.sample ran past sampler_timeout_s={limit}") from exc
+            raise SamplerFailed(f"policy.sample raised {type(exc).__name__}: {exc}") from exc
+
+    def _sampling_record(self) -> dict[str, Any]:
+        """What :attr:`Trajectory.sampling` records: the sampling parameters and the backend's log-prob semantics."""
+        params = self.config.sampling
+        return {"temperature": params.temperature, "top_p": params.top_p, "top_k": params.top_k,
+                "logprobs": getattr(self.policy, "logprob_semantics", "none")}
 
     async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0,
                       sampling_seed: int = 0) -> list[Trajectory]:
-        """Play one episode; never raises for env failures (they become the trajectory's stop reason).
+        """Play one episode; never raises for env or sampler failures (they become the trajectory's stop reason).
 
         Returns its trajectory (``history="as_sampled"``), or one sample per assistant turn (``"split_turns"``,
         see :class:`RolloutConfig`). ``seed`` picks the task (``env.reset(seed=...)``); the policy's draws for turn
@@ -177,26 +255,39 @@ class RolloutRunner:
         """
         config = self.config
         split = config.history == "split_turns"
+        sampling = self._sampling_record()
+
+        def new_trajectory() -> Trajectory:
+            return Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id,
+                              sampling=dict(sampling))
+
         samples: list[Trajectory] = []  # split_turns: the finished turns' samples
-        turns, episode_reward = 0, 0.0
-        trajectory = Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id)
+        turns, episode_reward, cut_reward = 0, 0.0, 0.0
+        trajectory = new_trajectory()
         tool_errors: Counter = Counter()
-        deadline = None if config.episode_timeout_s is None else time.monotonic() + config.episode_timeout_s
+        clock = _EnvClock()
         env = None
         history: list[dict[str, Any]] = []
-        tools = None  # bound before reset, which may fail or hit the deadline
+        tools = None  # bound before reset, which may fail or time out
+
+        def over_budget() -> bool:
+            return config.env_budget_s is not None and clock.seconds > config.env_budget_s
+
         try:
-            env = await self._in_thread(self.make_env, deadline, late=lambda late_env: late_env.close())
-            messages, _ = await self._in_thread(lambda: env.reset(seed=seed), deadline)
+            env = await self._env_call(self.make_env, clock, late=lambda late_env: late_env.close())
+            messages, _ = await self._env_call(lambda: env.reset(seed=seed), clock)
             history.extend(messages)
             tools = getattr(env.unwrapped, "tool_schemas", None)
             trajectory.append_forced(self.renderer.prompt_ids(history, tools))
-            if len(trajectory.token_ids) >= config.max_context:
+            runner_cut = True  # the runner, not the env, ends the episode (unless the env's step says otherwise)
+            if over_budget():
+                trajectory.stop_reason = "env_budget"
+            elif len(trajectory.token_ids) >= config.max_context:
                 trajectory.stop_reason = "context_overflow"
-            while trajectory.stop_reason != "context_overflow":
+            while trajectory.stop_reason not in ("context_overflow", "env_budget"):
                 if split and turns:  # a new sample: the template's render of the history so far
                     samples.append(trajectory)
-                    trajectory = Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id)
+                    trajectory = new_trajectory()
                     trajectory.append_forced(self.renderer.prompt_ids(history, tools))
                     if len(trajectory.token_ids) >= config.max_context:
                         trajectory.stop_reason = "context_overflow"
@@ -204,10 +295,10 @@ class RolloutRunner:
                 room = config.max_context - len(trajectory.token_ids)
                 params = config.sampling
                 if room < params.max_new_tokens:
-                    params = SamplingParams(params.temperature, params.top_p, room)
+                    params = dataclasses.replace(params, max_new_tokens=room)
                 turn_seed = hash((sampling_seed, seed, sample_id, turns)) & 0x7FFFFFFFFFFFFFFF
                 request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
-                turn = await self._within(self.policy.sample(request), deadline)
+                turn = await self._sample(request)
                 if turn.finish_reason == "context":  # the backend's model has no room for the prompt
                     trajectory.stop_reason = "context_overflow"
                     break
@@ -215,21 +306,22 @@ class RolloutRunner:
                 if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
                 turns += 1
-                text_ids = turn.token_ids[:-1] if turn.finish_reason == "stop" else turn.token_ids
+                stopped = turn.finish_reason == "stop"
+                text_ids = turn.token_ids[:-1] if stopped else turn.token_ids
+                end_of_text = stopped and turn.token_ids[-1] != self.renderer.end_of_turn_id
                 history.append({"role": "assistant", "content": self.renderer.decode(text_ids)})
                 if turn.finish_reason == "length":
                     trajectory.stop_reason = "max_tokens" if params is config.sampling else "context_overflow"
                     break
                 text = history[-1]["content"]
-                messages, reward, terminated, truncated, info = await self._in_thread(
-                    lambda: env.step(text), deadline
-                )
+                messages, reward, terminated, truncated, info = await self._env_call(lambda: env.step(text), clock)
                 episode_reward += float(reward)
                 trajectory.turn_rewards.append(float(reward))  # per-turn credit (advantages.turn_advantages)
                 tool_errors.update(info.get("tool_errors", {}))
                 if info.get("mask_turn"):
                     trajectory.mask_turn(trajectory.num_turns - 1)
                 if terminated or truncated:
+                    runner_cut = False
                     history.extend(messages)
                     reason = info.get("stop_reason", "completed" if terminated else "max_turns")
                     if reason not in STOP_REASONS:
@@ -238,9 +330,12 @@ class RolloutRunner:
                         reason = "env_error"
                     trajectory.stop_reason = reason
                     break
-                if turns >= config.max_turns:
+                # The runner's cuts, the first that applies: budget spent, end-of-text, turns used up.
+                cut = next((reason for reason, hit in (("env_budget", over_budget()), ("end_of_text", end_of_text),
+                                                       ("max_turns", turns >= config.max_turns)) if hit), None)
+                if cut is not None:
+                    trajectory.stop_reason = cut
                     history.extend(messages)
-                    trajectory.stop_reason = "max_turns"
                     break
                 if split:  # the next turn's sample renders the whole history itself
                     history.extend(messages)
@@ -253,8 +348,17 @@ class RolloutRunner:
                     trajectory.stop_reason = "context_overflow"
                     break
                 trajectory.append_forced(ids)
-        except EpisodeDeadline:
-            trajectory.stop_reason = "deadline"
+            if runner_cut and turns and ENDINGS[trajectory.stop_reason].trained:
+                reason = trajectory.stop_reason
+                cut_reward = await self._env_call(lambda: truncation_reward(env, reason), clock)
+                episode_reward += cut_reward
+        except EnvCallTimeout as exc:
+            trajectory.stop_reason = "env_timeout"
+            trajectory.metadata["error"] = str(exc)
+        except SamplerFailed as exc:
+            trajectory.stop_reason = "sampler_error"
+            trajectory.metadata["error"] = str(exc)
+            trajectory.metadata["traceback"] = traceback.format_exc()
         except PolicyConfigurationError:
             raise  # no episode can succeed: stop the batch, record nothing
         except Exception as exc:  # noqa: BLE001 -- an env failure ends this episode, not the batch
@@ -264,8 +368,11 @@ class RolloutRunner:
         finally:
             if env is not None:
                 self._pool.submit(env.close)  # fire and forget: a hung close must not hold the batch
+        trajectory.metadata["env_seconds"] = round(clock.seconds, 6)
         # A turn no step consumed (cut at max tokens, or the env failed) has step reward 0.0.
         trajectory.turn_rewards.extend([0.0] * (trajectory.num_turns - len(trajectory.turn_rewards)))
+        if cut_reward:  # what the env paid for the cut belongs to the last turn (sum(turn_rewards) == reward)
+            (trajectory if trajectory.turn_spans else samples[-1]).turn_rewards[-1] += cut_reward
         if split:
             return self._split_samples(samples, trajectory, history, episode_reward, tool_errors)
         trajectory.reward = episode_reward
@@ -340,7 +447,10 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     """Batch metrics: reward, success (reward >= 1), stop reasons, turns, tokens, tool errors, token exactness.
 
     Per episode: the samples of a ``split_turns`` episode count once (its last sample; its tokens are those of all
-    its samples).
+    its samples). ``reward_mean``, ``reward_std`` and ``success`` are over the trained episodes only (stop reasons in
+    :data:`~agentgspo.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many; with
+    none trained they are 0.0 and ``trained_episodes`` is 0 (read them with it). Beside them, ``excluded_frac`` is
+    the share of episodes not trained and ``stop_frac`` the share of each stop reason (``stop_reasons`` the counts).
     """
     sampled_tokens = sum(t.num_sampled_tokens for t in trajectories)
     all_tokens = sum(len(t.token_ids) for t in trajectories)
@@ -348,22 +458,27 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
                     if t.metadata.get("episode_turn", 0) == t.metadata.get("episode_turns", 1) - 1]
     n = len(trajectories)
     if n == 0:
-        return {"episodes": 0}
-    rewards = [t.reward for t in trajectories]
-    mean = sum(rewards) / n
+        return {"episodes": 0, "trained_episodes": 0}
+    rewards = [t.reward for t in trajectories if t.stop_reason in TRAINED_STOPS]
+    trained = len(rewards)
+    mean = sum(rewards) / trained if trained else 0.0
+    stops = Counter(t.stop_reason for t in trajectories)
     rendered = [t.matches_full_render for t in trajectories if t.matches_full_render is not None]
     tool_errors: Counter = Counter()
     for t in trajectories:
         tool_errors.update(t.metadata.get("tool_errors", {}))
     return {
         "episodes": n,
+        "trained_episodes": trained,
         "reward_mean": mean,
-        "reward_std": (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5,
-        "success": sum(r >= 1.0 for r in rewards) / n,
+        "reward_std": (sum((r - mean) ** 2 for r in rewards) / trained) ** 0.5 if trained else 0.0,
+        "success": sum(r >= 1.0 for r in rewards) / trained if trained else 0.0,
+        "excluded_frac": (n - trained) / n,
+        "stop_frac": {reason: count / n for reason, count in stops.items()},
         "turns_mean": sum(t.metadata.get("episode_turns", t.num_turns) for t in trajectories) / n,
         "tokens_mean": all_tokens / n,
         "sampled_tokens": sampled_tokens,
-        "stop_reasons": dict(Counter(t.stop_reason for t in trajectories)),
+        "stop_reasons": dict(stops),
         "tool_errors": dict(tool_errors),
         "matches_full_render": sum(rendered) / len(rendered) if rendered else None,
     }

@@ -17,7 +17,7 @@ import pydantic
 
 Message = dict[str, Any]
 StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_budget",
-                     "env_error", "env_timeout", "judge_error", "sampler_error", "infra_error", "deadline"]
+                     "end_of_text", "env_error", "env_timeout", "judge_error", "sampler_error", "infra_error", "deadline"]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 
 
@@ -50,6 +50,8 @@ ENDINGS: dict[str, Ending] = {
     "parse_error": Ending(True, True, False, "the env ended it after too many unparseable tool calls"),
     "env_budget": Ending(True, True, False, "the episode used up its env-time budget (time in env calls, not "
                                             "time waiting for the sampler): the policy's doing, truncated"),
+    "end_of_text": Ending(True, True, False, "the policy emitted end-of-text instead of end-of-turn mid-episode: "
+                                             "the env stepped that turn, then the runner ended it (truncated)"),
     "env_error": Ending(False, False, False, "the env raised (a bug in the env or its data; replaying repeats it)"),
     "env_timeout": Ending(False, False, True, "one env call hung past its per-call limit: the machine's fault"),
     "judge_error": Ending(False, False, True, "the env's verifier (checker, interactor, sandbox) failed"),
@@ -170,7 +172,8 @@ class Trajectory:
             env_id=self.env_id, seed=self.seed, group_id=self.group_id, sample_id=self.sample_id,
             token_ids=self.token_ids, loss_mask=self.loss_mask, sampler_logprobs=self.sampler_logprobs,
             turn_spans=self.turn_spans, turn_versions=self.turn_versions, turn_rewards=self.turn_rewards,
-            routed_experts=self.routed_experts, sampling=self.sampling, messages=self.messages, reward=self.reward, stop_reason=self.stop_reason,
+            routed_experts=self.routed_experts, sampling=self.sampling, messages=self.messages, reward=self.reward,
+            stop_reason=self.stop_reason,
             num_turns=self.num_turns, matches_full_render=self.matches_full_render, metadata=self.metadata,
         )
 

@@ -1,4 +1,5 @@
-"""Limits as wrappers, like Gymnasium's ``TimeLimit``: they set ``truncated`` and say why in ``info``."""
+"""Limits as wrappers, like Gymnasium's ``TimeLimit``: they set ``truncated``, say why in ``info``, and pay what the
+env owes for the cut (:meth:`~agentgspo.env.ChatEnv.on_truncation`, added to the step's reward)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import time
 from typing import Any
 
 import gymnasium as gym
+
+from agentgspo.env import truncation_reward
 
 
 class MaxTurns(gym.Wrapper):
@@ -28,13 +31,16 @@ class MaxTurns(gym.Wrapper):
         if self.turns >= self.max_turns and not terminated and not truncated:
             truncated = True
             info = {**info, "stop_reason": "max_turns"}
+            reward = float(reward) + truncation_reward(self.env, "max_turns")
         return messages, reward, terminated, truncated, info
 
 
-class Deadline(gym.Wrapper):
-    """Truncate the episode once ``seconds`` of wall clock have passed since ``reset``
-    (``info["stop_reason"] = "deadline"``). It cannot interrupt a step that hangs; the rollout runner's
-    per-episode deadline does that."""
+class EnvBudget(gym.Wrapper):
+    """Truncate the episode once its ``reset`` and ``step`` calls have taken ``seconds`` in all
+    (``info["stop_reason"] = "env_budget"``): time inside the env, not time between steps (a policy waiting for its
+    sampler spends none of it). Checked when a step returns: the step that spends the budget keeps its reward. It
+    cannot interrupt a step that hangs; the rollout runner's ``env_call_timeout_s`` does that, and the runner's
+    ``env_budget_s`` is this same budget for any env."""
 
     def __init__(self, env: gym.Env, seconds: float, clock: Any = time.monotonic):
         if seconds <= 0:
@@ -42,15 +48,21 @@ class Deadline(gym.Wrapper):
         super().__init__(env)
         self.seconds = seconds
         self.clock = clock
-        self.started = clock()
+        self.spent = 0.0
 
     def reset(self, **kwargs: Any):
-        self.started = self.clock()
-        return self.env.reset(**kwargs)
+        started = self.clock()
+        try:
+            return self.env.reset(**kwargs)
+        finally:
+            self.spent = self.clock() - started
 
     def step(self, action: Any):
+        started = self.clock()
         messages, reward, terminated, truncated, info = self.env.step(action)
-        if self.clock() - self.started >= self.seconds and not terminated and not truncated:
+        self.spent += self.clock() - started
+        if self.spent >= self.seconds and not terminated and not truncated:
             truncated = True
-            info = {**info, "stop_reason": "deadline"}
+            info = {**info, "stop_reason": "env_budget"}
+            reward = float(reward) + truncation_reward(self.env, "env_budget")
         return messages, reward, terminated, truncated, info

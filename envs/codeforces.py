@@ -8,9 +8,11 @@ verdict with per-test verdicts, times and memory, never a hidden test's content 
 it. The episode ends at the first AC, when ``max_submissions`` are used, or at a turn without tool calls (its
 last code block, if any and if submissions are left, is submitted first).
 
-Reward at the end: 1.0 for AC; otherwise 0.0, or with ``partial_credit=True`` the best fraction of hidden tests
-passed by a submission (judged without stopping at the first failure); minus ``compile_error_penalty`` per
-submission that did not compile. A judge error (checker, interactor or sandbox failure) is never charged to the
+Score: 1.0 for AC; otherwise 0.0, or with ``partial_credit=True`` the best fraction of hidden tests passed by a
+submission (judged without stopping at the first failure); minus ``compile_error_penalty`` per submission that did
+not compile. It is paid as it is earned: each step's reward is what it added to the score (a submission's
+partial-credit improvement, the rest up to 1.0 at AC, minus the penalty at a compile error), so the rewards so far
+always sum to the score, whatever ends the episode (the runner's ``max_turns``, ``max_tokens``, env budget...). A judge error (checker, interactor or sandbox failure) is never charged to the
 model: the submission does not count, the tool message says so, ``info["judge_errors"]`` counts it, and after
 ``max_judge_errors`` the episode ends with ``stop_reason="judge_error"`` and the turn masked.
 
@@ -228,6 +230,7 @@ class CodeforcesEnv(ChatEnv):
         self.submissions: list[dict[str, Any]] = []
         self.judge_errors = 0
         self.accepted = False
+        self.paid = 0.0  # reward returned by the steps so far: the score when the last step returned
 
     # ------------------------------------------------------------------------------------------- tools
 
@@ -330,7 +333,8 @@ class CodeforcesEnv(ChatEnv):
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.task.statement}]
         return messages, {"index": index, "problem": self.task.problem.name}
 
-    def _final_reward(self) -> float:
+    def score(self) -> float:
+        """The episode's score so far (see the module docstring)."""
         if self.accepted:
             reward = 1.0
         elif self.partial_credit:
@@ -339,23 +343,30 @@ class CodeforcesEnv(ChatEnv):
             reward = 0.0
         return reward - self.compile_error_penalty * sum(s["verdict"] == "CE" for s in self.submissions)
 
+    def _earned(self) -> float:
+        """What the score gained since the last step returned (paid now, so the rewards sum to the score)."""
+        score = self.score()
+        earned, self.paid = score - self.paid, score
+        return earned
+
     def _info(self) -> dict[str, Any]:
         return {"submissions": [dict(s) for s in self.submissions], "accepted": self.accepted,
                 "judge_errors": self.judge_errors}
 
     def step(self, action: Action | str):
-        """Run the tools; end the episode (with the final reward) at AC, no submissions left, judge errors or
+        """Run the tools and pay what they earned; end the episode at AC, no submissions left, judge errors or
         ``max_parse_errors``."""
         action = as_action(action)
         messages, reward, terminated, truncated, info = super().step(action)
         if not action.tool_calls and not action.parse_errors:
             return messages, reward, terminated, truncated, info  # respond() ended the episode
         info.update(self._info())
+        reward += self._earned()
         if self.judge_errors >= self.max_judge_errors:
             info.update(stop_reason="judge_error", mask_turn=True)
-            return messages, reward + self._final_reward(), True, truncated, info
+            return messages, reward, True, truncated, info
         if terminated or self.accepted or len(self.submissions) >= self.max_submissions:  # also max_parse_errors
-            return messages, reward + self._final_reward(), True, truncated, info
+            return messages, reward, True, truncated, info
         return messages, reward, terminated, truncated, info
 
     def respond(self, action: Action):
@@ -367,4 +378,4 @@ class CodeforcesEnv(ChatEnv):
         info = self._info()
         if self.judge_errors > judge_errors:  # the final submission could not be judged: recorded, masked
             info.update(stop_reason="judge_error", mask_turn=True)
-        return [], self._final_reward(), True, False, info
+        return [], self._earned(), True, False, info

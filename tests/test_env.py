@@ -114,6 +114,11 @@ class _Unseeded(_Echo):
         return [{"role": "user", "content": f"task {_Unseeded.count}"}], {}
 
 
+class _TruncationPaysNone(_Echo):
+    def on_truncation(self, reason):
+        return None  # forgot to return the score
+
+
 def test_check_env_passes_a_minimal_env():
     check_env(_Echo())
 
@@ -129,6 +134,7 @@ def test_check_env_takes_numpy_rewards_and_flags_as_gymnasium_does():
     (_TerminatedIsInt, "terminated: expected a bool, got 1"),
     (_MessageWithoutContent, "expected a dict with str 'role' and str 'content', got {'role': 'user'}"),
     (_Unseeded, "expected the same messages (seeded tasks)"),
+    (_TruncationPaysNone, "on_truncation('max_turns'): expected a finite float, got None"),
 ])
 def test_check_env_names_what_it_expected_and_what_it_got(env_cls, expected):
     with pytest.raises(EnvContractError) as excinfo:

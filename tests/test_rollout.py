@@ -17,7 +17,7 @@ from agentgspo.wrappers import MaxTurns
 
 def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
     config.setdefault("group_size", 1)
-    config.setdefault("episode_timeout_s", 30)
+    config.setdefault("env_call_timeout_s", 30)
     runner = RolloutRunner(make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(**config),
                            env_id="test")
     return runner.run_sync(list(seeds))
@@ -58,7 +58,7 @@ class RecordsClose(CalculatorEnv):
 
 
 def make_after_release():
-    RELEASE_SLOW_MAKE.wait()  # the env arrives after the episode's deadline
+    RELEASE_SLOW_MAKE.wait()  # the env arrives after the make call's timeout
     return RecordsClose()
 
 
@@ -107,15 +107,15 @@ def test_env_whose_reset_raises_is_env_error_and_the_batch_finishes(renderer):
     assert all(t.token_ids == [] and t.matches_full_render is None for t in trajectories)
 
 
-def test_hung_step_hits_the_deadline_and_the_rest_of_the_batch_finishes(renderer):
+def test_hung_step_hits_the_call_timeout_and_the_rest_of_the_batch_finishes(renderer):
     RELEASE_HUNG_STEPS.clear()
     started = time.monotonic()
     try:
-        trajectories = run(renderer, StepHangsOnEvenSeeds, seeds=(0, 1, 2), group_size=2, episode_timeout_s=1)
+        trajectories = run(renderer, StepHangsOnEvenSeeds, seeds=(0, 1, 2), group_size=2, env_call_timeout_s=1)
     finally:
         RELEASE_HUNG_STEPS.set()
     elapsed = time.monotonic() - started
-    assert [t.stop_reason for t in trajectories if t.seed != 1] == ["deadline"] * 4
+    assert [t.stop_reason for t in trajectories if t.seed != 1] == ["env_timeout"] * 4
     assert [(t.stop_reason, t.reward) for t in trajectories if t.seed == 1] == [("completed", 1.0)] * 2
     assert elapsed < 10
 
@@ -124,7 +124,7 @@ def test_worker_threads_of_hung_calls_exit_once_the_calls_return(renderer):
     before = set(threading.enumerate())
     RELEASE_HUNG_STEPS.clear()
     try:
-        run(renderer, StepHangsOnEvenSeeds, seeds=(0, 1, 2), group_size=2, episode_timeout_s=1, env_workers=4)
+        run(renderer, StepHangsOnEvenSeeds, seeds=(0, 1, 2), group_size=2, env_call_timeout_s=1, env_workers=4)
     finally:
         RELEASE_HUNG_STEPS.set()
     give_up = time.monotonic() + 10
@@ -136,14 +136,14 @@ def test_worker_threads_of_hung_calls_exit_once_the_calls_return(renderer):
     assert left == []  # no worker waits forever on the finished batch's queue
 
 
-def test_env_made_after_the_deadline_is_closed_when_it_arrives(renderer):
+def test_env_made_after_the_call_timeout_is_closed_when_it_arrives(renderer):
     RELEASE_SLOW_MAKE.clear()
     CLOSED.clear()
     try:
-        (t,) = run(renderer, make_after_release, episode_timeout_s=0.5)
+        (t,) = run(renderer, make_after_release, env_call_timeout_s=0.5)
     finally:
         RELEASE_SLOW_MAKE.set()
-    assert t.stop_reason == "deadline" and t.token_ids == []
+    assert t.stop_reason == "env_timeout" and t.token_ids == []
     give_up = time.monotonic() + 10
     while not CLOSED and time.monotonic() < give_up:
         time.sleep(0.05)
@@ -166,7 +166,7 @@ def test_two_concurrent_runs_of_one_runner_both_finish(renderer):
     import asyncio
 
     runner = RolloutRunner(AnswersSeedTimes, ScriptedPolicy(lambda messages: "hi", renderer), renderer,
-                           RolloutConfig(group_size=2, max_turns=8, episode_timeout_s=3, env_workers=2))
+                           RolloutConfig(group_size=2, max_turns=8, env_call_timeout_s=3, env_workers=2))
 
     async def both():
         return await asyncio.gather(runner.run([1]), runner.run([6]))
@@ -247,7 +247,7 @@ def test_parse_error_ends_the_episode(renderer):
     assert t.messages[-1]["role"] == "tool" and t.messages[-1]["content"].startswith("Error: could not parse")
 
 
-@pytest.mark.parametrize("bad", [{"group_size": 0}, {"max_context": 0}, {"episode_timeout_s": 0}])
+@pytest.mark.parametrize("bad", [{"group_size": 0}, {"max_context": 0}, {"env_call_timeout_s": 0}])
 def test_config_is_checked_at_construction(bad):
     with pytest.raises(ValueError, match="expected"):
         RolloutConfig(**bad)

@@ -38,7 +38,7 @@ class AgainCalculator(CalculatorEnv):
 def sampled(warm_model, renderer, tokenizer):
     policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id,
                       seed=0)
-    config = RolloutConfig(group_size=2, max_turns=5, max_context=1024, episode_timeout_s=120,
+    config = RolloutConfig(group_size=2, max_turns=5, max_context=1024, env_call_timeout_s=120,
                            sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
     return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync([11, 12, 13])
 

@@ -233,7 +233,7 @@ def test_mask_policy_zeroes_the_turns_loss_mask_in_the_rollout(renderer):
         return [call("nope"), call("add", a=1), "done"][len(tool_messages)]
 
     runner = RolloutRunner(lambda: ToolEnv(tool_error_policy="mask"), ScriptedPolicy(policy, renderer), renderer,
-                           RolloutConfig(group_size=1, episode_timeout_s=30))
+                           RolloutConfig(group_size=1, env_call_timeout_s=30))
     (trajectory,) = runner.run_sync([0])
     assert trajectory.stop_reason == "completed" and trajectory.reward == 1.0
     assert trajectory.num_turns == 3

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from agentgspo.trajectory import STOP_REASONS, Trajectory, TrajectoryRecord, read_jsonl, write_jsonl
+from agentgspo.trajectory import (ENDINGS, EXCLUDED_STOPS, STOP_REASONS, TRAINED_STOPS, UNCOUNTED_STOPS, Trajectory,
+                                  TrajectoryRecord, read_jsonl, write_jsonl)
 
 
 def make_trajectory(sample_id: int = 0) -> Trajectory:
@@ -89,7 +90,16 @@ def test_record_validation_rejects_inconsistent_records(field, value, expected):
 
 def test_stop_reasons_are_the_documented_ones():
     assert set(STOP_REASONS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
-                                 "env_error", "judge_error", "deadline"}
+                                 "env_budget", "end_of_text", "env_error", "env_timeout", "judge_error",
+                                 "sampler_error", "infra_error", "deadline"}
+
+
+def test_the_endings_table_is_the_one_rule():
+    assert set(TRAINED_STOPS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
+                                  "env_budget", "end_of_text"}
+    assert set(UNCOUNTED_STOPS) == set(EXCLUDED_STOPS)  # what is not trained is not counted in pass@k either
+    assert {r for r, e in ENDINGS.items() if e.requeue} == {"env_timeout", "judge_error", "sampler_error",
+                                                            "infra_error", "deadline"}
 
 
 def test_non_finite_values_survive_the_jsonl_round_trip(tmp_path):

@@ -1,11 +1,12 @@
-"""MaxTurns and Deadline set ``truncated`` (never ``terminated``) and say why in ``info["stop_reason"]``."""
+"""MaxTurns and EnvBudget set ``truncated`` (never ``terminated``), say why in ``info["stop_reason"]`` and pay the
+env's ``on_truncation``."""
 
 from __future__ import annotations
 
 import pytest
 
 from agentgspo.env import Action, ChatEnv
-from agentgspo.wrappers import Deadline, MaxTurns
+from agentgspo.wrappers import EnvBudget, MaxTurns
 
 
 class Chatty(ChatEnv):
@@ -60,38 +61,65 @@ def test_max_turns_counts_from_reset():
     assert env.step("hi")[3] is True
 
 
-def test_deadline_truncates_once_the_clock_passes_it():
-    clock = FakeClock()
-    env = Deadline(Chatty(), seconds=10, clock=clock)
-    env.reset(seed=0)
-    clock.now += 9.9
-    assert env.step("hi")[3] is False
-    clock.now += 0.1
-    _, _, terminated, truncated, info = env.step("hi")
-    assert (terminated, truncated) == (False, True) and info["stop_reason"] == "deadline"
+class SlowChatty(Chatty):
+    """Chatty whose steps take ``step_seconds`` on the injected clock; pays 0.5 for a cut (``on_truncation``)."""
+
+    def __init__(self, clock, step_seconds=0.0):
+        super().__init__()
+        self.clock, self.step_seconds, self.cuts = clock, step_seconds, []
+
+    def step(self, action):
+        self.clock.now += self.step_seconds
+        return super().step(action)
+
+    def on_truncation(self, reason):
+        self.cuts.append(reason)
+        return 0.5
 
 
-def test_deadline_restarts_at_reset_and_does_not_override_termination():
+def test_env_budget_counts_time_inside_env_calls_not_time_between_them():
     clock = FakeClock()
-    env = Deadline(Chatty(), seconds=5, clock=clock)
-    clock.now += 60  # time before reset does not count
+    inner = SlowChatty(clock, step_seconds=4.0)
+    env = EnvBudget(inner, seconds=10, clock=clock)
     env.reset(seed=0)
-    assert env.step("hi")[3] is False
-    clock.now += 5
-    _, _, terminated, truncated, info = env.step("stop")
-    assert (terminated, truncated) == (True, False) and "stop_reason" not in info
+    for _ in range(2):
+        clock.now += 1000  # the policy waiting for its sampler: not the env's time
+        assert env.step("hi")[3] is False
+    _, reward, terminated, truncated, info = env.step("hi")  # 12 s inside the env: spent
+    assert (terminated, truncated) == (False, True) and info["stop_reason"] == "env_budget"
+    assert reward == 0.5 and inner.cuts == ["env_budget"]  # the env is paid what it owes for the cut
+
+
+def test_env_budget_restarts_at_reset_and_does_not_override_termination():
+    clock = FakeClock()
+    env = EnvBudget(SlowChatty(clock, step_seconds=5.0), seconds=5, clock=clock)
+    env.reset(seed=0)
+    env.step("hi")
+    env.reset(seed=0)  # a new episode: a new budget
+    clock.now += 60
+    _, reward, terminated, truncated, info = env.step("stop")
+    assert (reward, terminated, truncated) == (1.0, True, False) and "stop_reason" not in info
 
 
 def test_wrappers_compose_and_the_first_limit_reached_names_the_reason():
     clock = FakeClock()
-    env = MaxTurns(Deadline(Chatty(), seconds=5, clock=clock), max_turns=10)
+    inner = SlowChatty(clock, step_seconds=6.0)
+    env = MaxTurns(EnvBudget(inner, seconds=5, clock=clock), max_turns=1)
     env.reset(seed=0)
-    clock.now += 6
-    assert env.step("hi")[4]["stop_reason"] == "deadline"
+    _, reward, _, truncated, info = env.step("hi")
+    assert truncated and info["stop_reason"] == "env_budget"
+    assert reward == 0.5 and inner.cuts == ["env_budget"]  # paid once, by the wrapper that cut
+
+
+def test_max_turns_pays_what_the_env_owes_for_the_cut():
+    inner = SlowChatty(FakeClock())
+    env = MaxTurns(inner, max_turns=1)
+    env.reset(seed=0)
+    assert env.step("hi")[1:4] == (0.5, False, True) and inner.cuts == ["max_turns"]
 
 
 def test_limits_are_checked_at_construction():
     with pytest.raises(ValueError, match="max_turns: expected >= 1, got 0"):
         MaxTurns(Chatty(), max_turns=0)
     with pytest.raises(ValueError, match="seconds: expected > 0, got -1"):
-        Deadline(Chatty(), seconds=-1)
+        EnvBudget(Chatty(), seconds=-1)

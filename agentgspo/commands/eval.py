@@ -16,6 +16,8 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `eval`."""
+    from agentgspo.commands.rollout import add_time_limit_arguments
+    from agentgspo.eval import EVAL_TIME_LIMITS
     from agentgspo.policy.factory import add_backend_arguments
 
     parser.add_argument("--problems", default="builtin",
@@ -50,11 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ids per attempt, prompt included (default: the policy's, else the env's budget)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (0: greedy)")
     parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling mass")
-    parser.add_argument("--episode-timeout", type=float, default=900.0, help="wall-clock seconds per attempt")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of the eval")
     parser.add_argument("--standings", default=None,
                         help="a standings JSON file (docs/eval.md): also report the CodeElo rating")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    limits = EVAL_TIME_LIMITS  # generous: a judge's long calls, a chat API's long turns
+    add_time_limit_arguments(parser, env_call=limits["env_call_timeout_s"], env_budget=limits["env_budget_s"],
+                             sampler=limits["sampler_timeout_s"])
     add_backend_arguments(parser)
 
 
@@ -73,7 +77,7 @@ def problems_source(text: str) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, write the results and the report, print the headline numbers."""
-    from agentgspo.commands.rollout import parse_env_kwargs
+    from agentgspo.commands.rollout import parse_env_kwargs, time_limits
     from agentgspo.eval.agents import ChatEndpointAgent, ShippedSolutionAgent, load_renderer
     from agentgspo.eval.passk import parse_ks
     from agentgspo.eval.report import write_report
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     max_context = settings.max_context if args.agent == "policy" else unbounded
     max_new_tokens = settings.max_new_tokens if args.agent in ("policy", "chat") else unbounded
     config = RolloutConfig(group_size=1, max_turns=settings.max_turns, max_context=max_context,
-                           episode_timeout_s=args.episode_timeout,
+                           **time_limits(args),
                            sampling=SamplingParams(settings.temperature, settings.top_p, max_new_tokens))
     played, summary, results = evaluate(agent, renderer, store, tasks, env_kwargs, indices=indices,
                                         samples=args.samples, ks=ks, config=config, concurrency=args.concurrency,

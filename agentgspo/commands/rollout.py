@@ -45,7 +45,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sampling temperature, 0 for greedy (default: the policy's, else 1.0)")
     parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling mass (default: the policy's, "
                                                                   "else 1.0)")
-    parser.add_argument("--episode-timeout", type=float, default=300.0, help="wall-clock seconds per episode")
+    add_time_limit_arguments(parser, env_call=300.0, env_budget=1800.0, sampler=600.0)
+
+
+def _seconds_or_none(text: str) -> float | None:
+    """A time limit in seconds; 0 means none."""
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0 (0: no limit), got {text}")
+    return value or None
+
+
+def add_time_limit_arguments(parser: argparse.ArgumentParser, *, env_call: float, env_budget: float,
+                             sampler: float) -> None:
+    """The three per-episode time limits of :class:`~agentgspo.rollout.RolloutConfig`, with these defaults."""
+    parser.add_argument("--env-call-timeout", type=_seconds_or_none, default=env_call,
+                        help=f"seconds one env call (make, reset, step) may run; past it the episode ends as "
+                             f"env_timeout, not trained (default {env_call:g}; 0: no limit)")
+    parser.add_argument("--env-budget", type=_seconds_or_none, default=env_budget,
+                        help=f"seconds an episode may spend inside env calls in all, not counting time waiting "
+                             f"for the sampler; the call that passes it ends the episode as env_budget, its reward "
+                             f"kept (default {env_budget:g}; 0: no budget)")
+    parser.add_argument("--sampler-timeout", type=_seconds_or_none, default=sampler,
+                        help=f"seconds one sampler call (an assistant turn) may take; past it the episode ends as "
+                             f"sampler_error, not trained (default {sampler:g}; 0: no limit)")
+    parser.add_argument("--episode-timeout", type=float, default=None, help=argparse.SUPPRESS)  # removed
+
+
+def time_limits(args: argparse.Namespace) -> dict[str, float | None]:
+    """``RolloutConfig`` keyword arguments of :func:`add_time_limit_arguments`' flags."""
+    if args.episode_timeout is not None:
+        raise ValueError("--episode-timeout was removed (it counted time waiting for the sampler against the "
+                         "episode); use --env-call-timeout, --env-budget and --sampler-timeout")
+    return {"env_call_timeout_s": args.env_call_timeout, "env_budget_s": args.env_budget,
+            "sampler_timeout_s": args.sampler_timeout}
 
 
 def parse_env_kwargs(text: str | None) -> dict | None:
@@ -142,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"rollout: {settings.env_id} env_kwargs {json.dumps(settings.env_kwargs)}; {limits}", file=sys.stderr)
     config = RolloutConfig(
         group_size=args.group_size, max_turns=settings.max_turns, max_context=settings.max_context,
-        episode_timeout_s=args.episode_timeout,
+        **time_limits(args),
         sampling=SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
                                 max_new_tokens=settings.max_new_tokens),
     )

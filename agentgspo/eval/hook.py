@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentgspo.eval import EVAL_TIME_LIMITS
 from agentgspo.eval.runner import evaluate, load_tasks, select_indices
 from agentgspo.eval.store import ResultsStore
 from agentgspo.rollout import RolloutConfig
@@ -34,7 +35,8 @@ class EvalHook:
         held_out: problem ids (or indices) to evaluate; ``None``: all of the source's problems.
         every: evaluate when ``step % every == 0`` (and ``step > 0``).
         samples, ks: attempts per problem and the k of pass@k.
-        config: the attempts' limits (turns, context, sampling); ``group_size`` is ignored.
+        config: the attempts' limits (turns, context, sampling, time); ``group_size`` is ignored. ``None``: the
+            defaults with an eval's time limits (``EVAL_TIME_LIMITS``, those of ``agentgspo eval``).
         env_kwargs: more keyword arguments of the env (e.g. ``max_submissions``).
         concurrency, seed: as in ``agentgspo eval``.
     """
@@ -50,7 +52,7 @@ class EvalHook:
         self.env_kwargs = {**(env_kwargs or {}), "data_files": problems}
         self.tasks, _, _ = load_tasks(self.env_kwargs)
         self.indices = select_indices(self.tasks, held_out)
-        self.config = config or RolloutConfig()
+        self.config = config or RolloutConfig(**EVAL_TIME_LIMITS)
         self.concurrency, self.seed = concurrency, seed
 
     def due(self, step: int) -> bool:

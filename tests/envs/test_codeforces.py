@@ -56,16 +56,45 @@ def test_cpp_solutions_compile_run_and_get_accepted():
     assert (reward, terminated, info["accepted"]) == (1.0, True, True), messages
 
 
-def test_partial_credit_and_compile_error_penalty():
+SMALL_ONLY = "a, b = map(int, input().split())\nprint(a + b if abs(a) < 10**9 else 0)\n"  # 2 of problem 0's 4 tests
+
+
+def test_partial_credit_and_compile_error_penalty_are_paid_at_the_step_that_earns_them():
     env = _env(0, partial_credit=True, compile_error_penalty=0.25, max_submissions=2)
     messages, reward, terminated, *_ = env.step(_call("submit", code="int main( {", lang="cpp"))
-    assert "Compilation error" in messages[0]["content"] and (reward, terminated) == (0.0, False)
-    small_only = "a, b = map(int, input().split())\nprint(a + b if abs(a) < 10**9 else 0)\n"
-    messages, reward, terminated, _, info = env.step(_call("submit", code=small_only))
+    assert "Compilation error" in messages[0]["content"] and (reward, terminated) == (-0.25, False)
+    messages, reward, terminated, _, info = env.step(_call("submit", code=SMALL_ONLY))
     assert terminated and info["submissions"][1]["passed"] == 2
-    assert reward == pytest.approx(2 / 4 - 0.25)
+    assert reward == pytest.approx(2 / 4)  # the improvement: the rewards so far sum to the score, 2/4 - 0.25
+    assert env.score() == pytest.approx(2 / 4 - 0.25)
     messages, *_ = env.step(_call("submit", code=A_PLUS_B))
     assert "No submissions left" in messages[0]["content"]
+
+
+def test_rewards_so_far_always_sum_to_the_score():
+    env = _env(0, partial_credit=True, compile_error_penalty=0.25, max_submissions=4)
+    total = 0.0
+    for code, lang in (("int main( {", "cpp"), (SMALL_ONLY, "python"), ("print(0)", "python"), (A_PLUS_B, "python")):
+        _, reward, terminated, *_ = env.step(_call("submit", code=code, lang=lang))
+        total += reward
+        assert total == pytest.approx(env.score())
+    assert terminated and total == pytest.approx(1.0 - 0.25)  # AC pays the rest up to 1.0
+
+
+@pytest.mark.parametrize("first, earned", [(SMALL_ONLY, 2 / 4), ("int main( {", -0.25)])
+def test_an_episode_the_runner_cuts_keeps_what_it_earned(renderer, first, earned):
+    # Issue 19 item 1: a partial submission cut by the runner's max_turns scored 0.0 (the env paid only when it
+    # ended the episode itself), and being cut dodged the compile-error penalty.
+    from agentgspo.policy.base import ScriptedPolicy
+    from agentgspo.rollout import RolloutConfig, RolloutRunner
+
+    lang = "cpp" if "main" in first else "python"
+    policy = ScriptedPolicy(lambda messages: _call("submit", code=first, lang=lang), renderer)
+    runner = RolloutRunner(lambda: CodeforcesEnv(partial_credit=True, compile_error_penalty=0.25), policy, renderer,
+                           RolloutConfig(group_size=1, max_turns=1, max_context=4096))
+    (t,) = runner.run_sync([0])
+    assert t.stop_reason == "max_turns" and t.num_turns == 1
+    assert t.reward == pytest.approx(earned) and sum(t.turn_rewards) == pytest.approx(t.reward)
 
 
 
