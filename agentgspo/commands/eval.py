@@ -115,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     store = ResultsStore(args.out, identity, {"samples": args.samples, "k": ks, "only": args.only})
     print(f"eval: {len(indices)} problems x {args.samples} samples, {len(store.results)} attempts already in "
           f"{store.path}; {agent_label}; limits {json.dumps(limits)}", file=sys.stderr)
+    if store.requeued:
+        print(f"eval: {store.requeued} of them ended in a re-queueable way (a failed sampler or judge, a hung env "
+              "call...) and are played again", file=sys.stderr)
     if skipped:
         print(f"eval: {len(skipped)} rows of the source cannot be judged here and are skipped (listed in "
               f"summary.json's skipped_rows), e.g. {skipped[0]}", file=sys.stderr)

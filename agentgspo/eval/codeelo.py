@@ -127,15 +127,15 @@ def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[
     """The CodeElo rating from eval ``results`` (rows with ``problem_id``, ``sample``, ``verdicts``,
     ``stop_reason``): per contest and sample a place and its rating, the mean per contest, the mean over contests.
 
-    An attempt the harness could not finish fairly (a judge or env error, excluded from pass@k) is no submission
+    An attempt the harness could not finish fairly (``trajectory.UNCOUNTED_STOPS``, excluded from pass@k) is no submission
     record: a sample takes part in a contest only when every problem of the contest has a counted attempt of that
     sample (the others are ``dropped``). A place ahead of (behind) every rated participant has no finite rating
     (the expected place is always above 1 and below n + 1): the search bound stands in and the sample is counted
     as ``clamped``, so a reader knows that contest's rating is a bound."""
-    from agentgspo.eval.summary import EXCLUDED_STOPS
+    from agentgspo.trajectory import UNCOUNTED_STOPS
 
     attempts: dict[tuple[str, int], list[str]] = {(r["problem_id"], r["sample"]): r["verdicts"] for r in results
-                                                  if r.get("stop_reason") not in EXCLUDED_STOPS}
+                                                  if r.get("stop_reason") not in UNCOUNTED_STOPS}
     samples = sorted({r["sample"] for r in results})
     evaluated = {r["problem_id"] for r in results}
     contests = []

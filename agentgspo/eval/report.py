@@ -52,8 +52,9 @@ def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str
     passes = [(k, v) for k, v in summary.items() if k.startswith("pass@")]
     rows = [("agent", config.get("agent_label")), ("problems", config.get("problems")),
             ("problems evaluated", summary["problems"]), ("attempts", summary["attempts"]), *passes,
+            ("endings (share of attempts)", _shares(summary.get("stop_frac") or {})),
             ("judge-error rate", summary["judge_error_rate"]),
-            ("excluded attempts (judge/env errors)", summary["excluded"] or 0),
+            ("excluded attempts (not counted in pass@k)", summary["excluded"] or 0),
             ("rating", summary["rating_fit"]["description"])]
     if summary.get("problems_without_counted_attempts"):
         rows.append(("problems with every attempt excluded (not in pass@k)",
@@ -67,16 +68,26 @@ def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str
     return rows
 
 
+def _shares(stop_frac: dict[str, float]) -> str:
+    """``completed 62.5%, max_turns 25.0%, sampler_error 12.5%``: each ending's share, not-counted ones marked."""
+    from agentgspo.trajectory import UNCOUNTED_STOPS
+
+    return ", ".join(f"{reason}{' (not counted)' if reason in UNCOUNTED_STOPS else ''} {share:.1%}"
+                     for reason, share in stop_frac.items()) or "none"
+
+
 def _codeelo_text(codeelo: dict[str, Any]) -> str:
     """The CodeElo headline: the rating, and what it rests on when samples were dropped or clamped."""
     if codeelo["rating"] is None:
-        return f"none: every sample of every contest met a judge or env error ({codeelo['method']})"
+        return (f"none: every sample of every contest met an ending not counted in pass@k (a judge, env or sampler "
+                f"error...) ({codeelo['method']})")
     notes = []
     if codeelo.get("clamped"):
         notes.append(f"{codeelo['clamped']} participation(s) ahead of or behind every rated participant: the search "
                      "bound stands in, so the rating is a bound there")
     if codeelo.get("dropped"):
-        notes.append(f"{codeelo['dropped']} participation(s) left out for judge or env errors")
+        notes.append(f"{codeelo['dropped']} participation(s) left out for endings not counted in pass@k (judge, env "
+                     "or sampler errors...)")
     return f"{codeelo['rating']:.0f} ({codeelo['method']}{''.join('; ' + n for n in notes)})"
 
 

@@ -2,10 +2,13 @@
 line per finished attempt, appended and flushed to disk as each attempt ends).
 
 An interrupted eval resumes: the same command finds the attempts already in ``results.jsonl`` (keyed by problem id
-and sample index) and runs only the others. A last line cut short by a kill is dropped (it was not finished); any
-other unreadable line is an error naming it. A second line for an attempt already read (e.g. two runs that wrote
-into one folder) is dropped: the first line of each ``(problem_id, sample)`` counts, so no attempt weighs twice in
-pass@k; how many were dropped is :attr:`ResultsStore.dropped_duplicates`, and a line on stderr says so.
+and sample index) and runs only the others. An attempt whose ending is re-queueable (``requeue`` in
+:data:`agentgspo.trajectory.ENDINGS`: a failed sampler or judge, a hung env call, dead infrastructure: no one's
+answer) is not final: a resumed eval plays it again, and its new line replaces the old one (which stays in the
+file). A last line cut short by a kill is dropped (it was not finished); any other unreadable line is an error
+naming it. A second final line for an attempt already read (e.g. two runs that wrote into one folder) is dropped:
+the first final line of each ``(problem_id, sample)`` counts, so no attempt weighs twice in pass@k; how many were
+dropped is :attr:`ResultsStore.dropped_duplicates`, and a line on stderr says so.
 
 ``eval.json`` pins what the results mean (problem source, agent, policy, env options, sampling): rerunning into the
 folder with different settings is an error instead of a mix, and so are results whose ``eval.json`` is missing
@@ -26,11 +29,14 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from agentgspo.trajectory import ENDINGS
+
 try:
     import fcntl
 except ImportError:  # not POSIX: no folder lock
     fcntl = None
 
+REQUEUE_STOPS = tuple(reason for reason, ending in ENDINGS.items() if ending.requeue)
 RESULTS = "results.jsonl"
 CONFIG = "eval.json"
 LOCK = ".lock"
@@ -84,8 +90,10 @@ class ResultsStore:
     ``eval.json``; other ``settings`` (samples, k) may change between runs.
 
     Attributes:
-        results: one result per ``(problem_id, sample)``, the first line of each in file order, then appends.
-        dropped_duplicates: lines of ``results.jsonl`` left out as repeats of an attempt read before.
+        results: one result per ``(problem_id, sample)``: its first final line, else its latest re-queueable one (to
+            be played again); then appends, each replacing a re-queueable result of its attempt.
+        dropped_duplicates: final lines of ``results.jsonl`` left out as repeats of an attempt read before.
+        requeued: attempts read whose ending is re-queueable (not in :meth:`done`: a resumed eval replays them).
     """
 
     def __init__(self, out: str | Path, identity: dict[str, Any], settings: dict[str, Any] | None = None):
@@ -97,7 +105,7 @@ class ResultsStore:
                              "writable folder") from None
         self.path = self.out / RESULTS
         self._lock = threading.Lock()
-        self.dropped_duplicates = 0
+        self.dropped_duplicates = self.requeued = 0
         key = _lock_folder(self.out)
         self._release = weakref.finalize(self, _unlock_folder, key)
         try:
@@ -128,15 +136,19 @@ class ResultsStore:
         self.results = self._first_of_each(self._read())
 
     def _first_of_each(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The first line of each attempt; counts the others in ``dropped_duplicates`` and says so on stderr."""
-        seen: set[tuple[Any, Any]] = set()
-        results = []
+        """One line per attempt (see ``results``); counts the final repeats in ``dropped_duplicates`` and says so on
+        stderr."""
+        chosen: dict[tuple[Any, Any], dict[str, Any]] = {}
+        duplicates = 0
         for r in lines:
             key = (r.get("problem_id"), r.get("sample"))
-            if key not in seen:
-                seen.add(key)
-                results.append(r)
-        self.dropped_duplicates = len(lines) - len(results)
+            if key in chosen and _final(chosen[key]):
+                duplicates += _final(r)  # a re-queueable line after a final one is an older run's retry: no repeat
+            else:
+                chosen[key] = r
+        results = list(chosen.values())
+        self.dropped_duplicates = duplicates
+        self.requeued = sum(not _final(r) for r in results)
         if self.dropped_duplicates:
             print(f"eval: {self.path} holds {self.dropped_duplicates} duplicate attempt line(s) (same problem_id and "
                   "sample, e.g. from two runs into one --out); the first line of each is used", file=sys.stderr)
@@ -167,15 +179,23 @@ class ResultsStore:
         return results
 
     def done(self) -> set[tuple[str, int]]:
-        """``(problem_id, sample)`` of every stored attempt."""
-        return {(r["problem_id"], r["sample"]) for r in self.results}
+        """``(problem_id, sample)`` of every stored attempt with a final ending (the others are played again)."""
+        return {(r["problem_id"], r["sample"]) for r in self.results if _final(r)}
 
     def append(self, result: dict[str, Any]) -> None:
-        """Write one finished attempt as a line and force it to disk (a kill after this keeps it)."""
+        """Write one finished attempt as a line and force it to disk (a kill after this keeps it); it replaces a
+        re-queueable result of the same attempt."""
         line = json.dumps(result, allow_nan=True) + "\n"
+        key = (result.get("problem_id"), result.get("sample"))
         with self._lock:
             with open(self.path, "a") as f:
                 f.write(line)
                 f.flush()
                 os.fsync(f.fileno())
+            self.results = [r for r in self.results if (r.get("problem_id"), r.get("sample")) != key or _final(r)]
             self.results.append(result)
+
+
+def _final(result: dict[str, Any]) -> bool:
+    """Whether a stored attempt is final: its ending is not re-queueable (see the module docstring)."""
+    return result.get("stop_reason") not in REQUEUE_STOPS

@@ -1,8 +1,10 @@
 """The numbers of an eval from its results: pass@k, breakdowns by rating and tag, verdicts, judge errors, rating.
 
-Attempts the harness could not finish fairly (``stop_reason`` ``judge_error``: the checker, interactor or sandbox
-failed; ``env_error``: the env raised) are excluded from pass@k and the rating fit and counted on their own
-(``excluded``), never as failed solutions; the judge-error rate is reported beside the pass rates.
+Which attempts count is the one table of endings (:data:`agentgspo.trajectory.ENDINGS`): attempts the harness could
+not finish fairly (its ``UNCOUNTED_STOPS``: a judge or env error, a hung env call, a failed sampler, dead
+infrastructure) are excluded from pass@k and the rating fit and counted on their own (``excluded``), never as
+failed solutions. The share of every ending (``stop_frac``) and the judge-error rate are reported beside the pass
+rates. (A resumed eval replays the re-queueable ones: :mod:`agentgspo.eval.store`.)
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ from typing import Any
 
 from agentgspo.eval.passk import pass_at_ks
 from agentgspo.eval.rating import fit_rating, problem_outcomes
-
-EXCLUDED_STOPS = ("judge_error", "env_error")
+from agentgspo.trajectory import UNCOUNTED_STOPS
 
 
 def _counts(results: Sequence[dict[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -33,8 +34,9 @@ def rating_bucket(rating: int | None) -> str:
 
 def summarize(results: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
     """Everything the report shows, as a JSON-ready dict (see the module docstring)."""
-    counted = [r for r in results if r["stop_reason"] not in EXCLUDED_STOPS]
-    excluded = Counter(r["stop_reason"] for r in results if r["stop_reason"] in EXCLUDED_STOPS)
+    counted = [r for r in results if r["stop_reason"] not in UNCOUNTED_STOPS]
+    excluded = Counter(r["stop_reason"] for r in results if r["stop_reason"] in UNCOUNTED_STOPS)
+    endings = Counter(r["stop_reason"] for r in results)
     counts = _counts(counted)
     meta = {r["problem_id"]: r for r in results}
     by_rating: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -62,6 +64,7 @@ def summarize(results: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str,
         "problems": len(counts), "attempts": len(results), "counted_attempts": len(counted),
         "excluded": dict(excluded), "problems_without_counted_attempts": without_counted,
         **pass_at_ks(list(counts.values()), ks),
+        "stop_frac": {reason: n / len(results) for reason, n in endings.most_common()},
         "by_rating": sorted(table(by_rating), key=lambda t: (t["group"] == "unrated", t["group"].zfill(6))),
         "by_tag": sorted(table(by_tag), key=lambda t: t["group"]),
         "verdicts": dict(Counter(r["verdict"] for r in counted)),

@@ -183,3 +183,62 @@ def test_more_samples_later_play_only_the_new_ones():
 
     done = {("A", 0), ("A", 1), ("B", 0)}
     assert pending_attempts(["A", "B"], [0, 1], 3, done) == [(0, 2), (1, 1), (1, 2)]
+
+
+def test_a_requeueable_attempt_is_not_done_and_its_replay_replaces_it(tmp_path, capsys):
+    # Before: every stored line was final, so a sampler failure or hung env call stayed in the eval for good.
+    store = ResultsStore(tmp_path, IDENTITY)
+    store.append({**_attempt("A", 0, False), "stop_reason": "sampler_error"})
+    store.append(_attempt("A", 1, True))
+    reopened = ResultsStore(tmp_path, IDENTITY)
+    assert reopened.done() == {("A", 1)} and reopened.requeued == 1
+    reopened.append(_attempt("A", 0, True))  # the replay
+    assert [(r["sample"], r["stop_reason"]) for r in reopened.results] == [(1, "completed"), (0, "completed")]
+    capsys.readouterr()
+    again = ResultsStore(tmp_path, IDENTITY)  # the file keeps both lines of (A, 0); the final one counts
+    assert sorted((r["sample"], r["accepted"]) for r in again.results) == [(0, True), (1, True)]
+    assert (again.requeued, again.dropped_duplicates) == (0, 0) and capsys.readouterr().err == ""
+
+
+def test_a_resumed_eval_replays_the_attempts_whose_sampler_failed(tmp_path):
+    from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
+    from agentgspo.eval.runner import evaluate, load_tasks
+    from agentgspo.rollout import RolloutConfig
+
+    class Flaky(ShippedSolutionAgent):
+        down = True  # the endpoint is down for the first run's second sample
+
+        def for_sample(self, sample):
+            self.sample_index = sample
+            return self
+
+        async def sample(self, request):
+            if Flaky.down and self.sample_index == 1:
+                raise ConnectionError("endpoint unavailable after retries")
+            return await super().sample(request)
+
+    env_kwargs = {"data_files": None}
+    tasks, _, _ = load_tasks(env_kwargs)
+    renderer = load_renderer("tiny")
+    config = RolloutConfig(max_context=1 << 20)
+
+    def run():
+        agent = Flaky("reference", tasks, renderer)
+        return evaluate(agent, renderer, ResultsStore(tmp_path, IDENTITY), tasks, env_kwargs, indices=[0],
+                        samples=2, ks=[1], config=config, concurrency=1, progress=False)
+
+    played, summary, _ = run()
+    assert played == 2 and summary["excluded"] == {"sampler_error": 1} and summary["stop_frac"]["sampler_error"] == 0.5
+    Flaky.down = False
+    played, summary, results = run()  # the same command again
+    assert played == 1 and summary["excluded"] == {} and summary["counted_attempts"] == 2
+    assert summary["pass@1"] == 1.0 and sorted(r["sample"] for r in results) == [0, 1]
+
+
+def test_reports_show_the_share_of_each_ending():
+    from agentgspo.eval.report import markdown
+    from agentgspo.eval.summary import summarize
+
+    rows = [_attempt("A", 0, True), {**_attempt("A", 1, False), "stop_reason": "env_timeout"}]
+    text = markdown(summarize(rows, [1]), {"agent_label": "x"})
+    assert "- **endings (share of attempts)**: completed 50.0%, env_timeout (not counted) 50.0%" in text

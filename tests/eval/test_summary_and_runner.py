@@ -36,6 +36,19 @@ def test_judge_and_env_errors_are_excluded_and_reported_not_counted_as_failures(
     assert [r["group"] for r in summary["by_rating"]] == ["1200", "unrated"]
 
 
+def test_every_ending_the_table_does_not_count_is_out_of_pass_at_k_and_each_endings_share_is_reported():
+    # Before: only judge_error and env_error were left out; a sampler failure or a hung env call counted as a
+    # failed solution.
+    results = [_result("A", 0, True), _result("A", 1, False, stop="sampler_error", verdicts=()),
+               _result("B", 0, False, stop="env_timeout", verdicts=()), _result("B", 1, False, stop="max_turns",
+                                                                           verdicts=("WA",))]
+    summary = summarize(results, [1])
+    assert summary["pass@1"] == pytest.approx(0.5)  # A 1/1, B 0/1
+    assert summary["excluded"] == {"sampler_error": 1, "env_timeout": 1} and summary["counted_attempts"] == 2
+    assert summary["stop_frac"] == {"completed": 0.25, "sampler_error": 0.25, "env_timeout": 0.25, "max_turns": 0.25}
+    assert summary["rating_fit"]["problems"] == 2
+
+
 def test_attempts_run_at_most_concurrency_at_once(tmp_path):
     from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
     from agentgspo.eval.runner import evaluate, load_tasks
