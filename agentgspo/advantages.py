@@ -85,9 +85,11 @@ def _group_index(groups: int | torch.Tensor, n: int, device: torch.device) -> to
 
 
 def turn_advantages(
-    turn_rewards: Sequence[Sequence[float]], groups: int | torch.Tensor, *, eps: float = 1e-6
+    turn_rewards: Sequence[Sequence[float]], groups: int | torch.Tensor, *, eps: float = 1e-6,
+    baseline: str = "episode",
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Per-turn advantages from the rewards each ``step`` returned, normalised against the group's episode returns.
+    """Per-turn advantages from the rewards each ``step`` returned, against the group's episode returns
+    (``baseline="episode"``, default) or against the group's returns-to-go at the same turn (``"turn"``).
 
     For trajectory i with step rewards r_i1..r_iK (r_ik: the reward of the ``step`` that consumed assistant turn k;
     the episode's final reward arrives with its last turn), the return of turn k is the undiscounted return-to-go,
@@ -98,8 +100,16 @@ def turn_advantages(
 
     A group whose episode returns are all equal gets 0 for every turn (no outcome signal, as in Eq. 6). When only
     the last step is rewarded, G_ik = R_i for every k and A_ik equals ``group_advantages``' A_i exactly, so
-    GSPO-token with these advantages reduces to GSPO; intermediate rewards (a passing test run, a found document)
-    raise the credit of the turns before them above the turns after.
+    GSPO-token with these advantages reduces to GSPO (why it is the default); intermediate rewards (a passing test
+    run, a found document) raise the credit of the turns before them above the turns after. Its blind spot: a turn
+    that earned the +1 gets 0 when every episode of its group ended with the same return.
+
+    ``baseline="turn"`` compares each turn with its peers at the same turn index, over the group's episodes that
+    reached turn k (a per-position baseline, like a value baseline estimated from the group):
+
+        A_ik = (G_ik - mean_{j in g, K_j > k}(G_jk)) / (std_{j in g, K_j > k}(G_jk) + eps)
+
+    and 0 where those returns-to-go are all equal (a single episode reaching turn k included).
 
     Args:
         turn_rewards: N lists, one reward per assistant turn (trajectories may have different numbers of turns;
@@ -113,7 +123,12 @@ def turn_advantages(
     >>> adv, _ = turn_advantages([[0.0, 1.0], [0.5, 0.0], [0.0, 0.0]], 3)
     >>> [[round(a, 4) for a in row] for row in adv.tolist()]
     [[1.0, 1.0], [0.0, -1.0], [-1.0, -1.0]]
+    >>> adv, _ = turn_advantages([[0.0, 1.0], [1.0, 0.0]], 2, baseline="turn")  # both episodes return 1
+    >>> [[round(a, 4) for a in row] for row in adv.tolist()]
+    [[0.0, 0.7071], [0.0, -0.7071]]
     """
+    if baseline not in ("episode", "turn"):
+        raise ValueError(f"baseline: expected 'episode' or 'turn', got {baseline!r}")
     n = len(turn_rewards)
     k_max = max((len(r) for r in turn_rewards), default=0)
     rewards = torch.zeros((n, max(k_max, 1)), dtype=torch.float64)  # [N, K]
@@ -141,8 +156,29 @@ def turn_advantages(
     stats = {"num_groups": num_groups, "zero_variance_groups": num_zero,
              "zero_variance_frac": num_zero / num_groups if num_groups else 0.0}
     advantages = (to_go - mean[group_index][:, None]) * scale[:, None]  # [N, K], A_ik
+    if baseline == "turn":
+        advantages = _per_turn_baseline(to_go, present, group_index, num_groups, eps)  # [N, K]
     advantages = torch.where(present, advantages, float("nan")).to(torch.float32)  # [N, K]
     return advantages, stats
+
+
+def _per_turn_baseline(to_go: torch.Tensor, present: torch.Tensor, group_index: torch.Tensor, num_groups: int,
+                       eps: float) -> torch.Tensor:
+    """``(G_ik - mean_gk) / (std_gk + eps)`` over the episodes of group g that reached turn k (0 where those are all
+    equal); ``to_go`` and ``present`` are ``[N, K]``."""
+    k = to_go.shape[1]
+    reached = present.to(torch.float64)  # [N, K]
+    index = group_index[:, None].expand(-1, k)  # [N, K]
+    count = torch.zeros(num_groups, k, dtype=torch.float64).index_add_(0, group_index, reached)  # [G, K]
+    mean = torch.zeros_like(count).index_add_(0, group_index, to_go * reached) / count.clamp(min=1)  # [G, K]
+    centered = (to_go - mean[group_index]) * reached  # [N, K]
+    std = (torch.zeros_like(count).index_add_(0, group_index, centered**2) / (count - 1).clamp(min=1)).sqrt()
+    high = torch.full_like(count, -torch.inf).scatter_reduce_(0, index, torch.where(present, to_go, -torch.inf),
+                                                              "amax")  # [G, K]
+    low = torch.full_like(count, torch.inf).scatter_reduce_(0, index, torch.where(present, to_go, torch.inf),
+                                                            "amin")  # [G, K]
+    scale = torch.where((high == low) | (count == 0), 0.0, 1.0 / (std + eps))  # [G, K]
+    return centered * scale[group_index]  # [N, K]
 
 
 def token_advantages(turn_adv: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import Counter
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from agentgspo.routing_replay import REPLAY_SOURCES, batch_replay, decode_routin
     replay_routing, split_recorded
 from agentgspo.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.split_turns import episode_advantages
-from agentgspo.trajectory import Trajectory
+from agentgspo.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
 
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
 # Paper §5.1 (v2): GSPO eps 3e-4 / 4e-4; the GRPO baseline 0.2 / 0.27.
@@ -69,7 +70,18 @@ class LearnerConfig:
         volatility_rows: trajectories used for the routing-volatility metric (0: off).
         skip_zero_advantage: do not forward trajectories with A = 0 (exact for the objective; saves compute).
         exclude_stop_reasons: episodes that ended this way carry no signal about the policy (a crashed env, a
-            failed verifier); they are left out of the groups' advantages and of the loss.
+            failed verifier, a sampler failure); they are left out of the groups' advantages and of the loss.
+            Default: the stop reasons :data:`agentgspo.trajectory.ENDINGS` marks untrained (the one table).
+        split_turns_weight: how ``history="split_turns"`` samples weigh in the 1/N mean. ``episode`` (default, the
+            paper's Eq. 5: one term per trajectory): each of an episode's K turn samples weighs 1/K, so every
+            episode weighs the same whatever its number of turns. ``turn``: each turn sample weighs 1 (an episode
+            weighs K; long episodes dominate the update).
+        turn_baseline: the baseline of per-turn credit (``credit="turn"``). ``episode`` (default): every turn's
+            return-to-go minus the group's mean episode return, scaled by its std; with the reward only at the end
+            this equals Eq. 6 exactly (GSPO-token then reduces to GSPO). ``turn``: the return-to-go of turn k minus
+            the mean (scaled by the std) of the group's returns-to-go at turn k, over the episodes that reached it:
+            a turn that earned the +1 is credited against its peers at that turn, even when every episode of the
+            group ended with the same return (where ``episode`` gives 0).
         compile: ``torch.compile`` the region from the logits to the loss (fp32 log-probs + objective), so the
             ``[B, T, V]`` fp32 upcast is fused instead of stored (a GPU win; the first micro-batch compiles). The
             model itself is compiled by accelerate (``Accelerator(dynamo_backend="inductor")`` or
@@ -113,7 +125,9 @@ class LearnerConfig:
     router_aux_loss_coef: float | None = None
     volatility_rows: int = 16
     skip_zero_advantage: bool = True
-    exclude_stop_reasons: tuple[str, ...] = ("env_error", "judge_error")
+    exclude_stop_reasons: tuple[str, ...] = EXCLUDED_STOPS
+    split_turns_weight: Literal["episode", "turn"] = "episode"
+    turn_baseline: Literal["episode", "turn"] = "episode"
     compile: bool = False
     activation_checkpointing: bool = False
     sync_each_micro_batch: bool | None = None
@@ -134,6 +148,12 @@ class LearnerConfig:
             raise ValueError("credit='turn' with objective='gspo' and unit='trajectory': one trajectory ratio "
                              "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
                              "or credit='trajectory'")
+        for name in ("split_turns_weight", "turn_baseline"):
+            if getattr(self, name) not in ("episode", "turn"):
+                raise ValueError(f"{name}: expected 'episode' or 'turn', got {getattr(self, name)!r}")
+        unknown = sorted(set(self.exclude_stop_reasons) - set(STOP_REASONS))
+        if unknown:
+            raise ValueError(f"exclude_stop_reasons: unknown stop reasons {unknown}; expected some of {STOP_REASONS}")
         if self.routing_replay not in REPLAY_SOURCES:
             raise ValueError(f"routing_replay: expected one of {REPLAY_SOURCES}, got {self.routing_replay!r}")
         if self.routing_replay == "old_policy" and self.logp_old != "recompute":
@@ -244,6 +264,32 @@ def enable_activation_checkpointing(model: Any) -> None:
     model.train()
 
 
+#: Float attributes of Hugging Face modules that make a training-mode forward random: attention and hidden dropout,
+#: Mixtral-style router jitter (``jitter_noise`` / ``router_jitter_noise``).
+STOCHASTIC_ATTRIBUTES = ("attention_dropout", "hidden_dropout", "activation_dropout", "dropout", "jitter_noise",
+                         "router_jitter_noise")
+
+
+def disable_stochastic_layers(model: torch.nn.Module) -> list[str]:
+    """Set dropout and router jitter to 0 in every module of ``model``; returns what was changed (``module.attr``).
+
+    The learner forwards in training mode (Hugging Face checkpoints activations only then), where a checkpoint's
+    dropout or Mixtral's router jitter would make logp_old and logp independent random draws: the ratios would
+    measure noise, not the update. The sampler (eval mode) is unaffected.
+    """
+    changed = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
+            module.p = 0.0
+            changed.append(f"{name or type(model).__name__}.p")
+        for attribute in STOCHASTIC_ATTRIBUTES:
+            value = module.__dict__.get(attribute)  # plain attributes only (a Dropout submodule is handled above)
+            if isinstance(value, float) and value > 0:
+                setattr(module, attribute, 0.0)
+                changed.append(f"{name or type(model).__name__}.{attribute}")
+    return changed
+
+
 def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
     """Top-k expert ids per (layer, token) at the batch's real tokens: ``[L, N, k]``."""
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
@@ -256,6 +302,21 @@ def routing_volatility(before: torch.Tensor, after: torch.Tensor) -> float:
     """Share of expert choices in ``before`` (``[L, N, k]``) that are not among the same slot's ``after`` choices."""
     kept = (before[..., :, None] == after[..., None, :]).any(-1)  # [L, N, k]
     return 1.0 - kept.float().mean().item()
+
+
+def sample_weights(trajectories: Sequence[Trajectory], split_turns_weight: str = "episode") -> torch.Tensor:
+    """Each sample's weight in the per-trajectory mean (paper Eq. 5), ``[N]`` float64: 1 for whole episodes; for
+    the K samples of one ``split_turns`` episode 1/K each under ``"episode"`` (every episode weighs 1/N, as in the
+    paper), 1 under ``"turn"``.
+
+    >>> from agentgspo.trajectory import Trajectory
+    >>> turns = [Trajectory(metadata={"episode_turn": k, "episode_turns": 4}) for k in range(4)]
+    >>> sample_weights([Trajectory(), *turns]).tolist()
+    [1.0, 0.25, 0.25, 0.25, 0.25]
+    """
+    if split_turns_weight == "turn":
+        return torch.ones(len(trajectories), dtype=torch.float64)
+    return torch.tensor([1.0 / t.metadata.get("episode_turns", 1) for t in trajectories], dtype=torch.float64)
 
 
 class GSPOLearner:
@@ -302,6 +363,12 @@ class GSPOLearner:
         sync_each = self.config.sync_each_micro_batch
         self.sync_each_micro_batch = self.sharded if sync_each is None else sync_each
         self._check_parameter_precision()
+        self._check_accumulation_and_clipping()
+        disabled = disable_stochastic_layers(base)
+        if disabled:
+            kinds = Counter(change.rsplit(".", 1)[1] for change in disabled)
+            accelerator.print("learner: set to 0 for its forwards (logp_old and logp must be one deterministic "
+                              f"function of the weights): {', '.join(f'{k} x{n}' for k, n in kinds.items())}")
         keep_compute_dtype_outputs(accelerator, model)
         if self.config.activation_checkpointing:
             enable_activation_checkpointing(base)
@@ -320,6 +387,27 @@ class GSPOLearner:
                 "updates smaller than the weight's resolution (bf16 near 1.0: 2^-8), e.g. all of them at lr 1e-6. "
                 "Load the policy in float32 and compute in bf16 with Accelerator(mixed_precision='bf16') or "
                 "shard_policy(..., mixed_precision='bf16'); or set LearnerConfig(allow_low_precision_params=True)")
+
+    def _check_accumulation_and_clipping(self) -> None:
+        """Refuse accelerate's own gradient accumulation (``accelerator.backward`` would divide every loss by its
+        step count: a silent rescale of the learner's 1/N) and a DeepSpeed engine whose clipping is not
+        ``max_grad_norm`` (DeepSpeed clips inside its step and ignores ``clip_grad_norm_``)."""
+        steps = getattr(self.accelerator, "gradient_accumulation_steps", 1)
+        if steps != 1:
+            raise ValueError(
+                f"accelerate's gradient_accumulation_steps is {steps} (`accelerate launch "
+                "--gradient_accumulation_steps`, ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Accelerator(...)): "
+                "accelerator.backward would divide every loss by it, rescaling the paper's per-trajectory mean. "
+                "Set it to 1; the learner accumulates over its own micro-batches (lower "
+                "LearnerConfig.micro_batch_tokens for less memory per forward)")
+        if self.deepspeed:
+            clipping = float(self.model.gradient_clipping() or 0.0)
+            wanted = float(self.config.max_grad_norm or 0.0)
+            if clipping != wanted:
+                raise ValueError(f"DeepSpeed clips gradients at {clipping} (its config's gradient_clipping; 0 is off) "
+                                 f"but max_grad_norm is {self.config.max_grad_norm}: DeepSpeed ignores "
+                                 "clip_grad_norm_. Build the engine with shard_policy(..., max_grad_norm=...) or set "
+                                 "gradient_clipping in the DeepSpeed config to the same value")
 
     def _print_memory_estimate(self, base: Any) -> None:
         """Print :func:`agentgspo.memory.estimate_memory` for this run on the main process."""
@@ -405,27 +493,32 @@ class GSPOLearner:
             self.scheduler.scheduler.step()
 
     def step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
-        """Train on one rollout batch (this rank's trajectories); returns metrics for logging."""
+        """Train on one rollout batch (this rank's trajectories); returns metrics for logging.
+
+        The algorithm: advantages per group (Eq. 6), the old policy's log-probs (scored with the same micro-batch
+        layout the updates use, or the sampler's), then per minibatch a forward, the loss, a backward and an
+        optimizer step. ``mb0_*`` metrics describe the first update alone, where the policy still is the old one:
+        under ``logp_old="recompute"`` in fp32 its ratios are exactly 1 and nothing clips (a deviation there is
+        train/score drift, not learning).
+        """
         config, accelerator, device = self.config, self.accelerator, self.accelerator.device
         started = time.perf_counter()
         included = [i for i, t in enumerate(trajectories) if t.stop_reason not in config.exclude_stop_reasons]
-        advantages = torch.zeros(len(trajectories), dtype=torch.float64)  # [N]; excluded episodes stay at 0
-        advantage_stats = {"zero_variance_frac": 0.0}
-        if included:
-            # Eq. 6 over episodes: the samples of a split_turns episode share its advantage (agentgspo.split_turns)
-            advantages[included], advantage_stats = episode_advantages([trajectories[i] for i in included])
-        if config.credit == "turn" and included:
-            advantages, advantage_stats = self._turn_credit(trajectories, included)  # [N, K]
+        self._check_sampling([trajectories[i] for i in included])
+        weights = sample_weights(trajectories, config.split_turns_weight)  # [N] float64
+        advantages, advantage_stats = self._advantages(trajectories, included)  # [N] or [N, K]
         n = len(trajectories)
         signal = advantages.nan_to_num(0.0).reshape(n, -1).ne(0).any(-1) if n else advantages.bool()  # [N]
+        # Each sample's weight in the 1/N mean (split_turns: 1/K per turn of an episode, the paper's 1/N per
+        # episode): min(s A w, clip(s) A w) = w min(s A, clip(s) A) for w > 0, so scaling A by w is exact.
+        advantages = advantages * weights.reshape(n, *([1] * (advantages.dim() - 1))) if n else advantages
         keep = [i for i in included
                 if signal[i] or not config.skip_zero_advantage or config.kl_coef > 0]
         kept = set(keep)
 
-        # The plan: scoring micro-batches, then each minibatch's trained rows and micro-batches. All ranks agree on
-        # the counts in one gather (sums for the 1/N weighting, maxima for the passes every rank must run).
-        score_buckets = [[keep[j] for j in bucket] for bucket in
-                         length_buckets([len(trajectories[i].token_ids) for i in keep], config.micro_batch_tokens)]
+        # The plan: each minibatch's trained rows and micro-batches; the logp_old recompute scores exactly those
+        # micro-batches (same rows, same padding), so the first update's ratios are exactly 1 in fp32. All ranks
+        # agree on the counts in one gather (sums for the 1/N weighting, maxima for the passes every rank runs).
         order = torch.randperm(n, generator=self.generator).tolist()
         included_set = set(included)
         minibatches = []
@@ -435,12 +528,118 @@ class GSPOLearner:
             buckets = [[rows[j] for j in bucket] for bucket in
                        length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)]
             minibatches.append((chunk, buckets))
+        score_buckets = [bucket for _, buckets in minibatches for bucket in buckets]
         wants_volatility = bool(self.is_moe and config.volatility_rows and keep)
         plan = self._agree([len(score_buckets), int(wants_volatility)]
-                           + [x for chunk, buckets in minibatches for x in (sum(map(len, buckets)), len(chunk),
-                                                                              len(buckets))])
+                           + [x for chunk, buckets in minibatches
+                              for x in (sum(map(len, buckets)), float(weights[chunk].sum()) if chunk else 0.0,
+                                        len(buckets))])
 
-        # logp_old: the policy that sampled, scored before any update of this batch.
+        old, gap_sum, gap_tokens = self._old_logprobs(trajectories, keep, score_buckets, plan)
+
+        volatility_batch = None
+        run_volatility = plan.most[1] > 0 if self.lockstep else wants_volatility
+        if run_volatility:
+            picks = [trajectories[i] for i in keep[: config.volatility_rows]]
+            volatility_batch = collate(picks, self.pad_token_id).to(device) if picks else self._placeholder_batch()
+            choices_before = self._expert_choices(volatility_batch)
+        choices_first = None
+
+        means = _Means()
+        optimizer_steps = 0
+        for m, (chunk, buckets) in enumerate(minibatches):
+            trainable, weight_sum, micro_batches = plan.sums[2 + 3 * m], plan.sums[3 + 3 * m], plan.most[4 + 3 * m]
+            if trainable == 0:
+                continue  # every rank agrees: nothing to learn from this minibatch
+            # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
+            # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5); N counts weights.
+            num_sequences = weight_sum / accelerator.num_processes
+            # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
+            # gradients), so a rank holding fewer rows, or none, does not change its weight.
+            forwarded = trainable / accelerator.num_processes
+            # DDP only needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need them all.
+            passes = micro_batches if self.lockstep else max(len(buckets), 1)
+            prefixes = ("", "mb0_") if optimizer_steps == 0 else ("",)
+            minibatch_loss = 0.0
+            for b in range(passes):
+                sync = b == passes - 1
+                if b < len(buckets):
+                    minibatch_loss += self._micro_step(trajectories, buckets[b], old, advantages, weights,
+                                                       num_sequences=num_sequences, forwarded=forwarded, scale=1.0,
+                                                       sync=sync, means=means, prefixes=prefixes)
+                else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
+                    self._micro_step(*self._placeholder_rows(device), num_sequences=1.0, forwarded=1, scale=0.0,
+                                     sync=sync, means=means, prefixes=prefixes)
+            means.add("loss", minibatch_loss)
+            self._clip_and_step(means)
+            optimizer_steps += 1
+            if volatility_batch is not None and optimizer_steps == 1:
+                choices_first = self._expert_choices(volatility_batch)
+
+        if choices_first is not None:
+            choices_last = self._expert_choices(volatility_batch) if optimizer_steps > 1 else choices_first
+            if keep:
+                # Per update (the paper's figure, §4.3: the share of expert choices one update changes), and over
+                # the whole step's `minibatches` updates.
+                means.add("routing_volatility", routing_volatility(choices_before, choices_first),
+                          choices_before.numel())
+                means.add("routing_volatility_step", routing_volatility(choices_before, choices_last),
+                          choices_before.numel())
+        self._replays = {}
+        if gap_tokens:
+            means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
+        means.add("zero_variance_frac", advantage_stats["zero_variance_frac"], advantage_stats.get("num_groups", 0))
+        means.count("trained_sequences", len(keep))
+        means.count("excluded_sequences", len(trajectories) - len(included))
+        metrics = self._over_ranks(means).result()
+        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
+        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high",
+                     "zero_variance_frac"):
+            metrics.setdefault(name, 0.0)
+        metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
+                       learner_seconds=time.perf_counter() - started)
+        return metrics
+
+    def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
+        """Refuse trajectories sampled at another temperature than the learner scores, and sampler log-probs that
+        are not the learner's quantity under ``logp_old="sampler"`` (the rule:
+        :func:`agentgspo.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
+        temperature = self.config.temperature
+        for t in trajectories:
+            where = f"trajectory (group {t.group_id}, sample {t.sample_id})"
+            if t.sampling is not None and t.sampling.get("temperature") != temperature:
+                raise ValueError(f"{where} was sampled at temperature {t.sampling.get('temperature')} but the learner "
+                                 f"scores softmax(logits / {temperature}) (LearnerConfig.temperature): the ratios "
+                                 "would compare two different policies. Sample and learn at one temperature "
+                                 "(a recipe's --temperature sets both)")
+            if self.config.logp_old == "sampler":
+                why = sampler_logprobs_mismatch(t.sampling, temperature)
+                if why is not None:
+                    raise ValueError(f"logp_old='sampler': {where}: {why}. Its log-probs are not what the learner "
+                                     "computes, so every sequence ratio would be off by that gap (with GSPO's 3e-4 "
+                                     "band, clipping whole sequences silently). Use logp_old='recompute' "
+                                     "(--logp-old recompute), or sample with top_p=1 and top_k=0")
+
+    def _advantages(self, trajectories: Sequence[Trajectory], included: list[int]
+                    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """``[N]`` group advantages (Eq. 6 over episodes), or ``[N, K]`` per turn (``credit="turn"``); excluded
+        episodes stay at 0."""
+        advantages = torch.zeros(len(trajectories), dtype=torch.float64)  # [N]
+        stats: dict[str, float] = {"zero_variance_frac": 0.0}
+        if not included:
+            return advantages, stats
+        if self.config.credit == "turn":
+            return self._turn_credit(trajectories, included)  # [N, K]
+        # The samples of a split_turns episode share its advantage (agentgspo.split_turns)
+        advantages[included], stats = episode_advantages([trajectories[i] for i in included])
+        return advantages, stats
+
+    def _old_logprobs(self, trajectories: Sequence[Trajectory], keep: list[int], score_buckets: list[list[int]],
+                      plan: _Plan) -> tuple[dict[int, torch.Tensor], float, int]:
+        """logp_old of every kept row (the policy that sampled, scored before any update of this batch), and the
+        summed |recompute - sampler| gap over its sampled tokens. Records the routing to replay
+        (``routing_replay``) on the way."""
+        config, accelerator, device = self.config, self.accelerator, self.accelerator.device
         old: dict[int, torch.Tensor] = {}
         self._replays = self._rollout_routing(trajectories, keep) if config.routing_replay == "rollout" else {}
         gap_sum, gap_tokens = 0.0, 0
@@ -468,72 +667,33 @@ class GSPOLearner:
                 logp = batch.sampler_logprobs
             for r, i in enumerate(rows):
                 old[i] = logp[r, : len(trajectories[i].token_ids)]
+        return old, gap_sum, gap_tokens
 
-        volatility_batch = None
-        run_volatility = plan.most[1] > 0 if self.lockstep else wants_volatility
-        if run_volatility:
-            picks = [trajectories[i] for i in keep[: config.volatility_rows]]
-            volatility_batch = collate(picks, self.pad_token_id).to(device) if picks else self._placeholder_batch()
-            k = accelerator.unwrap_model(self.model).config.num_experts_per_tok
-            with torch.no_grad():
-                choices_before = _expert_choices(self._local_model(), volatility_batch, k)
+    def _expert_choices(self, batch: Batch) -> torch.Tensor:
+        """Top-k expert ids ``[L, N, k]`` of the batch's tokens under the current weights (routing volatility)."""
+        k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
+        with torch.no_grad():
+            return _expert_choices(self._local_model(), batch, k)
 
-        means = _Means()
-        optimizer_steps = 0
-        for m, (chunk, buckets) in enumerate(minibatches):
-            trainable, num_sequences, micro_batches = plan.sums[2 + 3 * m], plan.sums[3 + 3 * m], plan.most[4 + 3 * m]
-            if trainable == 0:
-                continue  # every rank agrees: nothing to learn from this minibatch
-            # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
-            # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5).
-            num_sequences /= accelerator.num_processes
-            # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
-            # gradients), so a rank holding fewer rows, or none, does not change its weight.
-            forwarded = trainable / accelerator.num_processes
-            # DDP only needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need them all.
-            passes = micro_batches if self.lockstep else max(len(buckets), 1)
-            minibatch_loss = 0.0
-            for b in range(passes):
-                sync = b == passes - 1
-                if b < len(buckets):
-                    minibatch_loss += self._micro_step(trajectories, buckets[b], old, advantages,
-                                                       num_sequences=num_sequences, forwarded=forwarded, scale=1.0,
-                                                       sync=sync, means=means)
-                else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
-                    self._micro_step(*self._placeholder_rows(device), num_sequences=1.0, forwarded=1, scale=0.0,
-                                     sync=sync, means=means)
-            means.add("loss", minibatch_loss)
+    def _clip_and_step(self, means: _Means) -> None:
+        """Clip the gradient norm (``max_grad_norm``; DeepSpeed clips inside its engine, configured from the same
+        setting), log it, take the optimizer and scheduler steps, zero the gradients."""
+        config, accelerator = self.config, self.accelerator
+        if self.deepspeed:
+            self.optimizer.step()  # the engine's step (accelerate's DeepSpeed optimizer wrapper): it clips
+            grad_norm = self.model.get_global_grad_norm()
+            if grad_norm is not None:
+                means.add("grad_norm", float(grad_norm))
+        else:
             if config.max_grad_norm is not None:
                 grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
                 if grad_norm is not None:
                     grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
                     means.add("grad_norm", float(grad_norm))
             self.optimizer.step()
-            if self.scheduler is not None:
-                self._step_scheduler()
-            self.optimizer.zero_grad(set_to_none=True)
-            optimizer_steps += 1
-
-        if volatility_batch is not None and optimizer_steps:
-            with torch.no_grad():
-                choices_after = _expert_choices(self._local_model(), volatility_batch, choices_before.shape[-1])
-            if keep:
-                means.add("routing_volatility", routing_volatility(choices_before, choices_after),
-                          choices_before.numel())
-        self._replays = {}
-        if gap_tokens:
-            means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
-        means.add("zero_variance_frac", advantage_stats["zero_variance_frac"], advantage_stats.get("num_groups", 0))
-        means.count("trained_sequences", len(keep))
-        means.count("excluded_sequences", len(trajectories) - len(included))
-        metrics = self._over_ranks(means).result()
-        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
-        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high",
-                     "zero_variance_frac"):
-            metrics.setdefault(name, 0.0)
-        metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
-                       learner_seconds=time.perf_counter() - started)
-        return metrics
+        if self.scheduler is not None:
+            self._step_scheduler()
+        self.optimizer.zero_grad(set_to_none=True)
 
     def _turn_credit(self, trajectories: Sequence[Trajectory], included: list[int]
                      ) -> tuple[torch.Tensor, dict[str, float]]:
@@ -556,7 +716,8 @@ class GSPOLearner:
                                  "use credit='trajectory' with history='split_turns'")
             seen.add((t.group_id, t.sample_id))
         per_turn, stats = turn_advantages([trajectories[i].turn_rewards for i in included],
-                                          torch.tensor([trajectories[i].group_id for i in included]))  # [n, K]
+                                          torch.tensor([trajectories[i].group_id for i in included]),
+                                          baseline=self.config.turn_baseline)  # [n, K]
         advantages = torch.zeros(len(trajectories), max(per_turn.shape[1], 1), dtype=torch.float64)  # [N, K]
         advantages[included, : per_turn.shape[1]] = per_turn.to(torch.float64)
         return advantages, stats
@@ -592,15 +753,17 @@ class GSPOLearner:
         return _Plan(sums=gathered.sum(0).tolist(), most=[int(x) for x in gathered.max(0).values.tolist()])
 
     def _placeholder_rows(self, device: Any) -> tuple[list[Trajectory], list[int], dict[int, torch.Tensor],
-                                                       torch.Tensor]:
-        """(trajectories, rows, logp_old, advantages) of a zero-weight micro-batch: two padding tokens, A = 0."""
+                                                       torch.Tensor, torch.Tensor]:
+        """(trajectories, rows, logp_old, advantages, weights) of a zero-weight micro-batch: two padding tokens,
+        A = 0."""
         placeholder = Trajectory()
         placeholder.append_forced([self.pad_token_id] * 2)
-        return [placeholder], [0], {0: torch.zeros(2, device=device)}, torch.zeros(1, dtype=torch.float64)
+        return [placeholder], [0], {0: torch.zeros(2, device=device)}, torch.zeros(1, dtype=torch.float64), \
+            torch.ones(1, dtype=torch.float64)
 
     def _placeholder_batch(self) -> Batch:
         """A two-token batch for a no-grad pass a rank runs only to keep the collectives in step."""
-        trajectories, rows, _, _ = self._placeholder_rows(self.accelerator.device)
+        trajectories = self._placeholder_rows(self.accelerator.device)[0]
         return collate(trajectories, self.pad_token_id).to(self.accelerator.device)
 
     @contextlib.contextmanager
@@ -639,9 +802,10 @@ class GSPOLearner:
         return merged
 
     def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                    advantages: torch.Tensor, *, num_sequences: float, forwarded: float, scale: float, sync: bool,
-                    means: _Means) -> float:
-        """Forward and backward of one micro-batch; returns its share of the minibatch loss."""
+                    advantages: torch.Tensor, weights: torch.Tensor, *, num_sequences: float, forwarded: float,
+                    scale: float, sync: bool, means: _Means, prefixes: tuple[str, ...] = ("",)) -> float:
+        """Forward and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go to
+        ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's)."""
         config, accelerator = self.config, self.accelerator
         batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(accelerator.device)
         old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
@@ -673,22 +837,24 @@ class GSPOLearner:
                 with torch.no_grad():
                     ref_logprobs = self._score_no_grad(self.ref_model, batch)
                 kl = kl_k3(logprobs, ref_logprobs, batch.loss_mask)  # [B]
-                total = total + config.kl_coef * kl.sum() / num_sequences
+                row_weights = weights[rows].to(kl.device, kl.dtype)  # [B], each sample's weight in the 1/N mean
+                total = total + config.kl_coef * (kl * row_weights).sum() / num_sequences
                 means.add("kl", float(kl.mean()), len(rows))
             accelerator.backward(total * scale)
         if scale == 0.0:
             return 0.0
         sequences, tokens = float(diagnostics["num_sequences"]), float(diagnostics["num_tokens"])
         unit = sequences if config.objective == "gspo" else tokens  # what the low/high split and ratios count
-        if "num_turns" in diagnostics:  # unit="turn": the low/high split and ratios count turns
-            unit = float(diagnostics["num_turns"])
-            means.add("clip_frac_turn", float(diagnostics["clip_frac_turn"]), unit)
-        means.add("clip_frac_seq", float(diagnostics["clip_frac_seq"]), sequences)
-        means.add("clip_frac_token", float(diagnostics["clip_frac_token"]), tokens)
-        for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):
-            means.add(name, float(diagnostics[name]), unit)
-        means.extreme("ratio_min", float(diagnostics["ratio_min"]), min)
-        means.extreme("ratio_max", float(diagnostics["ratio_max"]), max)
+        for prefix in prefixes:
+            if "num_turns" in diagnostics:  # unit="turn": the low/high split and ratios count turns
+                unit = float(diagnostics["num_turns"])
+                means.add(prefix + "clip_frac_turn", float(diagnostics["clip_frac_turn"]), unit)
+            means.add(prefix + "clip_frac_seq", float(diagnostics["clip_frac_seq"]), sequences)
+            means.add(prefix + "clip_frac_token", float(diagnostics["clip_frac_token"]), tokens)
+            for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):
+                means.add(prefix + name, float(diagnostics[name]), unit)
+            means.extreme(prefix + "ratio_min", float(diagnostics["ratio_min"]), min)
+            means.extreme(prefix + "ratio_max", float(diagnostics["ratio_max"]), max)
         means.count("trained_tokens", tokens)
         entropy = token_entropy(outputs.logits[:, :-1].detach(), temperature=config.temperature,
                                 loss_mask=batch.loss_mask[:, 1:])

@@ -253,10 +253,17 @@ def grpo_loss(
 
 
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
-    """Per-trajectory mean of Schulman's k3 estimator of KL(pi_theta || pi_ref) (http://joschu.net/blog/kl-approx.html).
+    """Per-trajectory mean of Schulman's k3 estimator (http://joschu.net/blog/kl-approx.html).
 
-        k3_it = exp(logp_ref_it - logp_it) - (logp_ref_it - logp_it) - 1        (>= 0, unbiased for the KL)
+        k3_it = exp(logp_ref_it - logp_it) - (logp_ref_it - logp_it) - 1        (>= 0)
         kl_i  = (1/|y_i|) sum_t m_it k3_it
+
+    Its VALUE, on tokens sampled from pi_theta, is an unbiased estimate of the reverse KL(pi_theta || pi_ref). Its
+    GRADIENT, as the loss uses it (differentiated through logp_it, the tokens fixed), is not that KL's: with
+    r = pi_ref / pi_theta, grad k3 = (1 - r) grad logp, whose expectation under pi_theta is
+    -E_{pi_ref}[grad logp] = grad KL(pi_ref || pi_theta), the FORWARD KL's gradient (Tang & Munos, "On a few
+    pitfalls in KL divergence gradient estimation for RL", arXiv 2506.09477; the k3-as-loss practice of GRPO,
+    verl and TRL). So ``kl_coef`` penalises the forward KL; the logged value estimates the reverse one.
 
     Returns ``[B]`` (0 for sequences without trained tokens), differentiable w.r.t. ``logprobs``. Aggregate it the
     same way as the loss, e.g. ``beta * kl.sum() / num_sequences``. Not clamped: a policy token whose log-prob falls

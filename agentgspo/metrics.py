@@ -142,3 +142,24 @@ def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)
     plt.close(fig)
+
+
+def rollout_metrics_over_ranks(accelerator: Any, batch: dict[str, Any]) -> dict[str, float]:
+    """The batch's ``reward_mean`` and ``success`` over the episodes the learner trains on, on all ranks (every
+    rank gets the same numbers, so every rank takes the same stopping decision), with ``excluded_frac`` (the
+    share of episodes left out of training, :data:`agentgspo.trajectory.ENDINGS`) and ``trained_episodes``.
+
+    ``batch`` is this rank's :func:`agentgspo.rollout.summarize`. Ranks are weighted by their trained episodes
+    (a plain mean of per-rank means would weigh a rank with few trained episodes as much as a full one); with no
+    trained episode anywhere the means are 0.0 and ``trained_episodes`` says 0.
+    """
+    import torch
+
+    trained = float(batch.get("trained_episodes", 0))
+    local = torch.tensor([batch.get("reward_mean", 0.0) * trained, batch.get("success", 0.0) * trained, trained,
+                          float(batch.get("episodes", 0))], dtype=torch.float64, device=accelerator.device)
+    reward_sum, success_sum, trained_sum, episodes = accelerator.reduce(local, reduction="sum").tolist()
+    return {"reward_mean": reward_sum / trained_sum if trained_sum else 0.0,
+            "success": success_sum / trained_sum if trained_sum else 0.0,
+            "trained_episodes": trained_sum,
+            "excluded_frac": 1.0 - trained_sum / episodes if episodes else 0.0}

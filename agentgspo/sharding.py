@@ -60,7 +60,8 @@ def _layer_classes(model: torch.nn.Module) -> set[str]:
 def shard_policy(accelerator: Any, model: torch.nn.Module,
                  make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer], *,
                  mixed_precision: str = "no", reshard_after_forward: bool = True,
-                 layer_classes: Iterable[str] | None = None) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+                 layer_classes: Iterable[str] | None = None,
+                 max_grad_norm: float | None = None) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
     """Shard ``model`` with FSDP2 over all processes and build its optimizer on the shards.
 
     Under an accelerate FSDP2 launch (``accelerator.is_fsdp2``; its config sets the mixed precision and the wrap
@@ -78,11 +79,13 @@ def shard_policy(accelerator: Any, model: torch.nn.Module,
             reduction).
         reshard_after_forward: free each layer's gathered parameters after its forward (ZeRO-3-like; ``False``
             keeps them until the backward, ZeRO-2-like: more memory, fewer all-gathers).
+        max_grad_norm: DeepSpeed only: its engine's gradient clipping (DeepSpeed clips inside its step and ignores
+            ``clip_grad_norm_``); give the learner's ``max_grad_norm``. FSDP2 and DDP clip in the learner.
     """
     if mixed_precision not in MIXED_PRECISION:
         raise ValueError(f"mixed_precision: expected one of {MIXED_PRECISION}, got {mixed_precision!r}")
     if is_deepspeed(accelerator):
-        prepare_deepspeed(accelerator)
+        prepare_deepspeed(accelerator, max_grad_norm=max_grad_norm)
         return accelerator.prepare(model, make_optimizer(model.parameters()))
     if getattr(accelerator, "is_fsdp2", False):
         model, optimizer = accelerator.prepare(model, make_optimizer(model.parameters()))
@@ -145,13 +148,15 @@ def check_deepspeed_processes(accelerator: Any) -> None:
             "or a single DeepSpeed process")
 
 
-def prepare_deepspeed(accelerator: Any) -> None:
+def prepare_deepspeed(accelerator: Any, *, max_grad_norm: float | None = None) -> None:
     """Fill in DeepSpeed's batch bookkeeping before ``accelerator.prepare``.
 
     accelerate takes DeepSpeed's ``train_micro_batch_size_per_gpu`` from a prepared data loader; the learner forms its
     own micro-batches (``LearnerConfig.micro_batch_tokens``) and marks the last one of each minibatch as the
     accumulation boundary itself, so DeepSpeed's sizes only need to be consistent: 1 per GPU, gradient accumulation
-    1 (no loss scaling by DeepSpeed), ``train_batch_size`` = processes.
+    1 (no loss scaling by DeepSpeed), ``train_batch_size`` = processes. ``gradient_clipping`` is set to
+    ``max_grad_norm`` (0 for None) where the config leaves it to ``auto`` or unset; a different explicit value is
+    an error (the learner would log one clipping and DeepSpeed apply another).
     """
     check_deepspeed_processes(accelerator)
     config = accelerator.state.deepspeed_plugin.deepspeed_config
@@ -159,6 +164,12 @@ def prepare_deepspeed(accelerator: Any) -> None:
                        ("train_batch_size", accelerator.num_processes)):
         if config.get(key) in (None, "auto"):
             config[key] = value
+    clipping = float(max_grad_norm or 0.0)
+    if config.get("gradient_clipping") in (None, "auto"):
+        config["gradient_clipping"] = clipping
+    elif float(config["gradient_clipping"]) != clipping:
+        raise ValueError(f"DeepSpeed gradient_clipping is {config['gradient_clipping']} but max_grad_norm is "
+                         f"{max_grad_norm}: set one value (the DeepSpeed config's 'auto' takes max_grad_norm)")
     if config["gradient_accumulation_steps"] != 1:
         raise ValueError(f"DeepSpeed gradient_accumulation_steps is {config['gradient_accumulation_steps']}: set it to "
                          "1; the learner accumulates over its own micro-batches (LearnerConfig.micro_batch_tokens)")

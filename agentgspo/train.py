@@ -80,6 +80,14 @@ class TrainConfig:
     max_new_tokens: int = setting(4096, "ids per assistant turn; Qwen3 thinks before it answers (0: the env's "
                                         "registered budget)")
     max_context: int = setting(16384, "ids per episode (0: the env's registered budget)")
+    env_call_timeout_s: float = setting(300.0, "seconds one env call (reset, step) may take; past it the call is "
+                                               "hung, the machine's fault: stop reason env_timeout, not trained "
+                                               "(0: no limit)")
+    env_budget_s: float = setting(1800.0, "seconds of env calls per episode (time waiting for the sampler not "
+                                          "counted); past it the episode is truncated as env_budget and trained, "
+                                          "keeping the reward earned (0: no budget)")
+    sampler_timeout_s: float = setting(600.0, "seconds one sampler call may take; past it the episode ends as "
+                                              "sampler_error, not trained (0: no limit)")
     history: str = setting("as_sampled", "'as_sampled': one sample per episode, each turn conditioned on the "
                                          "sequence as sampled; 'split_turns': each assistant turn its own sample, "
                                          "in the context the chat template renders at that turn (templates that "
@@ -92,18 +100,30 @@ class TrainConfig:
     warmup_steps: int = setting(4, "optimizer steps of linear LR warm-up")
     minibatches: int = setting(4, "optimizer steps per rollout batch (paper §5.1)")
     micro_batch_tokens: int = setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
-    eps_low: float = setting(3e-4, "lower clip range of the sequence ratio (paper §5.1)")
-    eps_high: float = setting(4e-4, "upper clip range of the sequence ratio (paper §5.1)")
+    eps_low: float | None = setting(None, "lower clip range of the ratio (empty: the objective's, paper §5.1: "
+                                          "3e-4 for gspo and gspo_token, 0.2 for grpo); config.json records the "
+                                          "value used")
+    eps_high: float | None = setting(None, "upper clip range of the ratio (empty: the objective's, paper §5.1: "
+                                           "4e-4 for gspo and gspo_token, 0.27 for grpo)")
     logp_old: str = setting("recompute", "'recompute' (score the batch before updating) or 'sampler' (the "
                                          "sampler's log-probs, paper §5.4)")
     temperature: float = setting(1.0, "sampling temperature (the learner scores softmax(logits / T))")
+    top_p: float = setting(1.0, "nucleus sampling (1: off); with --logp-old sampler only backends whose log-probs "
+                                "are the full distribution's (hf) allow < 1")
+    top_k: int = setting(0, "sample among the k most likely ids (0: off); as --top-p for --logp-old sampler")
     objective: str = setting("gspo", "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the "
-                                     "token-ratio baseline; give it its clip band: --eps-low 0.2 --eps-high 0.27)")
+                                     "token-ratio baseline, with its own clip band 0.2 / 0.27)")
     unit: str = setting("trajectory", "what one GSPO ratio covers: 'trajectory' (every assistant token, tool "
                                       "outputs masked) or 'turn' (each assistant turn its own ratio and clip)")
     credit: str = setting("trajectory", "'trajectory' (one advantage per episode) or 'turn' (per-turn "
                                         "return-to-go advantages from each step's reward; gspo_token, grpo or "
                                         "--unit turn)")
+    turn_baseline: str = setting("episode", "--credit turn: 'episode' (each turn's return-to-go against the group's "
+                                            "mean episode return: equals Eq. 6 when only the end is rewarded) or "
+                                            "'turn' (against the group's returns-to-go at the same turn)")
+    split_turns_weight: str = setting("episode", "--history split_turns: 'episode' (each episode weighs 1/N, its K "
+                                                 "turn samples 1/K each: the paper's per-trajectory mean) or 'turn' "
+                                                 "(each turn sample weighs 1/N: long episodes weigh more)")
     routing_replay: str = setting("off", "MoE: 'off', 'rollout' (replay the sampler's expert choices, R3; --backend "
                                          "hf) or 'old_policy' (replay the logp_old recompute's, the paper's Routing "
                                          "Replay)")
@@ -141,6 +161,20 @@ class TrainConfig:
             raise ValueError("routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
                              "(vLLM's routed-expert output needs its V2 runner with Triton, not wired here); or use "
                              "--routing-replay old_policy")
+        for name in ("env_call_timeout_s", "env_budget_s", "sampler_timeout_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: expected >= 0 seconds (0: no limit), got {getattr(self, name)}")
+        if self.turn_baseline not in ("episode", "turn") or self.split_turns_weight not in ("episode", "turn"):
+            raise ValueError(f"turn_baseline and split_turns_weight: expected 'episode' or 'turn', got "
+                             f"{self.turn_baseline!r} and {self.split_turns_weight!r}")
+        # The clip band the run uses: the objective's (paper §5.1) unless given, written so config.json records it.
+        from agentgspo.learner import DEFAULT_EPS
+
+        if self.objective not in DEFAULT_EPS:
+            raise ValueError(f"objective: expected one of {', '.join(DEFAULT_EPS)}, got {self.objective!r}")
+        low, high = DEFAULT_EPS[self.objective]
+        self.eps_low = low if self.eps_low is None else float(self.eps_low)
+        self.eps_high = high if self.eps_high is None else float(self.eps_high)
         if self.warm_demos and not self.warm_steps:
             raise ValueError("warm_demos without warm_steps: set --warm-steps too (or --warm-demos 0)")
 
@@ -191,7 +225,24 @@ def _json_parser(kind: type, name: str) -> Any:
     return parse
 
 
+def optional_inner(kind: Any) -> Any:
+    """``X`` for a field typed ``X | None``, else ``None``."""
+    args = typing.get_args(kind)
+    if len(args) == 2 and type(None) in args:
+        return next(arg for arg in args if arg is not type(None))
+    return None
+
+
 def _parser_type(kind: Any) -> Any:
+    inner = optional_inner(kind)
+    if inner is not None:  # `X | None`: an empty value (or none/null) is None
+        parse_inner = _parser_type(inner)
+
+        def parse_optional(text: str) -> Any:
+            return None if text.strip().lower() in ("", "none", "null") else parse_inner(text)
+
+        parse_optional.__name__ = getattr(parse_inner, "__name__", "value")
+        return parse_optional
     return {bool: _parse_bool, dict: _json_parser(dict, "object"),
             list: _json_parser(list, "list (e.g. '[\"a\", \"b\"]')")}.get(kind, kind)
 
@@ -247,6 +298,11 @@ def _read_yaml(path: str, config_class: type) -> dict[str, Any]:
     for key, value in data.items():
         name = key.replace("-", "_")
         kind = kinds[name]
+        if optional_inner(kind) is not None:
+            if value is None:
+                values[name] = None
+                continue
+            kind = optional_inner(kind)
         if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
             try:  # YAML 1.1 reads 1e-6 (no dot) as a string
                 value = float(value)
@@ -344,7 +400,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
 
     from agentgspo.checkpoint import latest_checkpoint, load_checkpoint, read_run_state, save_checkpoint
     from agentgspo.learner import GSPOLearner, LearnerConfig
-    from agentgspo.metrics import MetricsLogger, read_metrics
+    from agentgspo.metrics import MetricsLogger, read_metrics, rollout_metrics_over_ranks
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
@@ -379,7 +435,8 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     if config.sharding == "fsdp2" or getattr(accelerator, "is_fsdp2", False):
         from agentgspo.sharding import shard_policy
 
-        model, optimizer = shard_policy(accelerator, model, make_optimizer, mixed_precision=config.mixed_precision)
+        model, optimizer = shard_policy(accelerator, model, make_optimizer, mixed_precision=config.mixed_precision,
+                                        max_grad_norm=config.max_grad_norm)
         scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=config.warmup_steps)
         accelerator.register_for_checkpointing(scheduler)
         # The sampler: an unsharded copy that gets the gathered full weights after each step.
@@ -402,7 +459,8 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
                               config.router_aux_loss_coef, eps_low=config.eps_low, eps_high=config.eps_high,
                               minibatches=config.minibatches, micro_batch_tokens=config.micro_batch_tokens,
                               logp_old=config.logp_old, temperature=config.temperature,
-                              max_grad_norm=config.max_grad_norm,
+                              max_grad_norm=config.max_grad_norm, turn_baseline=config.turn_baseline,
+                              split_turns_weight=config.split_turns_weight,
                               activation_checkpointing=config.activation_checkpointing))
     accelerator.register_for_checkpointing(learner)
     start_step = 0
@@ -415,8 +473,11 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     _refresh_sampler(accelerator, sampler, model, policy, sampler_folder)
     rollout = RolloutConfig(group_size=config.group_size, max_turns=limits["max_turns"],
                             max_context=limits["max_context"], history=config.history,
-                            sampling=SamplingParams(temperature=config.temperature,
-                                                    max_new_tokens=limits["max_new_tokens"]))
+                            env_call_timeout_s=config.env_call_timeout_s or None,
+                            env_budget_s=config.env_budget_s or None,
+                            sampler_timeout_s=config.sampler_timeout_s or None,
+                            sampling=SamplingParams(temperature=config.temperature, top_p=config.top_p,
+                                                    top_k=config.top_k, max_new_tokens=limits["max_new_tokens"]))
     runner = RolloutRunner(make_env, sampler, renderer, rollout, env_id=config.env_id)
     evaluation = config.eval_hook(out / "eval", rollout) if accelerator.is_main_process else None
     logger = MetricsLogger(out, hparams, resume_step=start_step, enabled=accelerator.is_main_process)
@@ -436,14 +497,14 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next step's update.
         evaluated = evaluation(step + 1, sampler, renderer) if evaluation is not None else None
         batch = summarize(trajectories)
-        shared = accelerator.reduce(torch.tensor([batch["reward_mean"], batch["success"]], device=accelerator.device),
-                                    reduction="mean").tolist()
-        logger.log(step + 1, {"reward_mean": shared[0], "success": shared[1], **stats,
+        shared = rollout_metrics_over_ranks(accelerator, batch)  # over the episodes trained on, all ranks
+        logger.log(step + 1, {**shared, **stats,
                               "rollout_seconds": rollout_seconds, "tokens_mean": batch["tokens_mean"],
                               "samples": len(trajectories), "stop_reasons": batch["stop_reasons"],
                               "elapsed_s": time.perf_counter() - started, **(evaluated or {})})
         shown = "".join(f" {name} {value:.3f}" for name, value in (evaluated or {}).items())
-        accelerator.print(f"step {step + 1}/{config.steps}: reward {shared[0]:.3f} success {shared[1]:.3f} "
+        accelerator.print(f"step {step + 1}/{config.steps}: reward {shared['reward_mean']:.3f} success "
+                          f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
                           f"loss {stats.get('loss', 0.0):.4f} ({rollout_seconds:.1f} s rollout){shown}", flush=True)
         saved = None
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
@@ -551,4 +612,4 @@ def _save_final(config: Any, accelerator: Any, model: Any, renderer: Any, folder
     write_policy_settings(folder, PolicySettings(
         env_id=config.env_id, env_kwargs=config.env_kwargs,
         chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
-        temperature=config.temperature, top_p=1.0, **limits))
+        temperature=config.temperature, top_p=config.top_p, **limits))

@@ -68,7 +68,7 @@ import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
                                   save_checkpoint, save_warm_checkpoint)
 from agentgspo.learner import GSPOLearner, LearnerConfig
-from agentgspo.metrics import MetricsLogger, moving_average, plot_training, read_metrics
+from agentgspo.metrics import MetricsLogger, moving_average, plot_training, read_metrics, rollout_metrics_over_ranks
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.weight_sync import save_weights, sync_weights
@@ -382,17 +382,16 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
         stats = learner.step(trajectories)
         sync_weights(sampler, model, None if sampler is policy else out / f"sampler-{rank}")
         batch = summarize(trajectories)
-        # Rewards and success over all ranks (every rank must take the same stopping decision).
-        shared = accelerator.reduce(torch.tensor([batch["reward_mean"], batch["success"]],
-                                                 device=accelerator.device), reduction="mean").tolist()
-        metrics = {"reward_mean": shared[0], "success": shared[1], **stats,
+        # Rewards and success over all ranks' trained episodes (every rank takes the same stopping decision).
+        shared = rollout_metrics_over_ranks(accelerator, batch)
+        metrics = {**shared, **stats,
                    "rollout_seconds": rollout_seconds, "tokens_mean": batch["tokens_mean"],
                    "stop_reasons": batch["stop_reasons"], "elapsed_s": time.perf_counter() - started}
         step += 1
         logger.log(step, metrics)
-        history.append(shared[1])
+        history.append(shared["success"])
         bar.update(1)
-        bar.set_postfix(reward=f"{shared[0]:.2f}", clip_seq=f"{stats.get('clip_frac_seq', 0):.2f}",
+        bar.set_postfix(reward=f"{shared['reward_mean']:.2f}", clip_seq=f"{stats.get('clip_frac_seq', 0):.2f}",
                         loss=f"{stats.get('loss', 0):.4f}", vol=f"{stats.get('routing_volatility', 0):.3f}")
         stopped = _stop_rule(config, history, step, started)
         saved = None

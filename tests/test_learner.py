@@ -31,11 +31,15 @@ def tiny():
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 
 
+# What an HF sampler at temperature 1 records (its log-probs are the full distribution's, as the learner's).
+FULL_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "logprobs": "full"}
+
+
 def _trajectories(rewards, *, stop_reasons=None, group_size=4, seed=0):
     rng = random.Random(seed)
     out = []
     for i, reward in enumerate(rewards):
-        t = Trajectory(group_id=i // group_size, sample_id=i % group_size)
+        t = Trajectory(group_id=i // group_size, sample_id=i % group_size, sampling=dict(FULL_SAMPLING))
         t.append_forced([rng.randrange(3, 100) for _ in range(10)])
         sampled = [rng.randrange(3, 100) for _ in range(rng.randrange(3, 12))]
         t.append_sampled(sampled, [-4.0] * len(sampled))
