@@ -11,16 +11,23 @@ experts of each token to those of a reference forward:
 
 Replay keeps the router learning: the replayed experts ``e_1..e_k`` of a token get the *current* router's weights
 
-    p = softmax(router_logits)            w_j = p[e_j]               (Qwen3-MoE, OLMoE, Qwen2-MoE:
+    z = hidden @ W_router^T               (recomputed from the router's input and its own weight)
+    p = softmax(z) in fp32                w_j = p[e_j]
     w_j <- w_j / sum_j' w_j'   when the family normalises its top-k (Mixtral always; the others if norm_topk_prob)
 
 exactly as each family's ``TopKRouter.forward`` computes the weights of its own top-k (transformers 5), so gradients
-flow into the router through ``w``. Positions without a recorded choice (``-1``; e.g. a turn's last sampled token,
-which the sampler never fed back) route live.
+flow into the router through ``w``. The logits are recomputed from the router's input rather than taken from its
+first output because that output is not the same thing in every transformers 5 release: Mixtral's and Qwen2-MoE's
+routers returned ``softmax(z)`` there in 5.0 to 5.5 (transformers issue 45120, fixed by PR 45131), and a softmax of
+those probabilities is nearly uniform. The first output itself is passed through unchanged (replay does not change
+a layer's logits, only which experts they pick), so HF's load-balancing loss sees what it sees without replay.
+Positions without a recorded choice (``-1``; e.g. a turn's last sampled token, which the sampler never fed back)
+route live.
 
 Supported: the routers of transformers 5's ``Qwen3MoeTopKRouter``, ``MixtralTopKRouter``, ``OlmoeTopKRouter`` and
-``Qwen2MoeTopKRouter`` (forward ``hidden [N, H] -> (logits [N, E], weights [N, k], ids [N, k])``). vLLM backends do
-not record routing here: vLLM's routed-expert output needs its V2 model runner with Triton kernels (not on CPU).
+``Qwen2MoeTopKRouter`` (forward ``hidden [N, H] -> (logits or probs [N, E], weights [N, k], ids [N, k])``, from
+transformers 5.0.0 on; 4.x has none of them). vLLM backends do not record routing here: vLLM's routed-expert output
+needs its V2 model runner with Triton kernels (not on CPU).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 ROUTERS = {"Qwen3MoeTopKRouter": "norm_topk_prob", "OlmoeTopKRouter": "norm_topk_prob",
            "Qwen2MoeTopKRouter": "norm_topk_prob", "MixtralTopKRouter": True}
@@ -74,41 +82,55 @@ def record_routing(model: Any) -> Iterator[list[list[torch.Tensor]]]:
             handle.remove()
 
 
+def recompute_router_logits(router: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """``[N, E]`` logits of a supported router for its input ``hidden`` (``[..., H]``), recomputed with its own weight
+    as every supported ``TopKRouter.forward`` does (``F.linear(hidden.reshape(-1, H), weight)``: no bias, in the
+    hidden's dtype); differentiable in the router's weight."""
+    return F.linear(hidden.reshape(-1, router.hidden_dim), router.weight)  # [N, E]
+
+
 def replayed_weights(router_logits: torch.Tensor, live_ids: torch.Tensor, replay_ids: torch.Tensor,
                      normalise: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(weights [N, k], ids [N, k])``: the replayed ids (live ones where a row holds ``NOT_RECORDED``), weighted by
-    the live router's softmax gathered at them (renormalised over the k when ``normalise``); differentiable in the
-    logits."""
+    """``(weights [N, k] fp32, ids [N, k])``: the replayed ids (live ones where a row holds ``NOT_RECORDED``),
+    weighted by the softmax of the router's *logits* (fp32) gathered at them (renormalised over the k when
+    ``normalise``); differentiable in the logits. The caller casts to the dtype the live router's weights had."""
     recorded = (replay_ids >= 0).all(-1, keepdim=True)  # [N, 1]
     ids = torch.where(recorded, replay_ids.to(live_ids.device, live_ids.dtype), live_ids)  # [N, k]
     probs = torch.softmax(router_logits.float(), dim=-1)  # [N, E]
     weights = probs.gather(-1, ids)  # [N, k]
     if normalise:
         weights = weights / weights.sum(-1, keepdim=True)
-    return weights.to(router_logits.dtype), ids
+    return weights, ids
 
 
 @contextlib.contextmanager
 def replay_routing(model: Any, replay: torch.Tensor) -> Iterator[None]:
     """Inside the block every forward routes by ``replay`` (``[L, N, k]``, N = batch x positions of the forward,
     row-major as the MoE blocks flatten them; ``-1`` rows route live). Re-entrant per forward (activation
-    checkpointing's recompute replays the same ids)."""
+    checkpointing's recompute replays the same ids).
+
+    Each router's outputs become ``(first, weights, ids)``: ``first`` is the live router's own first output, unchanged
+    (logits, or probabilities where a transformers release returned those), so ``output_router_logits`` and the
+    load-balancing loss see the same tensor as without replay; ``weights`` come from logits recomputed from the
+    router's input (:func:`recompute_router_logits`), never from ``first``, in the dtype of the live weights."""
     routers = find_routers(model)
     if replay.dim() != 3 or replay.shape[0] != len(routers) or replay.shape[2] != routers[0].top_k:
         raise ValueError(f"routing replay: expected expert ids [layers={len(routers)}, tokens, k="
                          f"{routers[0].top_k}], got {tuple(replay.shape)}; was the routing recorded with this model?")
 
     def hook(layer: int, normalise: bool):
-        def replace(module: Any, args: Any, output: Any) -> Any:
-            logits, _, live_ids = output
+        def replace(module: Any, args: Any, kwargs: dict[str, Any], output: Any) -> Any:
+            first, live_weights, live_ids = output
+            hidden = args[0] if args else kwargs["hidden_states"]
+            logits = recompute_router_logits(module, hidden)  # [N, E]
             if replay.shape[1] != logits.shape[0]:
                 raise ValueError(f"routing replay: the forward routes {logits.shape[0]} tokens but "
                                  f"{replay.shape[1]} recorded rows were given")
             weights, ids = replayed_weights(logits, live_ids, replay[layer].to(logits.device), normalise)
-            return logits, weights, ids
+            return first, weights.to(live_weights.dtype), ids
         return replace
 
-    handles = [router.register_forward_hook(hook(layer, _normalises(router)))
+    handles = [router.register_forward_hook(hook(layer, _normalises(router)), with_kwargs=True)
                for layer, router in enumerate(routers)]
     try:
         yield

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import random
 
 import pytest
@@ -14,7 +14,7 @@ from agentgspo.learner import GSPOLearner, LearnerConfig
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.routing_replay import (batch_replay, decode_routing, encode_routing, find_routers, merge_routing,
-                                      replay_routing)
+                                      record_routing, replay_routing)
 from agentgspo.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import MOE_FAMILIES, build_tiny  # tests/tiny_models.py
@@ -111,6 +111,94 @@ def test_router_still_gets_gradients_through_the_replayed_weights(name):
         assert router.weight.grad is not None and router.weight.grad.abs().sum() > 0, f"layer {layer}: no gradient"
 
 
+def _peak_routers(model, scale=60.0):
+    """Scale every router up so its softmax is far from uniform (random init gives nearly uniform routers, where
+    a flattened softmax and the right one look alike)."""
+    with torch.no_grad():
+        for router in find_routers(model):
+            router.weight.mul_(scale)
+
+
+def _routed_forward(model, input_ids, replay=None):
+    """One forward with ``output_router_logits``: ``(outputs, [(ids, weights)] the experts modules received)``,
+    under ``replay_routing(replay)`` when given."""
+    received = []
+    modules = [m for m in model.modules() if type(m).__name__.endswith("Experts")]
+    handles = [m.register_forward_pre_hook(lambda mod, args: received.append((args[1].clone(), args[2].clone())))
+               for m in modules]
+    context = replay_routing(model, replay) if replay is not None else contextlib.nullcontext()
+    with torch.no_grad(), context:
+        outputs = model(input_ids=input_ids, output_router_logits=True, use_cache=False)
+    for h in handles:
+        h.remove()
+    return outputs, received
+
+
+def _replay_of_the_live_routing(model, input_ids):
+    """The live routing of a forward, recorded by ``record_routing``, as ``replay_routing``'s ``[L, N, k]``."""
+    with torch.no_grad(), record_routing(model) as calls:
+        model(input_ids=input_ids, use_cache=False)
+    return torch.stack([layer[-1] for layer in calls]).long()
+
+
+def _assert_replay_reproduces_the_live_forward(model, input_ids):
+    live, live_received = _routed_forward(model, input_ids)
+    top_weight = torch.stack([weights.float().max(-1).values.mean() for _, weights in live_received]).min()
+    assert top_weight > 0.7, "routers not peaked: a flattened softmax would give about the same weights"
+    replayed, replayed_received = _routed_forward(model, input_ids, _replay_of_the_live_routing(model, input_ids))
+    assert len(replayed_received) == len(live_received) == len(find_routers(model))
+    for layer, ((live_ids, live_weights), (ids, weights)) in enumerate(zip(live_received, replayed_received)):
+        assert torch.equal(ids, live_ids), f"layer {layer}: replay changed the experts"
+        assert weights.dtype == live_weights.dtype, f"layer {layer}: {weights.dtype} weights, live {live_weights.dtype}"
+        difference = (weights.float() - live_weights.float()).abs().max().item()
+        assert difference <= 1e-6, f"layer {layer}: replayed weights differ from the live ones by {difference:.3g}"
+    for live_first, first in zip(live.router_logits, replayed.router_logits):
+        assert torch.equal(first, live_first)  # output_router_logits sees what it sees without replay
+    torch.testing.assert_close(replayed.logits, live.logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(replayed.aux_loss, live.aux_loss, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", MOE_FAMILIES)
+def test_replaying_the_live_routing_reproduces_the_forward_exactly(name, dtype):
+    """Replaying a forward's own routing changes nothing: same experts, same weights in the same dtype (Mixtral's
+    are fp32 even in a bf16 model; the old replay cast them to the logits' bf16), same logits, same aux loss."""
+    model = build_tiny(name, dtype=dtype, **MORE_MOE)
+    _peak_routers(model)
+    input_ids = torch.randint(3, 128, (2, 12), generator=torch.Generator().manual_seed(0))
+    _assert_replay_reproduces_the_live_forward(model, input_ids)
+
+
+def _returning_probabilities(router):
+    """Make ``router`` return ``softmax(logits)`` as its first output, as Mixtral's and Qwen2-MoE's TopKRouters did
+    in transformers 5.0 to 5.5 (``router_logits = softmax(router_logits.float())`` before the top-k; transformers
+    issue 45120, fixed by PR 45131); the weights and ids it returns are unchanged."""
+    forward_with_logits = router.forward
+
+    def forward(hidden_states):
+        logits, weights, ids = forward_with_logits(hidden_states)
+        return torch.softmax(logits.float(), dim=-1), weights, ids
+
+    router.forward = forward
+
+
+@pytest.mark.parametrize("name,overrides", [("mixtral", {}), ("qwen2_moe_shared_expert", {}),
+                                            ("qwen2_moe_shared_expert", {"norm_topk_prob": True})],
+                         ids=["mixtral", "qwen2_moe", "qwen2_moe_norm_topk"])
+def test_replay_weights_are_right_when_the_router_returns_probabilities(name, overrides):
+    """Issue 19: the replayed weights were ``softmax(first output)``; where a router's first output is already a
+    probability (transformers 5.0-5.5), that softmax is nearly uniform. Replay must still reproduce the live
+    forward's weights, logits and aux loss."""
+    model = build_tiny(name, **MORE_MOE, **overrides)
+    _peak_routers(model)
+    input_ids = torch.randint(3, 128, (2, 12), generator=torch.Generator().manual_seed(0))
+    for router in find_routers(model):
+        _returning_probabilities(router)
+    live, _ = _routed_forward(model, input_ids)
+    assert torch.allclose(torch.stack(live.router_logits).sum(-1), torch.ones(()))  # the old behaviour is on
+    _assert_replay_reproduces_the_live_forward(model, input_ids)
+
+
 def _learner(model, lr=3e-2, **config):
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -160,15 +248,16 @@ def test_old_policy_replay_routes_training_forwards_as_the_recompute():
     learner.step(trajectories)
     for h in handles:
         h.remove()
-    # Pass 0 is the recompute (both rows, one micro-batch); then one training forward per minibatch (one row each).
-    widths = [len(t.token_ids) for t in sorted(trajectories, key=lambda t: len(t.token_ids))]
-    recompute = torch.stack(calls[:layers]).view(layers, 2, max(widths), -1)
-    trained = calls[layers:]
-    assert len(trained) == 2 * layers
-    for m in range(2):
-        ids = torch.stack(trained[m * layers:(m + 1) * layers])  # [L, T_row, k]
-        row = widths.index(ids.shape[1])
-        assert torch.equal(ids, recompute[:, row, : ids.shape[1]])
+    # The recompute's forwards come first (however the learner groups rows into them), then one training forward per
+    # minibatch (one row each): each training forward routes as the recompute routed that row, a row being a
+    # contiguous run of positions of a recompute forward (right padding comes after it).
+    assert len(calls) % layers == 0 and len(calls) > 2 * layers
+    forwards = [torch.stack(calls[f * layers:(f + 1) * layers]) for f in range(len(calls) // layers)]  # [L, N, k]
+    recompute, trained = forwards[:-2], forwards[-2:]
+    for ids in trained:  # [L, T_row, k]
+        rows = ids.shape[1]
+        assert any(torch.equal(ids, scored[:, start:start + rows]) for scored in recompute
+                   for start in range(scored.shape[1] - rows + 1)), "a training forward left the recompute's routing"
 
 
 def test_rollout_replay_without_a_recorded_routing_is_a_clear_error():
