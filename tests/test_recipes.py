@@ -75,6 +75,24 @@ def test_a_finished_run_is_reported_and_a_folder_with_other_settings_refused(tmp
     assert other.returncode == 2 and "--lr" in other.stderr
 
 
+def test_objective_grpo_from_a_recipe_trains_with_grpos_clip_band(tmp_path):
+    """The clip band follows the objective unless given (paper §5.1: GSPO 3e-4 / 4e-4, GRPO 0.2 / 0.27), and the
+    run's config.json records the band the learner got."""
+    out = tmp_path / "grpo"
+    result = run_recipe("math", "--smoke", "--out", out, "--steps", 1, "--objective", "grpo")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = json.loads((out / "config.json").read_text())
+    assert (config["objective"], config["eps_low"], config["eps_high"]) == ("grpo", 0.2, 0.27)
+    math = recipe_module("math")
+    assert (load_config(math.MathConfig, []).eps_low, load_config(math.MathConfig, []).eps_high) == (3e-4, 4e-4)
+    given = load_config(math.MathConfig, ["--objective", "grpo", "--eps-low", "0.1"])
+    assert (given.eps_low, given.eps_high) == (0.1, 0.27)
+    yaml_file = tmp_path / "band.yaml"
+    yaml_file.write_text("objective: gspo_token\neps_high: null\n")
+    from_yaml = load_config(math.MathConfig, ["--config", str(yaml_file)])
+    assert (from_yaml.eps_low, from_yaml.eps_high) == (3e-4, 4e-4)
+
+
 def test_settings_come_from_defaults_then_smoke_then_yaml_then_flags(tmp_path):
     math = recipe_module("math")
     real = load_config(math.MathConfig, [])

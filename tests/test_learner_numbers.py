@@ -1,0 +1,204 @@
+"""Numbers the learner must not get silently wrong (issue 19): clip bands, sampling semantics, the first update's
+ratios, dropout and router jitter, accelerate's accumulation, split-turns weighting, per-update routing volatility,
+the trained population's reward, and what k3's gradient is."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+import torch
+from accelerate import Accelerator
+
+from agentgspo.advantages import turn_advantages
+from agentgspo.batching import collate, forward, logprobs_from_logits
+from agentgspo.learner import GSPOLearner, LearnerConfig, disable_stochastic_layers, sample_weights
+from agentgspo.loss import kl_k3
+from agentgspo.metrics import rollout_metrics_over_ranks
+from agentgspo.trajectory import Trajectory
+
+from tiny_models import build_tiny  # tests/tiny_models.py
+
+FULL = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "logprobs": "full"}
+
+
+def _trajectories(rewards, *, group_size=4, seed=0, sampling=FULL, metadata=None):
+    rng = random.Random(seed)
+    out = []
+    for i, reward in enumerate(rewards):
+        t = Trajectory(group_id=i // group_size, sample_id=i % group_size,
+                       sampling=None if sampling is None else dict(sampling))
+        t.append_forced([rng.randrange(3, 100) for _ in range(8)])
+        sampled = [rng.randrange(3, 100) for _ in range(rng.randrange(3, 10))]
+        t.append_sampled(sampled, [-4.0] * len(sampled))
+        t.reward = float(reward)
+        if metadata is not None:
+            t.metadata = dict(metadata[i])
+        out.append(t)
+    return out
+
+
+def _learner(model, *, accelerator=None, optimizer=None, **config):
+    accelerator = accelerator or Accelerator(cpu=True)
+    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    return GSPOLearner(model, optimizer, accelerator, pad_token_id=0,
+                       config=LearnerConfig(memory_estimate=False, **config))
+
+
+# ------------------------------------------------------------------------------------------ sampling semantics
+
+def test_a_sampler_temperature_other_than_the_learners_is_refused():
+    model = build_tiny("qwen3_moe")
+    trajectories = _trajectories([1, 0, 1, 0], sampling={**FULL, "temperature": 0.7})
+    with pytest.raises(ValueError, match=r"temperature 0.7 but the learner scores softmax\(logits / 1.0\)"):
+        _learner(model).step(trajectories)
+    # At the learner's temperature it trains.
+    assert _learner(model, temperature=0.7).step(trajectories)["optimizer_steps"] > 0
+
+
+def test_sampler_logprobs_renormalised_over_a_nucleus_are_refused_as_logp_old():
+    model = build_tiny("qwen3_moe")
+    nucleus = _trajectories([1, 0, 1, 0], sampling={**FULL, "top_p": 0.9, "logprobs": "truncated"})
+    with pytest.raises(ValueError, match=r"logp_old='sampler'.*renormalised.*--logp-old recompute"):
+        _learner(model, logp_old="sampler").step(nucleus)
+    # The same records are fine when logp_old is recomputed, and full-vocabulary log-probs at top_p < 1 are too.
+    assert _learner(model).step(nucleus)["optimizer_steps"] > 0
+    full = _trajectories([1, 0, 1, 0], sampling={**FULL, "top_p": 0.9})
+    assert _learner(model, logp_old="sampler").step(full)["optimizer_steps"] > 0
+    scripted = _trajectories([1, 0, 1, 0], sampling={**FULL, "logprobs": "none"})
+    with pytest.raises(ValueError, match="no log-probs"):
+        _learner(model, logp_old="sampler").step(scripted)
+
+
+# ------------------------------------------------------------------------------------------ the first update
+
+def test_the_first_updates_ratios_are_exactly_one_and_nothing_clips_in_fp32():
+    """logp_old is recomputed over the very micro-batches the first update forwards (same rows, same padding), so
+    in fp32 the first minibatch's ratios are 1 exactly and its clip fractions 0 (tiny micro-batches: the scoring
+    pass and the updates would otherwise group rows differently)."""
+    model = build_tiny("qwen3_moe")
+    metrics = _learner(model, micro_batch_tokens=40).step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))
+    assert metrics["optimizer_steps"] == 4
+    assert metrics["mb0_ratio_min"] == metrics["mb0_ratio_mean"] == metrics["mb0_ratio_max"] == 1.0
+    assert metrics["mb0_clip_frac_seq"] == metrics["mb0_clip_frac_token"] == 0.0
+
+
+def test_dropout_and_router_jitter_are_off_in_the_learners_forwards():
+    """A Mixtral checkpoint with router jitter and attention dropout: logp_old and logp would be independent random
+    draws in training mode, and the first update's ratios would not be 1."""
+    model = build_tiny("mixtral", router_jitter_noise=0.5, attention_dropout=0.5)
+    learner = _learner(model, micro_batch_tokens=10**6)
+    metrics = learner.step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))
+    assert metrics["mb0_ratio_min"] == metrics["mb0_ratio_max"] == 1.0
+    changed = disable_stochastic_layers(build_tiny("mixtral", router_jitter_noise=0.5, attention_dropout=0.5))
+    assert any(c.endswith(".jitter_noise") for c in changed) and any(c.endswith(".attention_dropout") for c in changed)
+
+
+def test_accelerates_gradient_accumulation_is_refused_naming_the_flag():
+    """accelerator.backward divides every loss by gradient_accumulation_steps: a silent rescale of the 1/N mean."""
+    with pytest.raises(ValueError, match="--gradient_accumulation_steps"):
+        _learner(build_tiny("qwen3_moe"), accelerator=Accelerator(cpu=True, gradient_accumulation_steps=2))
+
+
+# ------------------------------------------------------------------------------------------ weighting
+
+def _gradients_after_step(model, trajectories, **config):
+    """The learner's gradient, read as minus the parameter change of one SGD(lr=1) step."""
+    before = [p.detach().clone() for p in model.parameters()]
+    learner = _learner(model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), minibatches=1,
+                       micro_batch_tokens=10**6, max_grad_norm=None, volatility_rows=0, router_aux_loss_coef=0.0,
+                       skip_zero_advantage=False, **config)
+    learner.step(trajectories)
+    return [b - p.detach() for p, b in zip(model.parameters(), before)]
+
+
+def test_split_turns_samples_weigh_one_episode_per_episode_by_default():
+    """Episode a: 2 turn samples, reward 1; episode b: 1 sample, reward 0 (one group). The paper's per-trajectory
+    mean: loss = -(1/2) [A_a (m_a1 + m_a2) / 2 + A_b m_b] with m the mean log-prob of a sample's sampled tokens (at
+    s = 1); per-turn weighting would use -(1/3) [A_a m_a1 + A_a m_a2 + A_b m_b]."""
+    meta = [{"episode_turn": 0, "episode_turns": 2}, {"episode_turn": 1, "episode_turns": 2},
+            {"episode_turn": 0, "episode_turns": 1}]
+    trajectories = _trajectories([1, 1, 0], group_size=3, metadata=meta)
+    for t in trajectories:  # episode a is (group 0, sample 0), episode b (group 0, sample 1)
+        t.group_id, t.sample_id, t.seed = 0, 0 if t.metadata["episode_turns"] == 2 else 1, 7
+    torch.manual_seed(0)
+    base = build_tiny("qwen3_moe")
+
+    def expected(weights, normaliser):
+        model = copy.deepcopy(base)
+        batch = collate(trajectories, 0)
+        logp = logprobs_from_logits(forward(model, batch).logits, batch.input_ids).double()  # [B, T]
+        per_sample = torch.where(batch.loss_mask, logp, 0.0).sum(-1) / batch.loss_mask.sum(-1)  # [B]
+        advantage = torch.tensor([0.70710678, 0.70710678, -0.70710678], dtype=torch.float64)  # +-1/sqrt(2), n=2
+        loss = -(torch.tensor(weights, dtype=torch.float64) * advantage * per_sample).sum() / normaliser
+        loss.backward()
+        return [p.grad for p in model.parameters()]
+
+    for setting, weights, normaliser in (("episode", [0.5, 0.5, 1.0], 2.0), ("turn", [1.0, 1.0, 1.0], 3.0)):
+        got = _gradients_after_step(copy.deepcopy(base), trajectories, split_turns_weight=setting)
+        want = expected(weights, normaliser)
+        worst = max((g - w.float()).abs().max().item() for g, w in zip(got, want))
+        scale = max(w.abs().max().item() for w in want)
+        assert worst <= 1e-5 * scale, (setting, worst, scale)
+    assert sample_weights(trajectories).tolist() == [0.5, 0.5, 1.0]
+
+
+def test_a_turn_baseline_credits_the_turn_that_earned_the_reward_when_returns_tie():
+    """Both episodes return 1, one earning it at turn 0, the other at turn 1: the episode baseline gives every turn
+    0; the per-turn baseline compares each turn's return-to-go with the group's at that turn."""
+    rewards = [[0.0, 1.0], [1.0, 0.0]]
+    episode, _ = turn_advantages(rewards, 2)
+    assert episode.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    turn, _ = turn_advantages(rewards, 2, baseline="turn")
+    assert turn[0, 1] > 0 > turn[1, 1] and turn[:, 0].tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="turn_baseline"):
+        LearnerConfig(turn_baseline="token")
+
+
+# ------------------------------------------------------------------------------------------ MoE and KL
+
+def test_routing_volatility_is_per_update_with_the_whole_step_under_its_own_name():
+    """The paper's ~10% is the share of expert choices ONE update changes: ``routing_volatility`` is measured after
+    the first optimizer step; ``routing_volatility_step`` after all of the step's updates."""
+    torch.manual_seed(0)
+    base = build_tiny("qwen3_moe", num_hidden_layers=3)
+    trajectories = _trajectories([1, 0, 0, 1, 0, 1, 1, 0])
+    one = _learner(copy.deepcopy(base), minibatches=1, optimizer=None).step(trajectories)
+    assert one["routing_volatility"] == one["routing_volatility_step"]  # one update: the same figure
+    model = copy.deepcopy(base)
+    learner = _learner(model, minibatches=4, optimizer=torch.optim.SGD(model.parameters(), lr=5.0))
+    four = learner.step(trajectories)
+    assert four["optimizer_steps"] == 4
+    assert 0.0 < four["routing_volatility"] < four["routing_volatility_step"] <= 1.0
+
+
+def test_k3s_gradient_is_the_forward_kls_gradient():
+    """On a categorical distribution, the exact expectation under pi_theta of grad k3 (tokens fixed, as the loss
+    differentiates it) equals grad KL(pi_ref || pi_theta), not grad KL(pi_theta || pi_ref)."""
+    torch.manual_seed(0)
+    logits = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    ref = torch.log_softmax(torch.randn(6, dtype=torch.float64), -1)
+    logp = torch.log_softmax(logits, -1)
+    probs = logp.exp().detach()
+    # E_{y ~ pi_theta}[k3(y)] as a sum over the vocabulary, each token weighted by its (detached) probability.
+    k3 = kl_k3(logp[:, None], ref[:, None], torch.ones(6, 1, dtype=torch.bool))  # [6]: one token per "sequence"
+    (grad_k3,) = torch.autograd.grad((probs * k3).sum(), logits)
+    (forward_kl,) = torch.autograd.grad((ref.exp() * (ref - torch.log_softmax(logits, -1))).sum(), logits)
+    (reverse_kl,) = torch.autograd.grad((torch.softmax(logits, -1) * (torch.log_softmax(logits, -1) - ref)).sum(),
+                                        logits)
+    assert torch.allclose(grad_k3, forward_kl, atol=1e-12)
+    assert not torch.allclose(grad_k3, reverse_kl, atol=1e-3)
+
+
+# ------------------------------------------------------------------------------------------ logged population
+
+def test_logged_reward_is_over_the_trained_episodes_with_the_excluded_share_beside():
+    from agentgspo.rollout import summarize
+
+    trajectories = _trajectories([1, 0, 0, 0])
+    trajectories[1].stop_reason = "sampler_error"  # no one's answer: not trained, so not in the reward either
+    trajectories[2].stop_reason = "env_timeout"
+    metrics = rollout_metrics_over_ranks(Accelerator(cpu=True), summarize(trajectories))
+    assert metrics == {"reward_mean": 0.5, "success": 0.5, "trained_episodes": 2.0, "excluded_frac": 0.5}
