@@ -61,8 +61,9 @@ def _worker(out_dir: str, mode: str) -> None:
         except RuntimeError as error:
             Path(out, f"refused.{os.environ['RANK']}.txt").write_text(str(error))
         return
-    model, optimizer = shard_policy(accelerator, _policy(), OPTIMIZERS["adamw"])
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=_config())  # several micro-batches
+    config = _config()  # several micro-batches
+    model, optimizer = shard_policy(accelerator, _policy(), OPTIMIZERS["adamw"], max_grad_norm=config.max_grad_norm)
+    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=config)
     accelerator.register_for_checkpointing(learner)
     start = load_checkpoint(accelerator, latest_checkpoint(out))["step"] if mode == "resume" else 0
     for step in range(start, STEPS):

@@ -202,3 +202,54 @@ def test_logged_reward_is_over_the_trained_episodes_with_the_excluded_share_besi
     trajectories[2].stop_reason = "env_timeout"
     metrics = rollout_metrics_over_ranks(Accelerator(cpu=True), summarize(trajectories))
     assert metrics == {"reward_mean": 0.5, "success": 0.5, "trained_episodes": 2.0, "excluded_frac": 0.5}
+
+
+# ------------------------------------------------------------------------------------------ endings, end to end
+
+def test_a_hung_env_call_is_left_out_of_the_group_and_a_spent_budget_is_trained():
+    """Rollout to learner: the episode whose env call hangs past env_call_timeout_s ends as env_timeout (the
+    machine's fault) and is not in its group's advantages; one that spends its env budget is truncated and trained."""
+    import itertools
+    import threading
+
+    import agentgspo
+    from agentgspo.policy.base import SamplingParams, ScriptedPolicy
+    from agentgspo.policy.hf import HFPolicy
+    from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
+    from agentgspo.tiny import tiny_policy_path
+
+    release, made = threading.Event(), itertools.count()
+
+    class SayYes(agentgspo.ChatEnv):
+        def __init__(self):
+            super().__init__()
+            self.hangs = next(made) == 0  # one episode's machine hangs
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return [{"role": "user", "content": "Say yes."}], {}
+
+        def respond(self, action):
+            if self.hangs:
+                release.wait()
+            return [], float(action.content.strip() == "yes"), True, False, {}
+
+    answers = itertools.cycle(["yes", "no"])
+    policy = HFPolicy.from_pretrained(tiny_policy_path())
+    scripted = ScriptedPolicy(lambda messages: next(answers), policy.renderer)
+    runner = RolloutRunner(SayYes, scripted, policy.renderer, RolloutConfig(
+        group_size=4, max_turns=1, env_call_timeout_s=1.0, sampling=SamplingParams(max_new_tokens=8)))
+    try:
+        trajectories = runner.run_sync([0])
+    finally:
+        release.set()
+    assert sorted(t.stop_reason for t in trajectories) == ["completed"] * 3 + ["env_timeout"]
+    batch = summarize(trajectories)
+    assert (batch["trained_episodes"], batch["excluded_frac"]) == (3, 0.25)
+    metrics = _learner(policy.model).step(trajectories)
+    assert (metrics["excluded_sequences"], metrics["trained_sequences"]) == (1, 3)
+
+    spent = _trajectories([1, 0, 0, 1])
+    spent[1].stop_reason = spent[2].stop_reason = "env_budget"  # the policy's tool use spent the budget: trained
+    metrics = _learner(build_tiny("qwen3_moe")).step(spent)
+    assert (metrics["excluded_sequences"], metrics["trained_sequences"]) == (0, 4)
