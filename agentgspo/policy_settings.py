@@ -17,7 +17,7 @@ from typing import Any
 SETTINGS_FILE = "agentgspo.json"
 # The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollout's).
 LIMIT_DEFAULTS: dict[str, Any] = {"max_turns": 8, "max_new_tokens": 128, "max_context": 1024,
-                                  "temperature": 1.0, "top_p": 1.0}
+                                  "temperature": 1.0, "top_p": 1.0, "top_k": 0}
 
 
 @dataclass
@@ -28,7 +28,8 @@ class PolicySettings:
         env_id: the registered env id it was trained on.
         env_kwargs: keyword arguments of ``gymnasium.make`` for that env.
         chat: chat settings of the renderer (``end_of_turn``: the token that ends an assistant turn).
-        max_turns, max_new_tokens, max_context, temperature, top_p: the episode and sampling limits it used.
+        max_turns, max_new_tokens, max_context, temperature, top_p, top_k: the episode and sampling limits it
+            used (``top_k`` 0: off; a file written before top_k was recorded reads as 0, which is what it used).
     """
 
     env_id: str
@@ -39,6 +40,7 @@ class PolicySettings:
     max_context: int = LIMIT_DEFAULTS["max_context"]
     temperature: float = LIMIT_DEFAULTS["temperature"]
     top_p: float = LIMIT_DEFAULTS["top_p"]
+    top_k: int = LIMIT_DEFAULTS["top_k"]
 
 
 def write_policy_settings(folder: str | Path, settings: PolicySettings) -> Path:
@@ -75,6 +77,7 @@ class EpisodeSettings:
     max_context: int
     temperature: float
     top_p: float
+    top_k: int
     sources: dict[str, str]
 
 

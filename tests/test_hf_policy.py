@@ -3,6 +3,7 @@ a turn (real tokenizers have more than one end token)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from agentgspo.policy.base import SamplingParams
@@ -57,3 +58,32 @@ def test_turns_carry_the_version_of_the_weights_that_sampled_them(warm_model, re
     policy.version = 3
     assert policy.generate([prompt], GREEDY)[0].policy_version == 3
     assert torch.is_grad_enabled()
+
+
+def full_logprobs(model, prompt: list[int], ids: list[int], temperature: float) -> torch.Tensor:
+    """log_softmax(logits / T) over the whole vocabulary of each of ``ids`` after ``prompt`` (one fp32 forward)."""
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1: -1].float() / temperature  # [n, V]
+    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids)[:, None]).squeeze(-1)  # [n]
+
+
+def test_logprobs_are_the_full_vocabularys_whatever_top_k_and_top_p_cut(warm_model, renderer, tokenizer):
+    # logprob_semantics "full": what the learner computes, even when the draw came from a truncated distribution
+    # (the vLLM backends' are "truncated": tests/test_vllm_engine.py).
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
+    assert policy.logprob_semantics == "full"
+    prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7 + 3?"}])
+    for params in (SamplingParams(0.7, 0.9, 32), SamplingParams(1.0, 1.0, 32, top_k=3)):
+        for turn in policy.generate([prompt] * 4, params, seeds=[1, 2, 3, 4]):
+            expected = full_logprobs(warm_model, prompt, turn.token_ids, params.temperature)
+            assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= 1e-4
+
+
+def test_top_k_one_at_temperature_one_samples_the_argmax(warm_model, renderer, tokenizer):
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
+    prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7 + 3?"}])
+    (greedy,) = policy.generate([prompt], SamplingParams(temperature=0.0, max_new_tokens=24))
+    turns = policy.generate([prompt] * 4, SamplingParams(1.0, 1.0, 24, top_k=1), seeds=[1, 2, 3, 4])
+    assert all(turn.token_ids == greedy.token_ids for turn in turns)
+    # still the full vocabulary's log-probs (greedy's are at T = 1), not 0.0 as over the one id kept
+    assert turns[0].logprobs == pytest.approx(greedy.logprobs, abs=1e-5) and min(greedy.logprobs) < -1e-3

@@ -167,11 +167,28 @@ def test_a_request_that_always_fails_is_an_error_naming_the_servers(servers, ren
         proxy.close()
 
 
+def test_a_prompt_longer_than_the_context_is_a_context_turn_not_an_error(servers, renderer):
+    # vLLM answers HTTP 400 "This model's maximum context length is ...": no room for a reply, a context_overflow
+    # episode (it raised ValueError before, recorded as an error).
+    policy = client([servers[0].url], renderer)
+    (turn,) = sample_all(policy, [5] * 5000, [1])
+    assert (turn.token_ids, turn.logprobs, turn.finish_reason) == ([], [], "context")
+    assert policy.retries == 0
+
+
 def test_a_bad_request_is_refused_not_retried(servers, renderer):
     policy = client([servers[0].url], renderer)
-    with pytest.raises(ValueError, match="refused the turn \\(HTTP 400\\)"):
-        sample_all(policy, [5] * 5000, [1])  # longer than the model's context
+    with pytest.raises(ValueError, match=f"{servers[0].url} refused the turn \\(HTTP 400\\)"):
+        sample_all(policy, [len(renderer.tokenizer) + 10**6], [1])  # an id outside the vocabulary
     assert policy.retries == 0
+
+
+def test_top_k_one_at_temperature_one_samples_the_argmax(servers, renderer, prompt):
+    policy = client([servers[0].url], renderer)
+    (argmax,) = sample_all(policy, prompt, [1], SamplingParams(temperature=0.0, max_new_tokens=24))
+    turns = sample_all(policy, prompt, [1, 2, 3], SamplingParams(1.0, 1.0, 24, top_k=1))
+    assert all(turn.token_ids == argmax.token_ids for turn in turns)
+    assert policy.logprob_semantics == "truncated" and all(lp == 0.0 for lp in turns[0].logprobs)
 
 
 def test_many_seeded_turns_with_long_prompts_in_one_batch(servers, renderer):
@@ -186,6 +203,8 @@ def test_bad_client_settings_are_refused(renderer):
         ServerPolicy([], renderer)
     with pytest.raises(ValueError, match="expected http://host:port"):
         ServerPolicy(["127.0.0.1:8000"], renderer)
+    with pytest.raises(ValueError, match="logprob_semantics: expected one of .*'truncated'.*got 'processed'"):
+        ServerPolicy(["http://127.0.0.1:8000"], renderer, logprob_semantics="processed")
 
 
 def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, prompt):

@@ -65,8 +65,10 @@ def nucleus_mass(model, prompt, ids, temperature, top_p):
     return probs.masked_fill(before >= top_p, 0.0).sum(-1)  # [n]
 
 
-def test_top_p_logprobs_are_renormalised_over_the_nucleus(engine, warm_model, prompt):
-    # Documented difference: with top_p < 1 vLLM returns log p(id) - log(nucleus mass), HF log p(id) itself.
+def test_top_p_logprobs_are_renormalised_over_the_nucleus_as_its_semantics_say(engine, warm_model, prompt):
+    # Documented difference: with top_p < 1 vLLM returns log p(id) - log(nucleus mass), HF log p(id) itself; the
+    # backend says so ("truncated", HF's "full"), and the trajectory records it.
+    assert engine.logprob_semantics == "truncated"
     temperature, top_p = 0.7, 0.8
     turns = engine.generate([prompt] * 4, SamplingParams(temperature, top_p, 32), seeds=[5, 6, 7, 8])
     gaps = []
@@ -76,6 +78,19 @@ def test_top_p_logprobs_are_renormalised_over_the_nucleus(engine, warm_model, pr
         assert float((torch.tensor(turn.logprobs) - (hf - mass.log())).abs().max()) <= 1e-3
         gaps.append(float((torch.tensor(turn.logprobs) - hf).max()))
     assert max(gaps) > 0.01  # the nucleus cut something: the two quantities really differ here
+
+
+def test_top_k_one_at_temperature_one_samples_the_argmax(engine, prompt):
+    (argmax,) = engine.generate([prompt], greedy(24))
+    turns = engine.generate([prompt] * 3, SamplingParams(1.0, 1.0, 24, top_k=1), seeds=[1, 2, 3])
+    assert all(turn.token_ids == argmax.token_ids for turn in turns)
+    assert all(lp == 0.0 for lp in turns[0].logprobs)  # "truncated": renormalised over the one id kept
+
+
+def test_a_prompt_with_no_room_in_the_context_is_a_context_turn(engine, prompt):
+    turn = asyncio.run(engine.sample(SampleRequest([5] * engine.max_model_len, [], greedy())))
+    assert (turn.token_ids, turn.logprobs, turn.finish_reason) == ([], [], "context")
+    assert engine.generate([prompt], greedy(2))[0].finish_reason == "length"  # the engine still serves
 
 
 def test_a_seed_gives_the_same_turn_whatever_else_is_batched(engine, prompt, renderer):

@@ -33,6 +33,23 @@ def test_make_backend_builds_the_hf_policy_with_a_renderer(tiny_path):
     assert isinstance(policy, HFPolicy) and policy.renderer is not None and policy.version == 0
 
 
+def test_every_backend_says_what_its_log_probs_are(tiny_path, renderer):
+    # The rollout records it per trajectory; the learner decides from it whether the sampler's log-probs are its
+    # old policy's (agentgspo.trajectory.sampler_logprobs_mismatch). The engine's: tests/test_vllm_engine.py.
+    from agentgspo.eval.agents import ShippedSolutionAgent
+    from agentgspo.policy.base import ScriptedPolicy
+    from agentgspo.trajectory import LOGPROB_SEMANTICS
+
+    semantics = {
+        "hf": make_backend(str(tiny_path)).logprob_semantics,
+        "server": make_backend(str(tiny_path), "server", urls=["http://127.0.0.1:9"]).logprob_semantics,
+        "scripted": ScriptedPolicy(lambda messages: "hi", renderer).logprob_semantics,
+        "reference agent": ShippedSolutionAgent("reference", [], renderer).for_sample(1).logprob_semantics,
+    }
+    assert semantics == {"hf": "full", "server": "truncated", "scripted": "none", "reference agent": "none"}
+    assert set(semantics.values()) <= set(LOGPROB_SEMANTICS)
+
+
 def test_bad_backend_choices_are_clear_errors(tiny_path):
     with pytest.raises(ValueError, match="backend 'sglang': expected one of hf, vllm, server"):
         make_backend(str(tiny_path), "sglang")

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SampleRequest
+from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SampleRequest, is_context_overflow
 from agentgspo.tool_calls import ToolCall, parse_tool_calls
 
 AGENTS = ("policy", "chat", "reference", "wrong")
@@ -59,6 +58,8 @@ class ShippedSolutionAgent:
     ``tasks``: the env's tasks (objects with ``statement``, ``references`` ``{lang: code}`` and ``wrong``
     ``[{"name", "lang", "code"}]``); the posed task is found by its statement, the first user message.
     """
+
+    logprob_semantics = "none"  # scripted: log-probs 0.0
 
     def __init__(self, kind: str, tasks: Sequence[Any], renderer: Any, sample: int = 0):
         if kind not in ("reference", "wrong"):
@@ -155,11 +156,6 @@ def reply_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-# How an OpenAI-compatible server refuses a prompt longer than the model's context (the status is 400, sometimes 413
-# or 422): vLLM "This model's maximum context length is N tokens. However, your prompt contains M input tokens ..."
-# (older: "... Input length (M) exceeds model's maximum context length (N)"), OpenAI code "context_length_exceeded",
-# SGLang "... longer than the model's context length ...", llama.cpp "exceed_context_size_error".
-CONTEXT_ERROR = re.compile(r"context[ _]length|exceed_context_size|context size|context window", re.IGNORECASE)
 _REFUSAL_FIXES = {
     401: "the endpoint refused the API key: put the right key in the environment variable --chat-api-key-env names "
          "(default OPENAI_API_KEY)",
@@ -167,11 +163,6 @@ _REFUSAL_FIXES = {
     404: "check --chat-url (the API base with its /v1, e.g. http://127.0.0.1:8000/v1) and --chat-model (a model the "
          "server serves: GET <chat-url>/models lists them)",
 }
-
-
-def is_context_overflow(status: int, text: str) -> bool:
-    """Whether an endpoint's error response refuses the prompt as longer than the model's context."""
-    return status in (400, 413, 422) and CONTEXT_ERROR.search(text) is not None
 
 
 class ChatEndpointAgent:
@@ -184,12 +175,18 @@ class ChatEndpointAgent:
         tools: OpenAI tool schemas sent with every request (the env's ``tool_schemas``).
         api_key: sent as ``Authorization: Bearer``; ``None``: no header.
         timeout_s, retries: per request; connection errors and 408/429/5xx are retried with backoff. A prompt
-            refused as longer than the model's context (see :func:`is_context_overflow`) is a ``"context"`` turn
-            (no ids): the rollout ends the episode as ``context_overflow``, a counted failure. 401, 403 and 404
-            raise :class:`~agentgspo.policy.base.PolicyConfigurationError` naming the fix (the eval stops); any
-            other 4xx raises RuntimeError (the rollout records it as ``env_error``, excluded from pass@k).
+            refused as longer than the model's context (:func:`~agentgspo.policy.base.is_context_overflow`) is a
+            ``"context"`` turn (no ids): the rollout ends the episode as ``context_overflow``, a counted failure.
+            401, 403 and 404 raise :class:`~agentgspo.policy.base.PolicyConfigurationError` naming the fix (the
+            eval stops); any other 4xx raises RuntimeError (the rollout records it as ``sampler_error``, excluded
+            from pass@k).
         max_concurrency: most requests in flight.
+
+    Sampling: ``temperature``, ``top_p`` and, when on, ``top_k`` (not an OpenAI field, so it is only sent when
+    > 0; vLLM and SGLang accept it). Log-probs are ``"none"``: an API returns text, recorded with 0.0.
     """
+
+    logprob_semantics = "none"
 
     def __init__(self, base_url: str, model: str, renderer: Any, tools: list[dict[str, Any]] | None = None, *,
                  api_key: str | None = None, timeout_s: float = 600.0, retries: int = 3, max_concurrency: int = 16):
@@ -208,6 +205,8 @@ class ChatEndpointAgent:
         body: dict[str, Any] = {"model": self.model, "messages": openai_messages(request.messages),
                                 "max_tokens": request.params.max_new_tokens,
                                 "temperature": request.params.temperature, "top_p": request.params.top_p}
+        if request.params.top_k > 0:
+            body["top_k"] = request.params.top_k
         if request.seed is not None:
             body["seed"] = int(request.seed) & 0x7FFFFFFF
         if self.tools:

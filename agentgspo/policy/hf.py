@@ -1,9 +1,10 @@
 """Sampling with a Hugging Face transformers causal LM: the embedded default backend (CPU and small GPU runs).
 
 Concurrent ``sample`` calls from many episodes are gathered into batches; each batch runs a lean KV-cached
-sampling loop in a worker thread, so the event loop keeps stepping environments meanwhile. The loop returns the
-log-prob of each sampled id under ``log_softmax(logits / temperature)`` computed in fp32 (before top-p
-truncation), which is what the learner recomputes.
+sampling loop in a worker thread, so the event loop keeps stepping environments meanwhile. The loop draws from
+softmax(logits / temperature) cut to the ``top_k`` largest ids, then to the top-p nucleus, and returns the log-prob of
+each sampled id under the whole-vocabulary ``log_softmax(logits / temperature)`` computed in fp32 (before top-k and
+top-p truncation: ``logprob_semantics = "full"``), which is what the learner recomputes.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ def counter_uniform(seeds: torch.Tensor, position: int) -> torch.Tensor:
     return (x.double() + 0.5) / 2.0**32  # [B]
 
 
+def _top_k_filter(probs: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Zero every id of each row outside its ``top_k`` most likely (ties at the k-th value are kept) and
+    renormalise, so a top-p cut after it takes the nucleus of the top-k distribution (as vLLM does)."""
+    kth = probs.topk(min(top_k, probs.shape[-1]), dim=-1).values[:, -1:]  # [B, 1]
+    kept = probs.masked_fill(probs < kth, 0.0)  # [B, V]
+    return kept / kept.sum(-1, keepdim=True)
+
+
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Zero the tail of each row outside the smallest set whose mass reaches ``top_p`` (nucleus sampling)."""
     sorted_probs, order = probs.sort(dim=-1, descending=True)  # [B, V]
@@ -59,6 +68,9 @@ def stop_ids_of(tokenizer: Any, generation_config: Any = None) -> list[int]:
 class HFPolicy:
     """A transformers causal LM as a :class:`~agentgspo.policy.base.PolicyBackend`.
 
+    Its log-probs are ``"full"`` (:data:`~agentgspo.trajectory.LOGPROB_SEMANTICS`): the whole vocabulary's
+    log_softmax(logits / T) of each sampled id, whatever ``top_k`` and ``top_p`` cut from the distribution drawn from.
+
     Args:
         model: a ``PreTrainedModel`` (any causal LM, MoE included); it is used in eval mode without gradients.
         end_of_turn_id: the id that ends an assistant turn (sampling stops there).
@@ -75,6 +87,7 @@ class HFPolicy:
     def __init__(self, model: Any, *, end_of_turn_id: int, pad_token_id: int, max_batch_size: int = 256,
                  seed: int = 0, stop_ids: Sequence[int] = (), record_routing: bool = False):
         self.model = model
+        self.logprob_semantics = "full"
         self.record_routing = record_routing
         if record_routing:
             from agentgspo.routing_replay import find_routers
@@ -172,7 +185,9 @@ class HFPolicy:
                 if params.temperature == 0:
                     token = logprobs.argmax(-1)  # [b]
                 else:
-                    probs = logprobs.exp()
+                    probs = logprobs.exp()  # [b, V]
+                    if params.top_k > 0:
+                        probs = _top_k_filter(probs, params.top_k)
                     if params.top_p < 1.0:
                         probs = _top_p_filter(probs, params.top_p)
                     cdf = probs.double().cumsum(-1)  # [b, V]

@@ -2,9 +2,15 @@
 
 Each turn is one ``POST /v1/completions`` whose ``prompt`` is the token ids; the reply carries the sampled ids
 (``return_token_ids``) and each one's log-prob, so nothing is detokenized or retokenized on this side. Requests
-carry the turn's seed, the stop ids and ``ignore_eos`` (our stop ids, not the server's eos, end a turn), and the
-servers run with ``--logprobs-mode processed_logprobs``: the log-probs mean what the in-process engine's mean (see
+carry the turn's seed, the stop ids, ``ignore_eos`` (our stop ids, not the server's eos, end a turn) and every
+sampling field, ``top_k`` included (0: off, as in vLLM; an absent field would take the model's
+generation_config default, e.g. Qwen3's top_k 20). ``agentgspo serve-policy`` servers run with ``--logprobs-mode
+processed_logprobs``: the log-probs mean what the in-process engine's mean (``logprob_semantics = "truncated"``, see
 agentgspo/policy/vllm.py).
+
+A prompt the server refuses as longer than its model's context (HTTP 400, "This model's maximum context length is
+...", :func:`~agentgspo.policy.base.is_context_overflow`) is a ``finish_reason="context"`` turn with no ids: the
+rollout ends the episode as ``context_overflow``, as it does for a policy that runs out of context.
 
 Several servers: each turn goes to the healthy server with the fewest requests in flight (at most
 ``max_concurrency`` per server). A connection failure, a timeout or an HTTP 5xx/429 marks that server down for a
@@ -12,7 +18,9 @@ backoff that doubles with each consecutive failure, and the turn is sent again t
 once its backoff ends), up to ``max_attempts`` sends. A retried turn was never returned, so nothing finished is
 lost or counted twice: each :meth:`ServerPolicy.sample` returns exactly one reply, the first complete one. A turn
 re-sent with the same seed to a server with the same weights samples the same ids, so failures do not bias which
-turns make it into a batch. Other HTTP 4xx replies are errors in the request: raised at once, not retried.
+turns make it into a batch. Other HTTP 4xx replies are errors in the request: raised at once (ValueError naming
+the server), not retried; after ``max_attempts`` failed sends :class:`ServerUnavailable` names each server's last
+error. The rollout records either as ``sampler_error``.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, is_context_overflow
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -58,11 +66,17 @@ class ServerPolicy:
         max_attempts: most sends of one turn (over all servers) before :class:`ServerUnavailable`.
         backoff_s: first backoff of a failed server; doubles per consecutive failure up to ``max_backoff_s``.
         seed: seed of requests that carry none.
+        logprob_semantics: what the servers' log-probs are (:data:`~agentgspo.trajectory.LOGPROB_SEMANTICS`):
+            ``"truncated"`` for ``agentgspo serve-policy`` servers (``processed_logprobs``); ``"raw"`` for a vLLM
+            server started with its default ``--logprobs-mode raw_logprobs``.
     """
 
     def __init__(self, urls: Sequence[str], renderer: Any, *, stop_ids: Sequence[int] = (), model: str = "policy",
                  max_concurrency: int = 256, timeout_s: float = 600.0, max_attempts: int = 8,
-                 backoff_s: float = 0.25, max_backoff_s: float = 10.0, seed: int = 0):
+                 backoff_s: float = 0.25, max_backoff_s: float = 10.0, seed: int = 0,
+                 logprob_semantics: str = "truncated"):
+        from agentgspo.trajectory import LOGPROB_SEMANTICS
+
         if not urls:
             raise ValueError("urls: expected at least one server URL, e.g. http://127.0.0.1:8000")
         for url in urls:
@@ -73,6 +87,9 @@ class ServerPolicy:
                 raise ValueError(f"{name}: expected >= 1, got {value}")
         if timeout_s <= 0 or backoff_s < 0:
             raise ValueError(f"timeout_s must be > 0 and backoff_s >= 0, got {timeout_s} and {backoff_s}")
+        if logprob_semantics not in LOGPROB_SEMANTICS:
+            raise ValueError(f"logprob_semantics: expected one of {LOGPROB_SEMANTICS}, got {logprob_semantics!r}")
+        self.logprob_semantics = logprob_semantics
         self.servers = [_Server(str(url).rstrip("/").removesuffix("/v1")) for url in urls]
         self.renderer = renderer
         self.end_of_turn_id = renderer.end_of_turn_id
@@ -117,7 +134,8 @@ class ServerPolicy:
         """The ``/v1/completions`` JSON body of one turn."""
         return {
             "model": self.model, "prompt": [int(i) for i in prompt_ids], "max_tokens": params.max_new_tokens,
-            "temperature": params.temperature, "top_p": params.top_p, "seed": seed, "logprobs": 0,
+            "temperature": params.temperature, "top_p": params.top_p, "top_k": params.top_k,
+            "seed": seed, "logprobs": 0,
             "stop_token_ids": sorted(self.stop_ids), "ignore_eos": True, "skip_special_tokens": False,
             "return_token_ids": True, "return_tokens_as_token_ids": True,
         }
@@ -194,6 +212,8 @@ class ServerPolicy:
                 errors.append(f"{server.url}: HTTP {response.status_code}: {response.text[:200]}")
                 continue
             await self._release(slots, server, failed=False)
+            if is_context_overflow(response.status_code, response.text):  # no room for a reply: not an error
+                return SampledTurn([], [], "context", policy_version=version)
             if response.status_code != 200:
                 raise ValueError(f"{server.url} refused the turn (HTTP {response.status_code}): "
                                  f"{response.text[:500]}")

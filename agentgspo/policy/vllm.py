@@ -10,9 +10,13 @@ Semantics match :class:`~agentgspo.policy.hf.HFPolicy`:
   ``skip_tokenizer_init``), stopping at any of ``stop_ids`` (the stop id is kept as the turn's last id);
 - per-request seeds (the same ids for the same seed whatever else is batched);
 - log-probs: the engine runs with ``logprobs_mode="processed_logprobs"``, i.e. log_softmax(logits / T) of the
-  sampled id, which is HF's quantity when ``top_p == 1``. With ``top_p < 1`` vLLM renormalises over the nucleus
-  first, so its log-prob is HF's minus log(nucleus mass) (>= HF's); no vLLM mode returns the pre-top-p value
-  without scoring the whole vocabulary. tests/test_vllm_engine.py measures both cases.
+  sampled id, which is HF's quantity when ``top_p == 1`` and ``top_k`` is off. With truncation vLLM renormalises
+  over the top-k/top-p set first, so its log-prob is HF's minus log(kept mass) (>= HF's): ``logprob_semantics =
+  "truncated"`` (HF's is ``"full"``); no vLLM mode returns the pre-truncation value without scoring the whole
+  vocabulary. tests/test_vllm_engine.py measures both cases.
+- a prompt with no room left in the engine's ``max_model_len`` is a ``finish_reason="context"`` turn (nothing
+  sampled), as the server backend returns for the server's context-length refusal; any engine failure raises
+  ``RuntimeError("vLLM engine failed: ...")`` in every waiting ``sample``.
 
 Weight sync (:meth:`VLLMPolicy.update_weights`) waits for in-flight turns, reloads the learner's weights in
 place (see :mod:`agentgspo.policy.weight_sync` for the CPU fix) and resets the prefix cache; each turn records
@@ -90,7 +94,8 @@ def vllm_sampling_params(params: SamplingParams, stop_ids: Sequence[int], seed: 
     import vllm
 
     return vllm.SamplingParams(
-        temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_new_tokens, seed=seed,
+        temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,  # 0: off, in vLLM too
+        max_tokens=params.max_new_tokens, seed=seed,
         logprobs=0, stop_token_ids=list(stop_ids), ignore_eos=True, detokenize=False, skip_special_tokens=False,
     )
 
@@ -118,7 +123,11 @@ class VLLMPolicy:
         engine_options: more ``vllm.EngineArgs`` fields (e.g. ``max_model_len``).
 
     Build it under ``if __name__ == "__main__":`` in scripts: vLLM starts worker processes.
+
+    Its log-probs are ``"truncated"`` (:data:`~agentgspo.trajectory.LOGPROB_SEMANTICS`, see the module docstring).
     """
+
+    logprob_semantics = "truncated"  # what LOGPROBS_MODE's log-probs are
 
     def __init__(self, path: str | Path, *, dtype: str = "float32", max_num_seqs: int = 256,
                  enforce_eager: bool = False, seed: int = 0, **engine_options: Any):
@@ -141,6 +150,7 @@ class VLLMPolicy:
                                logprobs_mode=LOGPROBS_MODE, worker_extension_cls=WEIGHT_SYNC_EXTENSION,
                                **engine_options)
         self.engine = vllm.LLMEngine.from_engine_args(args)
+        self.max_model_len = int(self.engine.model_config.max_model_len)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
         self._driver = threading.Thread(target=self._drive, daemon=True, name="agentgspo-vllm")
@@ -210,7 +220,9 @@ class VLLMPolicy:
             self.engine.add_request(request_id, {"prompt_token_ids": list(prompt_ids)},
                                     vllm_sampling_params(params, sorted(self.stop_ids), seed))
         except Exception as exc:  # noqa: BLE001 -- a bad request fails alone
-            future.set_exception(exc)
+            error = RuntimeError(f"vLLM engine refused the turn: {exc}")
+            error.__cause__ = exc
+            future.set_exception(error)
             return
         waiting[request_id] = (future, self.version)
 
@@ -229,6 +241,8 @@ class VLLMPolicy:
         """Sample one assistant turn after ``request.prompt_ids`` (batched with every other pending turn)."""
         if len(request.prompt_ids) == 0:
             raise ValueError("prompt is empty: expected at least one id to condition on")
+        if len(request.prompt_ids) >= self.max_model_len:  # vLLM would refuse it: no room for one more id
+            return SampledTurn([], [], "context", policy_version=self.version)
         future = self._submit("sample", (request.prompt_ids, request.params, self._seed_of(request.seed)))
         return await asyncio.wrap_future(future)
 

@@ -201,3 +201,20 @@ def test_configuration_errors_name_the_status_and_the_fix(case, status, fix):
             _one_turn(base, "nope" if case == "wrong model" else "solver",
                       None if case == "bad key" else "sk-right")
     assert len(gateway.refused) == (case != "wrong url")  # refused once, not retried
+
+
+def test_top_k_goes_out_only_when_on_and_the_log_probs_are_none():
+    import asyncio
+
+    from agentgspo.eval.agents import ChatEndpointAgent, load_renderer
+    from agentgspo.policy.base import SampleRequest, SamplingParams
+
+    app = chat_app({"digit": DIGIT_SUM})
+    messages = [{"role": "user", "content": "digit sum"}]
+    with serve(app) as url:
+        agent = ChatEndpointAgent(url + "/v1", "solver", load_renderer("tiny"))
+        for top_k in (0, 5):
+            asyncio.run(agent.sample(SampleRequest([], messages, SamplingParams(max_new_tokens=16, top_k=top_k))))
+    # 0 (off) is not sent: OpenAI's API has no top_k field; vLLM and SGLang take it when on
+    assert ["top_k" in r for r in app.state.requests] == [False, True] and app.state.requests[1]["top_k"] == 5
+    assert agent.logprob_semantics == "none"
