@@ -84,7 +84,8 @@ def one_run(renderer: Any, seeds: int, group_size: int, env_workers: int = 64,
         return watch.time("policy", calculator_oracle, messages)
 
     runner = RolloutRunner(make_env, ScriptedPolicy(oracle, renderer), renderer,
-                           RolloutConfig(group_size=group_size, episode_timeout_s=None, env_workers=env_workers),
+                           RolloutConfig(group_size=group_size, env_call_timeout_s=None, env_budget_s=None,
+                                         sampler_timeout_s=None, env_workers=env_workers),
                            env_id="agentgspo/Calculator-v0")
     profiler = cProfile.Profile() if profile else None
     started, cpu_started = time.perf_counter(), time.process_time()

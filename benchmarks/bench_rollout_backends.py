@@ -72,7 +72,8 @@ def one_rollout(policy: Any, episodes: int, max_new_tokens: int, sampling_seed: 
     from agentgspo.registry import make
     from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
 
-    config = RolloutConfig(group_size=8, max_turns=1, max_context=1024, episode_timeout_s=None,
+    config = RolloutConfig(group_size=8, max_turns=1, max_context=1024, env_call_timeout_s=None, env_budget_s=None,
+                           sampler_timeout_s=None,
                            sampling=SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens))
     runner = RolloutRunner(lambda: make("agentgspo/Calculator-v0"), policy, policy.renderer, config)
     started = time.perf_counter()
