@@ -17,7 +17,8 @@ import pydantic
 
 Message = dict[str, Any]
 StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_budget",
-                     "end_of_text", "env_error", "env_timeout", "judge_error", "sampler_error", "infra_error", "deadline"]
+                     "end_of_text", "env_error", "env_timeout", "judge_error", "sampler_error", "infra_error",
+                     "deadline"]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 
 
