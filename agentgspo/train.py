@@ -612,4 +612,4 @@ def _save_final(config: Any, accelerator: Any, model: Any, renderer: Any, folder
     write_policy_settings(folder, PolicySettings(
         env_id=config.env_id, env_kwargs=config.env_kwargs,
         chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
-        temperature=config.temperature, top_p=config.top_p, **limits))
+        temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, **limits))

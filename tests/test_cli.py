@@ -204,7 +204,9 @@ def test_rollout_plays_a_trained_policy_with_what_it_was_trained_with(tmp_path, 
                  "--out", str(tmp_path / "a")]) == 0  # no --env: the one it was trained on
     summary = json.loads(capsys.readouterr().out)
     assert summary["settings"] == {"env_kwargs": {"system_prompt": None}, "max_turns": 2, "max_new_tokens": 5,
-                                   "max_context": 200, "temperature": 0.5, "top_p": 1.0}
+                                   "max_context": 200, "temperature": 0.5, "top_p": 1.0, "top_k": 0}
+    for t in read_jsonl(tmp_path / "a" / "trajectories.jsonl"):  # how it was sampled, recorded per trajectory
+        assert t.sampling == {"temperature": 0.5, "top_p": 1.0, "top_k": 0, "logprobs": "full"}
     for t in read_jsonl(tmp_path / "a" / "trajectories.jsonl"):
         assert t.messages[0]["role"] == "user" and all(end - start <= 5 for start, end in t.turn_spans)
     assert main(["rollout", "--policy", str(policy), "--episodes", "1", "--group-size", "1", "--max-new-tokens", "9"

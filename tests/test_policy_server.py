@@ -62,7 +62,7 @@ def sample_all(policy, prompt, seeds, params=PARAMS):
 
 
 def rollout(policy, renderer, seeds=(11, 12, 13), group_size=2):
-    config = RolloutConfig(group_size=group_size, max_turns=5, max_context=1024, episode_timeout_s=300,
+    config = RolloutConfig(group_size=group_size, max_turns=5, max_context=1024, env_call_timeout_s=300,
                            sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
     return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync(list(seeds))
 

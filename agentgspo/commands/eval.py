@@ -52,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ids per attempt, prompt included (default: the policy's, else the env's budget)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (0: greedy)")
     parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling mass")
+    parser.add_argument("--top-k", type=int, default=None, help="sample among the k most likely ids (0: off)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of the eval")
     parser.add_argument("--standings", default=None,
                         help="a standings JSON file (docs/eval.md): also report the CodeElo rating")
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
         trained = read_policy_settings(model_folder(args.policy))
     explicit = {name: getattr(args, name) for name in ("max_turns", "max_new_tokens", "max_context",
-                                                      "temperature", "top_p")}
+                                                      "temperature", "top_p", "top_k")}
     settings = resolve_episode_settings(ENV_ID, explicit, None, trained, policy_label=f"--policy {args.policy!r}")
     env_kwargs = {**{k: v for k, v in settings.env_kwargs.items() if k != "data_files"}, **env_kwargs}
     tasks, tool_schemas, skipped = load_tasks(env_kwargs)
@@ -146,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     max_new_tokens = settings.max_new_tokens if args.agent in ("policy", "chat") else unbounded
     config = RolloutConfig(group_size=1, max_turns=settings.max_turns, max_context=max_context,
                            **time_limits(args),
-                           sampling=SamplingParams(settings.temperature, settings.top_p, max_new_tokens))
+                           sampling=SamplingParams(settings.temperature, settings.top_p, max_new_tokens,
+                                                   top_k=settings.top_k))
     played, summary, results = evaluate(agent, renderer, store, tasks, env_kwargs, indices=indices,
                                         samples=args.samples, ks=ks, config=config, concurrency=args.concurrency,
                                         seed=args.seed, agent_name=args.agent, progress=not args.no_progress)

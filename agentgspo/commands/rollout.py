@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sampling temperature, 0 for greedy (default: the policy's, else 1.0)")
     parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling mass (default: the policy's, "
                                                                   "else 1.0)")
+    parser.add_argument("--top-k", type=int, default=None, help="sample among the k most likely ids, 0 for off "
+                                                                "(default: the policy's, else 0)")
     add_time_limit_arguments(parser, env_call=300.0, env_budget=1800.0, sampler=600.0)
 
 
@@ -159,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     trained = None if args.policy == "oracle" else read_policy_settings(model_folder(args.policy))
     explicit = {name: getattr(args, name) for name in ("max_turns", "max_new_tokens", "max_context",
-                                                      "temperature", "top_p")}
+                                                      "temperature", "top_p", "top_k")}
     settings = resolve_episode_settings(args.env, explicit, env_kwargs, trained,
                                         policy_label=f"--policy {args.policy!r}")
     make(settings.env_id, **settings.env_kwargs).close()  # fail fast on an unknown id or keyword (close matches)
@@ -176,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     config = RolloutConfig(
         group_size=args.group_size, max_turns=settings.max_turns, max_context=settings.max_context,
         **time_limits(args),
-        sampling=SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
+        sampling=SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k,
                                 max_new_tokens=settings.max_new_tokens),
     )
     runner = RolloutRunner(lambda: make(settings.env_id, **settings.env_kwargs), policy, renderer, config,
