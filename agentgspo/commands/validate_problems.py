@@ -11,14 +11,41 @@ For each problem folder (format: docs/problem_format.md, "Problem-set folders"):
 - the statement's examples equal samples/ (non-interactive problems: the fenced blocks of "## Examples", taken as
   input/output pairs, equal N.in/N.ans up to trailing whitespace);
 - gen.py is deterministic (two runs with different PYTHONHASHSEED write the same files) and writes >= 10 tests;
-- every reference (C++ and Python) is AC on every test (samples and hidden) using at most half the time limit
-  in CPU time (the largest CPU time / time limit ratio is reported; the wall-clock guard is widened, see
-  ``validation_limits``);
+- every reference (C++ and Python) is AC on every test (samples and hidden) using at most MAX_TIME_RATIO (1/3)
+  of the time limit in CPU time of the REFERENCE machine (see "Machine speed" below; the largest ratio is
+  reported);
 - every wrong solution is rejected, with the verdict its name announces (wa: WA or PE, tle: TLE, re: RE, mle: MLE);
 - the checker or interactor rejects an empty output (WA or PE, not AC and not a judge error).
 
 A line per finished problem goes to stderr as the run progresses. Exit status: 0 when every problem passes, 1 when
 any check fails, 2 for bad arguments.
+
+Machine speed. Time limits are CPU seconds of one machine, the reference machine (REFERENCE_MACHINE), where
+REFERENCE_CALIBRATION_S was measured. Right before each problem's references, validation times fixed calibration
+programs (CALIBRATION_PY, CALIBRATION_CPP) through the same judge, backend and sandbox, CALIBRATION_RUNS times each,
+and takes the median CPU time: this machine's ``slowdown`` per language, now, is that median over the reference
+machine's. A reference's CPU time divided by the slowdown is its time in reference-machine seconds, which is what
+MAX_TIME_RATIO bounds; every judged program (references, wrong solutions, the empty output) runs under the problem's
+limits times the slowdown (``validation_limits``), so a wrong_tle solution is judged against the same amount of work
+everywhere. So the check passes or fails on the same problems on a machine twice slower (or faster) than the
+reference one, and still fails a reference that does far more work than its limit allows, or a limit set far too
+low.
+
+Why this yardstick: a fixed program in the judged language measures exactly what a reference's time is made of
+(the same interpreter or compiler, its start-up, the sandbox's runner), and its ratio between two machines is the
+ratio of their references' times to within the spread of workloads (the calibration mixes integer arithmetic,
+lists, dicts, sorting and number parsing, what the references spend their time on). CPU time (rusage), as the
+verdicts use; but on a shared machine other processes still inflate CPU time (caches, memory bandwidth, the
+host's other guests), by up to 1.5x over a run of many minutes on the 2-core machines, which is why each problem
+is calibrated just before its references, under the same load, and the median of several runs ignores one
+disturbed run. The C++ reference's own time is no yardstick for Python: it is milliseconds, mostly
+process start-up, and the Python/C++ speed ratio itself differs between CPUs and Python versions.
+
+Margin. MAX_TIME_RATIO = 1/3 of the limit on the reference machine means that on a machine 3x slower a correct
+Python solution as fast as the reference still runs within its limit, and one 1.5x slower than the reference has
+room on a machine 2x slower. The built-in limits were set (and raised where needed) so that this holds; the
+training judge itself uses the limits as they are, in this machine's seconds: the table's last line says how much
+slower or faster this machine is.
 """
 
 from __future__ import annotations
@@ -27,6 +54,7 @@ import argparse
 import json
 import re
 import sys
+import statistics
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -34,14 +62,125 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 MIN_HIDDEN_TESTS = 10
-MAX_TIME_RATIO = 0.5  # a reference must run within half the time limit on every test
+MAX_TIME_RATIO = 1 / 3  # of the time limit, in reference-machine CPU seconds, on every test (see "Margin" above)
 EMPTY_SOLUTION = "pass\n"  # prints nothing: any checker or interactor must reject it
 
+# ----------------------------------------------------------------------------------------------- machine speed
 
-def validation_limits(problem):
-    """The problem's limits with a wider wall-clock guard (4x the time limit + 5 s): verdicts are judged on CPU time,
-    and on a loaded machine a CPU-starved reference must not read as TLE through the wall guard."""
-    return problem.limits(wall_limit_s=4 * problem.time_limit_s + 5)
+# The machine the built-in limits were set on, and the median CPU seconds of the calibration programs there (local
+# backend: bubblewrap, /usr/bin/python3 3.11.2, g++ 12 -O2; typical values of measure_machine_speed(), which gave
+# python 0.16-0.23 s and C++ 0.20-0.24 s as the shared machine's load varied, on 2026-12-01).
+REFERENCE_MACHINE = "AMD EPYC (Zen 2, family 23 model 49) under KVM, 2 cores, Python 3.11.2, g++ 12"
+REFERENCE_CALIBRATION_S = {"python": 0.180, "cpp": 0.210}
+CALIBRATION_RUNS = 3  # per problem
+CALIBRATION_ROUNDS = {"python": 150, "cpp": 40}  # the programs' input: about a quarter second each, there
+CALIBRATION_PY = """\
+def calibration_work(rounds):
+    total = 0
+    for r in range(rounds):
+        x, values, counts = r + 1, [], {}
+        for i in range(2000):
+            x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+            values.append(x % 100003)
+            counts[x & 1023] = counts.get(x & 1023, 0) + i
+        values.sort()
+        words = " ".join(map(str, values[::4])).split()
+        total = (total + sum(map(int, words)) + len(counts) * values[-1]) % 1000000007
+    return total
+"""
+CALIBRATION_CPP = """\
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+int main() {
+    long long rounds;
+    if (scanf("%lld", &rounds) != 1) return 1;
+    std::vector<unsigned> values(1 << 16);
+    unsigned long long x = 1, total = 0;
+    for (long long r = 0; r < rounds; r++) {
+        for (unsigned &v : values) { x = x * 6364136223846793005ULL + 1442695040888963407ULL; v = x >> 33; }
+        std::sort(values.begin(), values.end());
+        unsigned at = (unsigned)x;
+        for (int k = 0; k < (1 << 16); k++) { at = values[at & 0xFFFF] ^ k; total += at; }
+    }
+    printf("%llu\\n", total);
+}
+"""
+_LANG = {"python": "py", "cpp": "cpp"}  # reference key -> judge language
+
+
+@dataclass(frozen=True)
+class MachineSpeed:
+    """Median CPU seconds of each calibration program on this machine (``seconds``), against the reference
+    machine's REFERENCE_CALIBRATION_S."""
+
+    seconds: dict[str, float]
+
+    def slowdown(self, lang: str) -> float:
+        """How many times slower this machine runs ``lang`` ("python"/"py" or "cpp") than the reference machine."""
+        lang = "python" if lang in ("py", "python") else lang
+        return self.seconds[lang] / REFERENCE_CALIBRATION_S[lang]
+
+    def describe(self) -> str:
+        """One line: each language's slowdown and the medians behind it."""
+        return ", ".join(f"{lang} {self.slowdown(lang):.2f}x ({self.seconds[lang]:.3f} s here, "
+                         f"{REFERENCE_CALIBRATION_S[lang]:.3f} s there)" for lang in sorted(self.seconds))
+
+
+REFERENCE_SPEED = MachineSpeed(dict(REFERENCE_CALIBRATION_S))  # slowdown 1: judge in this machine's own seconds
+
+
+class _AnyOutput:
+    """Accepts every output: a calibration run is timed, its verdict only says that it ran to the end."""
+
+    def check(self, input_data: bytes, output: bytes, answer: bytes):
+        """AC, whatever was printed."""
+        from agentgspo.sandboxes import Verdict
+
+        return Verdict.AC, ""
+
+
+def calibration_program(lang: str) -> str:
+    """The calibration program of ``lang`` ("python" or "cpp"), reading its number of rounds from stdin."""
+    return CALIBRATION_PY + "print(calibration_work(int(input())))\n" if lang == "python" else CALIBRATION_CPP
+
+
+def measure_machine_speed(backend: str = "local", runs: int = CALIBRATION_RUNS) -> MachineSpeed:
+    """Time each calibration program ``runs`` times through the judge (one test per run, each its own process)
+    and keep the median CPU time. Raises RuntimeError when a calibration program does not run: the judge or its
+    sandbox is broken, and no time could be trusted."""
+    from agentgspo.sandboxes import Limits, Verdict, judge
+
+    seconds = {}
+    for lang, rounds in CALIBRATION_ROUNDS.items():
+        result = judge(calibration_program(lang), [(f"{rounds}\n", "")] * runs, lang=_LANG[lang],
+                       checker=_AnyOutput(), limits=Limits(time_limit_s=30, wall_limit_s=600), backend=backend)
+        if result.verdict != Verdict.AC:
+            raise RuntimeError(f"the {lang} calibration program got {result.verdict.value} on the {backend} backend "
+                               f"({result.message or result.compile_output}): fix the judge before validating")
+        seconds[lang] = round(statistics.median(test.time_s for test in result.tests), 4)
+    return MachineSpeed(seconds)
+
+
+_measured: dict[str, MachineSpeed] = {}
+_measured_lock = threading.Lock()
+
+
+def machine_speed(backend: str = "local") -> MachineSpeed:
+    """This machine's speed on ``backend``, measured once per process (``measure_machine_speed``): for sizing work
+    (tests, benchmarks); validation measures again for each problem."""
+    with _measured_lock:
+        if backend not in _measured:
+            _measured[backend] = measure_machine_speed(backend)
+        return _measured[backend]
+
+
+def validation_limits(problem, slowdown: float = 1.0):
+    """The problem's limits in this machine's seconds (time limit times ``slowdown``), with a wider wall-clock guard
+    (4x that + 5 s): verdicts are judged on CPU time, and on a loaded machine a CPU-starved reference must not read
+    as TLE through the wall guard."""
+    time_limit = problem.time_limit_s * slowdown
+    return problem.limits(time_limit_s=time_limit, wall_limit_s=4 * time_limit + 5)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +214,9 @@ class ProblemReport:
     tags: list[str] = field(default_factory=list)
     kind: str = ""  # "tokens", "checker", "float", "interactive"
     hidden_tests: int = 0
-    time_ratio: dict[str, float] = field(default_factory=dict)  # reference language -> max CPU time / limit
+    time_ratio: dict[str, float] = field(default_factory=dict)  # reference language -> max CPU time / limit, in
+    # reference-machine seconds (this machine's time divided by its slowdown)
+    slowdown: dict[str, float] = field(default_factory=dict)  # language -> this machine's slowdown (MachineSpeed)
     wrong_verdicts: dict[str, str] = field(default_factory=dict)  # wrong solution -> overall verdict
     checks: list[Check] = field(default_factory=list)
 
@@ -174,16 +315,17 @@ def check_generator(report: ProblemReport, info) -> None:
         report.add(f">= {MIN_HIDDEN_TESTS} hidden tests", len(first) >= MIN_HIDDEN_TESTS, f"{len(first)} tests")
 
 
-def check_references(report: ProblemReport, item, backend) -> None:
-    """Each reference AC on every test within MAX_TIME_RATIO of the time limit."""
+def check_references(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
+    """Each reference AC on every test within MAX_TIME_RATIO of the time limit, in reference-machine seconds."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
     limit = item.problem.time_limit_s
     for lang, source in item.references.items():
-        result = judge_problem(item.problem, source, "cpp" if lang == "cpp" else "py", backend=backend,
-                               limits=validation_limits(item.problem))
+        slowdown = report.slowdown[lang] = round(speed.slowdown(lang), 3)
+        result = judge_problem(item.problem, source, _LANG[lang], backend=backend,
+                               limits=validation_limits(item.problem, slowdown))
         slowest = max(result.tests, key=lambda t: t.time_s, default=None)
-        ratio = round(slowest.time_s / limit, 3) if slowest else 0.0
+        ratio = round(slowest.time_s / slowdown / limit, 3) if slowest else 0.0
         report.time_ratio[lang] = ratio
         if result.verdict != Verdict.AC:
             failed = next((t for t in result.tests if t.verdict != Verdict.AC), None)
@@ -191,17 +333,20 @@ def check_references(report: ProblemReport, item, backend) -> None:
             report.add(f"reference {lang} AC", False, f"{result.verdict.value}{where}{result.compile_output[:300]}")
             continue
         report.add(f"reference {lang} AC", True, f"{len(result.tests)} tests")
-        report.add(f"reference {lang} within {MAX_TIME_RATIO:g} of the limit", ratio <= MAX_TIME_RATIO,
-                   f"max {slowest.time_s:.3f} s on {slowest.name} / {limit:g} s = {ratio:.2f}")
+        report.add(f"reference {lang} within {MAX_TIME_RATIO:.2g} of the limit", ratio <= MAX_TIME_RATIO,
+                   f"max {slowest.time_s:.3f} s on {slowest.name}, {slowest.time_s / slowdown:.3f} s on the reference "
+                   f"machine (this one takes {slowdown:.2f}x its time) / {limit:g} s = {ratio:.2f}"
+                   + ("" if ratio <= MAX_TIME_RATIO else f"; raise time_limit_s to at least "
+                      f"{slowest.time_s / slowdown / MAX_TIME_RATIO:.1f} or make the reference faster"))
 
 
-def check_wrong_solutions(report: ProblemReport, item, backend) -> None:
+def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
     """Each wrong solution is rejected with a verdict its kind allows; a judge error is never a rejection."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
     for wrong in item.wrong:
         result = judge_problem(item.problem, wrong.source, wrong.lang, backend=backend, stop_on_failure=True,
-                               limits=validation_limits(item.problem))
+                               limits=validation_limits(item.problem, speed.slowdown(wrong.lang)))
         report.wrong_verdicts[wrong.name] = result.verdict.value
         allowed = "/".join(v.value for v in wrong.expected_verdicts)
         failed = next((t for t in result.tests if t.verdict not in (Verdict.AC, Verdict.SKIPPED)), None)
@@ -215,19 +360,22 @@ def check_wrong_solutions(report: ProblemReport, item, backend) -> None:
         report.add(f"{wrong.name} rejected", result.verdict in wrong.expected_verdicts, detail)
 
 
-def check_jury_rejects_empty(report: ProblemReport, item, backend) -> None:
+def check_jury_rejects_empty(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
     """The checker or interactor rejects a solution that prints nothing (WA or PE; never AC, never JE)."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
     result = judge_problem(item.problem, EMPTY_SOLUTION, "py", backend=backend, stop_on_failure=True,
-                           limits=validation_limits(item.problem))
+                           limits=validation_limits(item.problem, speed.slowdown("python")))
     jury = "interactor" if item.problem.interactive else "checker"
     report.add(f"{jury} rejects an empty output", result.verdict in (Verdict.WA, Verdict.PE),
                f"{result.verdict.value}: {next((t.message for t in result.tests if t.message), result.message)[:200]}")
 
 
-def validate_problem(folder: Path, backend: str = "local") -> ProblemReport:
-    """Run every check on one problem folder; never raises for a broken problem (the report says what broke)."""
+def validate_problem(folder: Path, backend: str = "local", speed: MachineSpeed | None = None) -> ProblemReport:
+    """Run every check on one problem folder; never raises for a broken problem (the report says what broke).
+
+    ``speed``: this machine's, to judge times in reference-machine seconds (default: measured now,
+    ``measure_machine_speed(backend)``; ``REFERENCE_SPEED`` judges in this machine's own seconds)."""
     from agentgspo.envs.problemset import ProblemFolderError, load_set_problem, read_problem_folder
 
     report = ProblemReport(folder.name)
@@ -247,16 +395,18 @@ def validate_problem(folder: Path, backend: str = "local") -> ProblemReport:
     except (ProblemFolderError, ValueError) as exc:
         report.add("hidden tests materialised", False, str(exc))
         return report
-    check_references(report, item, backend)
-    check_wrong_solutions(report, item, backend)
-    check_jury_rejects_empty(report, item, backend)
+    speed = speed or measure_machine_speed(backend)  # now: under the load the references will run under
+    check_references(report, item, backend, speed)
+    check_wrong_solutions(report, item, backend, speed)
+    check_jury_rejects_empty(report, item, backend, speed)
     return report
 
 
 def validate_problemset(directory: Path | None = None, only: list[str] | None = None, jobs: int | None = None,
-                        backend: str = "local", on_done=None) -> list[ProblemReport]:
+                        backend: str = "local", on_done=None, speed: MachineSpeed | None = None
+                        ) -> list[ProblemReport]:
     """Validate every problem of a set (``jobs`` problems at once), in folder order; ``on_done(report, done, total)``
-    is called as each problem finishes."""
+    is called as each problem finishes. ``speed``: as ``validate_problem``'s (default: measured for each problem)."""
     from agentgspo.envs.problemset import problem_folders
     from agentgspo.sandboxes.judge.core import usable_cpus
 
@@ -267,7 +417,7 @@ def validate_problemset(directory: Path | None = None, only: list[str] | None = 
     lock = threading.Lock()
 
     def one(folder: Path) -> ProblemReport:
-        report = validate_problem(folder, backend)
+        report = validate_problem(folder, backend, speed)
         with lock:
             finished.append(report.slug)
             if on_done is not None:
@@ -279,7 +429,7 @@ def validate_problemset(directory: Path | None = None, only: list[str] | None = 
 
 
 def format_table(reports: list[ProblemReport]) -> str:
-    """One line per problem, then every failed check with its detail."""
+    """One line per problem, then every failed check with its detail, then a line on this machine's speed."""
     lines = [f"{'problem':<28} {'rating':>6} {'kind':<11} {'tests':>5} {'cpp':>5} {'py':>5} {'wrong':>6}  result"]
     for r in reports:
         rejected = sum(1 for c in r.checks if c.name.startswith("wrong_") and c.ok)
@@ -293,7 +443,17 @@ def format_table(reports: list[ProblemReport]) -> str:
     worst = max((v for r in reports for v in r.time_ratio.values()), default=0.0)
     passed = sum(r.ok for r in reports)
     lines.append(f"\n{passed}/{len(reports)} problems valid; largest reference time / limit: {worst:.2f} "
-                 f"(cpp and py columns: the largest per problem)")
+                 f"(cpp and py columns: the largest per problem, in reference-machine seconds; at most "
+                 f"{MAX_TIME_RATIO:.2f})")
+    slowdowns = {lang: [r.slowdown[lang] for r in reports if lang in r.slowdown] for lang in ("cpp", "python")}
+    if any(slowdowns.values()):
+        lines.append(f"this machine's time over the reference machine's ({REFERENCE_MACHINE}): " + ", ".join(
+            f"{lang} {min(values):.2f}-{max(values):.2f}x (median {statistics.median(values):.2f}x)"
+            for lang, values in slowdowns.items() if values) + f" (calibrated before each problem)")
+        here = max((r.time_ratio[lang] * r.slowdown[lang] for r in reports for lang in r.time_ratio), default=0)
+        if here > 0.5:
+            lines.append(f"note: on this machine a solution as fast as the slowest reference uses {here:.2f} of its "
+                         "limit when training or evaluating (the judge's limits are this machine's seconds there)")
     return "\n".join(lines)
 
 
