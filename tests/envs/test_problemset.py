@@ -106,6 +106,7 @@ def set_time_limit(folder: Path, seconds: float) -> None:
 # ----------------------------------------------------------------------------------------------- the shipped set
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # ~4 min on an idle fast machine, 12-15 min on a busy 2-core one: not a speed test
 def test_every_builtin_problem_is_valid():
     reports = validate_problemset()
     from agentgspo.commands.validate_problems import format_table
