@@ -4,10 +4,13 @@ The top-level import is light (no torch): environments, tools and their tests ne
 Heavy pieces (policy backends, the learner) live in submodules and are imported on use.
 """
 
-from agentgspo.env import Action, ChatEnv, ToolCall
-from agentgspo.registry import make, register
+from agentgspo import _moved
+from agentgspo.environments.env import Action, ChatEnv, ToolCall
+from agentgspo.environments.registry import make, register
+
+_moved.install()  # the old module paths (agentgspo.loss, ...) import their new modules, with a DeprecationWarning
 
 import agentgspo.envs  # noqa: E402,F401 -- registers the bundled env ids (their modules load on make)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["Action", "ChatEnv", "ToolCall", "make", "register", "__version__"]

@@ -7,7 +7,7 @@ TRL is optional: ``pip install "torch==2.13.0" trl`` on a CPU-only machine (the 
 build), or ``pip install -e ".[bench]"``. Without it the script says so and exits with code 2.
 
 What both sides do on every repeat (the same rollout batch, same weights at start, same settings):
-  - the tiny Qwen3-MoE policy (``agentgspo.tiny``; ``--hidden-size`` / ``--layers`` build a larger one), fp32,
+  - the tiny Qwen3-MoE policy (``agentgspo.policy.tiny``; ``--hidden-size`` / ``--layers`` build a larger one), fp32,
     one copy per side, each with its own ``torch.optim.AdamW`` (same lr, no weight decay);
   - 64 synthetic trajectories in 8 groups of 8 (each group shares a prompt of 20-40 tokens, mask 0; completions
     of 80-110 tokens, mask 1; 100-150 tokens in all), random rewards, the same group advantages (unbiased std);
@@ -66,7 +66,7 @@ def load_policy(args: argparse.Namespace):
     """The policy folder and its tokenizer (the cached tiny policy, or one built with the requested width)."""
     from transformers import AutoTokenizer
 
-    from agentgspo.tiny import build_tiny_policy, tiny_policy_path
+    from agentgspo.policy.tiny import build_tiny_policy, tiny_policy_path
 
     if args.hidden_size is None:
         path = tiny_policy_path()
@@ -78,7 +78,7 @@ def load_policy(args: argparse.Namespace):
 
 def make_trajectories(vocab: int, pad_id: int, seed: int):
     """64 trajectories: 8 groups of 8 sharing a prompt (mask 0), each with its own completion (mask 1)."""
-    from agentgspo.trajectory import Trajectory
+    from agentgspo.rollouts.trajectory import Trajectory
 
     rng = random.Random(seed)
     ids = [i for i in range(vocab) if i != pad_id]
@@ -101,7 +101,7 @@ def make_ours(path, pad_id: int, max_len: int, volatility_rows: int):
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.learner import GSPOLearner, LearnerConfig
+    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 
     accelerator = Accelerator(cpu=True)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
@@ -124,7 +124,7 @@ def make_trl(path, tokenizer, max_completion: int):
     from trl import GRPOConfig, GRPOTrainer
     from trl.trainer.utils import pad, shuffle_sequence_dict, split_tensor_dict
 
-    from agentgspo.advantages import group_advantages
+    from agentgspo.objective.advantages import group_advantages
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     config = GRPOConfig(
@@ -238,7 +238,7 @@ def main() -> int:
     ratio = statistics.median(ratios)
     print(f"\nours / TRL throughput (median of per-repeat ratios over {args.repeats} repeats): {ratio:.2f}x "
           f"(range {min(ratios):.2f}-{max(ratios):.2f}); target >= 1.0: {'met' if ratio >= 1.0 else 'NOT met'}")
-    from agentgspo.batching import length_buckets
+    from agentgspo.objective.batching import length_buckets
 
     lengths = [len(t.token_ids) for t in trajectories]
     ours_padded = sum(len(b) * max(lengths[i] for i in b) for b in length_buckets(lengths, 16 * max_len))

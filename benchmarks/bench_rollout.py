@@ -72,8 +72,8 @@ def one_run(renderer: Any, seeds: int, group_size: int, env_workers: int = 64,
             profile: bool = False) -> dict[str, float]:
     from agentgspo.envs.calculator import calculator_oracle
     from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.registry import make
-    from agentgspo.rollout import RolloutConfig, RolloutRunner
+    from agentgspo.environments.registry import make
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
     watch = Stopwatch()
 
@@ -119,8 +119,8 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from agentgspo.chat import ChatRenderer
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.rollouts.chat import ChatRenderer
+    from agentgspo.policy.tiny import tiny_policy_path
 
     renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
     one_run(renderer, 8, 2)  # warm-up: imports, template compilation

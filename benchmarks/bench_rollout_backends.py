@@ -1,7 +1,7 @@
 """Rollout tokens/s of the three policy backends side by side: transformers (HF), the in-process vLLM engine and a
 vLLM OpenAI server (``agentgspo serve-policy``) reached over HTTP.
 
-Each measurement is one real rollout batch through :class:`~agentgspo.rollout.RolloutRunner` on Calculator-v0
+Each measurement is one real rollout batch through :class:`~agentgspo.rollouts.rollout.RolloutRunner` on Calculator-v0
 (``N`` concurrent episodes = N/8 seeds x group 8, one sampled turn of up to ``--max-new-tokens`` ids at T = 1,
 then the env's step): tokens/s = sampled tokens / wall seconds. Models: the embedded tiny MoE, a larger Qwen3-MoE
 of the same tokenizer (8 layers, hidden 384, 8 experts top-2: 31.9M parameters) where per-step overheads matter
@@ -48,7 +48,7 @@ MODELS = {
 
 def build_model(name: str) -> Path:
     """The folder of model ``name`` (see MODELS), built once into the cache."""
-    from agentgspo.tiny import build_tiny_policy, cache_dir, tiny_policy_path
+    from agentgspo.policy.tiny import build_tiny_policy, cache_dir, tiny_policy_path
 
     if name == "tiny":
         return tiny_policy_path()
@@ -69,8 +69,8 @@ def parameter_count(path: Path) -> int:
 def one_rollout(policy: Any, episodes: int, max_new_tokens: int, sampling_seed: int) -> dict[str, float]:
     """One rollout batch of ``episodes`` concurrent Calculator-v0 episodes; sampled tokens and wall seconds."""
     from agentgspo.policy.base import SamplingParams
-    from agentgspo.registry import make
-    from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
+    from agentgspo.environments.registry import make
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 
     config = RolloutConfig(group_size=8, max_turns=1, max_context=1024, env_call_timeout_s=None, env_budget_s=None,
                            sampler_timeout_s=None,

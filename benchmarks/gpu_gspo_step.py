@@ -4,8 +4,8 @@
     python benchmarks/gpu_gspo_step.py --smoke                               # CPU code-path check, tiny shapes
 
 The step is what ``GSPOLearner._micro_step`` does for one micro-batch, without the Python bookkeeping: forward,
-fp32 log-probs of the sampled tokens (``agentgspo/logprobs.py: token_logprobs``), ``gspo_loss``
-(``agentgspo/loss.py``; eps 3e-4 / 4e-4, per-sequence mean), backward, ``AdamW(fused=True)`` step. No gradient
+fp32 log-probs of the sampled tokens (``agentgspo/objective/logprobs.py: token_logprobs``), ``gspo_loss``
+(``agentgspo/objective/loss.py``; eps 3e-4 / 4e-4, per-sequence mean), backward, ``AdamW(fused=True)`` step. No gradient
 clipping, no router aux loss, no log_p_old pass (log_p_old is scored once per variant, untimed). The two files are
 loaded by path, so the package's own imports (gymnasium, pydantic: absent on the H200 image) are not needed.
 
@@ -38,7 +38,7 @@ skipped; a variant that would overrun ``--budget-s`` is skipped). The default ru
   f_compile_b8_fused   d at the issue's 8 x 2048 shape (the best of the 2026-11-29 run at this shape, 30.3%)
   g_compile_b32_fused  d at 32 x 2048 (does a bigger batch keep raising MFU?)
   h/i_cudagraphs_*   f / d with torch.compile(mode="reduce-overhead") (CUDA graphs: fewer kernel launches)
-  j_ours_b8          f with ``experts_implementation="agentgspo"`` (agentgspo/moe.py: the expert permutations
+  j_ours_b8          f with ``experts_implementation="agentgspo"`` (agentgspo/learning/moe.py: the expert permutations
                      differentiated by gathers, no atomic index_put scatter-add in the backward of each layer)
   k_ours_cudnn_b8    j with the cuDNN attention backend first in SDPA's priority (Hopper-tuned kernels);
                      profiled like p, so the JSON shows which attention kernels ran

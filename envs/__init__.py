@@ -4,7 +4,7 @@ Each registers the budget an episode needs (measured with the oracle over every 
 policy's ids, with room to spare): `agentgspo rollout` and the recipes use it unless given flags.
 """
 
-from agentgspo.registry import EnvBudget, register
+from agentgspo.environments.registry import EnvBudget, register
 
 # Oracle, worst task: 2 turns, 20-id turns, 144 ids in all (the quickstart trains within this budget).
 register("agentgspo/Calculator-v0", entry_point="agentgspo.envs.calculator:CalculatorEnv",

@@ -12,8 +12,8 @@ import operator
 import re
 from typing import Any
 
-from agentgspo.env import Action, ChatEnv, Message
-from agentgspo.tool_calls import ToolCall
+from agentgspo.environments.env import Action, ChatEnv, Message
+from agentgspo.environments.tool_calls import ToolCall
 
 SYSTEM_PROMPT = "Use the calculate tool, then reply <answer>N</answer>."
 _ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")

@@ -53,10 +53,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgspo.env import Action, ChatEnv, Message
+from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, existing_file, jsonl_objects, resolved_path, task_index
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_output
-from agentgspo.tool_calls import ToolCall
+from agentgspo.environments.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Complete the Python function. You may run code with the run_python tool. When you are done, reply without "

@@ -43,12 +43,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgspo.env import Action, ChatEnv, Message, as_action
+from agentgspo.environments.env import Action, ChatEnv, Message, as_action
 from agentgspo.envs.codeforces_sources import (CodeforcesTask, ProblemSet, format_statement, open_r1_task,
                                                read_tasks)
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, resolved_path, task_index
 from agentgspo.envs.tool_output import format_tool_output
-from agentgspo.tool_calls import ToolCall
+from agentgspo.environments.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Solve the competitive-programming problem in Python or C++17. Tools: run (your program on custom input), "

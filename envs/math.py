@@ -34,10 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentgspo.env import Action, ChatEnv, Message
+from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, task_index
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
-from agentgspo.tool_calls import ToolCall
+from agentgspo.environments.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Solve the problem. You may run Python with the python tool (print what you need to see). "

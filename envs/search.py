@@ -23,9 +23,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentgspo.env import Action, ChatEnv, Message
+from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, load_rows, resolved_path, task_index
-from agentgspo.tool_calls import ToolCall
+from agentgspo.environments.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
     "Answer the question. The facts are only in the knowledge base: use the search tool (you may search several "

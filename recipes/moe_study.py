@@ -8,7 +8,7 @@ What it runs, per seed: a tiny Qwen3-MoE with twice the quickstart's experts by 
 ``--experts`` 8, top ``--top-k`` 2; with 4 layers of 8 experts the warm start had not learned the demonstrations'
 tool call after 500 of 600 steps, loss 0.35) is warm-started for 800 steps on ``agentgspo/Calculator-v0``'s imperfect
 demonstrator (the quickstart's setup: a tool call, then the answer; RL has to teach the tool's use). That policy
-is the start of every variant, each one run of :func:`agentgspo.train.train`:
+is the start of every variant, each one run of :func:`agentgspo.runs.train.train`:
 
     gspo            objective gspo, eps 3e-4 / 4e-4 (paper §5.1)
     grpo            objective grpo, eps 0.2 / 0.27
@@ -76,7 +76,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overrides: Any) -> Any:
-    from agentgspo.train import TrainConfig
+    from agentgspo.runs.train import TrainConfig
 
     return TrainConfig(**{**dict(
         out=str(out), seed=seed, policy=policy, backend="hf", device="cpu", activation_checkpointing=False,
@@ -88,8 +88,8 @@ def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overr
 def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
     """The shared start of a seed's variants: the tiny MoE, warm-started on the demonstrator (train.py's warm
     start, then one GSPO step at learning rate 0, which changes nothing); returns its ``final/`` folder."""
-    from agentgspo.tiny import build_tiny_policy
-    from agentgspo.train import train
+    from agentgspo.policy.tiny import build_tiny_policy
+    from agentgspo.runs.train import train
 
     final = out / f"warm-s{seed}" / "final"
     if final.exists():
@@ -108,13 +108,13 @@ def measure_gap(policy: str, args: argparse.Namespace, seed: int) -> dict[str, f
     from accelerate import Accelerator
 
     import agentgspo  # noqa: F401 -- registers the env ids
-    from agentgspo.batching import collate, forward, logprobs_from_logits
-    from agentgspo.learner import GSPOLearner, LearnerConfig
+    from agentgspo.objective.batching import collate, forward, logprobs_from_logits
+    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.hf import HFPolicy
-    from agentgspo.registry import make
-    from agentgspo.rollout import RolloutConfig, RolloutRunner
-    from agentgspo.routing_replay import batch_replay, decode_routing, replay_routing
+    from agentgspo.environments.registry import make
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
+    from agentgspo.learning.routing_replay import batch_replay, decode_routing, replay_routing
 
     torch.manual_seed(seed)
     sampler = HFPolicy.from_pretrained(policy, seed=seed, record_routing=True)
@@ -214,8 +214,8 @@ def plot(out: Path, runs: dict[str, list[list[dict[str, Any]]]]) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the study (resumable per run: a finished run folder is read back, not rerun); returns the table."""
-    from agentgspo.metrics import read_metrics
-    from agentgspo.train import train
+    from agentgspo.runs.metrics import read_metrics
+    from agentgspo.runs.train import train
 
     args = parse_args(argv)
     out = Path(args.out)

@@ -65,17 +65,17 @@ from tqdm import tqdm
 from transformers import get_scheduler
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
+from agentgspo.runs.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
                                   save_checkpoint, save_warm_checkpoint)
-from agentgspo.learner import GSPOLearner, LearnerConfig
-from agentgspo.metrics import MetricsLogger, moving_average, plot_training, read_metrics, rollout_metrics_over_ranks
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.runs.metrics import MetricsLogger, moving_average, plot_training, read_metrics, rollout_metrics_over_ranks
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.weight_sync import save_weights, sync_weights
-from agentgspo.policy_settings import PolicySettings, write_policy_settings
-from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.run_folder import RunInterrupted, StopSignals, check_run_folder
-from agentgspo.sft import WarmStartProgress, play_demonstrations, warm_start
+from agentgspo.policy.policy_settings import PolicySettings, write_policy_settings
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.runs.run_folder import RunInterrupted, StopSignals, check_run_folder
+from agentgspo.runs.sft import WarmStartProgress, play_demonstrations, warm_start
 
 EVAL_SEEDS = range(0, 256)  # held out: training prompts start at TRAIN_SEED_BASE
 TRAIN_SEED_BASE = 1_000_000
@@ -197,8 +197,8 @@ def _env_settings(config: QuickstartConfig) -> tuple[dict, int, int]:
     budget, else the library defaults)."""
     import importlib
 
-    from agentgspo.policy_settings import LIMIT_DEFAULTS
-    from agentgspo.registry import check_env_kwargs, env_budget, make
+    from agentgspo.policy.policy_settings import LIMIT_DEFAULTS
+    from agentgspo.environments.registry import check_env_kwargs, env_budget, make
 
     try:
         env_kwargs = json.loads(config.env_kwargs)
@@ -422,7 +422,7 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
         "parameter_checksums": _gathered_checksums(accelerator, model),
     }
     if accelerator.is_main_process:
-        from agentgspo.quiet import no_transformers_progress_bars
+        from agentgspo.policy.quiet import no_transformers_progress_bars
 
         with no_transformers_progress_bars():
             accelerator.unwrap_model(model).save_pretrained(out / "final")
@@ -464,7 +464,7 @@ def _sampler(config: QuickstartConfig, policy: HFPolicy, model: Any, folder: Pat
 def _demonstrations(config: QuickstartConfig, accelerator: Accelerator, out: Path, make_env, renderer) -> list:
     """The demonstrator's episodes: read from DIR/demonstrations.jsonl when an interrupted run wrote them (playing
     8,192 episodes again costs minutes), else played and written there."""
-    from agentgspo.trajectory import read_jsonl, write_jsonl
+    from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 
     path = out / "demonstrations.jsonl"
     if path.exists():

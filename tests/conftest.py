@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def tiny_path():
     """Folder of the embedded tiny policy (built on first use, cached across runs)."""
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     return tiny_policy_path()
 
@@ -25,7 +25,7 @@ def tokenizer(tiny_path):
 
 @pytest.fixture(scope="session")
 def renderer(tokenizer):
-    from agentgspo.chat import ChatRenderer
+    from agentgspo.rollouts.chat import ChatRenderer
 
     return ChatRenderer(tokenizer)
 
@@ -42,7 +42,7 @@ def warm_model(tiny_path, renderer, tokenizer):
     from transformers import AutoModelForCausalLM
 
     from agentgspo.envs.calculator import CalculatorEnv
-    from agentgspo.sft import play_demonstrations, warm_start
+    from agentgspo.runs.sft import play_demonstrations, warm_start
 
     demos = play_demonstrations(CalculatorEnv, renderer, range(64))
     torch.manual_seed(0)

@@ -6,7 +6,7 @@ This file is the README's example, verbatim; tests/test_env.py runs it so the tw
 import gymnasium as gym
 
 import agentgspo
-from agentgspo.env_checker import check_env, play
+from agentgspo.environments.env_checker import check_env, play
 
 
 def reverse(text: str) -> str:

@@ -1,4 +1,4 @@
-"""Tests for agentgspo.advantages.group_advantages (GSPO paper Eq. 6, unbiased std as in verl/TRL)."""
+"""Tests for agentgspo.objective.advantages.group_advantages (GSPO paper Eq. 6, unbiased std as in verl/TRL)."""
 
 import doctest
 import math
@@ -6,12 +6,12 @@ import math
 import pytest
 import torch
 
-import agentgspo.advantages
-from agentgspo.advantages import group_advantages
+import agentgspo.objective.advantages
+from agentgspo.objective.advantages import group_advantages
 
 
 def test_doctests_pass():
-    result = doctest.testmod(agentgspo.advantages)
+    result = doctest.testmod(agentgspo.objective.advantages)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.trajectory import read_jsonl
+from agentgspo.rollouts.trajectory import read_jsonl
 
 
 def test_check_env_calculator_exits_zero(capsys):
@@ -194,7 +194,7 @@ def test_rollout_plays_a_trained_policy_with_what_it_was_trained_with(tmp_path, 
     """A policy folder's agentgspo.json (env, env kwargs, limits) is used unless a flag says otherwise."""
     import shutil
 
-    from agentgspo.policy_settings import PolicySettings, write_policy_settings
+    from agentgspo.policy.policy_settings import PolicySettings, write_policy_settings
 
     policy = tmp_path / "final"
     shutil.copytree(tiny_path, policy)

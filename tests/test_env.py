@@ -9,9 +9,9 @@ import gymnasium as gym
 import pytest
 
 import agentgspo
-from agentgspo.env import Action, ChatEnv
-from agentgspo.env_checker import EnvContractError, check_env, play
-from agentgspo.registry import UnknownEnvError, registered_ids
+from agentgspo.environments.env import Action, ChatEnv
+from agentgspo.environments.env_checker import EnvContractError, check_env, play
+from agentgspo.environments.registry import UnknownEnvError, registered_ids
 
 
 def test_gymnasium_make_works_after_import_agentgspo():

@@ -2,7 +2,7 @@
 ranks in step whatever each holds, gives the sampler full weights, and resumes exactly after a kill.
 
 accelerate's ``--use_fsdp`` falls back to DDP without a GPU, so the workers run under ``accelerate launch --multi_gpu``
-(2 gloo processes) and shard the policy with :func:`agentgspo.sharding.shard_policy`, which applies ``fully_shard``
+(2 gloo processes) and shard the policy with :func:`agentgspo.learning.sharding.shard_policy`, which applies ``fully_shard``
 on the process group accelerate set up. The single-process reference runs in the test process.
 """
 
@@ -20,10 +20,10 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from agentgspo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from agentgspo.learner import GSPOLearner, LearnerConfig
-from agentgspo.sharding import full_state_dict, is_sharded, load_sampler_weights, save_full_weights, shard_policy
-from agentgspo.trajectory import Trajectory
+from agentgspo.runs.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.learning.sharding import full_state_dict, is_sharded, load_sampler_weights, save_full_weights, shard_policy
+from agentgspo.rollouts.trajectory import Trajectory
 
 LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
@@ -61,7 +61,7 @@ def _rollout(step: int) -> list[Trajectory]:
 def _policy():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 
@@ -231,7 +231,7 @@ def test_fsdp2_bf16_keeps_fp32_master_shards_and_no_fp32_logits(trained):
     """shard_policy(mixed_precision="bf16"): layers are gathered and computed in bf16, the sharded parameters the
     optimizer updates stay fp32, and no op of the step (forward, loss, backward, metrics) makes an fp32 tensor with
     more than one log-prob chunk (512 rows) of the vocabulary, while a micro-batch holds > 1000 tokens."""
-    from agentgspo.logprobs import DEFAULT_CHUNK_SIZE
+    from agentgspo.objective.logprobs import DEFAULT_CHUNK_SIZE
 
     out, code, log = trained
     for rank in (0, 1):

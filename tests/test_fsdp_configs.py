@@ -1,5 +1,5 @@
 """The accelerate config files under recipes/accelerate/ parse and validate as accelerate launch configs, and their
-FSDP2 settings reach accelerate's FSDP plugin (the GPU path of agentgspo.sharding)."""
+FSDP2 settings reach accelerate's FSDP plugin (the GPU path of agentgspo.learning.sharding)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from agentgspo.advantages import group_advantages
-from agentgspo.batching import collate, forward, logprobs_from_logits
-from agentgspo.learner import GSPOLearner, LearnerConfig, routing_volatility
-from agentgspo.trajectory import Trajectory
+from agentgspo.objective.advantages import group_advantages
+from agentgspo.objective.batching import collate, forward, logprobs_from_logits
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig, routing_volatility
+from agentgspo.rollouts.trajectory import Trajectory
 
 from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.py
 
@@ -26,7 +26,7 @@ from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.
 def tiny():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 
@@ -168,7 +168,7 @@ def test_compiled_loss_region_trains_like_the_eager_one(objective):
     """``compile=True`` (fused fp32 log-probs + objective under torch.compile) makes the same update as eager."""
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     results = []
     for compile_region in (False, True):
@@ -211,7 +211,7 @@ def _ddp_worker(out_dir: str) -> None:
     """Run under ``accelerate launch`` with 2 processes; each scenario writes ``<name>.rank<r>.json`` when done."""
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     accelerator = Accelerator(cpu=True)
     rank = accelerator.process_index

@@ -11,12 +11,12 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from agentgspo.advantages import turn_advantages
-from agentgspo.batching import collate, forward, logprobs_from_logits
-from agentgspo.learner import GSPOLearner, LearnerConfig, disable_stochastic_layers, sample_weights
-from agentgspo.loss import kl_k3
-from agentgspo.metrics import rollout_metrics_over_ranks
-from agentgspo.trajectory import Trajectory
+from agentgspo.objective.advantages import turn_advantages
+from agentgspo.objective.batching import collate, forward, logprobs_from_logits
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig, disable_stochastic_layers, sample_weights
+from agentgspo.objective.loss import kl_k3
+from agentgspo.runs.metrics import rollout_metrics_over_ranks
+from agentgspo.rollouts.trajectory import Trajectory
 
 from tiny_models import build_tiny  # tests/tiny_models.py
 
@@ -195,7 +195,7 @@ def test_k3s_gradient_is_the_forward_kls_gradient():
 # ------------------------------------------------------------------------------------------ logged population
 
 def test_logged_reward_is_over_the_trained_episodes_with_the_excluded_share_beside():
-    from agentgspo.rollout import summarize
+    from agentgspo.rollouts.rollout import summarize
 
     trajectories = _trajectories([1, 0, 0, 0])
     trajectories[1].stop_reason = "sampler_error"  # no one's answer: not trained, so not in the reward either
@@ -215,8 +215,8 @@ def test_a_hung_env_call_is_left_out_of_the_group_and_a_spent_budget_is_trained(
     import agentgspo
     from agentgspo.policy.base import SamplingParams, ScriptedPolicy
     from agentgspo.policy.hf import HFPolicy
-    from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+    from agentgspo.policy.tiny import tiny_policy_path
 
     release, made = threading.Event(), itertools.count()
 

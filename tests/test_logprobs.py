@@ -1,12 +1,12 @@
-"""Tests for agentgspo.logprobs: fp32 log-probs from any-dtype logits, chunking, memory and the bf16 clip case."""
+"""Tests for agentgspo.objective.logprobs: fp32 log-probs from any-dtype logits, chunking, memory and the bf16 clip case."""
 
 import math
 
 import pytest
 import torch
 
-from agentgspo.logprobs import fused_token_logprobs, token_entropy, token_logprobs
-from agentgspo.loss import gspo_loss
+from agentgspo.objective.logprobs import fused_token_logprobs, token_entropy, token_logprobs
+from agentgspo.objective.loss import gspo_loss
 
 
 def random_logits(dtype=torch.float32, shape=(2, 5, 11), seed=0):

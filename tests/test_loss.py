@@ -1,11 +1,11 @@
-"""Tests for agentgspo.loss against the hand-checkable facts in shared/GSPO.md (float64 where values are exact)."""
+"""Tests for agentgspo.objective.loss against the hand-checkable facts in shared/GSPO.md (float64 where values are exact)."""
 
 import math
 
 import pytest
 import torch
 
-from agentgspo.loss import gspo_loss, gspo_token_loss, grpo_loss, kl_k3
+from agentgspo.objective.loss import gspo_loss, gspo_token_loss, grpo_loss, kl_k3
 
 DIAGNOSTIC_KEYS = {
     "clip_frac_seq",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from agentgspo.logprobs import token_logprobs
-from agentgspo.memory import GIB, MODEL_PRESETS, estimate_memory, load_model_config, measure_saved_activation_bytes
+from agentgspo.objective.logprobs import token_logprobs
+from agentgspo.learning.memory import GIB, MODEL_PRESETS, estimate_memory, load_model_config, measure_saved_activation_bytes
 
 
 def _small_moe_config(**overrides):
@@ -125,8 +125,8 @@ def test_learner_prints_the_estimate_at_start(capsys):
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.learner import GSPOLearner
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.learning.learner import GSPOLearner
+    from agentgspo.policy.tiny import tiny_policy_path
 
     model = AutoModelForCausalLM.from_pretrained(tiny_policy_path())
     accelerator = Accelerator(cpu=True)

@@ -1,11 +1,11 @@
-"""Tests for agentgspo.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE models."""
+"""Tests for agentgspo.learning.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE models."""
 
 import pytest
 import torch
 
 from tiny_models import SHAPE, build_tiny
 
-moe = pytest.importorskip("agentgspo.moe")
+moe = pytest.importorskip("agentgspo.learning.moe")
 try:
     moe.register()
 except ImportError as exc:  # transformers < 5 or torch < 2.10: nothing to test

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import gymnasium as gym
 import agentgspo
-from agentgspo.env_checker import play
+from agentgspo.environments.env_checker import play
 
 env = gym.make("agentgspo/Calculator-v0")
 print("reward", play(env, env.unwrapped.oracle, seed=0)[0], agentgspo.ChatEnv.__module__)
@@ -29,4 +29,4 @@ def test_a_script_beside_a_clone_named_agentgspo_imports_the_real_package(tmp_pa
     done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "reward 1.0 agentgspo.env"
+    assert done.stdout.strip().splitlines()[-1] == "reward 1.0 agentgspo.environments.env"

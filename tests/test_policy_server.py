@@ -21,7 +21,7 @@ from vllm_support import (LOGPROB_ATOL, MOVED, PolicyServer, free_port, gspo_ste
 
 from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable  # noqa: E402
-from agentgspo.rollout import RolloutConfig, RolloutRunner  # noqa: E402
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
 
 PARAMS = SamplingParams(temperature=1.0, max_new_tokens=24)
 

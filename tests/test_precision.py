@@ -14,11 +14,11 @@ from accelerate.state import AcceleratorState
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from agentgspo.batching import collate, forward, logprobs_from_logits
-from agentgspo.learner import GSPOLearner, LearnerConfig
-from agentgspo.logprobs import DEFAULT_CHUNK_SIZE
-from agentgspo.memory import measure_saved_activation_bytes
-from agentgspo.trajectory import Trajectory
+from agentgspo.objective.batching import collate, forward, logprobs_from_logits
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.objective.logprobs import DEFAULT_CHUNK_SIZE
+from agentgspo.learning.memory import measure_saved_activation_bytes
+from agentgspo.rollouts.trajectory import Trajectory
 
 
 class Float32VocabRows(TorchDispatchMode):
@@ -56,7 +56,7 @@ def long_trajectories(count: int = 12, seed: int = 0) -> list[Trajectory]:
 def _policy():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 

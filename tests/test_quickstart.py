@@ -215,6 +215,6 @@ def test_two_processes_keep_identical_parameters(tmp_path):
 
 
 def _tiny_path() -> Path:
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     return tiny_policy_path()

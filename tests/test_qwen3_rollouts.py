@@ -11,12 +11,12 @@ import pytest
 import torch
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.batching import collate, score
-from agentgspo.chat import ChatRenderer
+from agentgspo.objective.batching import collate, score
+from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import SampleRequest, SampledTurn, SamplingParams, ScriptedPolicy
 from agentgspo.policy.hf import HFPolicy
-from agentgspo.registry import registered_ids
-from agentgspo.rollout import RolloutConfig, RolloutRunner
+from agentgspo.environments.registry import registered_ids
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 from qwen3 import build_tiny_qwen3_moe, load_tokenizer, unpack_tokenizer
 
 # The sampler (left-padded, KV cache, one token at a time) and the learner's scoring pass (right-padded, whole
@@ -138,7 +138,7 @@ def test_check_template_flags_qwen3_only_where_it_drops_reasoning(tmp_path):
     """Qwen3's template drops earlier <think> blocks (a real rewrite: flagged from the turn after a new user message)
     and decorates its last assistant message with an empty <think></think> block (not a rewrite of what was
     sampled: a conversation without reasoning is prefix-preserving)."""
-    from agentgspo.chat import SCRIPTED_CONVERSATION, check_template
+    from agentgspo.rollouts.chat import SCRIPTED_CONVERSATION, check_template
 
     tokenizer = load_tokenizer(unpack_tokenizer(tmp_path))
     with_reasoning = check_template(tokenizer)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.train import TrainConfig, load_config
-from agentgspo.trajectory import read_jsonl
+from agentgspo.runs.train import TrainConfig, load_config
+from agentgspo.rollouts.trajectory import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ("math", "code", "codeforces", "search")
@@ -125,7 +125,7 @@ def test_bad_settings_are_refused_naming_the_setting(tmp_path):
         load_config(codeforces, ["--held-out", "9000A"])  # argparse: "expected a JSON list"
     with pytest.raises(ValueError, match="would evaluate on training problems"):
         load_config(codeforces, ["--held-out", "[]"])
-    from agentgspo.registry import make
+    from agentgspo.environments.registry import make
 
     config = load_config(codeforces, ["--env-kwargs", "{}", "--held-out", '["9000A", "9000D"]'])
     env = make(config.env_id, **config.train_env_kwargs())  # what the policy trains on: never a held-out problem
@@ -159,7 +159,7 @@ def test_a_recipe_runs_sharded_with_fsdp2_on_two_cpu_ranks_with_split_turns(tmp_
     assert (out / "checkpoints" / "step-00000002" / "fsdp2_sharded").is_dir()
     from safetensors.torch import load_file
 
-    from agentgspo.tiny import tiny_policy_path
+    from agentgspo.policy.tiny import tiny_policy_path
 
     final, initial = load_file(out / "final" / "model.safetensors"), load_file(tiny_policy_path() / "model.safetensors")
     assert set(final) == set(initial) and all(final[k].shape == initial[k].shape for k in final)

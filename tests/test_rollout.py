@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from agentgspo.env import Action, ChatEnv
+from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
 from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SamplingParams, ScriptedPolicy
-from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.wrappers import MaxTurns
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.environments.wrappers import MaxTurns
 
 
 def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):

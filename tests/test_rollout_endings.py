@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from agentgspo.env import Action, ChatEnv
+from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.policy.base import SampledTurn, SamplingParams, ScriptedPolicy
-from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.trajectory import ENDINGS, Trajectory
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.rollouts.trajectory import ENDINGS, Trajectory
 
 
 class Tally(ChatEnv):

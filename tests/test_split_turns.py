@@ -14,15 +14,15 @@ import torch
 from accelerate import Accelerator
 
 import agentgspo
-from agentgspo.batching import collate, score
-from agentgspo.chat import ChatRenderer
-from agentgspo.learner import GSPOLearner, LearnerConfig
+from agentgspo.objective.batching import collate, score
+from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.policy.base import SampleRequest, SampledTurn, SamplingParams, ScriptedPolicy
 from agentgspo.policy.hf import HFPolicy
-from agentgspo.registry import registered_ids
-from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.split_turns import episode_advantages
-from agentgspo.trajectory import Trajectory
+from agentgspo.environments.registry import registered_ids
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.objective.split_turns import episode_advantages
+from agentgspo.rollouts.trajectory import Trajectory
 from qwen3 import build_tiny_qwen3_moe, load_tokenizer
 
 THINK = "<think>\nSeven plus five, carry the one.\n</think>\n\n"
@@ -123,7 +123,7 @@ def test_split_turn_samples_of_every_bundled_env_are_the_template_render(env_id,
 def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_folder, monkeypatch):
     from transformers import AutoModelForCausalLM
 
-    import agentgspo.learner
+    import agentgspo.learning.learner
 
     samples = play(renderer, "split_turns")
     for sample in samples[2:]:  # the second episode fails: the group's advantages are +-0.7071 per episode
@@ -134,7 +134,7 @@ def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_
         computed.append(episode_advantages(trajectories)[0].tolist())
         return episode_advantages(trajectories)
 
-    monkeypatch.setattr(agentgspo.learner, "episode_advantages", spy)
+    monkeypatch.setattr(agentgspo.learning.learner, "episode_advantages", spy)
     model = AutoModelForCausalLM.from_pretrained(qwen3_folder, dtype=torch.float32)
     seen: list[list[int]] = []
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentgspo.batching import collate, score
-from agentgspo.env import Action
+from agentgspo.objective.batching import collate, score
+from agentgspo.environments.env import Action
 from agentgspo.envs.calculator import CalculatorEnv
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
-from agentgspo.rollout import RolloutConfig, RolloutRunner
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 # HF sampling (left-padded batch, KV cache, one token at a time) and scoring (right-padded, full sequence) run
 # different kernels on the same fp32 weights; they agree to ~1e-5 per token.

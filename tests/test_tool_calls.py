@@ -6,13 +6,13 @@ import doctest
 
 import pytest
 
-import agentgspo.tool_calls
-from agentgspo.env import Action
-from agentgspo.tool_calls import ToolCall, parse_tool_calls
+import agentgspo.environments.tool_calls
+from agentgspo.environments.env import Action
+from agentgspo.environments.tool_calls import ToolCall, parse_tool_calls
 
 
 def test_doctests_pass():
-    result = doctest.testmod(agentgspo.tool_calls)
+    result = doctest.testmod(agentgspo.environments.tool_calls)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from agentgspo.env import Action, ChatEnv
+from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.policy.base import ScriptedPolicy
-from agentgspo.rollout import RolloutConfig, RolloutRunner
-from agentgspo.tool_calls import ToolCall
-from agentgspo.tools import Tool, ToolSet
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
+from agentgspo.environments.tool_calls import ToolCall
+from agentgspo.environments.tools import Tool, ToolSet
 
 
 def add(a: int, b: int = 2) -> int:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentgspo.trajectory import (ENDINGS, EXCLUDED_STOPS, STOP_REASONS, TRAINED_STOPS, UNCOUNTED_STOPS, Trajectory,
+from agentgspo.rollouts.trajectory import (ENDINGS, EXCLUDED_STOPS, STOP_REASONS, TRAINED_STOPS, UNCOUNTED_STOPS, Trajectory,
                                   TrajectoryRecord, read_jsonl, write_jsonl)
 
 

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from agentgspo.advantages import group_advantages, token_advantages, turn_advantages
-from agentgspo.loss import gspo_loss, gspo_token_loss
+from agentgspo.objective.advantages import group_advantages, token_advantages, turn_advantages
+from agentgspo.objective.loss import gspo_loss, gspo_token_loss
 
 SQRT_HALF = math.sqrt(0.5)
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from agentgspo.loss import gspo_loss, gspo_turn_loss
+from agentgspo.objective.loss import gspo_loss, gspo_turn_loss
 
 NAN = float("nan")
 

@@ -9,11 +9,11 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from agentgspo.advantages import group_advantages, turn_advantages
-from agentgspo.batching import collate, forward, logprobs_from_logits
-from agentgspo.learner import GSPOLearner, LearnerConfig
+from agentgspo.objective.advantages import group_advantages, turn_advantages
+from agentgspo.objective.batching import collate, forward, logprobs_from_logits
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.policy.base import SamplingParams
-from agentgspo.trajectory import Trajectory, read_jsonl, write_jsonl
+from agentgspo.rollouts.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import build_tiny  # tests/tiny_models.py
 
@@ -157,7 +157,7 @@ def test_settings_that_do_not_fit_together_are_refused(config, message):
 def test_rollout_records_each_steps_reward_and_zero_for_a_turn_no_step_consumed(renderer):
     from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
     from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.rollout import RolloutConfig, RolloutRunner
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
     def run(max_new_tokens):
         runner = RolloutRunner(CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer,

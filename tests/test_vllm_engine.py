@@ -18,7 +18,7 @@ from vllm_support import (ENGINE_OPTIONS, LOGPROB_ATOL, MOVED, gspo_step, greedy
 
 from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.vllm import VLLMPolicy  # noqa: E402
-from agentgspo.rollout import RolloutConfig, RolloutRunner  # noqa: E402
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentgspo.env import Action, ChatEnv
-from agentgspo.wrappers import EnvBudget, MaxTurns
+from agentgspo.environments.env import Action, ChatEnv
+from agentgspo.environments.wrappers import EnvBudget, MaxTurns
 
 
 class Chatty(ChatEnv):

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import torch
 
-from agentgspo.batching import collate, score
+from agentgspo.objective.batching import collate, score
 from agentgspo.policy.base import SamplingParams
 
 #: vLLM fp32 (its own kernels, KV cache, batch) vs the learner's fp32 forward: measured <= 1e-6 per token.
@@ -50,7 +50,7 @@ def gspo_step(model, trajectories, pad_token_id: int):
     each group so every group has an advantage)."""
     from accelerate import Accelerator
 
-    from agentgspo.learner import GSPOLearner, LearnerConfig
+    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 
     updated = copy.deepcopy(model).train()
     for trajectory in trajectories:

@@ -15,8 +15,8 @@ def run(args: argparse.Namespace) -> int:
     """Check each env; exit status 1 if any fails."""
     import gymnasium as gym
 
-    from agentgspo.env_checker import EnvContractError, check_env
-    from agentgspo.registry import UnknownEnvError, make, registered_ids
+    from agentgspo.environments.env_checker import EnvContractError, check_env
+    from agentgspo.environments.registry import UnknownEnvError, make, registered_ids
 
     ids = args.env_ids or registered_ids()
     failed = 0

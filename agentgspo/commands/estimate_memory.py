@@ -1,7 +1,7 @@
 """`agentgspo estimate-memory --model-config qwen3-30b-a3b --gpus 8 --gpu-memory-gb 80`: will a GSPO run fit?
 
 Builds the model from its config on the meta device (no weights are loaded or allocated) and prints the memory per
-process: parameters, gradients, AdamW state and the activations of one micro-batch (:mod:`agentgspo.memory`).
+process: parameters, gradients, AdamW state and the activations of one micro-batch (:mod:`agentgspo.learning.memory`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `estimate-memory`."""
-    from agentgspo.memory import MODEL_PRESETS, SHARDINGS
+    from agentgspo.learning.memory import MODEL_PRESETS, SHARDINGS
 
     parser.add_argument("--model-config", required=True, metavar="PRESET|PATH",
                         help=f"a preset ({', '.join(sorted(MODEL_PRESETS))}), a model folder holding config.json, "
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the estimate; exit status 1 when ``--gpu-memory-gb`` is given and the run does not fit."""
-    from agentgspo.memory import estimate_memory, load_model_config
+    from agentgspo.learning.memory import estimate_memory, load_model_config
 
     if args.gpus < 1:
         raise ValueError(f"--gpus: expected >= 1, got {args.gpus}")

@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
     from agentgspo.eval.store import ResultsStore
     from agentgspo.policy.base import SamplingParams
-    from agentgspo.policy_settings import read_policy_settings, resolve_episode_settings
-    from agentgspo.rollout import RolloutConfig
+    from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
+    from agentgspo.rollouts.rollout import RolloutConfig
 
     if args.samples < 1:
         raise ValueError(f"--samples: expected >= 1, got {args.samples}")

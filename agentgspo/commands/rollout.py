@@ -2,7 +2,7 @@
 
 Each episode limit comes from, in order: its flag, the policy folder's ``agentgspo.json`` (what it was trained
 with, when playing that env), the env's registered budget, the library default (see
-:mod:`agentgspo.policy_settings`).
+:mod:`agentgspo.policy.policy_settings`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _seconds_or_none(text: str) -> float | None:
 
 def add_time_limit_arguments(parser: argparse.ArgumentParser, *, env_call: float, env_budget: float,
                              sampler: float) -> None:
-    """The three per-episode time limits of :class:`~agentgspo.rollout.RolloutConfig`, with these defaults."""
+    """The three per-episode time limits of :class:`~agentgspo.rollouts.rollout.RolloutConfig`, with these defaults."""
     parser.add_argument("--env-call-timeout", type=_seconds_or_none, default=env_call,
                         help=f"seconds one env call (make, reset, step) may run; past it the episode ends as "
                              f"env_timeout, not trained (default {env_call:g}; 0: no limit)")
@@ -124,13 +124,13 @@ def build_policy(name: str, env_id: str, env_kwargs: dict, backend: str = "hf", 
     ``oracle`` loads no model: the env's scripted expert, rendered with the tiny policy's tokenizer.
     """
     from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.registry import make
+    from agentgspo.environments.registry import make
 
     if name == "oracle":
         from transformers import AutoTokenizer
 
-        from agentgspo.chat import ChatRenderer
-        from agentgspo.tiny import tiny_policy_path
+        from agentgspo.rollouts.chat import ChatRenderer
+        from agentgspo.policy.tiny import tiny_policy_path
 
         env = make(env_id, **env_kwargs)
         oracle = env.unwrapped.oracle
@@ -153,10 +153,10 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.factory import backend_options
     from agentgspo.policy.names import model_folder
-    from agentgspo.policy_settings import read_policy_settings, resolve_episode_settings
-    from agentgspo.registry import make
-    from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.trajectory import write_jsonl
+    from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
+    from agentgspo.environments.registry import make
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+    from agentgspo.rollouts.trajectory import write_jsonl
 
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     trained = None if args.policy == "oracle" else read_policy_settings(model_folder(args.policy))

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SampleRequest, is_context_overflow
-from agentgspo.tool_calls import ToolCall, parse_tool_calls
+from agentgspo.environments.tool_calls import ToolCall, parse_tool_calls
 
 AGENTS = ("policy", "chat", "reference", "wrong")
 FALLBACK_WRONG = {"name": "print(0) (no wrong solution shipped)", "lang": "py", "code": "print(0)\n"}
@@ -35,10 +35,10 @@ _LANG_NAMES = {"py": "python", "cpp": "cpp"}
 
 
 def load_renderer(tokenizer_path: str = "tiny") -> Any:
-    """A :class:`~agentgspo.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny policy's)."""
+    """A :class:`~agentgspo.rollouts.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny policy's)."""
     from transformers import AutoTokenizer
 
-    from agentgspo.chat import ChatRenderer
+    from agentgspo.rollouts.chat import ChatRenderer
     from agentgspo.policy.names import model_folder
 
     return ChatRenderer(AutoTokenizer.from_pretrained(model_folder(tokenizer_path)))

@@ -23,7 +23,7 @@ from typing import Any
 from agentgspo.eval import EVAL_TIME_LIMITS
 from agentgspo.eval.runner import evaluate, load_tasks, select_indices
 from agentgspo.eval.store import ResultsStore
-from agentgspo.rollout import RolloutConfig
+from agentgspo.rollouts.rollout import RolloutConfig
 
 
 class EvalHook:

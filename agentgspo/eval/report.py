@@ -70,7 +70,7 @@ def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str
 
 def _shares(stop_frac: dict[str, float]) -> str:
     """``completed 62.5%, max_turns 25.0%, sampler_error 12.5%``: each ending's share, not-counted ones marked."""
-    from agentgspo.trajectory import UNCOUNTED_STOPS
+    from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
 
     return ", ".join(f"{reason}{' (not counted)' if reason in UNCOUNTED_STOPS else ''} {share:.1%}"
                      for reason, share in stop_frac.items()) or "none"

@@ -2,7 +2,7 @@
 appended to ``results.jsonl`` as it ends (so a killed eval resumes with only the missing attempts).
 
 Each attempt is one episode of ``agentgspo/CodeForces-v0`` (made through the registry by id) played by the agent
-with :class:`~agentgspo.rollout.RolloutRunner`: ``env.reset(seed=index)`` poses problem ``index``; the policy's
+with :class:`~agentgspo.rollouts.rollout.RolloutRunner`: ``env.reset(seed=index)`` poses problem ``index``; the policy's
 draws are seeded by ``(seed * 1_000_003 + sample, index, ...)``, so an attempt replays the same whatever else runs
 and whichever run (first or resumed) plays it.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from agentgspo.eval.segments import segments
 from agentgspo.eval.store import ResultsStore
-from agentgspo.rollout import RolloutConfig, RolloutRunner
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 ENV_ID = "agentgspo/CodeForces-v0"
 SEED_STRIDE = 1_000_003
@@ -129,7 +129,7 @@ def select_indices(tasks: Sequence[Any], only: str | Sequence[str] | None) -> li
 def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]], list[str]]:
     """The tasks and tool schemas of ``CodeForces-v0`` made with ``env_kwargs`` (through the registry), and the
     source's rows that cannot be judged here (each naming its row and why; skipped, never silently)."""
-    from agentgspo.registry import make
+    from agentgspo.environments.registry import make
 
     env = make(ENV_ID, **env_kwargs)
     try:
@@ -145,7 +145,7 @@ def evaluate(agent: Any, renderer: Any, store: ResultsStore, tasks: Sequence[Any
              seed: int = 0, agent_name: str = "", progress: bool = True) -> tuple[int, dict[str, Any], list[dict]]:
     """Play the missing attempts, then summarise the wanted ones: ``(played, summary, results)``."""
     from agentgspo.eval.summary import summarize
-    from agentgspo.registry import make
+    from agentgspo.environments.registry import make
 
     played = asyncio.run(run_attempts(lambda: make(ENV_ID, **env_kwargs), tasks, agent, renderer, store,
                                       indices=indices, samples=samples, config=config, concurrency=concurrency,

@@ -37,7 +37,7 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
                                html.final_messages(r["trajectory"]["messages"])))
         return items
     from agentgspo.eval.agents import load_renderer
-    from agentgspo.trajectory import read_jsonl
+    from agentgspo.rollouts.trajectory import read_jsonl
 
     decode = load_renderer(tokenizer).decode
     items = []

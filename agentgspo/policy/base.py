@@ -100,11 +100,11 @@ class PolicyBackend(Protocol):
     their tokenizer), ``stop_ids`` (every id that ends a turn) and ``version`` (the policy version sampling now).
 
     ``logprob_semantics`` says what ``SampledTurn.logprobs`` are, one of
-    :data:`agentgspo.trajectory.LOGPROB_SEMANTICS`: ``"full"`` (log_softmax(logits / T) over the whole vocabulary,
+    :data:`agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`: ``"full"`` (log_softmax(logits / T) over the whole vocabulary,
     before top-k/top-p: what the learner computes), ``"truncated"`` (renormalised over the top-k/top-p set the id
     was drawn from: vLLM's ``processed_logprobs``), ``"raw"`` (log_softmax(logits), temperature ignored) or
     ``"none"`` (no log-probs, 0.0: scripted policies, chat APIs). The rollout records it per trajectory, and
-    :func:`agentgspo.trajectory.sampler_logprobs_mismatch` decides from it whether the learner may use them.
+    :func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch` decides from it whether the learner may use them.
 
     ``sample`` raises on any sampler failure (an engine error, a server unavailable after retries) with a message
     naming the engine or server; it never returns a turn it did not sample. The rollout records such an episode as

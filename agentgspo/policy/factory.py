@@ -2,7 +2,7 @@
 
 Commands and recipes call :func:`add_backend_arguments` on their parser, then
 ``make_backend(args.policy, args.backend, **backend_options(args))``. Every backend returned has ``.renderer``
-(the :class:`~agentgspo.chat.ChatRenderer` of the policy's tokenizer) and ``.version`` (the policy version that
+(the :class:`~agentgspo.rollouts.chat.ChatRenderer` of the policy's tokenizer) and ``.version`` (the policy version that
 samples now; bumped by weight syncs).
 
 - ``hf``: transformers in this process (the embedded default; CPU or one GPU).

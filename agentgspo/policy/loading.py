@@ -122,18 +122,18 @@ def load_model(folder: str | Path, *, dtype: str | torch.dtype = torch.float32, 
 
     ``attn_implementation``: one of :data:`ATTENTION_IMPLEMENTATIONS` (None: transformers' default).
     ``experts_implementation``: how an MoE computes its experts (transformers' names, or ``"agentgspo"``:
-    grouped GEMMs with a deterministic backward, :mod:`agentgspo.moe`); None keeps transformers' default.
+    grouped GEMMs with a deterministic backward, :mod:`agentgspo.learning.moe`); None keeps transformers' default.
     """
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.quiet import no_transformers_progress_bars
+    from agentgspo.policy.quiet import no_transformers_progress_bars
 
     options: dict[str, Any] = {"dtype": parse_dtype(dtype)}
     if check_attention(attn_implementation) is not None:
         options["attn_implementation"] = attn_implementation
     if experts_implementation is not None:
         if experts_implementation == "agentgspo":
-            from agentgspo.moe import register
+            from agentgspo.learning.moe import register
 
             register()
         options["experts_implementation"] = experts_implementation

@@ -20,7 +20,7 @@ def model_folder(policy: str | Path) -> Path:
     """
     text = str(policy)
     if text == "tiny":
-        from agentgspo.tiny import tiny_policy_path
+        from agentgspo.policy.tiny import tiny_policy_path
 
         return tiny_policy_path()
     path = Path(text)

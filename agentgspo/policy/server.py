@@ -66,7 +66,7 @@ class ServerPolicy:
         max_attempts: most sends of one turn (over all servers) before :class:`ServerUnavailable`.
         backoff_s: first backoff of a failed server; doubles per consecutive failure up to ``max_backoff_s``.
         seed: seed of requests that carry none.
-        logprob_semantics: what the servers' log-probs are (:data:`~agentgspo.trajectory.LOGPROB_SEMANTICS`):
+        logprob_semantics: what the servers' log-probs are (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`):
             ``"truncated"`` for ``agentgspo serve-policy`` servers (``processed_logprobs``); ``"raw"`` for a vLLM
             server started with its default ``--logprobs-mode raw_logprobs``.
     """
@@ -75,7 +75,7 @@ class ServerPolicy:
                  max_concurrency: int = 256, timeout_s: float = 600.0, max_attempts: int = 8,
                  backoff_s: float = 0.25, max_backoff_s: float = 10.0, seed: int = 0,
                  logprob_semantics: str = "truncated"):
-        from agentgspo.trajectory import LOGPROB_SEMANTICS
+        from agentgspo.rollouts.trajectory import LOGPROB_SEMANTICS
 
         if not urls:
             raise ValueError("urls: expected at least one server URL, e.g. http://127.0.0.1:8000")

@@ -59,7 +59,7 @@ def load_renderer_and_stops(path: Path) -> tuple[Any, list[int]]:
     """The chat renderer of the checkpoint's tokenizer and every id that ends a turn (see ``stop_ids_of``)."""
     from transformers import GenerationConfig
 
-    from agentgspo.chat import ChatRenderer
+    from agentgspo.rollouts.chat import ChatRenderer
     from agentgspo.policy.hf import stop_ids_of
     from agentgspo.policy.loading import load_tokenizer
 
@@ -124,7 +124,7 @@ class VLLMPolicy:
 
     Build it under ``if __name__ == "__main__":`` in scripts: vLLM starts worker processes.
 
-    Its log-probs are ``"truncated"`` (:data:`~agentgspo.trajectory.LOGPROB_SEMANTICS`, see the module docstring).
+    Its log-probs are ``"truncated"`` (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`, see the module docstring).
     """
 
     logprob_semantics = "truncated"  # what LOGPROBS_MODE's log-probs are

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.env_checker import check_env, play
+from agentgspo.environments.env_checker import check_env, play
 from agentgspo.envs.code import (CodeEnv, extract_code, judge_many, judge_solution, load_code_problems, wire_decode,
                                  wire_encode)
 

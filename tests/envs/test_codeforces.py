@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.env_checker import check_env, play
+from agentgspo.environments.env_checker import check_env, play
 from agentgspo.envs.codeforces import CodeforcesEnv, load_problem_set
 
 A_PLUS_B = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -86,7 +86,7 @@ def test_an_episode_the_runner_cuts_keeps_what_it_earned(renderer, first, earned
     # Issue 19 item 1: a partial submission cut by the runner's max_turns scored 0.0 (the env paid only when it
     # ended the episode itself), and being cut dodged the compile-error penalty.
     from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.rollout import RolloutConfig, RolloutRunner
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
     lang = "cpp" if "main" in first else "python"
     policy = ScriptedPolicy(lambda messages: _call("submit", code=first, lang=lang), renderer)

@@ -64,7 +64,7 @@ register("my/LetterCount-v0", entry_point=LetterCountEnv)
 
 import gymnasium as gym  # noqa: E402
 
-from agentgspo.env_checker import check_env, play  # noqa: E402
+from agentgspo.environments.env_checker import check_env, play  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "envs.md"
 

@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.env_checker import check_env, play
+from agentgspo.environments.env_checker import check_env, play
 from agentgspo.envs.datafiles import builtin_path, load_rows
 from agentgspo.envs.math import MathEnv, last_boxed, verify_answer
 

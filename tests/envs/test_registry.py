@@ -10,8 +10,8 @@ import gymnasium as gym
 import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.env_checker import check_env
-from agentgspo.registry import registered_ids
+from agentgspo.environments.env_checker import check_env
+from agentgspo.environments.registry import registered_ids
 
 EXPECTED_IDS = {"agentgspo/Calculator-v0", "agentgspo/Math-v0", "agentgspo/Search-v0", "agentgspo/Code-v0",
                 "agentgspo/CodeForces-v0"}
@@ -39,7 +39,7 @@ def test_check_env_cli_passes_for_every_bundled_env():
 
 
 def test_every_bundled_env_registers_a_budget_that_fits():
-    from agentgspo.registry import EnvBudget, env_budget
+    from agentgspo.environments.registry import EnvBudget, env_budget
 
     for env_id in EXPECTED_IDS:
         budget = env_budget(env_id)
@@ -63,7 +63,7 @@ def test_the_oracle_scores_one_through_rollout_with_default_flags(env_id, tmp_pa
 
 def test_a_custom_env_registers_its_budget_and_rollout_uses_it(tmp_path, capsys):
     from agentgspo.cli import main
-    from agentgspo.registry import EnvBudget, register
+    from agentgspo.environments.registry import EnvBudget, register
 
     class Echo(agentgspo.ChatEnv):
         oracle = staticmethod(lambda messages: "x" * 30)
@@ -84,7 +84,7 @@ def test_a_custom_env_registers_its_budget_and_rollout_uses_it(tmp_path, capsys)
 
 
 def test_make_names_a_wrong_keyword_and_the_accepted_ones():
-    from agentgspo.registry import make
+    from agentgspo.environments.registry import make
 
     with pytest.raises(ValueError, match=r"accepts no keyword argument 'topk'\. Did you mean 'top_k'\?.*It accepts: "):
         make("agentgspo/Search-v0", topk=3)
@@ -93,7 +93,7 @@ def test_make_names_a_wrong_keyword_and_the_accepted_ones():
 def test_docs_list_each_bundled_envs_budget():
     from pathlib import Path
 
-    from agentgspo.registry import env_budget
+    from agentgspo.environments.registry import env_budget
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "envs.md").read_text()
     for env_id in EXPECTED_IDS:

@@ -14,12 +14,12 @@ import pytest
 from servers import serve
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.env_checker import check_env, play
+from agentgspo.environments.env_checker import check_env, play
 from agentgspo.envs.datafiles import builtin_path
 from agentgspo.envs.search import (BUILTIN_CORPUS, SearchEnv, bm25_index, exact_match, search_oracle, search_wrong,
                                    token_f1)
 from agentgspo.policy.base import ScriptedPolicy
-from agentgspo.rollout import RolloutConfig, RolloutRunner
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 REPO = Path(__file__).resolve().parents[2]
 

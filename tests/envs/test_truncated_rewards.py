@@ -1,4 +1,4 @@
-"""Every bundled env pays rewards as they are earned (agentgspo.env, "Rewards are paid as they are earned"): an
+"""Every bundled env pays rewards as they are earned (agentgspo.environments.env, "Rewards are paid as they are earned"): an
 episode the runner cuts keeps what it earned, and the step rewards sum to the episode's reward. CodeForces-v0's
 partial credit and compile-error penalty, the one score that was paid late, have their own tests in
 test_codeforces.py (test_an_episode_the_runner_cuts_keeps_what_it_earned)."""
@@ -10,8 +10,8 @@ import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.policy.base import ScriptedPolicy
-from agentgspo.registry import registered_ids
-from agentgspo.rollout import RolloutConfig, RolloutRunner
+from agentgspo.environments.registry import registered_ids
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 UNKNOWN_TOOL = '<tool_call>{"name": "no_such_tool", "arguments": {}}</tool_call>'
 PENALTY = 0.125

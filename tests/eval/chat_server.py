@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import Request  # at module level: the endpoint's string annotation is resolved here
 
-from agentgspo.tool_calls import parse_tool_calls
+from agentgspo.environments.tool_calls import parse_tool_calls
 
 
 class TinyChatModel:
@@ -29,8 +29,8 @@ class TinyChatModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from agentgspo.chat import ChatRenderer
-        from agentgspo.tiny import tiny_policy_path
+        from agentgspo.rollouts.chat import ChatRenderer
+        from agentgspo.policy.tiny import tiny_policy_path
 
         path = tiny_policy_path()
         self.tokenizer = AutoTokenizer.from_pretrained(path)

@@ -6,7 +6,7 @@ import pytest
 
 from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
 from agentgspo.eval.hook import EvalHook
-from agentgspo.metrics import MetricsLogger, read_metrics
+from agentgspo.runs.metrics import MetricsLogger, read_metrics
 
 
 def test_the_hook_evaluates_every_n_steps_and_logs_pass_at_1(tmp_path):
@@ -46,7 +46,7 @@ class _Mixed:
 def test_the_hook_runs_a_real_policy_backend(tmp_path):
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.hf import HFPolicy
-    from agentgspo.rollout import RolloutConfig
+    from agentgspo.rollouts.rollout import RolloutConfig
 
     policy = HFPolicy.from_pretrained("tiny")
     config = RolloutConfig(max_turns=1, max_context=4096, sampling=SamplingParams(max_new_tokens=16))

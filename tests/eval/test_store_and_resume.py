@@ -203,7 +203,7 @@ def test_a_requeueable_attempt_is_not_done_and_its_replay_replaces_it(tmp_path, 
 def test_a_resumed_eval_replays_the_attempts_whose_sampler_failed(tmp_path):
     from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
     from agentgspo.eval.runner import evaluate, load_tasks
-    from agentgspo.rollout import RolloutConfig
+    from agentgspo.rollouts.rollout import RolloutConfig
 
     class Flaky(ShippedSolutionAgent):
         down = True  # the endpoint is down for the first run's second sample

@@ -53,7 +53,7 @@ def test_attempts_run_at_most_concurrency_at_once(tmp_path):
     from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
     from agentgspo.eval.runner import evaluate, load_tasks
     from agentgspo.eval.store import ResultsStore
-    from agentgspo.rollout import RolloutConfig
+    from agentgspo.rollouts.rollout import RolloutConfig
 
     class Counting(ShippedSolutionAgent):
         in_flight = peak = 0

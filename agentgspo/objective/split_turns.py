@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from agentgspo.advantages import group_advantages
+from agentgspo.objective.advantages import group_advantages
 
 
 def episode_key(trajectory: Any, index: int) -> tuple:
@@ -32,7 +32,7 @@ def episode_key(trajectory: Any, index: int) -> tuple:
 
 
 def episode_advantages(trajectories: Sequence[Any]) -> tuple[torch.Tensor, dict[str, float]]:
-    """Group z-score advantages (Eq. 6, :func:`agentgspo.advantages.group_advantages`) over episodes, each given
+    """Group z-score advantages (Eq. 6, :func:`agentgspo.objective.advantages.group_advantages`) over episodes, each given
     to every sample of its episode. Without split_turns samples this is ``group_advantages(rewards, group_ids)``.
 
     Returns ``(advantages [N] float64, stats)``; raises ``ValueError`` when the samples of one episode disagree on

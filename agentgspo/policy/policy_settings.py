@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 SETTINGS_FILE = "agentgspo.json"
-# The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollout's).
+# The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollouts.rollout's).
 LIMIT_DEFAULTS: dict[str, Any] = {"max_turns": 8, "max_new_tokens": 128, "max_context": 1024,
                                   "temperature": 1.0, "top_p": 1.0, "top_k": 0}
 
@@ -88,7 +88,7 @@ def resolve_episode_settings(env_id: str | None, explicit: dict[str, Any], env_k
 
     ``env_kwargs`` given on the command line update the policy's recorded ones (same env only).
     """
-    from agentgspo.registry import env_budget
+    from agentgspo.environments.registry import env_budget
 
     if env_id is None:
         if policy is None:

@@ -65,7 +65,7 @@ def register(env_id: str, entry_point: str | Any, *, budget: EnvBudget | None = 
     if "/" not in env_id:
         raise ValueError(f"env id {env_id!r}: expected a namespaced id like '{NAMESPACE}/{env_id}'")
     if budget is not None and not isinstance(budget, EnvBudget):
-        raise TypeError(f"register({env_id!r}): budget must be an agentgspo.registry.EnvBudget, got "
+        raise TypeError(f"register({env_id!r}): budget must be an agentgspo.environments.registry.EnvBudget, got "
                         f"{type(budget).__name__}")
     if env_id in gym.registry:
         return  # idempotent: importing twice must not warn

@@ -1,4 +1,4 @@
-"""`check_env`: play scripted episodes and assert the chat-env contract of :mod:`agentgspo.env`.
+"""`check_env`: play scripted episodes and assert the chat-env contract of :mod:`agentgspo.environments.env`.
 
 Every failure says what was expected and what came back, like Gymnasium's own checker.
 """
@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentgspo.env import is_message
+from agentgspo.environments.env import is_message
 
 
 class EnvContractError(AssertionError):
@@ -106,7 +106,7 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
     _check_reset(env, seed)
     _check_step(env, "I do not know.", "step(plain text)")
 
-    if getattr(unwrapped, "on_truncation", None) is not None:  # what a cut episode is paid (agentgspo.env)
+    if getattr(unwrapped, "on_truncation", None) is not None:  # what a cut episode is paid (agentgspo.environments.env)
         _check_reset(env, seed)
         _check_step(env, "I do not know yet.", "step(plain text)")
         cut = unwrapped.on_truncation("max_turns")

@@ -14,10 +14,10 @@ Two ways in, one learner:
 Mixed precision ``bf16`` is FSDP2's ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``: the sharded
 parameters the optimizer updates stay fp32 (master weights; AdamW state fp32), each layer is all-gathered and
 computed in bf16, gradients are reduced in fp32. The model's outputs keep the compute dtype (no fp32 ``[B, T, V]``
-logits; the learner upcasts them chunk by chunk, :mod:`agentgspo.logprobs`).
+logits; the learner upcasts them chunk by chunk, :mod:`agentgspo.objective.logprobs`).
 
 Every forward and backward of a sharded model is a collective: all ranks must run the same passes in the same order.
-:class:`agentgspo.learner.GSPOLearner` pads the ranks with fewer micro-batches (or none) with zero-weight ones.
+:class:`agentgspo.learning.learner.GSPOLearner` pads the ranks with fewer micro-batches (or none) with zero-weight ones.
 
 DeepSpeed ZeRO-2/3 (``pip install 'agentgspo[deepspeed]'``, ``recipes/accelerate/deepspeed_zero3_8gpu.yaml``):
 :func:`shard_policy` fills in DeepSpeed's batch bookkeeping and calls ``accelerator.prepare``; the learner marks
@@ -144,7 +144,7 @@ def check_deepspeed_processes(accelerator: Any) -> None:
         raise RuntimeError(
             f"DeepSpeed runs {world} processes but accelerate sees {accelerator.num_processes} (device "
             f"{accelerator.device}): accelerate's DeepSpeed integration needs a GPU (CUDA, XPU, NPU, ...) backend and "
-            "has none here. On CPU use FSDP2 (agentgspo.sharding.shard_policy under `accelerate launch --multi_gpu`) "
+            "has none here. On CPU use FSDP2 (agentgspo.learning.sharding.shard_policy under `accelerate launch --multi_gpu`) "
             "or a single DeepSpeed process")
 
 

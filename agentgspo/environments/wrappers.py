@@ -1,5 +1,5 @@
 """Limits as wrappers, like Gymnasium's ``TimeLimit``: they set ``truncated``, say why in ``info``, and pay what the
-env owes for the cut (:meth:`~agentgspo.env.ChatEnv.on_truncation`, added to the step's reward)."""
+env owes for the cut (:meth:`~agentgspo.environments.env.ChatEnv.on_truncation`, added to the step's reward)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgspo.env import truncation_reward
+from agentgspo.environments.env import truncation_reward
 
 
 class MaxTurns(gym.Wrapper):

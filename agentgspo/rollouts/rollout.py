@@ -2,7 +2,7 @@
 
 Each episode is an asyncio task. Environment calls (``make``, ``reset``, ``step``, ``on_truncation``, ``close``)
 block, so they run on a pool of daemon worker threads and the event loop keeps sampling for the other episodes.
-Per episode (each ending's meaning downstream is its row in :data:`agentgspo.trajectory.ENDINGS`):
+Per episode (each ending's meaning downstream is its row in :data:`agentgspo.rollouts.trajectory.ENDINGS`):
 
 - one env call running past ``env_call_timeout_s`` (the machine's fault) ends the episode with
   ``stop_reason="env_timeout"`` (not trained) and its worker thread is replaced (Python cannot kill a thread; a
@@ -23,7 +23,7 @@ Per episode (each ending's meaning downstream is its row in :data:`agentgspo.tra
 
 When the runner ends an episode the env did not end with a trained ending (``max_turns``, ``max_tokens``,
 ``context_overflow``, ``env_budget``, ``end_of_text``), it calls ``env.unwrapped.on_truncation(reason)`` and adds
-its reward to the episode's and to the last turn's (:mod:`agentgspo.env`, "Rewards are paid as they are earned").
+its reward to the episode's and to the last turn's (:mod:`agentgspo.environments.env`, "Rewards are paid as they are earned").
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgspo.chat import ChatRenderer
+from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
-from agentgspo.routing_replay import merge_routing
-from agentgspo.env import truncation_reward
-from agentgspo.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
+from agentgspo.learning.routing_replay import merge_routing
+from agentgspo.environments.env import truncation_reward
+from agentgspo.rollouts.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
 
 
 class DaemonThreadPool:
@@ -448,7 +448,7 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
 
     Per episode: the samples of a ``split_turns`` episode count once (its last sample; its tokens are those of all
     its samples). ``reward_mean``, ``reward_std`` and ``success`` are over the trained episodes only (stop reasons in
-    :data:`~agentgspo.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many; with
+    :data:`~agentgspo.rollouts.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many; with
     none trained they are 0.0 and ``trained_episodes`` is 0 (read them with it). Beside them, ``excluded_frac`` is
     the share of episodes not trained and ``stop_frac`` the share of each stop reason (``stop_reasons`` the counts).
     """

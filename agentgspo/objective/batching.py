@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from agentgspo.logprobs import fused_token_logprobs, token_logprobs
-from agentgspo.trajectory import Trajectory
+from agentgspo.objective.logprobs import fused_token_logprobs, token_logprobs
+from agentgspo.rollouts.trajectory import Trajectory
 
 
 @dataclass

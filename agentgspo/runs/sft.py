@@ -1,7 +1,7 @@
 """Supervised warm start: maximise the log-likelihood of the sampled (mask 1) tokens of demonstrations.
 
 Used by the quickstart to imitate a demonstrator before GSPO. Loss = mean over masked tokens of -log p (a token
-mean, the usual SFT convention; RL losses live in :mod:`agentgspo.loss`).
+mean, the usual SFT convention; RL losses live in :mod:`agentgspo.objective.loss`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import gymnasium as gym
 import torch
 from transformers import get_scheduler
 
-from agentgspo.batching import collate, score
-from agentgspo.chat import ChatRenderer
+from agentgspo.objective.batching import collate, score
+from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import ScriptedPolicy
-from agentgspo.rollout import RolloutConfig, RolloutRunner
-from agentgspo.trajectory import Trajectory
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
+from agentgspo.rollouts.trajectory import Trajectory
 
 
 def play_demonstrations(make_env: Callable[[], gym.Env], renderer: ChatRenderer, seeds: Iterable[int], *,

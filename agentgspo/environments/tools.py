@@ -20,7 +20,7 @@ from typing import Any
 
 import pydantic
 
-from agentgspo.tool_calls import ToolCall
+from agentgspo.environments.tool_calls import ToolCall
 
 ERROR_KINDS = ("parse_error", "unknown_tool", "invalid_arguments", "tool_exception")
 _ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")

@@ -3,7 +3,7 @@
 
 The loop, per step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint
 seeds per rank and step, the same after a resume), the learner takes one GSPO step on them
-(:class:`agentgspo.learner.GSPOLearner`: the paper's clip band, ``minibatches`` optimizer steps), the sampler gets
+(:class:`agentgspo.learning.learner.GSPOLearner`: the paper's clip band, ``minibatches`` optimizer steps), the sampler gets
 the new weights, one line goes to ``DIR/metrics.jsonl`` (every ``trajectories_every`` steps the episodes go to
 ``DIR/trajectories/``; a recipe's :meth:`TrainConfig.eval_hook` evaluates). Checkpoints every ``checkpoint_every``
 steps and on SIGINT/SIGTERM (then exit 130/143 with the command that resumes); a folder holding a run with other
@@ -13,10 +13,10 @@ settings is refused, a finished one reports its summary. At the end ``DIR/final/
 Settings come from the recipe's dataclass defaults, then ``--smoke`` (a CPU size on the tiny policy), then
 ``--config FILE.yaml``, then command-line flags (one ``--flag`` per field): :func:`run_recipe`.
 
-Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.sharding.shard_policy`; also what an
+Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.learning.sharding.shard_policy`; also what an
 ``accelerate launch --config_file recipes/accelerate/fsdp2_*.yaml`` run does) with fp32 master weights and bf16
 compute under ``mixed_precision="bf16"``; the ``hf`` sampler is then an unsharded copy that gets the gathered full
-weights after each step (:func:`agentgspo.sharding.full_state_dict`).
+weights after each step (:func:`agentgspo.learning.sharding.full_state_dict`).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class TrainConfig:
             raise ValueError(f"turn_baseline and split_turns_weight: expected 'episode' or 'turn', got "
                              f"{self.turn_baseline!r} and {self.split_turns_weight!r}")
         # The clip band the run uses: the objective's (paper §5.1) unless given, written so config.json records it.
-        from agentgspo.learner import DEFAULT_EPS
+        from agentgspo.learning.learner import DEFAULT_EPS
 
         if self.objective not in DEFAULT_EPS:
             raise ValueError(f"objective: expected one of {', '.join(DEFAULT_EPS)}, got {self.objective!r}")
@@ -318,7 +318,7 @@ def run_recipe(config_class: type, argv: list[str] | None = None, *, smoke: dict
                description: str = "") -> int:
     """A recipe's command line: parse (see :func:`load_config`), :func:`train`, exit status (0 done, 130/143
     interrupted after a checkpoint, 2 for bad input) with one line, not a traceback, for bad input."""
-    from agentgspo.run_folder import RunInterrupted
+    from agentgspo.runs.run_folder import RunInterrupted
 
     try:
         config = load_config(config_class, argv, smoke=smoke, description=description)
@@ -348,22 +348,22 @@ def resume_command(config: Any, command: str) -> str:
 def episode_limits(config: Any) -> dict[str, int]:
     """``max_turns``, ``max_new_tokens``, ``max_context``: the config's, else the env's registered budget, else the
     library defaults."""
-    from agentgspo.policy_settings import LIMIT_DEFAULTS
-    from agentgspo.registry import env_budget
+    from agentgspo.policy.policy_settings import LIMIT_DEFAULTS
+    from agentgspo.environments.registry import env_budget
 
     budget = env_budget(config.env_id)
     return {name: getattr(config, name) or (getattr(budget, name) if budget else LIMIT_DEFAULTS[name])
             for name in ("max_turns", "max_new_tokens", "max_context")}
 
 
-def train(config: Any, *, command: str = "python -m agentgspo.train") -> dict[str, Any]:
+def train(config: Any, *, command: str = "python -m agentgspo.runs.train") -> dict[str, Any]:
     """Run GSPO as ``config`` says (see the module docstring); returns the summary written to DIR/summary.json."""
     import agentgspo  # noqa: F401 -- registers the env ids
     from accelerate import Accelerator
 
     from agentgspo.policy.loading import resolve_checkpoint
-    from agentgspo.registry import check_env_kwargs, make
-    from agentgspo.run_folder import StopSignals, check_run_folder
+    from agentgspo.environments.registry import check_env_kwargs, make
+    from agentgspo.runs.run_folder import StopSignals, check_run_folder
 
     started = time.perf_counter()
     out = Path(config.out)
@@ -398,14 +398,14 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     from accelerate.utils import set_seed
     from transformers import get_scheduler
 
-    from agentgspo.checkpoint import latest_checkpoint, load_checkpoint, read_run_state, save_checkpoint
-    from agentgspo.learner import GSPOLearner, LearnerConfig
-    from agentgspo.metrics import MetricsLogger, read_metrics, rollout_metrics_over_ranks
+    from agentgspo.runs.checkpoint import latest_checkpoint, load_checkpoint, read_run_state, save_checkpoint
+    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+    from agentgspo.runs.metrics import MetricsLogger, read_metrics, rollout_metrics_over_ranks
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.hf import HFPolicy
-    from agentgspo.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.run_folder import RunInterrupted
-    from agentgspo.trajectory import write_jsonl
+    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+    from agentgspo.runs.run_folder import RunInterrupted
+    from agentgspo.rollouts.trajectory import write_jsonl
 
     set_seed(config.seed)
     rank, world = accelerator.process_index, accelerator.num_processes
@@ -433,7 +433,7 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         return torch.optim.AdamW(parameters, lr=config.lr, weight_decay=0.0)
 
     if config.sharding == "fsdp2" or getattr(accelerator, "is_fsdp2", False):
-        from agentgspo.sharding import shard_policy
+        from agentgspo.learning.sharding import shard_policy
 
         model, optimizer = shard_policy(accelerator, model, make_optimizer, mixed_precision=config.mixed_precision,
                                         max_grad_norm=config.max_grad_norm)
@@ -530,8 +530,8 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
 def _warm_start(config: Any, accelerator: Any, out: Path, model: Any, renderer: Any, make_env: Any,
                 resume_from: Path | None, run_state: dict, signals: Any, interrupted: Any) -> None:
     """Imitate the env's (imperfect) demonstrator before GSPO, resumable; skipped once it has finished."""
-    from agentgspo.checkpoint import load_warm_checkpoint, save_warm_checkpoint
-    from agentgspo.sft import WarmStartProgress, play_demonstrations, warm_start
+    from agentgspo.runs.checkpoint import load_warm_checkpoint, save_warm_checkpoint
+    from agentgspo.runs.sft import WarmStartProgress, play_demonstrations, warm_start
 
     if run_state["phase"] == "gspo":
         return  # GSPO's checkpoint holds the weights
@@ -576,7 +576,7 @@ def _sampler(config: Any, policy: Any, folder: Path) -> Any:
 def _refresh_sampler(accelerator: Any, sampler: Any, model: Any, policy: Any, folder: Path) -> None:
     """Give the sampler the learner's current weights (gathered from the shards under FSDP2)."""
     from agentgspo.policy.weight_sync import sync_weights
-    from agentgspo.sharding import full_state_dict, is_sharded, load_sampler_weights
+    from agentgspo.learning.sharding import full_state_dict, is_sharded, load_sampler_weights
 
     if is_sharded(model):
         load_sampler_weights(policy.model, full_state_dict(accelerator, model))  # a collective: every rank
@@ -595,9 +595,9 @@ def _stop_requested(accelerator: Any, signals: Any) -> bool:
 def _save_final(config: Any, accelerator: Any, model: Any, renderer: Any, folder: Path,
                 limits: dict[str, int]) -> None:
     """The trained policy as a ``save_pretrained`` folder (full weights) with its tokenizer and settings."""
-    from agentgspo.policy_settings import PolicySettings, write_policy_settings
-    from agentgspo.quiet import no_transformers_progress_bars
-    from agentgspo.sharding import full_state_dict
+    from agentgspo.policy.policy_settings import PolicySettings, write_policy_settings
+    from agentgspo.policy.quiet import no_transformers_progress_bars
+    from agentgspo.learning.sharding import full_state_dict
 
     state = full_state_dict(accelerator, model, all_ranks=False)  # a collective under FSDP2 / DeepSpeed
     if not accelerator.is_main_process:

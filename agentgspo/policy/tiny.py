@@ -90,7 +90,7 @@ def build_tiny_policy(out_dir: str | Path, *, seed: int = 0, hidden_size: int = 
     model.generation_config.eos_token_id = config.eos_token_id
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from agentgspo.quiet import no_transformers_progress_bars
+    from agentgspo.policy.quiet import no_transformers_progress_bars
 
     with no_transformers_progress_bars():
         model.save_pretrained(out)

@@ -5,7 +5,7 @@
         -> length-bucketed micro-batches, gradients accumulated -> clip grad norm -> AdamW step -> LR schedule
 
 Distributed work goes through an ``accelerate.Accelerator``: DDP, FSDP2 (accelerate's, or ``fully_shard`` applied
-by :func:`agentgspo.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank trains on
+by :func:`agentgspo.learning.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank trains on
 its own trajectories; gradients are averaged over ranks, and each minibatch's loss is divided by the trajectory count
 over all ranks (over W), so the update is the paper's per-trajectory mean over all ranks whatever each rank holds.
 Under FSDP2 and DeepSpeed every forward and backward is a collective, so all ranks run the same number of scoring
@@ -16,7 +16,7 @@ steps its engine once per minibatch.
 Precision: train an fp32 policy under bf16 autocast (``Accelerator(mixed_precision="bf16")``) or FSDP2's bf16
 ``MixedPrecisionPolicy``: fp32 master weights and AdamW state, bf16 compute. accelerate casts a mixed-precision
 model's outputs back to fp32, which would build an fp32 ``[B, T, V]`` copy of the logits; the learner keeps the
-autocast but drops that cast (the log-probs are upcast chunk by chunk, :mod:`agentgspo.logprobs`).
+autocast but drops that cast (the log-probs are upcast chunk by chunk, :mod:`agentgspo.objective.logprobs`).
 
 Trajectories whose advantage is 0 (all-equal groups) contribute exactly nothing to the GSPO objective, so they are
 not forwarded (they still count in the 1/N weighting). MoE policies get the router load-balancing loss and a
@@ -37,15 +37,15 @@ from typing import Any, Literal
 
 import torch
 
-from agentgspo.advantages import token_advantages, turn_advantages
-from agentgspo.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
-from agentgspo.logprobs import token_entropy
-from agentgspo.loss import grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
-from agentgspo.routing_replay import REPLAY_SOURCES, batch_replay, decode_routing, find_routers, record_routing, \
+from agentgspo.objective.advantages import token_advantages, turn_advantages
+from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
+from agentgspo.objective.logprobs import token_entropy
+from agentgspo.objective.loss import grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
+from agentgspo.learning.routing_replay import REPLAY_SOURCES, batch_replay, decode_routing, find_routers, record_routing, \
     replay_routing, split_recorded
-from agentgspo.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
-from agentgspo.split_turns import episode_advantages
-from agentgspo.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
+from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
+from agentgspo.objective.split_turns import episode_advantages
+from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
 
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
 # Paper §5.1 (v2): GSPO eps 3e-4 / 4e-4; the GRPO baseline 0.2 / 0.27.
@@ -71,7 +71,7 @@ class LearnerConfig:
         skip_zero_advantage: do not forward trajectories with A = 0 (exact for the objective; saves compute).
         exclude_stop_reasons: episodes that ended this way carry no signal about the policy (a crashed env, a
             failed verifier, a sampler failure); they are left out of the groups' advantages and of the loss.
-            Default: the stop reasons :data:`agentgspo.trajectory.ENDINGS` marks untrained (the one table).
+            Default: the stop reasons :data:`agentgspo.rollouts.trajectory.ENDINGS` marks untrained (the one table).
         split_turns_weight: how ``history="split_turns"`` samples weigh in the 1/N mean. ``episode`` (default, the
             paper's Eq. 5: one term per trajectory): each of an episode's K turn samples weighs 1/K, so every
             episode weighs the same whatever its number of turns. ``turn``: each turn sample weighs 1 (an episode
@@ -96,7 +96,7 @@ class LearnerConfig:
             AdamW on bf16 weights rounds away updates below the weight's resolution (at a 1e-6 learning rate
             nearly all of them); keep fp32 master weights and compute in bf16 (mixed precision) instead.
         memory_estimate: print the estimated memory per process (parameters, gradients, optimizer state,
-            activations per micro-batch; :mod:`agentgspo.memory`) when the learner is built.
+            activations per micro-batch; :mod:`agentgspo.learning.memory`) when the learner is built.
         unit: what one importance ratio covers in GSPO. ``trajectory`` (default): every assistant token of the
             episode, tool outputs masked (Eq. 7 over the episode). ``turn``: each assistant turn (``turn_spans``) its
             own ratio and clip, every turn of a trajectory weighing 1/K_i of it (``loss.gspo_turn_loss``); fits when
@@ -107,7 +107,7 @@ class LearnerConfig:
             (``advantages.turn_advantages``); with ``gspo_token`` / ``grpo`` each token takes its turn's advantage,
             with ``unit="turn"`` each turn's ratio does. Not with ``gspo`` over whole trajectories (one ratio can
             carry only one advantage) nor with split_turns samples.
-        routing_replay: MoE policies only (:mod:`agentgspo.routing_replay`). ``off`` (default); ``rollout`` (R3):
+        routing_replay: MoE policies only (:mod:`agentgspo.learning.routing_replay`). ``off`` (default); ``rollout`` (R3):
             every learner forward routes each token to the experts the sampler chose (``Trajectory.routed_experts``,
             recorded by ``HFPolicy(record_routing=True)``); ``old_policy`` (the paper's Routing Replay): to the experts
             of the logp_old recompute. The replayed experts' weights come from the live router, which still learns.
@@ -232,7 +232,7 @@ def keep_compute_dtype_outputs(accelerator: Any, model: Any) -> None:
     ``accelerator.prepare`` under ``mixed_precision="bf16"`` / ``"fp16"`` replaces ``model.forward`` by
     ``convert_outputs_to_fp32(autocast(forward))`` (accelerate ``Accelerator.prepare_model``): every bf16 output,
     the ``[B, T, V]`` logits included, is copied to fp32 (4 bytes x B x T x V: 20 GB for 8 x 4096 tokens at
-    Qwen3's 152k vocabulary). The log-probs only need fp32 chunk by chunk (:func:`agentgspo.logprobs.token_logprobs`),
+    Qwen3's 152k vocabulary). The log-probs only need fp32 chunk by chunk (:func:`agentgspo.objective.logprobs.token_logprobs`),
     so the forward becomes ``autocast(forward)`` alone. A no-op for a model accelerate did not wrap that way.
     """
     base = accelerator.unwrap_model(model)
@@ -309,7 +309,7 @@ def sample_weights(trajectories: Sequence[Trajectory], split_turns_weight: str =
     the K samples of one ``split_turns`` episode 1/K each under ``"episode"`` (every episode weighs 1/N, as in the
     paper), 1 under ``"turn"``.
 
-    >>> from agentgspo.trajectory import Trajectory
+    >>> from agentgspo.rollouts.trajectory import Trajectory
     >>> turns = [Trajectory(metadata={"episode_turn": k, "episode_turns": 4}) for k in range(4)]
     >>> sample_weights([Trajectory(), *turns]).tolist()
     [1.0, 0.25, 0.25, 0.25, 0.25]
@@ -324,7 +324,7 @@ class GSPOLearner:
 
     Args:
         model: the policy, already passed through ``accelerator.prepare`` (with its optimizer and scheduler), or
-            sharded by :func:`agentgspo.sharding.shard_policy` (FSDP2 / DeepSpeed; fp32 weights).
+            sharded by :func:`agentgspo.learning.sharding.shard_policy` (FSDP2 / DeepSpeed; fp32 weights).
         optimizer: e.g. ``torch.optim.AdamW``.
         accelerator: the ``accelerate.Accelerator`` that prepared them.
         pad_token_id: padding id for collation.
@@ -410,8 +410,8 @@ class GSPOLearner:
                                  "gradient_clipping in the DeepSpeed config to the same value")
 
     def _print_memory_estimate(self, base: Any) -> None:
-        """Print :func:`agentgspo.memory.estimate_memory` for this run on the main process."""
-        from agentgspo.memory import estimate_for_model
+        """Print :func:`agentgspo.learning.memory.estimate_memory` for this run on the main process."""
+        from agentgspo.learning.memory import estimate_for_model
 
         estimate = estimate_for_model(
             base, processes=self.accelerator.num_processes, sharded=self.sharded,
@@ -603,7 +603,7 @@ class GSPOLearner:
     def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
         """Refuse trajectories sampled at another temperature than the learner scores, and sampler log-probs that
         are not the learner's quantity under ``logp_old="sampler"`` (the rule:
-        :func:`agentgspo.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
+        :func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
         temperature = self.config.temperature
         for t in trajectories:
             where = f"trajectory (group {t.group_id}, sample {t.sample_id})"
@@ -630,7 +630,7 @@ class GSPOLearner:
             return advantages, stats
         if self.config.credit == "turn":
             return self._turn_credit(trajectories, included)  # [N, K]
-        # The samples of a split_turns episode share its advantage (agentgspo.split_turns)
+        # The samples of a split_turns episode share its advantage (agentgspo.objective.split_turns)
         advantages[included], stats = episode_advantages([trajectories[i] for i in included])
         return advantages, stats
 
@@ -770,7 +770,7 @@ class GSPOLearner:
     def _accumulating(self, sync: bool) -> Iterator[None]:
         """Gradient accumulation through accelerate: ``sync_gradients`` is what ``accelerator.accumulate`` sets (a
         DeepSpeed engine steps only when it is True), and ``no_sync`` skips the gradient reduction of the micro-batches
-        before the last, unless ``sync_each_micro_batch``. The sharded model of :func:`agentgspo.sharding.shard_policy`
+        before the last, unless ``sync_each_micro_batch``. The sharded model of :func:`agentgspo.learning.sharding.shard_policy`
         (not one accelerate prepared) gets FSDP2's own switch, as accelerate's ``no_sync`` does for its FSDP2."""
         accelerator = self.accelerator
         accelerator.gradient_state._set_sync_gradients(sync)

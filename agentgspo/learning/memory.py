@@ -29,7 +29,7 @@ flash attention, which keep no [T, T] scores), per token and layer:
 plus the final norm and the head's input (4h + 2b h per token). With activation checkpointing only each layer's
 input (b h per token) is kept, plus one layer's activations while it is recomputed in the backward. The head adds
 the logits, their gradient (both b x T x V) and the chunked fp32 log-softmax scratch (2 x 4 x 512 x V:
-:mod:`agentgspo.logprobs`); no fp32 ``[T, V]`` copy. The compute dtype is that of FSDP2's bf16
+:mod:`agentgspo.objective.logprobs`); no fp32 ``[T, V]`` copy. The compute dtype is that of FSDP2's bf16
 ``MixedPrecisionPolicy`` or DeepSpeed's bf16 (activations in bf16); under accelerate's autocast (DDP) the residual
 stream stays fp32 and autocast keeps a bf16 copy of the weights (2P, counted with the parameters). The formulas count what autograd saves for the
 backward; allocator fragmentation, CUDA context and communication buffers are not counted (``overhead_gb`` adds a
@@ -52,7 +52,7 @@ __all__ = ["MODEL_PRESETS", "SHARDINGS", "MemoryEstimate", "estimate_for_model",
 
 SHARDINGS = ("ddp", "fsdp2", "zero2", "zero3")
 GIB = 1024**3
-LOGPROB_CHUNK_ROWS = 512  # agentgspo.logprobs.DEFAULT_CHUNK_SIZE
+LOGPROB_CHUNK_ROWS = 512  # agentgspo.objective.logprobs.DEFAULT_CHUNK_SIZE
 
 # Qwen3-30B-A3B, the GSPO paper's MoE model: the values of its published config.json
 # (https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json; 30.5B parameters, 3.3B active, per the model

@@ -1,0 +1,2 @@
+"""The objective: group advantages, log-probs from logits, micro-batches of trajectories and the GSPO / GSPO-token /
+GRPO losses (arXiv 2507.18071), each a small function with its formula. Imports torch and the records wing only."""

@@ -1,0 +1,3 @@
+"""Rollouts and records: the chat renderer that makes token-exact ids (``chat``), the trajectory record with its
+table of endings (``trajectory``) and the runner that plays N x G episodes (``rollout``). Imports the environments
+wing and the policy protocol (``agentgspo.policy.base``); never the objective or the learner."""
