@@ -1,5 +1,6 @@
-"""Install modes: the suite runs under the editable install; a built wheel must also ship (and import) the
-`envs/` -> `agentgspo.envs` and `sandboxes/` -> `agentgspo.sandboxes` mappings with their data files."""
+"""Install modes: the suite runs under the editable install; a built wheel must also ship (and import) every wing
+of the library and the `envs/` -> `agentgspo.envs` and `sandboxes/` -> `agentgspo.sandboxes` mappings with their
+data files."""
 
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ def test_wheel_ships_the_mapped_packages_and_imports_without_the_source_tree(tmp
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)
     code = ("import agentgspo, agentgspo.envs.calculator, agentgspo.sandboxes, gymnasium, pathlib;"
+            "import agentgspo.environments.env, agentgspo.rollouts.rollout, agentgspo.objective.loss;"
+            "import agentgspo.learning.learner, agentgspo.runs.train, agentgspo.policy.tiny;"
             "print(pathlib.Path(agentgspo.envs.calculator.__file__).resolve());"
             "env = gymnasium.make('agentgspo/Calculator-v0'); env.reset(seed=0)")
     # Only the wheel's copy and the venv's dependencies are importable: not the editable install of ROOT.
