@@ -57,6 +57,7 @@ from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, existing_file, jsonl_objects, resolved_path, task_index
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_output
 from agentgspo.environments.tool_calls import ToolCall
+from agentgspo.envs.code_programs.wire import wire_decode, wire_encode  # noqa: F401 -- the host's side
 
 SYSTEM_PROMPT = (
     "Complete the Python function. You may run code with the run_python tool. When you are done, reply without "
@@ -143,166 +144,12 @@ def _read_code_problems(path: Path) -> list[CodeProblem]:
 
 # ----------------------------------------------------------------------------------------------- the wire
 
-# Plain data across the process boundary, as JSON with tags for what JSON lacks. Exact types only: a subclass of
-# int with a lying __eq__ is refused. This source runs on both sides (the sandbox's python3 and the host).
-WIRE_SOURCE = r'''
-_SCALARS = (type(None), bool, int, float, str)
-
-
-def wire_encode(value, depth=0):
-    """Plain data as JSON-able values; TypeError for any other type (subclasses included)."""
-    if depth > 200:
-        raise TypeError("value nested too deeply")
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is list:
-        return [wire_encode(v, depth + 1) for v in value]
-    if kind in (tuple, set, frozenset):
-        items = [wire_encode(v, depth + 1) for v in value]
-        return {"~": kind.__name__, "v": items}
-    if kind is dict:
-        return {"~": "dict", "v": [[wire_encode(k, depth + 1), wire_encode(v, depth + 1)] for k, v in value.items()]}
-    if kind is complex:
-        return {"~": "complex", "v": [value.real, value.imag]}
-    if kind is bytes:
-        return {"~": "bytes", "v": value.hex()}
-    raise TypeError("cannot pass a value of type %s across the judge; use builtin types "
-                    "(None, bool, int, float, complex, str, bytes, list, tuple, dict, set)" % kind.__name__)
-
-
-def wire_decode(data):
-    """Inverse of wire_encode; ValueError on anything it would not produce."""
-    kind = type(data)
-    if kind in _SCALARS:
-        return data
-    if kind is list:
-        return [wire_decode(v) for v in data]
-    if kind is not dict or set(data) != {"~", "v"}:
-        raise ValueError("malformed value on the wire")
-    tag, items = data["~"], data["v"]
-    if tag == "tuple":
-        return tuple(wire_decode(v) for v in items)
-    if tag == "set":
-        return set(wire_decode(v) for v in items)
-    if tag == "frozenset":
-        return frozenset(wire_decode(v) for v in items)
-    if tag == "dict":
-        return {wire_decode(k): wire_decode(v) for k, v in items}
-    if tag == "complex":
-        return complex(float(items[0]), float(items[1]))
-    if tag == "bytes":
-        return bytes.fromhex(items)
-    raise ValueError("unknown tag on the wire: %r" % (tag,))
-'''
-exec(compile(WIRE_SOURCE, "<wire>", "exec"))  # defines wire_encode / wire_decode here too (host side, tests)
-
-# Runs inside the sandbox after ``_PROGRAM`` (prompt + solution) and ``_ENTRY`` are assigned: keep the protocol
-# pipes, point the solution's stdio elsewhere, execute the program, then answer call requests until EOF.
-_SERVER_SOURCE = r'''
-import json, os, sys
-_requests = os.fdopen(os.dup(0), "rb")
-_replies = os.fdopen(os.dup(1), "wb")
-os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-os.dup2(2, 1)
-sys.stdin = open(os.devnull)
-''' + WIRE_SOURCE + r'''
-_namespace = {"__name__": "solution", "__builtins__": __builtins__}
-_load_error = None
-try:
-    exec(compile(_PROGRAM, "solution.py", "exec"), _namespace)
-except Exception as exc:
-    _load_error = "%s: %s" % (type(exc).__name__, exc)
-_entry = _namespace.get(_ENTRY)
-del _namespace
-for _line in _requests:
-    try:
-        if _load_error is not None:
-            raise RuntimeError("the solution failed to load: " + _load_error)
-        if not callable(_entry):
-            raise NameError("the solution does not define %s" % _ENTRY)
-        _request = json.loads(_line)
-        _value = _entry(*wire_decode(_request["args"]), **wire_decode(_request["kwargs"]))
-        _reply = {"return": wire_encode(_value)}
-    except Exception as exc:
-        _reply = {"raise": type(exc).__name__, "message": str(exc)[:300]}
-    _replies.write(json.dumps(_reply).encode() + b"\n")
-    _replies.flush()
-'''
-
-# Runs on the host as the judge's interactor: ``python3 interactor.py INPUT LOG``; INPUT is a JSON object with the
-# prompt, the test code and the entry point. Exit 0 = every assertion passed, 1 = failed, 3 = the tests are broken.
-_INTERACTOR_SOURCE = f"import builtins, json, sys\nMAX_REPLY_BYTES = {MAX_REPLY_BYTES}\n" + WIRE_SOURCE + r'''
-
-class SolutionGone(BaseException):
-    """The solution stopped answering (exit, crash, limit) or broke the protocol: never a passing outcome."""
-
-
-def main(input_path, log_path):
-    spec = json.load(open(input_path))
-    to_solution, from_solution = sys.stdout.buffer, sys.stdin.buffer
-    sys.stdout = sys.stderr
-    state = {"failure": None, "calls": 0}
-
-    def fail(reason):
-        state["failure"] = state["failure"] or reason
-        raise SolutionGone(reason)
-
-    def candidate(*args, **kwargs):
-        if state["failure"]:
-            raise SolutionGone(state["failure"])
-        state["calls"] += 1
-        try:
-            request = {"args": wire_encode(list(args)), "kwargs": wire_encode(kwargs)}
-            to_solution.write(json.dumps(request).encode() + b"\n")
-            to_solution.flush()
-        except (BrokenPipeError, OSError):
-            fail("the solution exited before call %d" % state["calls"])
-        line = from_solution.readline(MAX_REPLY_BYTES + 1)
-        if not line.endswith(b"\n"):
-            fail("the solution stopped answering at call %d" % state["calls"] if len(line) <= MAX_REPLY_BYTES
-                 else "a return value larger than %d bytes" % MAX_REPLY_BYTES)
-        try:
-            reply = json.loads(line)
-            if "return" in reply:
-                return wire_decode(reply["return"])
-            name, message = str(reply["raise"]), str(reply.get("message", ""))
-        except Exception as exc:
-            fail("malformed reply at call %d: %s" % (state["calls"], exc))
-        error = getattr(builtins, name, None)
-        try:
-            exception = error(message) if isinstance(error, type) and issubclass(error, Exception) else None
-        except Exception:
-            exception = None
-        raise exception or RuntimeError("%s: %s" % (name, message))
-
-    namespace = {"__name__": "tests"}
-    try:
-        exec(compile(spec["prompt"], "prompt.py", "exec"), namespace)
-        namespace[spec["entry_point"]] = candidate
-        exec(compile(spec["tests"], "tests.py", "exec"), namespace)
-        check = namespace["check"]
-    except Exception as exc:
-        print("judge error: the tests do not load: %s: %s" % (type(exc).__name__, exc), file=sys.stderr)
-        sys.exit(3)
-    try:
-        check(candidate)
-    except SolutionGone as exc:
-        state["failure"] = state["failure"] or str(exc)
-    except AssertionError:
-        state["failure"] = "an assertion failed after %d calls" % state["calls"]
-    except Exception as exc:
-        state["failure"] = "%s after %d calls: %s" % (type(exc).__name__, state["calls"], str(exc)[:200])
-    if state["failure"]:
-        print(state["failure"], file=sys.stderr)
-        sys.exit(1)
-    print("all assertions passed (%d calls)" % state["calls"], file=sys.stderr)
-    sys.exit(0)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
-'''
+# The judge's programs are real files (envs/code_programs/); wire_encode / wire_decode are imported here for the host
+# side and prepended as source to both programs (the sandbox's python3 cannot import this package).
+PROGRAMS = Path(__file__).resolve().parent / "code_programs"
+WIRE_SOURCE = (PROGRAMS / "wire.py").read_text()
+_SERVER_SOURCE = WIRE_SOURCE + (PROGRAMS / "serve_solution.py").read_text()
+_INTERACTOR_SOURCE = f"MAX_REPLY_BYTES = {MAX_REPLY_BYTES}\n" + WIRE_SOURCE + (PROGRAMS / "interactor.py").read_text()
 
 _jury_files_lock = threading.Lock()
 

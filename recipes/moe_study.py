@@ -27,17 +27,11 @@ Launch (one command):   python recipes/moe_study.py --out runs/moe_study        
 
 from __future__ import annotations
 
-import os
-import sys
-
-if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
-    del sys.path[0]  # this folder holds recipes named like libraries (math.py, code.py)
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "gspo": dict(objective="gspo", eps_low=3e-4, eps_high=4e-4),

@@ -41,12 +41,6 @@ from __future__ import annotations
 
 import os
 import sys
-
-if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    # Run as a script, this file's folder leads sys.path; it holds other recipes named like libraries (math.py,
-    # accelerate/), which would be imported in their place.
-    del sys.path[0]
-
 import argparse
 import dataclasses
 import json

@@ -1,6 +1,6 @@
-"""The env recipes (recipes/math.py, code.py, codeforces.py, search.py): each one's --smoke size trains the tiny
-policy on CPU and writes a run folder like the quickstart's; settings come from defaults < --smoke < --config YAML
-< flags; a finished folder is reported, one holding other settings refused."""
+"""The env recipes (recipes/gspo_math.py, gspo_code.py, gspo_codeforces.py, gspo_search.py): each one's --smoke
+size trains the tiny policy on CPU and writes a run folder like the quickstart's; settings come from defaults <
+--smoke < --config YAML < flags; a finished folder is reported, one holding other settings refused."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ RECIPES = ("math", "code", "codeforces", "search")
 
 
 def recipe_module(name):
-    spec = importlib.util.spec_from_file_location(f"recipe_{name}", ROOT / "recipes" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"recipe_{name}", ROOT / "recipes" / f"gspo_{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -29,7 +29,7 @@ def recipe_module(name):
 
 
 def run_recipe(name, *args, timeout=900):
-    return subprocess.run([sys.executable, str(ROOT / "recipes" / f"{name}.py"), *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, str(ROOT / "recipes" / f"gspo_{name}.py"), *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -136,10 +136,19 @@ def test_bad_settings_are_refused_naming_the_setting(tmp_path):
     assert result.returncode == 2 and "huggingface-cli download Qwen/Not-Cached-Anywhere" in result.stderr
 
 
+def test_no_recipe_file_shadows_a_module_it_could_import():
+    """`python recipes/NAME.py` puts recipes/ first on sys.path: a recipe named like a standard-library module
+    (math.py, code.py) or an installed package would be imported in its place, by the recipe or by any library."""
+    import importlib.metadata
+
+    packages = {name.replace("-", "_").lower() for name in importlib.metadata.packages_distributions()}
+    for recipe in (ROOT / "recipes").glob("*.py"):
+        assert recipe.stem not in sys.stdlib_module_names and recipe.stem.lower() not in packages, recipe.name
+        assert "sys.path" not in recipe.read_text(), f"{recipe.name} edits sys.path: rename what it works around"
+
+
 @pytest.mark.parametrize("name", RECIPES)
-def test_no_recipe_run_as_a_script_shadows_the_standard_library(name):
-    """`python recipes/NAME.py` puts recipes/ first on sys.path, where math.py and code.py would stand in for the
-    standard `math` and `code` modules; each recipe takes the folder off before anything imports them."""
+def test_every_recipe_runs_as_a_script(name):
     result = run_recipe(name, "--help", timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "--smoke" in result.stdout and "--history" in result.stdout
@@ -150,7 +159,7 @@ def test_a_recipe_runs_sharded_with_fsdp2_on_two_cpu_ranks_with_split_turns(tmp_
     copy refreshed with the gathered weights, sharded checkpoints, full weights in final/; split_turns samples."""
     out = tmp_path / "fsdp"
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               str(ROOT / "recipes" / "search.py"), "--smoke", "--sharding", "fsdp2", "--history", "split_turns",
+               str(ROOT / "recipes" / "gspo_search.py"), "--smoke", "--sharding", "fsdp2", "--history", "split_turns",
                "--out", str(out)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]

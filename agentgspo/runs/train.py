@@ -1,5 +1,6 @@
-"""One GSPO training run, from a flat config: the loop the env recipes (``recipes/math.py``, ``code.py``,
-``codeforces.py``, ``search.py``) call, so that each recipe is its settings and one call.
+"""One GSPO training run, from a flat config: the loop the env recipes (``recipes/gspo_math.py``,
+``gspo_code.py``, ``gspo_codeforces.py``, ``gspo_search.py``) call, so that each recipe is its settings and one
+call.
 
 The loop, per step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint
 seeds per rank and step, the same after a resume), the learner takes one GSPO step on them
@@ -186,7 +187,8 @@ class TrainConfig:
     def eval_hook(self, out: Path, rollout: Any) -> Any | None:
         """What evaluates the policy during training (called after each step with the step, the sampler and the
         renderer; returns metrics to log or ``None``), writing under ``out``; ``rollout`` holds the episode
-        limits. ``None``: no evaluation (recipes with a held-out set override this, e.g. recipes/codeforces.py)."""
+        limits. ``None``: no evaluation (recipes with a held-out set override this, e.g.
+        recipes/gspo_codeforces.py)."""
         return None
 
 

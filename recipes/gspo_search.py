@@ -13,13 +13,13 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
 Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-config qwen3-30b-a3b --gpus 8
 --activation-checkpointing`):
-    8 GPUs, FSDP2:  accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml recipes/search.py \\
+    8 GPUs, FSDP2:  accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml recipes/gspo_search.py \\
                         --out runs/search --backend vllm
     several nodes:  accelerate launch --config_file recipes/accelerate/fsdp2_multinode.yaml --machine_rank $RANK \\
-                        --main_process_ip $MASTER recipes/search.py --out runs/search --backend vllm
-    1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/search.py \\
+                        --main_process_ip $MASTER recipes/gspo_search.py --out runs/search --backend vllm
+    1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/gspo_search.py \\
                         --out runs/search-small --policy Qwen/Qwen3-0.6B --backend hf
-    CPU smoke:      python recipes/search.py --smoke --out runs/search-smoke      (the tiny policy; the suite runs it)
+    CPU smoke:      python recipes/gspo_search.py --smoke --out runs/search-smoke      (the tiny policy; the suite runs it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,
@@ -29,17 +29,10 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import os
 import sys
+from dataclasses import dataclass
 
-if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
-    # Run as a script, this file's folder leads sys.path; it holds recipes named like libraries (math.py, code.py,
-    # accelerate/), which would be imported in their place.
-    del sys.path[0]
-
-from dataclasses import dataclass  # noqa: E402
-
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting  # noqa: E402
+from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
 
 
 @dataclass
@@ -54,5 +47,5 @@ class SearchConfig(TrainConfig):
 
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(SearchConfig, smoke=SMOKE, command="python recipes/search.py",
+    sys.exit(run_recipe(SearchConfig, smoke=SMOKE, command="python recipes/gspo_search.py",
                         description=" ".join(__doc__.split("\n\n")[0].split())))

@@ -12,14 +12,14 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
 Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-config qwen3-30b-a3b --gpus 8
 --activation-checkpointing`):
-    8 GPUs, FSDP2:  accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml recipes/math.py \\
+    8 GPUs, FSDP2:  accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml recipes/gspo_math.py \\
                         --out runs/math --backend vllm
     several nodes:  accelerate launch --config_file recipes/accelerate/fsdp2_multinode.yaml --machine_rank $RANK \\
-                        --main_process_ip $MASTER recipes/math.py --out runs/math --backend vllm
-    1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/math.py \\
+                        --main_process_ip $MASTER recipes/gspo_math.py --out runs/math --backend vllm
+    1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/gspo_math.py \\
                         --out runs/math-small --policy Qwen/Qwen3-0.6B --backend hf
-    CPU smoke:      python recipes/math.py --smoke --out runs/math-smoke      (the tiny policy; the suite runs it)
-    tiny, learning: python recipes/math.py --smoke --out runs/math-tiny --steps 20 --warm-demos 256 --warm-steps 300 \\
+    CPU smoke:      python recipes/gspo_math.py --smoke --out runs/math-smoke      (the tiny policy; the suite runs it)
+    tiny, learning: python recipes/gspo_math.py --smoke --out runs/math-tiny --steps 20 --warm-demos 256 --warm-steps 300 \\
                         --prompts-per-step 4 --group-size 8 --max-new-tokens 128 --env-kwargs '{"sandbox": "none"}'
                     (a warm start on the env's mixed demonstrator, oracle or a wrong guess, then GSPO; measured
                     2026-12-01 on 2 cores: success of the 32 episodes per step 0.53 0.59 0.62 0.59 0.66 ... 0.72 0.81
@@ -33,17 +33,10 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import os
 import sys
+from dataclasses import dataclass
 
-if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
-    # Run as a script, this file's folder leads sys.path; it holds recipes named like libraries (math.py, code.py,
-    # accelerate/), which would be imported in their place.
-    del sys.path[0]
-
-from dataclasses import dataclass  # noqa: E402
-
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting  # noqa: E402
+from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
 
 
 @dataclass
@@ -57,5 +50,5 @@ class MathConfig(TrainConfig):
 
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(MathConfig, smoke=SMOKE, command="python recipes/math.py",
+    sys.exit(run_recipe(MathConfig, smoke=SMOKE, command="python recipes/gspo_math.py",
                         description=" ".join(__doc__.split("\n\n")[0].split())))

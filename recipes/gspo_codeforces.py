@@ -15,13 +15,13 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
 Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-config qwen3-30b-a3b --gpus 8
 --activation-checkpointing`):
-    8 GPUs, FSDP2:  accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml recipes/codeforces.py \\
+    8 GPUs, FSDP2:  accelerate launch --config_file recipes/accelerate/fsdp2_8gpu.yaml recipes/gspo_codeforces.py \\
                         --out runs/codeforces --backend vllm
     several nodes:  accelerate launch --config_file recipes/accelerate/fsdp2_multinode.yaml --machine_rank $RANK \\
-                        --main_process_ip $MASTER recipes/codeforces.py --out runs/codeforces --backend vllm
-    1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/codeforces.py \\
+                        --main_process_ip $MASTER recipes/gspo_codeforces.py --out runs/codeforces --backend vllm
+    1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/gspo_codeforces.py \\
                         --out runs/codeforces-small --policy Qwen/Qwen3-0.6B --backend hf
-    CPU smoke:      python recipes/codeforces.py --smoke --out runs/codeforces-smoke      (the tiny policy; the suite runs it)
+    CPU smoke:      python recipes/gspo_codeforces.py --smoke --out runs/codeforces-smoke      (the tiny policy; the suite runs it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
 Held-out evaluation: the problems of `--held-out` (8 of the set, 900 to 2400) are left out of training and played
@@ -34,19 +34,12 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
-    # Run as a script, this file's folder leads sys.path; it holds recipes named like libraries (math.py, code.py,
-    # accelerate/), which would be imported in their place.
-    del sys.path[0]
-
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting  # noqa: E402
+from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
 HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "019-mountain-peak", "024-one-free-ride",
@@ -97,5 +90,5 @@ class CodeforcesConfig(TrainConfig):
 if __name__ == "__main__":
     # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
     smoke = {**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1}
-    sys.exit(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/codeforces.py",
+    sys.exit(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/gspo_codeforces.py",
                         description=" ".join(__doc__.split("\n\n")[0].split())))
