@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import doctest
 
 import pytest
 
-import agentgspo.environments.tool_calls
 from agentgspo.environments.env import Action
 from agentgspo.environments.tool_calls import ToolCall, parse_tool_calls
-
-
-def test_doctests_pass():
-    result = doctest.testmod(agentgspo.environments.tool_calls)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_text_without_tool_calls_has_neither_calls_nor_errors():
