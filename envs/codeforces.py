@@ -19,7 +19,8 @@ model: the submission does not count, the tool message says so, ``info["judge_er
 Problems (``data_files``, see :mod:`agentgspo.envs.codeforces_sources`): ``None`` the five starter problems
 (``envs/data/codeforces_builtin.jsonl``: exact tokens, a float checker in open-r1 ``generated_checker`` form,
 several test cases per input, an interactive one), ``"builtin"`` the project's problem set
-(``envs/data/problemset/``), a problem folder (the project's format or an ICPC/Kattis package) or a folder of them,
+(``envs/data/problemset/``), a problem folder in any registered format (the project's, an ICPC/Kattis or a Polygon
+package: ``agentgspo.sandboxes.judge.formats``) or a folder of them,
 or a .jsonl/.json/.parquet file of open-r1/codeforces, DeepMind code_contests or LiveCodeBench rows; read once per
 process. Two optional fields extend the open-r1 schema: ``interactor`` (Python source of a testlib-style interactor,
 ``interactor INPUT LOG``, exit 0/1/2 = AC/WA/PE) makes an interactive row judgeable, and ``reference_solutions``

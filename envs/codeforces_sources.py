@@ -4,10 +4,11 @@ Sources (:func:`read_tasks` picks the loader from the path):
 
 - ``None``: the five starter problems shipped as open-r1 rows (``envs/data/codeforces_builtin.jsonl``).
 - ``"builtin"``: the project's problem set (``envs/data/problemset/``, loaded by ``agentgspo.envs.problemset``).
-- a folder with ``problem.json`` and ``gen.py``: one problem-set folder (same loader); with ``problem.json`` only:
-  one problem in the project's format (``docs/problem_format.md``); a folder with
-  ``problem.yaml``: one ICPC/Kattis package (its ``submissions/accepted`` are the references, ``wrong_answer``,
-  ``time_limit_exceeded`` and ``run_time_error`` the wrong solutions); a folder of such folders: all of them.
+- a folder with ``problem.json`` and ``gen.py``: one problem-set folder (same loader); otherwise a folder in any
+  format of the registry ``agentgspo.sandboxes.judge.formats`` (the one ``agentgspo judge`` reads), by its marker
+  file: ``problem.json`` the project's format, ``problem.yaml`` an ICPC/Kattis package, ``problem.xml`` a Polygon
+  package (each format's module says where its statement, references and wrong solutions come from); a folder of
+  such folders: all of them.
 - a ``.jsonl`` / ``.json`` / ``.parquet`` file (the last two through ``datasets``, as Hugging Face exports them)
   of rows in one of three public schemas, recognised per row by its fields:
 
@@ -50,9 +51,7 @@ from agentgspo.envs.datafiles import existing_file, read_data_file
 
 _LANG_KEYS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp",
               "c++17": "cpp"}
-_SUFFIX_LANGS = {".py": "py", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp"}
 _CODE_CONTESTS_LANGS = {2: "cpp", 3: "py"}  # code_contests' Language enum: 1 PYTHON (2.x), 2 CPP, 3 PYTHON3, 4 JAVA
-_KATTIS_WRONG_DIRS = ("wrong_answer", "time_limit_exceeded", "run_time_error")
 # Reasons rows are skipped (ProblemSet.skipped's keys).
 SKIP_INTERACTIVE = "interactive without an interactor"
 SKIP_NO_OFFICIAL_TESTS = "no official tests"
@@ -373,63 +372,36 @@ def read_rows_file(path: Path) -> ProblemSet:
 
 # ----------------------------------------------------------------------------------------------- folders
 
-def _solution_files(folder: Path) -> list[tuple[str, Path]]:
-    """``(lang, path)`` of the Python and C++ files directly in ``folder`` (sorted)."""
-    if not folder.is_dir():
-        return []
-    return [(_SUFFIX_LANGS[p.suffix], p) for p in sorted(folder.iterdir())
-            if p.is_file() and p.suffix in _SUFFIX_LANGS]
+def package_task(package: Any) -> CodeforcesTask:
+    """A task from a ``ProblemPackage`` (``agentgspo.sandboxes.judge.formats``): the statement composed from its
+    title, limits, text, examples and note; its shipped solutions; metadata with ``source`` its format's name."""
+    problem = package.problem
+    statement = compose_statement(package.title, problem.time_limit_s, problem.memory_limit_mb, package.statement,
+                                  package.examples, package.note or None, problem.io_mode)
+    metadata = task_metadata(package.id, package.title, package.rating, package.tags, package.format)
+    return CodeforcesTask(problem, statement, dict(package.references), list(package.wrong), metadata)
 
 
-def kattis_task(directory: Path) -> CodeforcesTask:
-    """A task from an ICPC/Kattis package (``agentgspo.sandboxes.load_kattis_problem``) with its submissions."""
-    from agentgspo.sandboxes import load_kattis_problem
-
-    problem = load_kattis_problem(directory)
-    references: dict[str, str] = {}
-    for lang, path in _solution_files(directory / "submissions" / "accepted"):
-        references.setdefault(lang, path.read_text())
-    wrong = [{"name": f"{kind}/{path.name}", "lang": lang, "code": path.read_text()}
-             for kind in _KATTIS_WRONG_DIRS for lang, path in _solution_files(directory / "submissions" / kind)]
-    examples = [(t.input.decode(), t.answer.decode()) for t in problem.samples]
-    body = problem.statement or "(This package has no Markdown statement; the examples show the format.)"
-    statement = compose_statement(problem.name, problem.time_limit_s, problem.memory_limit_mb, body, examples)
-    return CodeforcesTask(problem, statement, references, wrong,
-                          task_metadata(directory.name, problem.name, None, [], "kattis"))
-
-
-def own_format_task(directory: Path) -> CodeforcesTask:
-    """A task from one problem folder in the project's format (``load_problem``; ``solutions/ref.*`` and
-    ``solutions/wrong_*`` when present)."""
-    from agentgspo.sandboxes import load_problem
-
-    problem = load_problem(directory)
-    references, wrong = {}, []
-    for lang, path in _solution_files(directory / "solutions"):
-        if path.stem.startswith("wrong"):
-            wrong.append({"name": path.name, "lang": lang, "code": path.read_text()})
-        else:
-            references.setdefault(lang, path.read_text())
-    title = problem.name
-    statement = compose_statement(title, problem.time_limit_s, problem.memory_limit_mb, problem.statement)
-    return CodeforcesTask(problem, statement, references, wrong, task_metadata(problem.name, title, None, [], "own"))
+def _is_set_folder(path: Path) -> bool:
+    """A problem-set folder (``agentgspo.envs.problemset``): problem.json with ``gen.py``, hidden tests generated."""
+    return (path / "problem.json").is_file() and (path / "gen.py").is_file()
 
 
 def read_folder(path: Path) -> ProblemSet:
-    """Tasks of a problem folder (``problem.json`` or ``problem.yaml``) or of a folder of such folders."""
-    if (path / "problem.yaml").is_file():
-        return ProblemSet([kattis_task(path)])
-    if (path / "problem.json").is_file() and (path / "gen.py").is_file():  # a problem-set folder: tests generated
+    """Tasks of a problem folder in any registered format (``agentgspo.sandboxes.judge.formats``: problem.json,
+    problem.yaml, problem.xml...), of a problem-set folder, or of a folder of such folders."""
+    from agentgspo.sandboxes.judge.formats import expected_markers, format_of, load_any_package, problem_folders
+
+    if _is_set_folder(path):  # before the own format: the same problem.json, but tests generated by gen.py
         from agentgspo.envs.problemset import load_set_problem
 
         return ProblemSet([set_problem_task(load_set_problem(path))])
-    if (path / "problem.json").is_file():
-        return ProblemSet([own_format_task(path)])
-    children = sorted(p for p in path.iterdir() if p.is_dir()
-                      and ((p / "problem.yaml").is_file() or (p / "problem.json").is_file()))
+    if format_of(path) is not None:
+        return ProblemSet([package_task(load_any_package(path))])
+    children = problem_folders(path)
     if not children:
-        raise ValueError(f"{path}: not a problem folder (no problem.json or problem.yaml) and holds none; pass a "
-                         "problem folder, a Kattis package, a folder of them, or a rows file")
+        raise ValueError(f"{path}: not a problem folder (none of {expected_markers()}) and holds none; pass a "
+                         "problem folder, a folder of them, or a rows file")
     problem_set = ProblemSet([])
     for child in children:
         problem_set.tasks.extend(read_folder(child).tasks)

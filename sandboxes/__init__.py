@@ -16,6 +16,7 @@ Public API (all functions are thread-safe; results are values, bad solutions nev
         # workers: tests run at once in the box (default: usable CPUs shared by concurrent submissions).
     load_problem(dir) / load_kattis_problem(dir) / problem_from_codeforces_row(row) -> Problem
     load_any_problem(dir) -> Problem             # by marker file: problem.json | problem.yaml | problem.xml
+    load_any_package(dir) -> ProblemPackage      # the same, with statement and shipped solutions (for an env)
     load_kattis_package(dir) -> KattisPackage; judge_kattis(package, source, lang) -> JudgeResult (+ score, groups)
     judge_problem(problem, source, lang="py", *, backend="local", stop_on_failure=False) -> JudgeResult
     read_tests_dir(dir) -> [TestCase]            # NAME.in / NAME.ans pairs
@@ -35,9 +36,10 @@ Backends (``backend=`` takes a name or a Sandbox instance):
 
 Layout: ``results.py`` and ``submission.py`` (values), ``protocol.py`` (Sandbox/Session protocol), ``registry.py``
 (``get_sandbox``), ``runner.py`` (runs inside the box), ``local.py``, ``docker_backend.py``, ``remote.py`` + ``server.py`` (backends), ``cgroups.py``,
-``judge/`` (``core.py`` judging, ``checkers.py``, ``compile.py``; formats: ``problems.py`` (facade),
-``own_format.py``, ``kattis.py`` (+ ``kattis_package.py``, ``kattis_grading.py``, ``kattis_interactor.py``),
-``openr1.py``, ``testdata.py``; ``languages.py``: which submission languages run).
+``judge/`` (``core.py`` judging, ``checkers.py``, ``compile.py``, ``testlib.py``, ``testdata.py`` (``Problem``),
+``problems.py`` (facade); ``formats/``: every problem format and their registry (``registry.py``, ``own_format.py``,
+``kattis.py`` (+ ``kattis_package.py``, ``kattis_grading.py``, ``kattis_interactor.py``), ``polygon.py``,
+``openr1.py``); ``languages.py``: which submission languages run).
 """
 
 from __future__ import annotations
@@ -45,9 +47,9 @@ from __future__ import annotations
 import asyncio
 
 from .judge import TestCase, judge, language_of, run_python
-from .judge.kattis import KattisPackage, judge_kattis, load_kattis_package
-from .judge.problems import (Problem, judge_problem, load_any_problem, load_kattis_problem, load_problem,
-                             problem_from_codeforces_row, read_tests_dir)
+from .judge.formats.kattis import KattisPackage, judge_kattis, load_kattis_package
+from .judge.problems import (Problem, judge_problem, load_any_package, load_any_problem, load_kattis_problem,
+                             load_problem, problem_from_codeforces_row, read_tests_dir)
 from .protocol import Sandbox, SandboxUnavailable, Session
 from .registry import get_sandbox
 from .results import ExecResult, JudgeResult, Limits, TestResult, Verdict
@@ -65,5 +67,6 @@ async def arun_python(*args, **kwargs) -> ExecResult:
 
 __all__ = ["ExecResult", "JudgeResult", "KattisPackage", "Limits", "Problem", "Sandbox", "SandboxUnavailable",
            "Session", "TestCase", "TestResult", "Verdict", "ajudge", "arun_python", "get_sandbox", "judge",
-           "judge_kattis", "judge_problem", "language_of", "load_any_problem", "load_kattis_package",
-           "load_kattis_problem", "load_problem", "problem_from_codeforces_row", "read_tests_dir", "run_python"]
+           "judge_kattis", "judge_problem", "language_of", "load_any_package", "load_any_problem",
+           "load_kattis_package", "load_kattis_problem", "load_problem", "problem_from_codeforces_row",
+           "read_tests_dir", "run_python"]

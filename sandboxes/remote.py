@@ -167,7 +167,7 @@ class RemoteSandbox:
     async def ajudge_package(self, archive: bytes, source: str, *, lang: str = "py", package_format: str = "kattis",
                              time_limit_s: float | None = None, memory_limit_mb: float | None = None,
                              output_limit_mb: float | None = None) -> JudgeResult:
-        """Judge ``source`` on a whole problem package (a gzipped tar, see ``judge.kattis``) on a server, which
+        """Judge ``source`` on a whole problem package (a gzipped tar, see ``judge.formats.kattis``) on a server, which
         judges it with the same code as the local backend; transport failures give a JE result."""
         payload = {"format": package_format, "archive_b64": _b64(archive), "source": source, "lang": lang,
                    "time_limit_s": time_limit_s, "memory_limit_mb": memory_limit_mb,

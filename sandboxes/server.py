@@ -73,7 +73,7 @@ MAX_PACKAGE_BYTES = 4 << 30  # unpacked size of a package sent to /judge_package
 
 
 class PackageJudgeRequest(BaseModel):
-    """Judge a source on a whole problem package (``judge.kattis``): the package as a base64 gzipped tar."""
+    """Judge a source on a whole problem package (``judge.formats.kattis``): the package as a base64 gzipped tar."""
 
     format: Literal["kattis"] = "kattis"
     archive_b64: str
@@ -124,7 +124,7 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
 def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
     """Unpack the package into a private folder (the tar's ``data`` filter refuses links out, absolute paths and
     devices) and judge it there with this server's backend."""
-    from .judge.kattis import judge_kattis
+    from .judge.formats.kattis import judge_kattis
 
     archive = _b64decode(request.archive_b64, "archive_b64")
     with tempfile.TemporaryDirectory(prefix="agentgspo-package-") as tmp:

@@ -22,8 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--problems", default="builtin",
                         help="'builtin' (the project's problem set), 'starter' (the five starter problems), or a "
-                             "PATH: a problem folder, a Kattis package, a folder of them, or a .jsonl/.json/.parquet "
-                             "file of open-r1/codeforces, code_contests or LiveCodeBench rows")
+                             "PATH: a problem folder in any format `agentgspo judge` reads (problem.json, a Kattis "
+                             "problem.yaml or a Polygon problem.xml package), a folder of them, or a "
+                             ".jsonl/.json/.parquet file of open-r1/codeforces, code_contests or LiveCodeBench rows")
     parser.add_argument("--only", default=None,
                         help="comma-separated problem ids (or 0-based indices) to evaluate, e.g. a held-out subset")
     parser.add_argument("--agent", choices=("policy", "chat", "reference", "wrong"), default="policy",

@@ -20,8 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo judge`."""
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--problem", type=Path,
-                       help="problem package: a Kattis/ICPC package (problem.yaml), the project's format "
-                            "(problem.json) or a Polygon package (problem.xml); its limits and checker are used")
+                       help="problem folder in any registered format: the project's (problem.json), an "
+                            "ICPC/Kattis package (problem.yaml) or a Polygon package (problem.xml); its limits and "
+                            "checker are used")
     where.add_argument("--tests", type=Path, help="folder of NAME.in / NAME.ans pairs")
     parser.add_argument("--solution", required=True, type=Path, help="source file (Python 3 .py or C++ .cpp/.cc)")
     parser.add_argument("--lang", choices=["py", "cpp"], help="language (default: from the file suffix)")
@@ -54,7 +55,9 @@ def _tests_folder_error(folder: Path) -> str | None:
     if (folder / "tests").is_dir() and any((folder / "tests").glob("*.in")):
         return f"{folder} is a problem folder: pass its tests as --tests {folder / 'tests'}, or the whole " \
                f"problem as --problem {folder}"
-    if any((folder / marker).is_file() for marker in ("problem.json", "problem.yaml", "problem.xml")):
+    from agentgspo.sandboxes.judge.formats import format_of
+
+    if format_of(folder) is not None:
         return f"{folder} is a problem package: pass it as --problem {folder}"
     return None
 
@@ -76,16 +79,20 @@ def _judge_tests(args: argparse.Namespace, source: str, lang: str):
 
 
 def _judge_package(args: argparse.Namespace, source: str, lang: str):
-    from agentgspo.sandboxes import judge_kattis, judge_problem, load_any_problem, load_kattis_package
+    """Judge on a problem folder in any registered format (``agentgspo.sandboxes.judge.formats``)."""
+    from agentgspo.sandboxes import judge_problem, load_any_problem
+    from agentgspo.sandboxes.judge.formats import FORMATS, format_of
 
     if args.checker is not None or args.interactor is not None:
         raise ValueError("--checker and --interactor go with --tests; a --problem package names its own")
     header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
-    if header and not (args.problem / "problem.xml").is_file():
-        raise ValueError("--testlib-h goes with --tests or a Polygon package (problem.xml)")
-    if (args.problem / "problem.yaml").is_file():  # judged with its groups and grading, whatever the limits
-        return judge_kattis(load_kattis_package(args.problem), source, lang, backend=args.backend, time_limit_s=args.time_limit,
-                            memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
+    found = format_of(args.problem) if args.problem.is_dir() else None
+    if header and (found is None or "testlib_h" not in found.options):
+        takers = " or ".join(f"a {f.description} ({f.marker})" for f in FORMATS.values() if "testlib_h" in f.options)
+        raise ValueError(f"--testlib-h goes with --tests or {takers}")
+    if found is not None and found.judge_folder is not None:  # judged whole (Kattis: groups and grading)
+        return found.judge_folder(args.problem, source, lang, backend=args.backend, time_limit_s=args.time_limit,
+                                  memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
     problem = load_any_problem(args.problem, **header)
     overrides = {key: value for key, value in (("time_limit_s", args.time_limit),
                                                ("memory_limit_mb", args.memory_limit),

@@ -1,5 +1,5 @@
 """The CodeForces-grade judge: compile once, all tests in one sandbox, checkers, interactors, problem formats
-(one module per format family: own_format.py, kattis.py, openr1.py; problems.py is their facade)."""
+(one module per format in ``formats/``, with their registry; problems.py is their facade)."""
 
 from .checkers import Checker, FloatChecker, TokensChecker, make_checker
 from .compile import language_of, normalize_language

@@ -1,48 +1,24 @@
-"""Problem formats, one module each, and judging a loaded ``Problem``.
+"""Judging a loaded ``Problem``, and the loaders of every format in one import (a facade over ``formats/``).
 
-    own_format.py   the project's own folders (problem.json, tests/)          ``load_problem``
-    kattis.py       ICPC / Kattis packages (problem.yaml, data/)             ``load_kattis_problem``
-    openr1.py       open-r1/codeforces dataset rows                          ``problem_from_codeforces_row``
-    testdata.py     ``Problem`` and ``read_tests_dir``, shared by them
+    formats/registry.py    the folder formats' registry: ``load_any_problem(DIR)`` picks the loader by marker file
+    formats/own_format.py  the project's own folders (problem.json, tests/)        ``load_problem``
+    formats/kattis.py      ICPC / Kattis packages (problem.yaml, data/)           ``load_kattis_problem``
+    formats/polygon.py     Polygon packages (problem.xml, tests/)                 ``load_polygon_problem``
+    formats/openr1.py      open-r1/codeforces dataset rows                        ``problem_from_codeforces_row``
+    testdata.py            ``Problem`` and ``read_tests_dir``, shared by them
 
-``load_any_problem(DIR)`` picks the loader from the folder's marker file; ``judge_problem`` judges any of them.
+``judge_problem`` judges a problem of any of them.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from ..results import JudgeResult, Limits
 from .core import judge
-from .kattis import KattisPackage, judge_kattis, load_kattis_problem
-from .openr1 import problem_from_codeforces_row
-from .own_format import ProblemJson, load_problem
+from .formats import FORMATS, load_any_package, load_any_problem
+from .formats.kattis import KattisPackage, judge_kattis, load_kattis_problem
+from .formats.openr1 import problem_from_codeforces_row
+from .formats.own_format import ProblemJson, load_problem
 from .testdata import Problem, read_tests_dir
-
-#: marker file -> (format, loader)
-FORMATS = {"problem.json": ("own", load_problem), "problem.yaml": ("kattis", load_kattis_problem)}
-
-
-def load_any_problem(directory: str | os.PathLike, **options) -> Problem:
-    """Load the problem folder ``directory`` in whichever format its marker file names (problem.json: the
-    project's own; problem.yaml: ICPC/Kattis; problem.xml: Polygon, when that loader is installed).
-    ``options`` go to the loader. ValueError names what is missing."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ValueError(f"problem folder {str(directory)!r} does not exist or is not a folder")
-    for marker, (_, loader) in FORMATS.items():
-        if (directory / marker).is_file():
-            return loader(directory, **options)
-    if (directory / "problem.xml").is_file():
-        try:
-            from .polygon import load_polygon_problem
-        except ImportError:
-            raise ValueError(f"{directory}: a Polygon package (problem.xml), which this build cannot load") from None
-        return load_polygon_problem(directory, **options)
-    hint = " (it looks like a tests folder: pass it as --tests)" if any(directory.glob("*.in")) else ""
-    raise ValueError(f"{str(directory)!r} is not a problem folder: expected problem.json (the project's format), "
-                     f"problem.yaml (ICPC/Kattis) or problem.xml (Polygon){hint}")
 
 
 def judge_problem(problem: Problem, source: str, lang: str = "py", *, backend="local",
@@ -64,5 +40,5 @@ def judge_problem(problem: Problem, source: str, lang: str = "py", *, backend="l
                  backend=backend)
 
 
-__all__ = ["FORMATS", "Problem", "ProblemJson", "judge_problem", "load_any_problem", "load_kattis_problem",
-           "load_problem", "problem_from_codeforces_row", "read_tests_dir"]
+__all__ = ["FORMATS", "Problem", "ProblemJson", "judge_problem", "load_any_package", "load_any_problem",
+           "load_kattis_problem", "load_problem", "problem_from_codeforces_row", "read_tests_dir"]

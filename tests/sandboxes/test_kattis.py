@@ -12,8 +12,8 @@ import pytest
 
 from agentgspo.sandboxes import Verdict, judge_kattis, judge_problem, load_kattis_package, load_kattis_problem
 from agentgspo.sandboxes.judge.checkers import IcpcDefaultChecker
-from agentgspo.sandboxes.judge.kattis import time_limit_of
-from agentgspo.sandboxes.judge.kattis_grading import Graded, grade
+from agentgspo.sandboxes.judge.formats.kattis import time_limit_of
+from agentgspo.sandboxes.judge.formats.kattis_grading import Graded, grade
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SUM_PY = "n = int(input())\nprint(n // 2, n - n // 2)\n"

@@ -1,15 +1,18 @@
 """Polygon packages: problem.xml read for limits, tests, checker and interactor; C++ jury programs compiled against
-the package's testlib.h (our small stand-in header, see fixtures/testlib_mini); what cannot be judged is refused."""
+the package's testlib.h (our small stand-in header, see fixtures/testlib_mini); what cannot be judged is refused;
+for an env, the statement from any of Polygon's three layouts and the solutions by their tags (played and evaluated
+end to end in tests/eval/test_problem_formats.py)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from agentgspo.sandboxes import Verdict
-from agentgspo.sandboxes.judge.polygon import load_polygon_problem
+from agentgspo.sandboxes.judge.formats.polygon import load_polygon_problem, polygon_package
 from agentgspo.sandboxes.judge.problems import judge_problem, load_any_problem
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -109,3 +112,47 @@ def test_cli_judges_a_polygon_package(tmp_path, capsys):
     assert "no testlib.h was found" in capsys.readouterr().err
     header = FIXTURES / "testlib_mini" / "testlib.h"
     assert main(["judge", "--problem", str(lonely), "--solution", str(solution), "--testlib-h", str(header)]) == 0
+
+
+# ----------------------------------------------------------------------------------------------- for an env
+
+def test_the_statement_comes_from_sections_problem_tex_or_problem_properties(tmp_path):
+    sections = polygon_package(FIXTURES / "polygon_sum")  # statement-sections/english/*.tex
+    assert sections.title == "Sum" and sections.statement.startswith("You are given several integers.")
+    assert "## Input\nThe only line" in sections.statement and sections.note.startswith("In the first example")
+    assert sections.examples == [("1 2\n", "3\n")] and sections.tags == ["implementation", "math"]
+    tex = polygon_package(FIXTURES / "polygon_guess")  # statements/english/problem.tex
+    assert tex.statement.startswith("The jury has chosen") and "## Interaction\nFirst read $n$" in tex.statement
+    assert "exmpfile" not in tex.statement and tex.note.startswith("Binary search")
+    assert tex.examples == []  # an interactive problem's tests are the interactor's input, not a transcript
+    package = _copy("polygon_sum", tmp_path)
+    shutil.rmtree(package / "statement-sections")
+    (package / "statements" / "english").mkdir(parents=True)
+    (package / "statements" / "english" / "problem-properties.json").write_text(json.dumps({
+        "name": "Sum (JSON)", "legend": "Add them up.", "input": "Integers.", "output": "Their sum.",
+        "interaction": None, "notes": "", "sampleTests": [{"input": "1 2\n", "output": "3\n"}]}))
+    properties = polygon_package(package)
+    assert properties.title == "Sum (JSON)" and properties.note == ""
+    assert properties.statement == "Add them up.\n\n## Input\nIntegers.\n\n## Output\nTheir sum."
+    shutil.rmtree(package / "statements")
+    assert "no statement" in polygon_package(package).statement
+
+
+def test_solutions_by_tag_main_first_other_languages_left_out(tmp_path):
+    package = _copy("polygon_sum", tmp_path)
+    (package / "solutions" / "slow.py").write_text("import time\ntime.sleep(5)\n")
+    (package / "solutions" / "maybe.py").write_text("print(0)\n")
+    (package / "solutions" / "Sum.java").write_text("class Sum {}\n")
+    xml = package / "problem.xml"
+    xml.write_text(xml.read_text().replace("        </solutions>", """\
+            <solution tag="time-limit-exceeded"><source path="solutions/slow.py" type="python.3"/></solution>
+            <solution tag="time-limit-exceeded-or-accepted"><source path="solutions/maybe.py" type="python.3"/></solution>
+            <solution tag="accepted"><source path="solutions/Sum.java" type="java11"/></solution>
+        </solutions>"""))
+    found = polygon_package(package)
+    assert found.references == {"py": "print(sum(map(int, input().split())))\n",
+                                "cpp": (package / "solutions" / "sum.cpp").read_text()}
+    assert [w["name"] for w in found.wrong] == ["wrong-answer/first_two.py", "time-limit-exceeded/slow.py"]
+    (package / "solutions" / "slow.py").unlink()
+    with pytest.raises(ValueError, match=r"solution 'solutions/slow.py' \(tag 'time-limit-exceeded'\) is missing"):
+        polygon_package(package)

@@ -29,9 +29,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..submission import TestCase
-from .checkers import IcpcDefaultChecker
-from .compile import build_once
+from ...submission import TestCase
+from ..checkers import IcpcDefaultChecker
+from ..compile import build_once
 
 #: problemtools' config/testdata.yaml defaults.
 GROUP_DEFAULTS = {"on_reject": "break", "grading": "default", "grader_flags": "", "accept_score": 1.0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import TestResult, Verdict
+from ...results import TestResult, Verdict
 from .kattis_package import SCORE_AGGREGATORS, VERDICT_AGGREGATORS, KattisGroup
 
 #: The default grader's order, worst first.

@@ -1,4 +1,8 @@
-"""open-r1/codeforces dataset rows (Hugging Face, CC-BY-4.0) as judgeable problems; schema in docs/problem_format.md."""
+"""open-r1/codeforces dataset rows (Hugging Face, CC-BY-4.0) as judgeable problems; schema in docs/problem_format.md.
+
+A row format, not a folder format: rows are recognised by their fields where rows files are read
+(``envs/codeforces_sources.py``, ``ROW_SCHEMAS``, beside code_contests and LiveCodeBench rows), so this module is
+not in the folder registry (``registry.py``)."""
 
 from __future__ import annotations
 
@@ -6,8 +10,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..submission import TestCase
-from .testdata import Problem
+from ...submission import TestCase
+from ..testdata import Problem
 
 
 def _checker_cache() -> Path:

@@ -24,6 +24,9 @@ the grading of groups: ``kattis_grading.py``.
 Verdict names: the judge's own (AC WA TLE MLE OLE RE JE, ILE for an idle interactive solution); Kattis calls RE
 "RTE". problemtools itself reports a solution killed at the memory limit as RTE (its ``run_time_error``
 folder holds such submissions), where this judge says MLE.
+
+Registered as the format ``kattis`` (marker ``problem.yaml``, see ``registry.py``): its ``submissions/accepted`` are
+an env's references, ``wrong_answer``, ``time_limit_exceeded`` and ``run_time_error`` its wrong solutions.
 """
 
 from __future__ import annotations
@@ -38,17 +41,19 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..results import JudgeResult, Limits, TestResult, Verdict
-from ..submission import TestCase
-from .checkers import IcpcDefaultChecker
+from ...results import JudgeResult, Limits, TestResult, Verdict
+from ...submission import TestCase
+from ..checkers import IcpcDefaultChecker
 from .kattis_grading import FROM_KATTIS, grade, grade_group
 from .kattis_package import (KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root,
                              load_kattis_package)
-from .languages import submission_language
-from .testdata import Problem
+from ..languages import submission_language
+from ..testdata import Problem
+from .registry import ProblemFormat, ProblemPackage, solution_files
 
 EXIT_AC, EXIT_WA = 42, 43
 INTERACTOR_ADAPTER = Path(__file__).with_name("kattis_interactor.py")
+KATTIS_WRONG_DIRS = ("wrong_answer", "time_limit_exceeded", "run_time_error")  # submissions an env may show
 TIME_LIMIT_PROBE_S = 60.0  # CPU limit while timing the accepted submissions (problemtools allows up to 300 s)
 
 
@@ -162,7 +167,7 @@ def _run_pass(package: KattisPackage, source: str, lang: str, tests: list[Kattis
               feedback_dirs: dict[str, Path], limits: Limits, sandbox, workers: int | None) -> JudgeResult:
     """One run of the submission on ``tests``, each on its current input: batch outputs checked by the validator,
     or interaction with it; every test keeps its own feedback folder."""
-    from .core import judge
+    from ..core import judge
 
     flags = _flags_by_test(package)
     stop = _stops_at_first_failure(package)
@@ -310,7 +315,7 @@ def judge_kattis(package: "KattisPackage | str | os.PathLike", source: str, lang
     problems. The limits default to the package's (``time_limit_of`` for the time). Never raises for a bad
     submission; ValueError for a bad package or arguments.
     """
-    from ..registry import get_sandbox
+    from ...registry import get_sandbox
 
     if not isinstance(package, KattisPackage):
         package = load_kattis_package(package)
@@ -381,5 +386,24 @@ def load_kattis_problem(directory: str | os.PathLike, *, time_limit_s: float | N
                    samples=package.samples, interactive=package.interactive, metadata=metadata)
 
 
-__all__ = ["KattisGroup", "KattisPackage", "KattisTest", "OutputValidator", "grade", "judge_kattis",
-           "load_kattis_package", "load_kattis_problem", "time_limit_of"]
+def kattis_package(directory: str | os.PathLike) -> ProblemPackage:
+    """A Kattis package with what an env needs: its statement (or a line saying the examples show the format), the
+    ``data/sample`` examples, ``submissions/accepted`` as references and the rejected submissions as wrong ones."""
+    directory = Path(directory)
+    problem = load_kattis_problem(directory)
+    references: dict[str, str] = {}
+    for lang, path in solution_files(directory / "submissions" / "accepted"):
+        references.setdefault(lang, path.read_text())
+    wrong = [{"name": f"{kind}/{path.name}", "lang": lang, "code": path.read_text()}
+             for kind in KATTIS_WRONG_DIRS for lang, path in solution_files(directory / "submissions" / kind)]
+    examples = [(t.input.decode(), t.answer.decode()) for t in problem.samples]
+    body = problem.statement or "(This package has no Markdown statement; the examples show the format.)"
+    return ProblemPackage(problem, body, examples, references, wrong, title=problem.name, id=directory.name)
+
+
+FORMAT = ProblemFormat(name="kattis", marker="problem.yaml", description="ICPC/Kattis package",
+                       load_problem=load_kattis_problem, load_package=kattis_package,
+                       options=("time_limit_s", "backend"), judge_folder=judge_kattis)
+
+__all__ = ["FORMAT", "KattisGroup", "KattisPackage", "KattisTest", "OutputValidator", "grade", "judge_kattis",
+           "kattis_package", "load_kattis_package", "load_kattis_problem", "time_limit_of"]

@@ -6,6 +6,9 @@
       statement.md      optional
       tests/NAME.in     input; NAME.ans: expected answer (not needed for interactive problems)
       checker.py / interactor.py   optional jury programs, named relative to PROBLEM in problem.json
+      solutions/*.py|cpp   optional: shipped solutions; those named wrong* are rejected ones, the others accepted
+
+Registered as the format ``own`` (marker ``problem.json``, see ``registry.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator
 
-from ..submission import PROGRAM_CHECKERS
-from .testdata import Problem, read_tests_dir
+from ...submission import PROGRAM_CHECKERS
+from ..testdata import Problem, read_tests_dir
+from .registry import ProblemFormat, ProblemPackage, solution_files
 
 
 class ProblemJson(BaseModel):
@@ -65,7 +69,7 @@ def load_problem(directory: str | os.PathLike) -> Problem:
     meta_path = directory / "problem.json"
     if not meta_path.exists():
         raise ValueError(f"{str(directory)!r} is not a problem folder: {meta_path.name} is missing "
-                         "(for an ICPC/Kattis package with problem.yaml use load_kattis_problem)")
+                         "(load_any_problem reads a folder in any registered format)")
     text = meta_path.read_text()
     try:
         meta = ProblemJson.model_validate_json(text)
@@ -81,3 +85,23 @@ def load_problem(directory: str | os.PathLike) -> Problem:
     metadata = {key: value for key in ("title", "rating", "tags") if (value := getattr(meta, key))}
     return Problem(meta.name, tests, meta.time_limit_s, meta.memory_limit_mb, checker, interactor, meta.io_mode,
                    statement, interactive=interactor is not None, metadata=metadata)
+
+
+def own_package(directory: str | os.PathLike) -> ProblemPackage:
+    """A problem in the project's format with what an env needs: ``statement.md``, the title, rating and tags of
+    problem.json, and ``solutions/``: files named ``wrong*`` are wrong solutions, the others references."""
+    directory = Path(directory)
+    problem = load_problem(directory)
+    references, wrong = {}, []
+    for lang, path in solution_files(directory / "solutions"):
+        if path.stem.startswith("wrong"):
+            wrong.append({"name": path.name, "lang": lang, "code": path.read_text()})
+        else:
+            references.setdefault(lang, path.read_text())
+    return ProblemPackage(problem, problem.statement, references=references, wrong=wrong,
+                          title=problem.metadata.get("title", ""), rating=problem.metadata.get("rating"),
+                          tags=list(problem.metadata.get("tags", [])))
+
+
+FORMAT = ProblemFormat(name="own", marker="problem.json", description="the project's format",
+                       load_problem=load_problem, load_package=own_package)
