@@ -27,6 +27,7 @@ MOVED = {
     }.items()
     for name in names
 }
+MOVED["agentgspo.policy.names"] = "agentgspo.policy.loading"  # what --policy may name joined how it loads
 # the problem formats gathered in one package with their registry (issue 20, item 5)
 MOVED.update({f"agentgspo.sandboxes.judge.{name}": f"agentgspo.sandboxes.judge.formats.{name}"
               for name in ("own_format", "kattis", "kattis_package", "kattis_grading", "kattis_interactor", "polygon",

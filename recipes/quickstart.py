@@ -65,6 +65,7 @@ from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.runs.metrics import MetricsLogger, moving_average, plot_training, read_metrics, rollout_metrics_over_ranks
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
+from agentgspo.policy.factory import backend_class, make_backend, run_options
 from agentgspo.policy.weight_sync import save_weights, sync_weights
 from agentgspo.policy.policy_settings import PolicySettings, write_policy_settings
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
@@ -442,16 +443,13 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
 def _sampler(config: QuickstartConfig, policy: HFPolicy, model: Any, folder: Path) -> Any:
     """The rollout backend ``--backend`` names: the HF policy itself, or a vLLM engine or servers loaded with the
     current weights (written to ``folder``, with the tokenizer)."""
-    if config.backend == "hf":
+    if isinstance(policy, backend_class(config.backend)):
         return policy
-    from agentgspo.policy.factory import make_backend
-
     save_weights(model, folder)
     policy.renderer.tokenizer.save_pretrained(folder)
-    if config.backend == "vllm":
-        return make_backend(str(folder), "vllm", seed=config.seed)
-    sampler = make_backend(str(folder), config.backend, urls=[u for u in config.server_url.split(",") if u])
-    sync_weights(sampler, model, folder)
+    sampler = make_backend(str(folder), config.backend, **run_options(
+        config.backend, seed=config.seed, server_urls=[u for u in config.server_url.split(",") if u]))
+    sync_weights(sampler, model, folder)  # servers may serve other weights; an engine reloads the same ones
     return sampler
 
 

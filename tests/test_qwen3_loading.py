@@ -11,7 +11,7 @@ import torch
 
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import ROUND_TRIP_PROBE, load_tokenizer, resolve_checkpoint
-from agentgspo.policy.names import model_folder
+from agentgspo.policy.loading import model_folder
 from qwen3 import build_tiny_qwen3_moe, unpack_tokenizer
 
 REPO_ID = "Qwen/Qwen3-Tiny-Test"

@@ -1,4 +1,5 @@
-"""`make_backend` / `--backend` (no vLLM needed here) and `sync_weights` for the HF backend."""
+"""`make_backend` / `--backend` (no vLLM needed here), a new backend in one module and one registration line, and
+`sync_weights` for the HF backend."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import importlib.util
 import pytest
 import torch
 
-from agentgspo.policy.factory import add_backend_arguments, backend_options, make_backend, require_vllm
+from agentgspo.policy.factory import BACKENDS, add_backend_arguments, backend_options, make_backend, register_backend
+from agentgspo.policy.vllm import require_vllm
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.weight_sync import sync_weights
 
@@ -93,3 +95,24 @@ def test_small_machines_give_the_vllm_engine_every_core(monkeypatch, cpus, reser
     environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "1"  # the user's choice stays
     vllm_backend.set_cpu_defaults()
     assert vllm_backend.os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "1"
+
+
+def test_a_new_backend_is_one_module_and_one_registration_line(tiny_path, tmp_path, monkeypatch, capsys):
+    """tests/echo_backend.py registered with one line: --backend takes it (with its own option), the rollout command
+    plays with it, and sync_weights asks it to update itself."""
+    import json
+
+    from agentgspo.cli import main
+    from agentgspo.rollouts.trajectory import read_jsonl
+
+    monkeypatch.setitem(BACKENDS, "echo", BACKENDS.get("echo", ""))  # undone after the test
+    register_backend("echo", "echo_backend:EchoPolicy")
+    echo = make_backend("tiny", "echo", **backend_options(parse(["--backend", "echo", "--echo-text", "<answer>7</answer>"])))
+    assert sync_weights(echo, torch.nn.Linear(1, 1)) == 1
+    assert main(["rollout", "--policy", "tiny", "--backend", "echo", "--echo-text", "<answer>58011</answer>",
+                 "--env", "agentgspo/Calculator-v0", "--episodes", "2", "--group-size", "1",
+                 "--out", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["episodes"] == 2
+    records = read_jsonl(tmp_path / "trajectories.jsonl")
+    assert all(t.sampling["logprobs"] == "none" and "58011" in t.messages[-1]["content"] for t in records)

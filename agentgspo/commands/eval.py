@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                   "max_submissions": args.max_submissions, "sandbox": args.sandbox}
     trained = None
     if args.agent == "policy":
-        from agentgspo.policy.names import model_folder
+        from agentgspo.policy.loading import model_folder
 
         trained = read_policy_settings(model_folder(args.policy))
     explicit = {name: getattr(args, name) for name in ("max_turns", "max_new_tokens", "max_context",

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.factory import backend_options
-    from agentgspo.policy.names import model_folder
+    from agentgspo.policy.loading import model_folder
     from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
     from agentgspo.environments.registry import make
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize

@@ -37,12 +37,12 @@ def server_command(policy: str | Path, *, host: str = "127.0.0.1", port: int = 8
                    max_num_seqs: int = 256, seed: int = 0, enforce_eager: bool = False,
                    extra: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start vLLM's OpenAI server for ``policy`` (a folder or "tiny")."""
-    from agentgspo.policy.factory import require_vllm
-    from agentgspo.policy.vllm import (CHUNKED_PREFILL, LOGPROBS_MODE, WEIGHT_SYNC_EXTENSION, resolve_policy_path,
-                                       set_cpu_defaults)
+    from agentgspo.policy.loading import resolve_checkpoint
+    from agentgspo.policy.vllm import CHUNKED_PREFILL, LOGPROBS_MODE, WEIGHT_SYNC_EXTENSION, require_vllm, \
+        set_cpu_defaults
 
     require_vllm("serve-policy")
-    path = resolve_policy_path(policy)
+    path = resolve_checkpoint(policy)
     command = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(path),
         "--served-model-name", "policy", "--host", host, "--port", str(port), "--dtype", dtype,

@@ -39,7 +39,7 @@ def load_renderer(tokenizer_path: str = "tiny") -> Any:
     from transformers import AutoTokenizer
 
     from agentgspo.rollouts.chat import ChatRenderer
-    from agentgspo.policy.names import model_folder
+    from agentgspo.policy.loading import model_folder
 
     return ChatRenderer(AutoTokenizer.from_pretrained(model_folder(tokenizer_path)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = dict[str, Any]
@@ -113,9 +114,15 @@ class PolicyBackend(Protocol):
 
     end_of_turn_id: int
     logprob_semantics: str
+    version: int
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """Sample one assistant turn after ``request.prompt_ids``."""
+        ...
+
+    def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
+        """Sample with ``model``'s weights from now on (after an optimizer step); returns the new ``version``.
+        ``folder`` is where weights may be written for the backend to read (servers need one they can read)."""
         ...
 
 
@@ -135,7 +142,12 @@ class ScriptedPolicy:
         self.stop_ids = frozenset({self.end_of_turn_id})
         self.version = 0
 
+    def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
+        """A scripted policy has no weights: its version stays."""
+        return self.version
+
     async def sample(self, request: SampleRequest) -> SampledTurn:
+        """The text ``fn`` answers, tokenized, with the end-of-turn id (cut at ``max_new_tokens``)."""
         ids = self.renderer.encode(self.fn(list(request.messages)))
         ids.append(self.end_of_turn_id)
         limit = request.params.max_new_tokens

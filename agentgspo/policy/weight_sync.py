@@ -25,7 +25,7 @@ def save_weights(model: Any, folder: str | Path) -> Path:
     ``folder`` as safetensors in checkpoint format, the layout vLLM's loader reads. Returns the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    model = getattr(model, "module", model)  # DDP / accelerate wrapper
+    model = unwrap(model)
     model.save_pretrained(folder, safe_serialization=True)
     return folder
 
@@ -80,23 +80,14 @@ class WeightSyncExtension:
 def sync_weights(backend: Any, model: Any, folder: str | Path | None = None) -> int:
     """After an optimizer step: make ``backend`` sample with ``model``'s weights; returns its new version.
 
-    - :class:`~agentgspo.policy.hf.HFPolicy` sharing the learner's module (the embedded setup): nothing to copy;
-      one holding another copy gets the state dict loaded;
-    - :class:`~agentgspo.policy.vllm.VLLMPolicy`: reload in place through ``folder`` (a temporary one if None);
-    - :class:`~agentgspo.policy.server.ServerPolicy`: ``folder`` is required and must be readable by the servers.
-
-    Each turn sampled afterwards records the new version (``Trajectory.turn_versions``).
+    Every backend updates itself (``PolicyBackend.update_weights``): an HF policy sharing the learner's module has
+    nothing to copy and one holding another copy loads the state dict; the vLLM engine reloads in place through
+    ``folder`` (a temporary one if None); servers need a ``folder`` they can read. Each turn sampled afterwards
+    records the new version (``Trajectory.turn_versions``).
     """
-    model = getattr(model, "module", model)
-    update = getattr(backend, "update_weights", None)
-    if update is not None:
-        if folder is None and type(backend).__name__ == "ServerPolicy":
-            raise ValueError("sync_weights: a server backend needs a folder the servers can read")
-        return update(model) if folder is None else update(model, folder)
-    local = getattr(backend, "model", None)
-    if local is None:
-        raise TypeError(f"sync_weights: {type(backend).__name__} has no model and no update_weights")
-    if local is not model:
-        local.load_state_dict(model.state_dict())
-    backend.version += 1
-    return backend.version
+    return backend.update_weights(unwrap(model), folder)
+
+
+def unwrap(model: Any) -> Any:
+    """The module inside a DDP / accelerate wrapper (itself when unwrapped)."""
+    return getattr(model, "module", model)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgspo.policy.factory import BACKENDS
+
 TRAIN_SEED_BASE = 1_000_000  # training prompts: env seeds from here (evaluations use small seeds)
 DEMO_SEED_BASE = 9_000_000  # warm-start demonstrations
 SUMMARY = "summary.json"
@@ -144,7 +146,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         choices = {"history": HISTORY_MODES, "sharding": SHARDINGS, "mixed_precision": ("no", "bf16"),
-                   "backend": ("hf", "vllm", "server"), "logp_old": ("recompute", "sampler")}
+                   "backend": tuple(BACKENDS), "logp_old": ("recompute", "sampler")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
@@ -156,8 +158,9 @@ class TrainConfig:
             raise ValueError(f"trajectories_every: expected >= 0, got {self.trajectories_every}")
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs: expected a JSON object, got {self.env_kwargs!r}")
-        if self.backend == "server" and not self.server_url:
-            raise ValueError("backend 'server' needs --server-url (start one with `agentgspo serve-policy`)")
+        from agentgspo.policy.factory import run_options
+
+        run_options(self.backend, seed=self.seed, server_urls=self.server_urls())  # each backend checks its needs
         if self.routing_replay == "rollout" and self.backend != "hf":
             raise ValueError("routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
                              "(vLLM's routed-expert output needs its V2 runner with Triton, not wired here); or use "
@@ -178,6 +181,10 @@ class TrainConfig:
         self.eps_high = high if self.eps_high is None else float(self.eps_high)
         if self.warm_demos and not self.warm_steps:
             raise ValueError("warm_demos without warm_steps: set --warm-steps too (or --warm-demos 0)")
+
+    def server_urls(self) -> list[str]:
+        """``server_url`` as a list."""
+        return [url for url in self.server_url.split(",") if url]
 
     def train_env_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the env the policy trains on: ``env_kwargs`` (a recipe with a held-out set
@@ -562,17 +569,17 @@ def _warm_start(config: Any, accelerator: Any, out: Path, model: Any, renderer: 
 
 
 def _sampler(config: Any, policy: Any, folder: Path) -> Any:
-    """The backend ``--backend`` names: the HF policy, or a vLLM engine / servers loaded from ``folder``."""
-    if config.backend == "hf":
-        return policy
-    from agentgspo.policy.factory import make_backend
+    """The backend ``--backend`` names: the HF policy itself (it samples with the learner's module), or another
+    backend loaded from ``folder`` (the weights and tokenizer written there)."""
+    from agentgspo.policy.factory import backend_class, make_backend, run_options
     from agentgspo.policy.weight_sync import save_weights
 
+    if isinstance(policy, backend_class(config.backend)):
+        return policy
     save_weights(policy.model, folder)
     policy.renderer.tokenizer.save_pretrained(folder)
-    if config.backend == "vllm":
-        return make_backend(str(folder), "vllm", seed=config.seed)
-    return make_backend(str(folder), "server", urls=[u for u in config.server_url.split(",") if u])
+    return make_backend(str(folder), config.backend,
+                        **run_options(config.backend, seed=config.seed, server_urls=config.server_urls()))
 
 
 def _refresh_sampler(accelerator: Any, sampler: Any, model: Any, policy: Any, folder: Path) -> None:
