@@ -146,7 +146,9 @@ def test_solutions_by_tag_main_first_other_languages_left_out(tmp_path):
     xml = package / "problem.xml"
     xml.write_text(xml.read_text().replace("        </solutions>", """\
             <solution tag="time-limit-exceeded"><source path="solutions/slow.py" type="python.3"/></solution>
-            <solution tag="time-limit-exceeded-or-accepted"><source path="solutions/maybe.py" type="python.3"/></solution>
+            <solution tag="time-limit-exceeded-or-accepted">
+                <source path="solutions/maybe.py" type="python.3"/>
+            </solution>
             <solution tag="accepted"><source path="solutions/Sum.java" type="java11"/></solution>
         </solutions>"""))
     found = polygon_package(package)

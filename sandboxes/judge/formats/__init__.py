@@ -6,7 +6,8 @@
     kattis.py         ICPC / Kattis packages (problem.yaml, data/, submissions/)            format ``kattis``
                       (+ kattis_package.py, kattis_grading.py, kattis_interactor.py)
     polygon.py        Polygon packages (problem.xml, tests/, statements, solutions)         format ``polygon``
-    openr1.py         open-r1/codeforces dataset rows (a row format: read where rows are, ``envs/codeforces_sources.py``)
+    openr1.py         open-r1/codeforces dataset rows (a row format, recognised where rows are read:
+                      ``envs/codeforces_sources.py``)
 
 A folder is in the first format below whose marker file it holds. Adding a format is one module that builds a
 ``ProblemFormat`` and one ``register_format`` line here (docs/problem_format.md, "Adding a format"); the judge CLI,

@@ -14,7 +14,7 @@ A package folder as Polygon exports it::
       statements/english/problem-properties.json    the statement's sections as JSON (legend, input, output,
                                                     interaction, notes), or
       statement-sections/english/legend.tex, input.tex, output.tex, interaction.tex, notes.tex, or
-      statements/english/problem.tex                \\begin{problem}{Title}...\\InputFile...\\OutputFile...\\end{problem}
+      statements/english/problem.tex                \\begin{problem}{Title}...\\InputFile...\\OutputFile...
       solutions/...                                 the solutions problem.xml lists
 
 What is refused, with the reason, rather than judged differently from Polygon: a missing test file (a package

@@ -33,11 +33,11 @@ class ProblemPackage:
     """A problem folder as an env and the eval use it: the judgeable ``Problem`` plus what a player and a scripted
     agent need.
 
-    ``statement``: the statement's text (legend, input, output, interaction, notes) without title, limits and
+    ``statement``: the statement's text (legend, input, output, interaction, scoring) without title, limits and
     examples, which the env adds; ``examples``: ``[(input, output)]`` shown in the statement; ``references``:
     ``{lang: source}`` of accepted solutions (``lang`` ``"py"`` or ``"cpp"``); ``wrong``: ``[{"name", "lang",
-    "code"}]`` of solutions the tests reject; ``note``: a note shown after the examples; ``id``: a stable problem id (default: ``problem.name``); ``format``: the
-    registered format's name (set by :func:`load_any_package`).
+    "code"}]`` of solutions the tests reject; ``note``: a note shown after the examples; ``id``: a stable problem id
+    (default: ``problem.name``); ``format``: the registered format's name (set by :func:`load_any_package`).
     """
 
     problem: Problem
