@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import select
 import subprocess
 import sys

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from agentgspo.objective.logprobs import token_logprobs
-from agentgspo.learning.memory import GIB, MODEL_PRESETS, estimate_memory, load_model_config, measure_saved_activation_bytes
+from agentgspo.learning.memory import GIB, estimate_memory, load_model_config, measure_saved_activation_bytes
 
 
 def _small_moe_config(**overrides):

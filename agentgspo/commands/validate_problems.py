@@ -449,7 +449,7 @@ def format_table(reports: list[ProblemReport]) -> str:
     if any(slowdowns.values()):
         lines.append(f"this machine's time over the reference machine's ({REFERENCE_MACHINE}): " + ", ".join(
             f"{lang} {min(values):.2f}-{max(values):.2f}x (median {statistics.median(values):.2f}x)"
-            for lang, values in slowdowns.items() if values) + f" (calibrated before each problem)")
+            for lang, values in slowdowns.items() if values) + " (calibrated before each problem)")
         here = max((r.time_ratio[lang] * r.slowdown[lang] for r in reports for lang in r.time_ratio), default=0)
         if here > 0.5:
             lines.append(f"note: on this machine a solution as fast as the slowest reference uses {here:.2f} of its "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from agentgspo.commands.validate_problems import (CALIBRATION_PY, CALIBRATION_RO
                                                   machine_speed, statement_examples, validate_problem,
                                                   validate_problemset)
 from agentgspo.envs import problemset
-from agentgspo.envs.problemset import (ProblemFolderError, builtin_problemset_dir, folder_hash, load_set_problem,
+from agentgspo.envs.problemset import (ProblemFolderError, folder_hash, load_set_problem,
                                        materialise_tests, problem_folders, read_problem_folder)
 from agentgspo.sandboxes import Verdict, judge_problem
 

@@ -27,8 +27,6 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def server_url():
     """The real search server (FastAPI + uvicorn) on a free 127.0.0.1 port, in a thread; stopped after."""
-    import uvicorn
-
     from agentgspo.envs.search_server import create_app
 
     with serve(create_app(builtin_path(BUILTIN_CORPUS))) as url:

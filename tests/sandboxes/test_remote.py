@@ -16,8 +16,6 @@ TOKEN = "test-token"
 
 @pytest.fixture(scope="module")
 def server_url():
-    import uvicorn
-
     from agentgspo.sandboxes.server import create_app
 
     with serve(create_app(TOKEN, max_concurrency=2)) as url:
