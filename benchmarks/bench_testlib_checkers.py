@@ -48,7 +48,8 @@ CASES = [
     ("a b\nc\n", "a b\nc\n"), ("a b\nc\n", "a  b\nc\n"), ("a b\nc\n", "a b\n\nc\n"), ("a b\nc\n", "a b c\n"),
     ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\nCase #2: 7\n"), ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\nCase #2: 8\n"),
     ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\n"), ("Case #1: 5\nCase #2: 7\n", "Case 1: 5\nCase 2: 7\n"),
-    ("Case #1: a b\nCase #2: c\n", "Case #1: a b\nCase #2: c\n"), ("Case #1: a b\nCase #2: c\n", "Case #1: a c\nCase #2: c\n"),
+    ("Case #1: a b\nCase #2: c\n", "Case #1: a b\nCase #2: c\n"),
+    ("Case #1: a b\nCase #2: c\n", "Case #1: a c\nCase #2: c\n"),
     ("10\n", "7.5\n"), ("10\n", "10\n"), ("2.5\n", "1.25\n"),
     ("not_a_number\n", "3\n"), ("\n", "3\n"), ("maybe\n", "YES\n"), ("1.5e999\n", "1\n"),
 ]
@@ -144,7 +145,8 @@ def main() -> int:
                 labels.update(counts)
                 disagreements += wrong
     runs = len(sources) * len(CASES)
-    summary = {"checkers": len(sources), "outputs": runs, "agree": runs - sum(d["checker"] not in BUILT_INS.values() for d in disagreements),
+    summary = {"checkers": len(sources), "outputs": runs,
+               "agree": runs - sum(d["checker"] not in BUILT_INS.values() for d in disagreements),
                "direct_outcomes": dict(labels), "per_checker": per_checker, "disagreements": disagreements,
                "seconds": round(time.perf_counter() - started, 1)}
     if args.json:

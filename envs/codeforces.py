@@ -12,9 +12,10 @@ Score: 1.0 for AC; otherwise 0.0, or with ``partial_credit=True`` the best fract
 submission (judged without stopping at the first failure); minus ``compile_error_penalty`` per submission that did
 not compile. It is paid as it is earned: each step's reward is what it added to the score (a submission's
 partial-credit improvement, the rest up to 1.0 at AC, minus the penalty at a compile error), so the rewards so far
-always sum to the score, whatever ends the episode (the runner's ``max_turns``, ``max_tokens``, env budget...). A judge error (checker, interactor or sandbox failure) is never charged to the
-model: the submission does not count, the tool message says so, ``info["judge_errors"]`` counts it, and after
-``max_judge_errors`` the episode ends with ``stop_reason="judge_error"`` and the turn masked.
+always sum to the score, whatever ends the episode (the runner's ``max_turns``, ``max_tokens``, env budget...). A judge
+error (checker, interactor or sandbox failure) is never charged to the model: the submission does not count, the tool
+message says so, ``info["judge_errors"]`` counts it, and after ``max_judge_errors`` the episode ends with
+``stop_reason="judge_error"`` and the turn masked.
 
 Problems (``data_files``, see :mod:`agentgspo.envs.codeforces_sources`): ``None`` the five starter problems
 (``envs/data/codeforces_builtin.jsonl``: exact tokens, a float checker in open-r1 ``generated_checker`` form,

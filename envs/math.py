@@ -275,7 +275,8 @@ def _python_runner(sandbox: str) -> Callable[[str, float, int], str]:
         get_sandbox(sandbox)  # cached per process; the local backend probes bubblewrap once
     except (SandboxUnavailable, ValueError) as exc:
         raise SandboxUnavailable(f"Math-v0's python tool cannot use sandbox {sandbox!r}: {exc}. To run the "
-                                 "model's code WITHOUT isolation (trusted policies only), pass sandbox='none'.") from exc
+                                 "model's code WITHOUT isolation (trusted policies only), "
+                                 "pass sandbox='none'.") from exc
     return lambda code, timeout_s, max_chars: run_python_sandboxed(code, timeout_s, max_chars, backend=sandbox)
 
 

@@ -21,7 +21,8 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
                         --main_process_ip $MASTER recipes/gspo_codeforces.py --out runs/codeforces --backend vllm
     1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/gspo_codeforces.py \\
                         --out runs/codeforces-small --policy Qwen/Qwen3-0.6B --backend hf
-    CPU smoke:      python recipes/gspo_codeforces.py --smoke --out runs/codeforces-smoke      (the tiny policy; the suite runs it)
+    CPU smoke:      python recipes/gspo_codeforces.py --smoke --out runs/codeforces-smoke
+                    (the tiny policy; the suite runs it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
 Held-out evaluation: the problems of `--held-out` (8 of the set, 900 to 2400) are left out of training and played

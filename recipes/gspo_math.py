@@ -19,8 +19,9 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
     1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/gspo_math.py \\
                         --out runs/math-small --policy Qwen/Qwen3-0.6B --backend hf
     CPU smoke:      python recipes/gspo_math.py --smoke --out runs/math-smoke      (the tiny policy; the suite runs it)
-    tiny, learning: python recipes/gspo_math.py --smoke --out runs/math-tiny --steps 20 --warm-demos 256 --warm-steps 300 \\
-                        --prompts-per-step 4 --group-size 8 --max-new-tokens 128 --env-kwargs '{"sandbox": "none"}'
+    tiny, learning: python recipes/gspo_math.py --smoke --out runs/math-tiny --steps 20 --warm-demos 256 \\
+                        --warm-steps 300 --prompts-per-step 4 --group-size 8 --max-new-tokens 128 \\
+                        --env-kwargs '{"sandbox": "none"}'
                     (a warm start on the env's mixed demonstrator, oracle or a wrong guess, then GSPO; measured
                     2026-12-01 on 2 cores: success of the 32 episodes per step 0.53 0.59 0.62 0.59 0.66 ... 0.72 0.81
                     0.75 0.84 0.81, 5-step means 0.60 -> 0.79, in 21 minutes with another job beside it)

@@ -19,7 +19,8 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
                         --main_process_ip $MASTER recipes/gspo_search.py --out runs/search --backend vllm
     1 GPU:          accelerate launch --config_file recipes/accelerate/1gpu.yaml recipes/gspo_search.py \\
                         --out runs/search-small --policy Qwen/Qwen3-0.6B --backend hf
-    CPU smoke:      python recipes/gspo_search.py --smoke --out runs/search-smoke      (the tiny policy; the suite runs it)
+    CPU smoke:      python recipes/gspo_search.py --smoke --out runs/search-smoke
+                    (the tiny policy; the suite runs it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,

@@ -62,7 +62,8 @@ import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.runs.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
                                   save_checkpoint, save_warm_checkpoint)
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.runs.metrics import MetricsLogger, moving_average, plot_training, read_metrics, rollout_metrics_over_ranks
+from agentgspo.runs.metrics import (MetricsLogger, moving_average, plot_training, read_metrics,
+                                    rollout_metrics_over_ranks)
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.factory import backend_class, make_backend, run_options
@@ -174,7 +175,8 @@ def resume_command(config: QuickstartConfig) -> str:
     parts = [flag("out"), config.out]
     for spec in dataclasses.fields(QuickstartConfig):
         value = getattr(config, spec.name)
-        if spec.name not in ("out", "kill_after_step", "wait_for_interrupt_at") and value != getattr(defaults, spec.name):
+        if (spec.name not in ("out", "kill_after_step", "wait_for_interrupt_at")
+                and value != getattr(defaults, spec.name)):
             parts += [flag(spec.name), value if isinstance(value, str) else json.dumps(value)]
     return " ".join([COMMAND, *map(shlex.quote, parts)])
 

@@ -35,11 +35,11 @@ Backends (``backend=`` takes a name or a Sandbox instance):
             ``$AGENTGSPO_SANDBOX_URLS`` and ``$AGENTGSPO_SANDBOX_TOKEN``.
 
 Layout: ``results.py`` and ``submission.py`` (values), ``protocol.py`` (Sandbox/Session protocol), ``registry.py``
-(``get_sandbox``), ``runner.py`` (runs inside the box), ``local.py``, ``docker_backend.py``, ``remote.py`` + ``server.py`` (backends), ``cgroups.py``,
-``judge/`` (``core.py`` judging, ``checkers.py``, ``compile.py``, ``testlib.py``, ``testdata.py`` (``Problem``),
-``problems.py`` (facade); ``formats/``: every problem format and their registry (``registry.py``, ``own_format.py``,
-``kattis.py`` (+ ``kattis_package.py``, ``kattis_grading.py``, ``kattis_interactor.py``), ``polygon.py``,
-``openr1.py``); ``languages.py``: which submission languages run).
+(``get_sandbox``), ``runner.py`` (runs inside the box), ``local.py``, ``docker_backend.py``, ``remote.py`` +
+``server.py`` (backends), ``cgroups.py``, ``judge/`` (``core.py`` judging, ``checkers.py``, ``compile.py``,
+``testlib.py``, ``testdata.py`` (``Problem``), ``problems.py`` (facade); ``formats/``: every problem format and their
+registry (``registry.py``, ``own_format.py``, ``kattis.py`` (+ ``kattis_package.py``, ``kattis_grading.py``,
+``kattis_interactor.py``), ``polygon.py``, ``openr1.py``); ``languages.py``: which submission languages run).
 """
 
 from __future__ import annotations

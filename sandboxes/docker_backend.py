@@ -46,7 +46,8 @@ DEFAULT_IMAGE = "agentgspo-sandbox:1"
 USER = "65534:65534"
 # pid 1 of every container: reaps orphans forever. It must be pid 1 itself (not a child of an init), because
 # the runner's kill(-1) spares only pid 1 and would otherwise stop the container.
-REAPER = "import os, time\nwhile True:\n    try:\n        os.wait()\n    except ChildProcessError:\n        time.sleep(0.2)\n"
+REAPER = ("import os, time\nwhile True:\n    try:\n        os.wait()\n"
+          "    except ChildProcessError:\n        time.sleep(0.2)\n")
 SIGNAL_SCRIPT = "import os, sys\nos.kill(int(sys.argv[1]), int(sys.argv[2]))\n"
 CLEANUP = ["/bin/sh", "-c", "kill -9 -1 2>/dev/null; rm -rf /tmp/* /tmp/.[!.]* 2>/dev/null; exit 0"]
 
@@ -72,7 +73,8 @@ class DockerSandbox:
         try:
             import docker
         except ImportError:
-            raise SandboxUnavailable("the docker backend needs the docker SDK: pip install 'agentgspo[docker]'") from None
+            raise SandboxUnavailable("the docker backend needs the docker SDK: "
+                                     "pip install 'agentgspo[docker]'") from None
         self.base_url = base_url or docker_host()
         try:
             self.client = docker.DockerClient(base_url=self.base_url, timeout=120)
@@ -86,7 +88,8 @@ class DockerSandbox:
             self.client.images.get(image)
         except Exception:
             raise SandboxUnavailable(
-                f"sandbox image {image!r} not found on {self.base_url}; build it with `sudo bash .ci/setup_sandboxes.sh`"
+                f"sandbox image {image!r} not found on {self.base_url}; "
+                "build it with `sudo bash .ci/setup_sandboxes.sh`"
             ) from None
         self.image, self.pool_size, self.acquire_timeout_s = image, pool_size, acquire_timeout_s
         self.memory_mb, self.pids_limit, self.tmpfs_mb = memory_mb, pids_limit, tmpfs_mb
@@ -125,7 +128,9 @@ class DockerSandbox:
             tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={self.tmpfs_mb}m,mode=1777"},
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=self.pids_limit,
             cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER, working_dir="/tmp",
-            labels={"agentgspo.sandbox": "1", "agentgspo.host": socket.gethostname(), "agentgspo.pid": str(os.getpid())}, environment={"LANG": "C.UTF-8", "HOME": "/tmp"},
+            labels={"agentgspo.sandbox": "1", "agentgspo.host": socket.gethostname(),
+                    "agentgspo.pid": str(os.getpid())},
+            environment={"LANG": "C.UTF-8", "HOME": "/tmp"},
         )
 
     def _acquire(self):
@@ -275,8 +280,8 @@ class DockerSession:
         fails as it does on the local backend instead of being drained forever; a peer exit that ``stop_when``
         accepts stops the solution (SIGUSR2), and a peer blocked for DEADLOCK_S while nothing was relayed either way
         is reported (SIGURG: the runner ends a deadlock). Several may run at once in one container: each gets its
-        own scratch directory, and strays of one test are not killed with ``kill(-1)`` (that would end its siblings); they
-        die with the session."""
+        own scratch directory, and strays of one test are not killed with ``kill(-1)`` (that would end its siblings);
+        they die with the session."""
         spec = dict(spec, kill_strays=False, relay_stdout=True, tmp=f"/tmp/i{uuid.uuid4().hex[:12]}")
         to_peer_r, to_peer_w = os.pipe()
         from_peer_r, from_peer_w = os.pipe()

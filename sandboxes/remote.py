@@ -58,7 +58,8 @@ class RemoteSandbox:
             endpoints = [e.strip() for e in endpoints.split(",") if e.strip()]
         if not endpoints:
             raise SandboxUnavailable("the remote backend needs endpoints: pass endpoints=[...] or set "
-                                     "AGENTGSPO_SANDBOX_URLS=http://host:8910 (start one with `agentgspo sandbox-server`)")
+                                     "AGENTGSPO_SANDBOX_URLS=http://host:8910 "
+                                     "(start one with `agentgspo sandbox-server`)")
         if max_concurrency < 1 or retries < 0:  # a semaphore of 0 waits forever; no attempt at all never succeeds
             raise ValueError(f"the remote backend needs max_concurrency >= 1 and retries >= 0, got "
                              f"max_concurrency={max_concurrency}, retries={retries}")
@@ -70,7 +71,8 @@ class RemoteSandbox:
                                      "AGENTGSPO_SANDBOX_TOKEN=<token> (the one `agentgspo sandbox-server` was started "
                                      "with, --token or its AGENTGSPO_SANDBOX_TOKEN) or pass token=... to "
                                      "get_sandbox('remote', ...); a token is one line without spaces at its ends")
-        self.max_concurrency, self.retries, self.backoff_s, self.timeout_s = max_concurrency, retries, backoff_s, timeout_s
+        (self.max_concurrency, self.retries,
+         self.backoff_s, self.timeout_s) = max_concurrency, retries, backoff_s, timeout_s
         self._cycle = itertools.cycle(range(len(self.endpoints)))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()

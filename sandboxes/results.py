@@ -61,7 +61,8 @@ class Limits:
             raise ValueError(f"Limits.wall_limit_s must be > 0 (or None for 2 * time_limit_s + 1), "
                              f"got {self.wall_limit_s!r}")
         if self.memory_limit_mb < 16:
-            raise ValueError(f"Limits.memory_limit_mb must be >= 16 (an interpreter needs it), got {self.memory_limit_mb}")
+            raise ValueError(f"Limits.memory_limit_mb must be >= 16 (an interpreter needs it), "
+                             f"got {self.memory_limit_mb}")
 
     @property
     def wall_s(self) -> float:

@@ -78,12 +78,12 @@ def documents(world: dict[str, list[dict]]) -> list[dict]:
         docs.append({"title": t["name"], "text": f"{t['name']} is a town in the country of {t['country']}, "
                                                  f"{t['landscape']}. It has about {t['population']} inhabitants."})
     for p in world["people"]:
-        docs.append({"title": p["name"], "text": f"{p['name']} was {_article(p['job'])} {p['job']} born in the town of {p['town']} "
-                                                 f"in the year {p['year']}."})
+        docs.append({"title": p["name"], "text": f"{p['name']} was {_article(p['job'])} {p['job']} born in the town of "
+                                                 f"{p['town']} in the year {p['year']}."})
     for co in world["companies"]:
-        docs.append({"title": co["name"], "text": f"{co['name']} is {_article(co['trade'])} {co['trade']} firm founded in {co['year']} "
-                                                  f"by {co['founder']}. It is headquartered in the town of "
-                                                  f"{co['town']}."})
+        docs.append({"title": co["name"], "text": f"{co['name']} is {_article(co['trade'])} {co['trade']} firm "
+                                                  f"founded in {co['year']} by {co['founder']}. It is headquartered in "
+                                                  f"the town of {co['town']}."})
     return [{"id": f"doc{i:04d}", **doc} for i, doc in enumerate(docs)]
 
 

@@ -11,7 +11,8 @@ Contract (checked by :func:`agentgspo.environments.env_checker.check_env`):
   ``messages`` are the environment's new messages
   (``tool`` results, ``user`` replies; may be empty when the episode ends); ``reward`` a float; ``terminated``
   means the task ended (solved or failed for good); ``truncated`` means the episode was cut by a limit (wrappers
-  :class:`~agentgspo.environments.wrappers.MaxTurns` and :class:`~agentgspo.environments.wrappers.EnvBudget`), exactly as in Gymnasium.
+  :class:`~agentgspo.environments.wrappers.MaxTurns` and :class:`~agentgspo.environments.wrappers.EnvBudget`), exactly
+  as in Gymnasium.
 - Rewards are paid as they are earned: each step's ``reward`` is what that step added to the episode's score (a
   tool-error penalty, a partial-credit improvement, the final answer's score), and the trajectory's reward is the sum
   of all steps' rewards. So the sum so far is the episode's score at every step, and an episode cut before the env
@@ -145,7 +146,8 @@ class ChatEnv(gym.Env):
     :meth:`respond` (the env's answer to a turn without tool calls: score it, end the episode or reply).
 
     Args:
-        tools: plain Python functions (sync or async) with type hints and a docstring; see :mod:`agentgspo.environments.tools`.
+        tools: plain Python functions (sync or async) with type hints and a docstring; see
+            :mod:`agentgspo.environments.tools`.
         tool_error_policy: what a failed tool call (malformed JSON, unknown tool, bad arguments, a tool that
             raises) does besides the error message the model reads: ``"feedback"`` nothing more,
             ``"penalise"`` adds ``-tool_error_penalty`` per failed call to the step's reward, ``"mask"`` asks the

@@ -15,8 +15,8 @@ its turns token-exactly like any policy's:
   (:class:`~agentgspo.policy.base.PolicyConfigurationError`, naming the fix): nothing is recorded, so the same
   command resumes once it is fixed.
 - ``reference`` / ``wrong``: :class:`ShippedSolutionAgent`, which submits the problem's shipped solutions
-  (``reference``: run the examples, then submit an accepted solution, C++ when shipped; ``wrong``: submit a solution the tests must
-  reject, ``wrong[sample % len(wrong)]``, or ``print(0)`` where none is shipped), then stop.
+  (``reference``: run the examples, then submit an accepted solution, C++ when shipped; ``wrong``: submit a solution the
+  tests must reject, ``wrong[sample % len(wrong)]``, or ``print(0)`` where none is shipped), then stop.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ _LANG_NAMES = {"py": "python", "cpp": "cpp"}
 
 
 def load_renderer(tokenizer_path: str = "tiny") -> Any:
-    """A :class:`~agentgspo.rollouts.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny policy's)."""
+    """A :class:`~agentgspo.rollouts.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny
+    policy's)."""
     from transformers import AutoTokenizer
 
     from agentgspo.rollouts.chat import ChatRenderer

@@ -127,9 +127,9 @@ def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[
     """The CodeElo rating from eval ``results`` (rows with ``problem_id``, ``sample``, ``verdicts``,
     ``stop_reason``): per contest and sample a place and its rating, the mean per contest, the mean over contests.
 
-    An attempt the harness could not finish fairly (``trajectory.UNCOUNTED_STOPS``, excluded from pass@k) is no submission
-    record: a sample takes part in a contest only when every problem of the contest has a counted attempt of that
-    sample (the others are ``dropped``). A place ahead of (behind) every rated participant has no finite rating
+    An attempt the harness could not finish fairly (``trajectory.UNCOUNTED_STOPS``, excluded from pass@k) is no
+    submission record: a sample takes part in a contest only when every problem of the contest has a counted attempt of
+    that sample (the others are ``dropped``). A place ahead of (behind) every rated participant has no finite rating
     (the expected place is always above 1 and below n + 1): the search bound stands in and the sample is counted
     as ``clamped``, so a reader knows that contest's rating is a bound."""
     from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS

@@ -1,7 +1,7 @@
 """The numbers of an eval from its results: pass@k, breakdowns by rating and tag, verdicts, judge errors, rating.
 
-Which attempts count is the one table of endings (:data:`agentgspo.rollouts.trajectory.ENDINGS`): attempts the harness could
-not finish fairly (its ``UNCOUNTED_STOPS``: a judge or env error, a hung env call, a failed sampler, dead
+Which attempts count is the one table of endings (:data:`agentgspo.rollouts.trajectory.ENDINGS`): attempts the harness
+could not finish fairly (its ``UNCOUNTED_STOPS``: a judge or env error, a hung env call, a failed sampler, dead
 infrastructure) are excluded from pass@k and the rating fit and counted on their own (``excluded``), never as
 failed solutions. The share of every ending (``stop_frac``) and the judge-error rate are reported beside the pass
 rates. (A resumed eval replays the re-queueable ones: :mod:`agentgspo.eval.store`.)

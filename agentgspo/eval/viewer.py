@@ -25,7 +25,8 @@ def _is_eval_results(path: Path) -> bool:
 
 
 def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, Any], list, str, list]]:
-    """``(title, facts, segments, verdict, messages after the last turn)`` per trajectory of ``path`` (trajectories or eval results)."""
+    """``(title, facts, segments, verdict, messages after the last turn)`` per trajectory of ``path`` (trajectories or
+    eval results)."""
     if _is_eval_results(path):
         items = []
         for line in path.read_text().splitlines():

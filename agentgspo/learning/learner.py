@@ -5,13 +5,13 @@
         -> length-bucketed micro-batches, gradients accumulated -> clip grad norm -> AdamW step -> LR schedule
 
 Distributed work goes through an ``accelerate.Accelerator``: DDP, FSDP2 (accelerate's, or ``fully_shard`` applied
-by :func:`agentgspo.learning.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank trains on
-its own trajectories; gradients are averaged over ranks, and each minibatch's loss is divided by the trajectory count
-over all ranks (over W), so the update is the paper's per-trajectory mean over all ranks whatever each rank holds.
-Under FSDP2 and DeepSpeed every forward and backward is a collective, so all ranks run the same number of scoring
-passes and micro-batches: a rank with fewer (or no) trajectories runs zero-weight placeholder micro-batches. Gradients
-are accumulated over micro-batches with accelerate's mechanism (``sync_gradients`` and ``no_sync``), so DeepSpeed
-steps its engine once per minibatch.
+by :func:`agentgspo.learning.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank
+trains on its own trajectories; gradients are averaged over ranks, and each minibatch's loss is divided by the
+trajectory count over all ranks (over W), so the update is the paper's per-trajectory mean over all ranks whatever each
+rank holds. Under FSDP2 and DeepSpeed every forward and backward is a collective, so all ranks run the same number of
+scoring passes and micro-batches: a rank with fewer (or no) trajectories runs zero-weight placeholder micro-batches.
+Gradients are accumulated over micro-batches with accelerate's mechanism (``sync_gradients`` and ``no_sync``), so
+DeepSpeed steps its engine once per minibatch.
 
 Precision: train an fp32 policy under bf16 autocast (``Accelerator(mixed_precision="bf16")``) or FSDP2's bf16
 ``MixedPrecisionPolicy``: fp32 master weights and AdamW state, bf16 compute. accelerate casts a mixed-precision
@@ -41,8 +41,8 @@ from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
 from agentgspo.objective.loss import grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
-from agentgspo.learning.routing_replay import REPLAY_SOURCES, batch_replay, decode_routing, find_routers, record_routing, \
-    replay_routing, split_recorded
+from agentgspo.learning.routing_replay import (REPLAY_SOURCES, batch_replay, decode_routing, find_routers,
+                                               record_routing, replay_routing, split_recorded)
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.objective.split_turns import episode_advantages
 from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
@@ -107,10 +107,11 @@ class LearnerConfig:
             (``advantages.turn_advantages``); with ``gspo_token`` / ``grpo`` each token takes its turn's advantage,
             with ``unit="turn"`` each turn's ratio does. Not with ``gspo`` over whole trajectories (one ratio can
             carry only one advantage) nor with split_turns samples.
-        routing_replay: MoE policies only (:mod:`agentgspo.learning.routing_replay`). ``off`` (default); ``rollout`` (R3):
-            every learner forward routes each token to the experts the sampler chose (``Trajectory.routed_experts``,
-            recorded by ``HFPolicy(record_routing=True)``); ``old_policy`` (the paper's Routing Replay): to the experts
-            of the logp_old recompute. The replayed experts' weights come from the live router, which still learns.
+        routing_replay: MoE policies only (:mod:`agentgspo.learning.routing_replay`). ``off`` (default); ``rollout``
+            (R3): every learner forward routes each token to the experts the sampler chose
+            (``Trajectory.routed_experts``, recorded by ``HFPolicy(record_routing=True)``); ``old_policy`` (the paper's
+            Routing Replay): to the experts of the logp_old recompute. The replayed experts' weights come from the live
+            router, which still learns.
     """
 
     objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
@@ -232,8 +233,9 @@ def keep_compute_dtype_outputs(accelerator: Any, model: Any) -> None:
     ``accelerator.prepare`` under ``mixed_precision="bf16"`` / ``"fp16"`` replaces ``model.forward`` by
     ``convert_outputs_to_fp32(autocast(forward))`` (accelerate ``Accelerator.prepare_model``): every bf16 output,
     the ``[B, T, V]`` logits included, is copied to fp32 (4 bytes x B x T x V: 20 GB for 8 x 4096 tokens at
-    Qwen3's 152k vocabulary). The log-probs only need fp32 chunk by chunk (:func:`agentgspo.objective.logprobs.token_logprobs`),
-    so the forward becomes ``autocast(forward)`` alone. A no-op for a model accelerate did not wrap that way.
+    Qwen3's 152k vocabulary). The log-probs only need fp32 chunk by chunk
+    (:func:`agentgspo.objective.logprobs.token_logprobs`), so the forward becomes ``autocast(forward)`` alone. A no-op
+    for a model accelerate did not wrap that way.
     """
     base = accelerator.unwrap_model(model)
     original = getattr(base, "_original_forward", None)
@@ -742,7 +744,8 @@ class GSPOLearner:
         if not self._replays or any(id(t) not in self._replays for t in batch_trajectories):
             return contextlib.nullcontext()
         return replay_routing(self.accelerator.unwrap_model(self.model),
-                              batch_replay([self._replays[id(t)] for t in batch_trajectories], batch.input_ids.shape[1]))
+                              batch_replay([self._replays[id(t)] for t in batch_trajectories],
+                                           batch.input_ids.shape[1]))
 
     def _agree(self, local: list[int]) -> _Plan:
         """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
@@ -770,8 +773,9 @@ class GSPOLearner:
     def _accumulating(self, sync: bool) -> Iterator[None]:
         """Gradient accumulation through accelerate: ``sync_gradients`` is what ``accelerator.accumulate`` sets (a
         DeepSpeed engine steps only when it is True), and ``no_sync`` skips the gradient reduction of the micro-batches
-        before the last, unless ``sync_each_micro_batch``. The sharded model of :func:`agentgspo.learning.sharding.shard_policy`
-        (not one accelerate prepared) gets FSDP2's own switch, as accelerate's ``no_sync`` does for its FSDP2."""
+        before the last, unless ``sync_each_micro_batch``. The sharded model of
+        :func:`agentgspo.learning.sharding.shard_policy` (not one accelerate prepared) gets FSDP2's own switch, as
+        accelerate's ``no_sync`` does for its FSDP2."""
         accelerator = self.accelerator
         accelerator.gradient_state._set_sync_gradients(sync)
         try:

@@ -31,9 +31,9 @@ input (b h per token) is kept, plus one layer's activations while it is recomput
 the logits, their gradient (both b x T x V) and the chunked fp32 log-softmax scratch (2 x 4 x 512 x V:
 :mod:`agentgspo.objective.logprobs`); no fp32 ``[T, V]`` copy. The compute dtype is that of FSDP2's bf16
 ``MixedPrecisionPolicy`` or DeepSpeed's bf16 (activations in bf16); under accelerate's autocast (DDP) the residual
-stream stays fp32 and autocast keeps a bf16 copy of the weights (2P, counted with the parameters). The formulas count what autograd saves for the
-backward; allocator fragmentation, CUDA context and communication buffers are not counted (``overhead_gb`` adds a
-fixed margin). :func:`measure_saved_activation_bytes` measures the same quantity on a real model
+stream stays fp32 and autocast keeps a bf16 copy of the weights (2P, counted with the parameters). The formulas count
+what autograd saves for the backward; allocator fragmentation, CUDA context and communication buffers are not counted
+(``overhead_gb`` adds a fixed margin). :func:`measure_saved_activation_bytes` measures the same quantity on a real model
 (``tests/test_memory.py`` checks the formula against it).
 """
 

@@ -144,8 +144,8 @@ def check_deepspeed_processes(accelerator: Any) -> None:
         raise RuntimeError(
             f"DeepSpeed runs {world} processes but accelerate sees {accelerator.num_processes} (device "
             f"{accelerator.device}): accelerate's DeepSpeed integration needs a GPU (CUDA, XPU, NPU, ...) backend and "
-            "has none here. On CPU use FSDP2 (agentgspo.learning.sharding.shard_policy under `accelerate launch --multi_gpu`) "
-            "or a single DeepSpeed process")
+            "has none here. On CPU use FSDP2 (agentgspo.learning.sharding.shard_policy under "
+            "`accelerate launch --multi_gpu`) or a single DeepSpeed process")
 
 
 def prepare_deepspeed(accelerator: Any, *, max_grad_norm: float | None = None) -> None:

@@ -32,8 +32,8 @@ def episode_key(trajectory: Any, index: int) -> tuple:
 
 
 def episode_advantages(trajectories: Sequence[Any]) -> tuple[torch.Tensor, dict[str, float]]:
-    """Group z-score advantages (Eq. 6, :func:`agentgspo.objective.advantages.group_advantages`) over episodes, each given
-    to every sample of its episode. Without split_turns samples this is ``group_advantages(rewards, group_ids)``.
+    """Group z-score advantages (Eq. 6, :func:`agentgspo.objective.advantages.group_advantages`) over episodes, each
+    given to every sample of its episode. Without split_turns samples this is ``group_advantages(rewards, group_ids)``.
 
     Returns ``(advantages [N] float64, stats)``; raises ``ValueError`` when the samples of one episode disagree on
     the reward (they must all carry the episode's).

@@ -101,9 +101,9 @@ class PolicyBackend(Protocol):
     their tokenizer), ``stop_ids`` (every id that ends a turn) and ``version`` (the policy version sampling now).
 
     ``logprob_semantics`` says what ``SampledTurn.logprobs`` are, one of
-    :data:`agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`: ``"full"`` (log_softmax(logits / T) over the whole vocabulary,
-    before top-k/top-p: what the learner computes), ``"truncated"`` (renormalised over the top-k/top-p set the id
-    was drawn from: vLLM's ``processed_logprobs``), ``"raw"`` (log_softmax(logits), temperature ignored) or
+    :data:`agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`: ``"full"`` (log_softmax(logits / T) over the whole
+    vocabulary, before top-k/top-p: what the learner computes), ``"truncated"`` (renormalised over the top-k/top-p set
+    the id was drawn from: vLLM's ``processed_logprobs``), ``"raw"`` (log_softmax(logits), temperature ignored) or
     ``"none"`` (no log-probs, 0.0: scripted policies, chat APIs). The rollout records it per trajectory, and
     :func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch` decides from it whether the learner may use them.
 

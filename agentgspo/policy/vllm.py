@@ -113,7 +113,8 @@ class VLLMPolicy:
 
     Build it under ``if __name__ == "__main__":`` in scripts: vLLM starts worker processes.
 
-    Its log-probs are ``"truncated"`` (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`, see the module docstring).
+    Its log-probs are ``"truncated"`` (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`, see the module
+    docstring).
     """
 
     logprob_semantics = "truncated"  # what LOGPROBS_MODE's log-probs are

@@ -23,7 +23,8 @@ Per episode (each ending's meaning downstream is its row in :data:`agentgspo.rol
 
 When the runner ends an episode the env did not end with a trained ending (``max_turns``, ``max_tokens``,
 ``context_overflow``, ``env_budget``, ``end_of_text``), it calls ``env.unwrapped.on_truncation(reason)`` and adds
-its reward to the episode's and to the last turn's (:mod:`agentgspo.environments.env`, "Rewards are paid as they are earned").
+its reward to the episode's and to the last turn's (:mod:`agentgspo.environments.env`, "Rewards are paid as they are
+earned").
 """
 
 from __future__ import annotations
@@ -448,8 +449,8 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
 
     Per episode: the samples of a ``split_turns`` episode count once (its last sample; its tokens are those of all
     its samples). ``reward_mean``, ``reward_std`` and ``success`` are over the trained episodes only (stop reasons in
-    :data:`~agentgspo.rollouts.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many; with
-    none trained they are 0.0 and ``trained_episodes`` is 0 (read them with it). Beside them, ``excluded_frac`` is
+    :data:`~agentgspo.rollouts.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many;
+    with none trained they are 0.0 and ``trained_episodes`` is 0 (read them with it). Beside them, ``excluded_frac`` is
     the share of episodes not trained and ``stop_frac`` the share of each stop reason (``stop_reasons`` the counts).
     """
     sampled_tokens = sum(t.num_sampled_tokens for t in trajectories)

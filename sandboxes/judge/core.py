@@ -120,7 +120,8 @@ def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool
         return True, "", 0.0, None
     binary = f"{box.bin_dir}/{BINARY}"
     spec = {
-        "mode": "compile", "lang": "cpp", "source": source, "make_dirs": [box.bin_dir], "source_path": "/tmp/w/solution.cpp",
+        "mode": "compile", "lang": "cpp", "source": source, "make_dirs": [box.bin_dir],
+        "source_path": "/tmp/w/solution.cpp",
         "compile_cmd": cpp_compile_command("/tmp/w/solution.cpp", binary, box.pch_dir),
         "compile_limits": {"cpu_s": limits.compile_time_limit_s, "wall_s": limits.compile_time_limit_s * 1.5,
                            "memory_mb": limits.compile_memory_mb},

@@ -42,7 +42,8 @@ def _natural_key(path: Path):
     return [[int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)] for name in path.parts]
 
 
-def read_tests_dir(directory: str | os.PathLike, require_answers: bool = True, recursive: bool = False) -> list[TestCase]:
+def read_tests_dir(directory: str | os.PathLike, require_answers: bool = True,
+                   recursive: bool = False) -> list[TestCase]:
     """Read ``NAME.in`` / ``NAME.ans`` pairs (natural order: 2 before 10). Errors name the file and the fix."""
     directory = Path(directory)
     if not directory.is_dir():
