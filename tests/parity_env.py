@@ -1,6 +1,7 @@
 """A test env whose reward varies with a random policy's output (so GSPO has non-zero advantages from step 1).
 
-Registered on import as ``agentgspo/Parity-v0``; subprocesses make it with ``gym.make("parity_env:agentgspo/Parity-v0")``.
+Registered on import as ``agentgspo/Parity-v0``; subprocesses make it with
+``gym.make("parity_env:agentgspo/Parity-v0")``.
 """
 
 from agentgspo import ChatEnv, register

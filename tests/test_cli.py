@@ -141,7 +141,8 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(command, port, cap
 def test_policy_folder_that_is_not_a_model_names_the_folder_and_what_a_model_folder_holds(tmp_path, capsys):
     empty = tmp_path / "notes"
     empty.mkdir()
-    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(empty),
+                 "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert f"policy folder '{empty}' holds no model" in err and "config.json" in err and "tokenizer.json" in err
     assert "sentencepiece" not in err and "tiktoken" not in err

@@ -2,8 +2,8 @@
 ranks in step whatever each holds, gives the sampler full weights, and resumes exactly after a kill.
 
 accelerate's ``--use_fsdp`` falls back to DDP without a GPU, so the workers run under ``accelerate launch --multi_gpu``
-(2 gloo processes) and shard the policy with :func:`agentgspo.learning.sharding.shard_policy`, which applies ``fully_shard``
-on the process group accelerate set up. The single-process reference runs in the test process.
+(2 gloo processes) and shard the policy with :func:`agentgspo.learning.sharding.shard_policy`, which applies
+``fully_shard`` on the process group accelerate set up. The single-process reference runs in the test process.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from accelerate import Accelerator
 
 from agentgspo.runs.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.learning.sharding import full_state_dict, is_sharded, load_sampler_weights, save_full_weights, shard_policy
+from agentgspo.learning.sharding import (full_state_dict, is_sharded, load_sampler_weights, save_full_weights,
+                                         shard_policy)
 from agentgspo.rollouts.trajectory import Trajectory
 
 LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",

@@ -1,4 +1,5 @@
-"""Tests for agentgspo.objective.logprobs: fp32 log-probs from any-dtype logits, chunking, memory and the bf16 clip case."""
+"""Tests for agentgspo.objective.logprobs: fp32 log-probs from any-dtype logits, chunking, memory and the bf16 clip
+case."""
 
 import math
 

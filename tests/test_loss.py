@@ -1,4 +1,5 @@
-"""Tests for agentgspo.objective.loss against the hand-checkable facts in shared/GSPO.md (float64 where values are exact)."""
+"""Tests for agentgspo.objective.loss against the hand-checkable facts in shared/GSPO.md (float64 where values are
+exact)."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Tests for agentgspo.learning.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE models."""
+"""Tests for agentgspo.learning.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE
+models."""
 
 import pytest
 import torch

@@ -32,7 +32,8 @@ def _run(args: list[str], *, launcher: list[str] | None = None, check: bool = Tr
     # 0: the final eval reached 0.9, 1: it did not (these small runs); anything else, or a traceback from the recipe,
     # is a failure. Under a launcher, ranks exiting 1 make it print its own ChildFailedError report.
     if check and (result.returncode not in (0, 1) or _recipe_tracebacks(result.stderr)):
-        raise AssertionError(f"{command} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(f"{command} failed ({result.returncode}):\n"
+                             f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return result
 
 

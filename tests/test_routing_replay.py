@@ -13,8 +13,8 @@ from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
-from agentgspo.learning.routing_replay import (batch_replay, decode_routing, encode_routing, find_routers, merge_routing,
-                                      record_routing, replay_routing)
+from agentgspo.learning.routing_replay import (batch_replay, decode_routing, encode_routing, find_routers,
+                                               merge_routing, record_routing, replay_routing)
 from agentgspo.rollouts.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import MOE_FAMILIES, build_tiny  # tests/tiny_models.py

@@ -146,8 +146,9 @@ def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, optimizer = accelerator.prepare(model, optimizer)
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id, config=LearnerConfig(
-        minibatches=1, skip_zero_advantage=False, volatility_rows=0, memory_estimate=False))
+    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
+                          config=LearnerConfig(minibatches=1, skip_zero_advantage=False, volatility_rows=0,
+                                               memory_estimate=False))
     learner.step(samples)
     assert computed == [pytest.approx([0.70710, 0.70710, -0.70710, -0.70710], abs=1e-4)]
     # Each sample forwarded twice (the logp_old recompute, then the update), each exactly its own ids.

@@ -78,8 +78,10 @@ def test_deeply_nested_json_is_an_error_message_not_an_exception(body):
 
 def test_calls_inside_think_are_reasoning_not_calls():
     # As vLLM/SGLang's reasoning parsers do before the tool parser: only what follows </think> can call tools.
-    thought = '<think>\nI could call <tool_call>{"name": "f", "arguments": {}}</tool_call> or <tool_call>{bad\n</think>\n'
+    thought = ('<think>\nI could call <tool_call>{"name": "f", "arguments": {}}</tool_call> '
+               'or <tool_call>{bad\n</think>\n')
     assert parse_tool_calls(thought + "The answer is 3.") == ([], [])
-    assert parse_tool_calls(thought + '<tool_call>{"name": "g", "arguments": {}}</tool_call>') == ([ToolCall("g", {})], [])
+    assert (parse_tool_calls(thought + '<tool_call>{"name": "g", "arguments": {}}</tool_call>')
+            == ([ToolCall("g", {})], []))
     # a template that opens <think> in the prompt: the completion starts inside the thought
     assert parse_tool_calls('<tool_call>{"name": "f"}</tool_call></think>done') == ([], [])

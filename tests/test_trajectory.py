@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from agentgspo.rollouts.trajectory import (ENDINGS, EXCLUDED_STOPS, STOP_REASONS, TRAINED_STOPS, UNCOUNTED_STOPS, Trajectory,
-                                  TrajectoryRecord, read_jsonl, write_jsonl)
+from agentgspo.rollouts.trajectory import (ENDINGS, EXCLUDED_STOPS, STOP_REASONS, TRAINED_STOPS, UNCOUNTED_STOPS,
+                                           Trajectory, TrajectoryRecord, read_jsonl, write_jsonl)
 
 
 def make_trajectory(sample_id: int = 0) -> Trajectory:

@@ -74,7 +74,8 @@ def _between(text: str, begin: str, end: str) -> str:
 
 
 def test_the_doc_shows_this_example_verbatim():
-    here = _between(Path(__file__).read_text(), "# --- begin docs/envs.md example ---", "# --- end docs/envs.md example ---")
+    here = _between(Path(__file__).read_text(), "# --- begin docs/envs.md example ---",
+                    "# --- end docs/envs.md example ---")
     assert here in DOC.read_text(), "docs/envs.md and tests/envs/test_docs_example.py disagree; copy one to the other"
 
 

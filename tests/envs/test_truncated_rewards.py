@@ -1,6 +1,6 @@
-"""Every bundled env pays rewards as they are earned (agentgspo.environments.env, "Rewards are paid as they are earned"): an
-episode the runner cuts keeps what it earned, and the step rewards sum to the episode's reward. CodeForces-v0's
-partial credit and compile-error penalty, the one score that was paid late, have their own tests in
+"""Every bundled env pays rewards as they are earned (agentgspo.environments.env, "Rewards are paid as they are
+earned"): an episode the runner cuts keeps what it earned, and the step rewards sum to the episode's reward.
+CodeForces-v0's partial credit and compile-error penalty, the one score that was paid late, have their own tests in
 test_codeforces.py (test_an_episode_the_runner_cuts_keeps_what_it_earned)."""
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def test_a_chat_endpoint_solves_a_livecodebench_row_through_tool_calls(tmp_path,
 def test_the_tiny_policy_served_over_the_chat_api_runs_end_to_end(tmp_path, capsys):
     app = chat_app(tiny=TinyChatModel())
     with serve(app) as url:
-        summary = _eval(capsys, tmp_path / "tiny", url, "tiny", "--chat-api-key-env", "UNSET_AGENTGSPO_TEST_KEY", "--problems", "starter", "--only", "9000A",
+        summary = _eval(capsys, tmp_path / "tiny", url, "tiny", "--chat-api-key-env", "UNSET_AGENTGSPO_TEST_KEY",
+                        "--problems", "starter", "--only", "9000A",
                         "--samples", "2", "--k", "1,2", "--max-turns", "2", "--max-new-tokens", "32")
     assert summary["attempts"] == 2 and summary["pass@1"] == 0.0 and summary["judge_error_rate"] == 0.0
     rows = [json.loads(line) for line in (tmp_path / "tiny" / "results.jsonl").read_text().splitlines()]

@@ -159,7 +159,8 @@ def test_codeelo_floor_and_errors(tmp_path):
     with pytest.raises(ValueError, match="were not evaluated"):
         codeelo_rating(Standings.model_validate(STANDINGS), [{"problem_id": "P1", "sample": 0, "verdicts": []}])
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"contests": [{"name": "x", "problems": [{"id": "P"}], "participants": [{"rating": 1}]}]}))
+    bad.write_text(json.dumps({"contests": [{"name": "x", "problems": [{"id": "P"}],
+                                             "participants": [{"rating": 1}]}]}))
     with pytest.raises(ValueError, match="have no 'score'"):
         load_standings(bad)
     with pytest.raises(FileNotFoundError, match="--standings"):

@@ -21,7 +21,8 @@ def _result(problem: str, sample: int, accepted: bool, rating: int | None = 1200
 def test_judge_and_env_errors_are_excluded_and_reported_not_counted_as_failures():
     results = [_result("A", 0, True), _result("A", 1, False, stop="judge_error", verdicts=(), judge_errors=3),
                _result("B", 0, False, verdicts=("WA",)), _result("B", 1, False, stop="env_error", verdicts=()),
-               _result("C", 0, True, rating=None), _result("C", 1, False, rating=None, verdicts=("TLE",), judge_errors=1)]
+               _result("C", 0, True, rating=None),
+               _result("C", 1, False, rating=None, verdicts=("TLE",), judge_errors=1)]
     summary = summarize(results, [1, 2])
     # A: 1 counted attempt (1 correct); B: 1 (0); C: 2 (1): pass@1 = (1 + 0 + 1/2) / 3; pass@2 needs n >= 2 everywhere.
     assert summary["pass@1"] == pytest.approx(0.5) and summary["pass@2"] is None

@@ -37,7 +37,8 @@ CPP = {
     "AC": "#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}",
     "WA": "#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a*b<<\"\\n\";}",
     "RE": "#include <bits/stdc++.h>\nint main(){int *p=nullptr; volatile int x=*p; return x;}",
-    "MLE": "#include <bits/stdc++.h>\nint main(){std::vector<char> v(600u<<20, 1); std::cout<<(int)v[12345]<<std::endl;}",
+    "MLE": ("#include <bits/stdc++.h>\nint main(){std::vector<char> v(600u<<20, 1); "
+            "std::cout<<(int)v[12345]<<std::endl;}"),
     "TLE": "int main(){volatile unsigned long x=0; for(;;) x++;}",
     "CE": "int main( { return 0; }",
 }
@@ -67,7 +68,8 @@ THREAD_PY = ("import sys, threading\nthreading.stack_size(64 << 20)\nsys.setrecu
 
 
 @pytest.mark.parametrize("source, lang", [
-    pytest.param(THREAD_CPP, "cpp", marks=pytest.mark.slow), pytest.param(DEEP_RECURSION_CPP, "cpp", marks=pytest.mark.slow),
+    pytest.param(THREAD_CPP, "cpp", marks=pytest.mark.slow),
+    pytest.param(DEEP_RECURSION_CPP, "cpp", marks=pytest.mark.slow),
     (THREAD_PY, "py"),
 ], ids=["cpp-std-thread", "cpp-deep-recursion", "py-thread-with-big-stack"])
 def test_threads_and_a_deep_stack_fit_in_the_memory_limit(source, lang):
@@ -164,7 +166,8 @@ INTERACTIVE_TESTS = [("1000 1\n", ""), ("1000 777\n", ""), ("1000 1000\n", "")]
 
 
 @pytest.mark.parametrize("solution, expected", [(BINARY_SEARCH, Verdict.AC), (LINEAR, Verdict.WA),
-                                                (NO_FLUSH, Verdict.ILE)], ids=["binary-search", "too-many-queries", "no-flush"])
+                                                (NO_FLUSH, Verdict.ILE)],
+                         ids=["binary-search", "too-many-queries", "no-flush"])
 def test_interactive(solution, expected):
     start = time.time()
     result = judge(solution, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
@@ -173,8 +176,10 @@ def test_interactive(solution, expected):
     assert time.time() - start < 3 * (LIMITS.wall_s + 2)
 
 
-CRASH_MID_PY = "n = int(input())\nprint('?', 1, flush=True)\ninput()\nraise RuntimeError('crashed while the interactor waits')\n"
-CRASH_MID_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n; std::cout<<\"? 1\"<<std::endl;"
+CRASH_MID_PY = ("n = int(input())\nprint('?', 1, flush=True)\ninput()\n"
+                "raise RuntimeError('crashed while the interactor waits')\n")
+CRASH_MID_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n; "
+                 "std::cout<<\"? 1\"<<std::endl;"
                  "std::cin>>r; volatile int *p=nullptr; *p=n; std::cout<<\"! 1\"<<std::endl;}")
 # Keeps asking; once the interactor rejects (too many queries) and hangs up, reading fails and it segfaults.
 CRASH_AFTER_REJECT_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n;"
