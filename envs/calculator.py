@@ -94,6 +94,7 @@ class CalculatorEnv(ChatEnv):
         self.target = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Draw a new question (after the system prompt, if any); ``info["target"]`` is its answer."""
         super().reset(seed=seed)
         a, b, c = (int(self.np_random.integers(lo, hi)) for lo, hi in ((100, 1000), (10, 100), (10, 100)))
         self.expression = f"{a}*{b}+{c}"
@@ -104,6 +105,7 @@ class CalculatorEnv(ChatEnv):
         return messages, {"target": self.target}
 
     def respond(self, action: Action):
+        """Score the ``<answer>`` of a turn without tool calls (1.0 when it is the target) and end the episode."""
         match = _ANSWER.search(action.content)
         correct = match is not None and int(match.group(1)) == self.target
         info = {"answered": match is not None, "correct": correct}

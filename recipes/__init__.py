@@ -1,0 +1,1 @@
+"""Recipes: runnable training scripts (`python recipes/NAME.py`), installed as ``agentgspo.recipes``."""

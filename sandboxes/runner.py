@@ -940,6 +940,7 @@ class Interaction:
             self.poller.register(fd, select.POLLIN)
 
     def exited(self):
+        """True once the solution has exited (not reaped yet: ``wait`` reaps it)."""
         return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
     def wait(self):
@@ -973,6 +974,7 @@ class Interaction:
         return status, usage, wall
 
     def command(self, fd):
+        """Obey what ``fd`` brought: stop the solution, end a deadlock, or hang up; a closed ``fd`` is dropped."""
         try:
             data = os.read(fd, 64)
         except (BlockingIOError, InterruptedError):

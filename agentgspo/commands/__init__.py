@@ -1,0 +1,1 @@
+"""The subcommands of the `agentgspo` console command, one module each (imported lazily by ``agentgspo.cli``)."""

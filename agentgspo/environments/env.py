@@ -106,9 +106,11 @@ class MessagesSpace(gym.Space):
         super().__init__(shape=None, dtype=None)
 
     def contains(self, x: Any) -> bool:
+        """True for a list of chat messages."""
         return isinstance(x, list) and all(is_message(m) for m in x)
 
     def sample(self, mask: Any = None, probability: Any = None) -> list[Message]:
+        """A fixed one-message observation (a user's "hello")."""
         return [{"role": "user", "content": "hello"}]
 
     def __repr__(self) -> str:
@@ -122,9 +124,11 @@ class AssistantTurnSpace(gym.Space):
         super().__init__(shape=None, dtype=None)
 
     def contains(self, x: Any) -> bool:
+        """True for an :class:`Action` or a str."""
         return isinstance(x, (str, Action))
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """A fixed text turn ("I am not sure.")."""
         return "I am not sure."
 
     def __repr__(self) -> str:

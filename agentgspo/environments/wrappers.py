@@ -22,10 +22,12 @@ class MaxTurns(gym.Wrapper):
         self.turns = 0
 
     def reset(self, **kwargs: Any):
+        """Reset the env and the turn count."""
         self.turns = 0
         return self.env.reset(**kwargs)
 
     def step(self, action: Any):
+        """Step the env; truncate the episode at the ``max_turns``-th turn unless it already ended."""
         messages, reward, terminated, truncated, info = self.env.step(action)
         self.turns += 1
         if self.turns >= self.max_turns and not terminated and not truncated:
@@ -51,6 +53,7 @@ class EnvBudget(gym.Wrapper):
         self.spent = 0.0
 
     def reset(self, **kwargs: Any):
+        """Reset the env; the time it takes starts the episode's spending."""
         started = self.clock()
         try:
             return self.env.reset(**kwargs)
@@ -58,6 +61,7 @@ class EnvBudget(gym.Wrapper):
             self.spent = self.clock() - started
 
     def step(self, action: Any):
+        """Step the env and add its time to the spending; truncate the episode once it reaches ``seconds``."""
         started = self.clock()
         messages, reward, terminated, truncated, info = self.env.step(action)
         self.spent += self.clock() - started

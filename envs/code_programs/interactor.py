@@ -12,6 +12,8 @@ class SolutionGone(BaseException):
 
 
 def main(input_path, log_path):
+    """Run the tests' ``check`` on a stand-in for the entry point that forwards each call to the solution; exit 0
+    (passed), 1 (failed) or 3 (the tests do not load)."""
     spec = json.load(open(input_path))
     to_solution, from_solution = sys.stdout.buffer, sys.stdin.buffer
     sys.stdout = sys.stderr

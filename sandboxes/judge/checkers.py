@@ -42,7 +42,9 @@ class Checker(Protocol):
     """Decides one test: ``check(input, output, answer) -> (verdict, message)``; verdict AC, WA, PE or JE. A scoring
     checker may return ``(verdict, message, score)`` (testlib's points and partial scores)."""
 
-    def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]: ...
+    def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
+        """The verdict and message of ``output`` on the test ``input_data`` with the expected ``answer``."""
+        ...
 
 
 def _show(token: bytes) -> str:
