@@ -50,6 +50,7 @@ def measure(tree: Path, source: str, n: int, time_limit: float) -> dict:
 
 
 def main() -> int:
+    """Time each scenario in the baseline tree and in this one; print a line per scenario, or JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the baseline commit")
     parser.add_argument("--tests", type=int, default=10, help="tests per submission (default 10)")

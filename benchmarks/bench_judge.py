@@ -126,6 +126,7 @@ def compile_time(use_pch: bool, repeats: int) -> float:
 
 
 def main() -> None:
+    """Print the judge rows, the C++ compile time with and without PCH and, with ``--docker``, the Docker numbers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=7)

@@ -50,6 +50,7 @@ LR, EPS_LOW, EPS_HIGH = 1e-5, 3e-4, 4e-4
 
 
 def parse_args() -> argparse.Namespace:
+    """The command-line settings."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed learner steps per side (after warm-up)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed learner steps per side first")
@@ -98,6 +99,7 @@ def make_trajectories(vocab: int, pad_id: int, seed: int):
 
 
 def make_ours(path, pad_id: int, max_len: int, volatility_rows: int):
+    """Our side: a fresh copy of the policy and a :class:`GSPOLearner`; returns its step on a list of trajectories."""
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM
 
@@ -119,6 +121,8 @@ def make_ours(path, pad_id: int, max_len: int, volatility_rows: int):
 
 
 def make_trl(path, tokenizer, max_completion: int):
+    """TRL's side: a fresh copy of the policy in a ``GRPOTrainer``; returns a step that runs its loss path on a list
+    of trajectories."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
@@ -184,6 +188,7 @@ def make_trl(path, tokenizer, max_completion: int):
 
 
 def main() -> int:
+    """Time both sides on the same batch, alternating, and print the medians and the ratio; 2 without TRL."""
     args = parse_args()
     try:
         import trl  # noqa: F401

@@ -59,6 +59,7 @@ def build_model(name: str) -> Path:
 
 
 def parameter_count(path: Path) -> int:
+    """The parameter count of the model at ``path`` (built on the meta device: no weights loaded)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     with __import__("torch").device("meta"):
@@ -116,6 +117,7 @@ def start_backends(path: Path, workdir: Path) -> tuple[dict[str, Any], Any]:
 
 
 def stop(server: Any) -> None:
+    """Stop the server process group and wait for it."""
     import os
     import signal
 
@@ -124,6 +126,7 @@ def stop(server: Any) -> None:
 
 
 def main() -> None:
+    """Per model: start the three backends, run the alternated repeats and print the table of medians."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["tiny", "larger"], choices=["tiny", *MODELS])
     parser.add_argument("--episodes", nargs="+", type=int, default=[64, 256])

@@ -122,6 +122,7 @@ def compare(source: Path, testlib_dir: Path, tmp_path: Path) -> tuple[str, colle
 
 
 def main() -> int:
+    """Compare every checker on every pair; print the summary (or JSON) and the disagreements; 1 when any."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("testlib_dir", type=Path, help="a testlib checkout (testlib.h, checkers/)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")

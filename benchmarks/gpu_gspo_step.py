@@ -112,6 +112,7 @@ KERNEL_FAMILIES = [
 
 
 def parse_args() -> argparse.Namespace:
+    """The command-line settings."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for gpu_gspo_step.json")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on CPU, 1 step per variant")
@@ -125,6 +126,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def model_config(smoke: bool):
+    """The Qwen3-MoE config of the policy (``smoke``: tiny shapes)."""
     from transformers import Qwen3MoeConfig
 
     if smoke:
@@ -149,11 +151,13 @@ def count_params(model, config) -> tuple[int, int]:
 
 
 def flops_per_token(active: int, config, seq: int) -> float:
+    """FLOP per token of a forward and backward: ``6 * N_active + 6 * L * T * d_attn`` (the module docstring)."""
     d_attn = config.num_attention_heads * config.head_dim
     return 6 * active + 6 * config.num_hidden_layers * seq * d_attn
 
 
 def sync(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op off CUDA)."""
     if device.type == "cuda":
         torch.cuda.synchronize()
 
@@ -203,6 +207,7 @@ def kernel_profile(step, device: torch.device, steps: int = 3, top: int = 25) ->
 
 
 def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -> dict:
+    """Warm up and time the training step of one variant; its timings, losses, peak memory and kernel profile."""
     rows, seq = spec["rows"], args.seq
     experts = spec.get("experts", "grouped_mm")
     if hasattr(model, "set_experts_implementation"):
@@ -268,6 +273,7 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
 
 
 def main() -> int:
+    """Build the policy, run the variants within the budget, write gpu_gspo_step.json and print the table."""
     args = parse_args()
     started = time.perf_counter()
     import transformers
