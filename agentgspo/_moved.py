@@ -22,7 +22,7 @@ MOVED = {
         "rollouts": ("chat", "trajectory", "rollout"),
         "objective": ("advantages", "batching", "logprobs", "loss", "split_turns"),
         "learning": ("learner", "moe", "routing_replay", "sharding", "memory"),
-        "runs": ("train", "checkpoint", "metrics", "sft", "run_folder"),
+        "training": ("train", "checkpoint", "metrics", "sft", "run_folder"),
         "policy": ("policy_settings", "tiny", "quiet"),
     }.items()
     for name in names

@@ -8,7 +8,7 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
   format or length reward;
 - the problems are the env's built-in set (`--env-kwargs '{"problems": "my.jsonl"}'` for your own);
 - the learning rate (1e-6), batch (16 prompts x 8 samples per GPU) and lengths are our choices (TrainConfig in
-  agentgspo/runs/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
+  agentgspo/training/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
   recomputed.
 
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
@@ -33,12 +33,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
+from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
 
 
 @dataclass
 class CodeConfig(TrainConfig):
-    """GSPO on Code-v0; the fields not repeated here keep :class:`agentgspo.runs.train.TrainConfig`'s defaults."""
+    """GSPO on Code-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s defaults."""
 
     out: str = setting("runs/code", "run folder")
     env_id: str = setting("agentgspo/Code-v0", "the env: write a function, try it in a sandbox, hidden tests")

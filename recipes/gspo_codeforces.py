@@ -9,7 +9,7 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
 - the problems are the project's problem set (`{"data_files": "builtin"}`; an open-r1/codeforces .parquet, a
   Kattis/ICPC package folder or the five starter problems with `null`), not the paper's data;
 - the learning rate (1e-6), batch (16 prompts x 8 samples per GPU) and lengths are our choices (TrainConfig in
-  agentgspo/runs/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
+  agentgspo/training/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
   recomputed.
 
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
+from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
 HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "019-mountain-peak", "024-one-free-ride",
@@ -49,7 +49,8 @@ HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "01
 
 @dataclass
 class CodeforcesConfig(TrainConfig):
-    """GSPO on CodeForces-v0; the fields not repeated here keep :class:`agentgspo.runs.train.TrainConfig`'s defaults."""
+    """GSPO on CodeForces-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s
+    defaults."""
 
     out: str = setting("runs/codeforces", "run folder")
     env_id: str = setting("agentgspo/CodeForces-v0", "the env: a statement, run/run_samples/submit tools, a judge")

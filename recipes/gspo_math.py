@@ -6,7 +6,7 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
 - the reward is binary correctness checked by math-verify; no format or length reward;
 - the data is the env's ~30 built-in problems (`--env-kwargs '{"data_files": "my.jsonl"}'` for your own set);
 - the learning rate (1e-6), batch (16 prompts x 8 samples per GPU) and lengths are our choices (TrainConfig in
-  agentgspo/runs/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
+  agentgspo/training/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
   recomputed (no sampler/learner mismatch).
 
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
@@ -37,12 +37,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
+from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
 
 
 @dataclass
 class MathConfig(TrainConfig):
-    """GSPO on Math-v0; the fields not repeated here keep :class:`agentgspo.runs.train.TrainConfig`'s defaults."""
+    """GSPO on Math-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s defaults."""
 
     out: str = setting("runs/math", "run folder")
     env_id: str = setting("agentgspo/Math-v0", "the env: math problems, a python tool, \\boxed{} answers")

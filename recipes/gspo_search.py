@@ -7,7 +7,7 @@ Deviations from the paper (GSPO, arXiv 2507.18071), which trains Qwen3-30B-A3B o
 - the reward is exact match of the normalised answer (`{"reward": "f1"}`: token F1), no format or length reward;
 - the questions and knowledge base are the env's synthetic built-in ones (`corpus` / `questions` for your own);
 - the learning rate (1e-6), batch (16 prompts x 8 samples per GPU) and lengths are our choices (TrainConfig in
-  agentgspo/runs/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
+  agentgspo/training/train.py); the paper's clip range and 4 minibatches per rollout batch (§5.1) are kept; logp_old is
   recomputed.
 
 Launch (the policy is a hub id resolved offline from the local cache: `huggingface-cli download
@@ -33,12 +33,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from agentgspo.runs.train import SMOKE, TrainConfig, run_recipe, setting
+from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
 
 
 @dataclass
 class SearchConfig(TrainConfig):
-    """GSPO on Search-v0; the fields not repeated here keep :class:`agentgspo.runs.train.TrainConfig`'s defaults."""
+    """GSPO on Search-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s defaults."""
 
     out: str = setting("runs/search", "run folder")
     env_id: str = setting("agentgspo/Search-v0", "the env: 2-hop questions, a search tool, EM reward")

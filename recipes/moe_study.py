@@ -8,7 +8,7 @@ What it runs, per seed: a tiny Qwen3-MoE with twice the quickstart's experts by 
 ``--experts`` 8, top ``--top-k`` 2; with 4 layers of 8 experts the warm start had not learned the demonstrations'
 tool call after 500 of 600 steps, loss 0.35) is warm-started for 800 steps on ``agentgspo/Calculator-v0``'s imperfect
 demonstrator (the quickstart's setup: a tool call, then the answer; RL has to teach the tool's use). That policy
-is the start of every variant, each one run of :func:`agentgspo.runs.train.train`:
+is the start of every variant, each one run of :func:`agentgspo.training.train.train`:
 
     gspo            objective gspo, eps 3e-4 / 4e-4 (paper §5.1)
     grpo            objective grpo, eps 0.2 / 0.27
@@ -70,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overrides: Any) -> Any:
-    from agentgspo.runs.train import TrainConfig
+    from agentgspo.training.train import TrainConfig
 
     return TrainConfig(**{**dict(
         out=str(out), seed=seed, policy=policy, backend="hf", device="cpu", activation_checkpointing=False,
@@ -83,7 +83,7 @@ def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
     """The shared start of a seed's variants: the tiny MoE, warm-started on the demonstrator (train.py's warm
     start, then one GSPO step at learning rate 0, which changes nothing); returns its ``final/`` folder."""
     from agentgspo.policy.tiny import build_tiny_policy
-    from agentgspo.runs.train import train
+    from agentgspo.training.train import train
 
     final = out / f"warm-s{seed}" / "final"
     if final.exists():
@@ -208,8 +208,8 @@ def plot(out: Path, runs: dict[str, list[list[dict[str, Any]]]]) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the study (resumable per run: a finished run folder is read back, not rerun); returns the table."""
-    from agentgspo.runs.metrics import read_metrics
-    from agentgspo.runs.train import train
+    from agentgspo.training.metrics import read_metrics
+    from agentgspo.training.train import train
 
     args = parse_args(argv)
     out = Path(args.out)

@@ -59,10 +59,10 @@ from tqdm import tqdm
 from transformers import get_scheduler
 
 import agentgspo  # noqa: F401 -- registers the env ids
-from agentgspo.runs.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
+from agentgspo.training.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
                                   save_checkpoint, save_warm_checkpoint)
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.runs.metrics import (MetricsLogger, moving_average, plot_training, read_metrics,
+from agentgspo.training.metrics import (MetricsLogger, moving_average, plot_training, read_metrics,
                                     rollout_metrics_over_ranks)
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
@@ -70,8 +70,8 @@ from agentgspo.policy.factory import backend_class, make_backend, run_options
 from agentgspo.policy.weight_sync import save_weights, sync_weights
 from agentgspo.policy.policy_settings import PolicySettings, write_policy_settings
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.runs.run_folder import RunInterrupted, StopSignals, check_run_folder
-from agentgspo.runs.sft import WarmStartProgress, play_demonstrations, warm_start
+from agentgspo.training.run_folder import RunInterrupted, StopSignals, check_run_folder
+from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
 EVAL_SEEDS = range(0, 256)  # held out: training prompts start at TRAIN_SEED_BASE
 TRAIN_SEED_BASE = 1_000_000

@@ -42,7 +42,7 @@ def warm_model(tiny_path, renderer, tokenizer):
     from transformers import AutoModelForCausalLM
 
     from agentgspo.envs.calculator import CalculatorEnv
-    from agentgspo.runs.sft import play_demonstrations, warm_start
+    from agentgspo.training.sft import play_demonstrations, warm_start
 
     demos = play_demonstrations(CalculatorEnv, renderer, range(64))
     torch.manual_seed(0)

@@ -9,9 +9,9 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoModelForCausalLM
 
-from agentgspo.runs.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
+from agentgspo.training.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
                                   save_checkpoint, save_warm_checkpoint)
-from agentgspo.runs.sft import WarmStartProgress, play_demonstrations, warm_start
+from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
 
 def _model(tiny_path):

@@ -20,7 +20,7 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from agentgspo.runs.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from agentgspo.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.learning.sharding import (full_state_dict, is_sharded, load_sampler_weights, save_full_weights,
                                          shard_policy)

@@ -47,7 +47,7 @@ def _worker(out_dir: str, mode: str) -> None:
     (from that checkpoint to STEPS) or ``refuse`` (2 processes: the learner must raise)."""
     from accelerate import Accelerator
 
-    from agentgspo.runs.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+    from agentgspo.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
     from agentgspo.learning.learner import GSPOLearner
     from agentgspo.learning.sharding import full_state_dict, shard_policy
     from test_fsdp import OPTIMIZERS, _config, _policy, _rollout

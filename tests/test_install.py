@@ -77,7 +77,7 @@ def test_wheel_ships_the_mapped_packages_and_imports_without_the_source_tree(tmp
                    check=True, capture_output=True, timeout=300)
     code = ("import agentgspo, agentgspo.envs.calculator, agentgspo.sandboxes, gymnasium, pathlib;"
             "import agentgspo.environments.env, agentgspo.rollouts.rollout, agentgspo.objective.loss;"
-            "import agentgspo.learning.learner, agentgspo.runs.train, agentgspo.policy.tiny;"
+            "import agentgspo.learning.learner, agentgspo.training.train, agentgspo.policy.tiny;"
             "print(pathlib.Path(agentgspo.envs.calculator.__file__).resolve());"
             "env = gymnasium.make('agentgspo/Calculator-v0'); env.reset(seed=0)")
     # Only the wheel's copy and the venv's dependencies are importable: not the editable install of ROOT.

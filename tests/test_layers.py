@@ -22,7 +22,7 @@ WINGS: dict[str, set[str]] = {
     "objective": {"rollouts"},
     "learning": {"objective", "rollouts"},
     "policy": {"environments", "rollouts", "learning.routing_replay", "learning.moe"},
-    "runs": {"environments", "rollouts", "objective", "learning", "policy"},
+    "training": {"environments", "rollouts", "objective", "learning", "policy"},
     "eval": {"environments", "rollouts", "policy"},
 }
 

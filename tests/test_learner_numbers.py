@@ -15,7 +15,7 @@ from agentgspo.objective.advantages import turn_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig, disable_stochastic_layers, sample_weights
 from agentgspo.objective.loss import kl_k3
-from agentgspo.runs.metrics import rollout_metrics_over_ranks
+from agentgspo.training.metrics import rollout_metrics_over_ranks
 from agentgspo.rollouts.trajectory import Trajectory
 
 from tiny_models import build_tiny  # tests/tiny_models.py

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from agentgspo.runs.metrics import MetricsLogger, moving_average, plot_training, read_metrics
+from agentgspo.training.metrics import MetricsLogger, moving_average, plot_training, read_metrics
 
 
 def test_logger_writes_config_lines_and_tensorboard(tmp_path):

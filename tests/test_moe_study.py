@@ -26,7 +26,7 @@ def test_smoke_study_runs_every_variant_and_its_table_matches_the_metrics_files(
                           capture_output=True, text=True, timeout=1800, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     moe_study = _recipe()
-    from agentgspo.runs.metrics import read_metrics
+    from agentgspo.training.metrics import read_metrics
 
     table = json.loads((out / "table.json").read_text())
     assert set(table["variants"]) == set(moe_study.VARIANTS)
@@ -57,7 +57,7 @@ def test_collapse_is_counted_when_success_ends_below_half_its_best():
 def test_rollout_replay_with_a_vllm_sampler_is_refused_with_the_reason():
     import pytest
 
-    from agentgspo.runs.train import TrainConfig
+    from agentgspo.training.train import TrainConfig
 
     with pytest.raises(ValueError, match="routing_replay 'rollout' needs the sampler's expert choices"):
         TrainConfig(routing_replay="rollout", backend="vllm")
@@ -71,7 +71,7 @@ def test_the_reports_tables_are_what_its_committed_metrics_files_give():
     # docs/moe_study.md reports studies whose outputs are committed under docs/moe_study/NAME/: each table is
     # recomputed from the runs' metrics files, and each of its rows appears in the report as the recipe prints it.
     moe_study = _recipe()
-    from agentgspo.runs.metrics import read_metrics
+    from agentgspo.training.metrics import read_metrics
 
     report = (ROOT / "docs" / "moe_study.md").read_text()
     studies = sorted(path.parent for path in (ROOT / "docs" / "moe_study").glob("*/table.json"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.runs.train import TrainConfig, load_config
+from agentgspo.training.train import TrainConfig, load_config
 from agentgspo.rollouts.trajectory import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent

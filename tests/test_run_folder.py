@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from agentgspo.runs.run_folder import RunFolderMismatch, StopSignals, check_run_folder
+from agentgspo.training.run_folder import RunFolderMismatch, StopSignals, check_run_folder
 
 FLAGS = {"seed": "--seed", "lr": "--lr", "out": "--out", "max_minutes": "--max-minutes", "backend": "--backend"}
 

@@ -8,7 +8,7 @@ import torch
 
 from agentgspo import ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv
-from agentgspo.runs.sft import play_demonstrations, sft_loss, warm_start
+from agentgspo.training.sft import play_demonstrations, sft_loss, warm_start
 
 
 def test_mixed_demonstrator_plays_the_oracle_and_the_wrong_policy_in_the_drawn_shares(renderer):

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     """Train; exit status 0 when the final sampled success reaches 0.9, 1 below, 128 + the signal's number (130
     for Ctrl-C, 143 for SIGTERM) when interrupted after saving a checkpoint."""
     from agentgspo.recipes.quickstart import QuickstartConfig, main
-    from agentgspo.runs.run_folder import RunInterrupted
+    from agentgspo.training.run_folder import RunInterrupted
 
     try:
         final = main(QuickstartConfig(**vars(args)))

@@ -6,7 +6,7 @@ import pytest
 
 from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
 from agentgspo.eval.hook import EvalHook
-from agentgspo.runs.metrics import MetricsLogger, read_metrics
+from agentgspo.training.metrics import MetricsLogger, read_metrics
 
 
 def test_the_hook_evaluates_every_n_steps_and_logs_pass_at_1(tmp_path):

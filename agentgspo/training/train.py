@@ -4,8 +4,8 @@ call.
 
 The loop, per step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint
 seeds per rank and step, the same after a resume), the learner takes one GSPO step on them
-(:class:`agentgspo.learning.learner.GSPOLearner`: the paper's clip band, ``minibatches`` optimizer steps), the sampler gets
-the new weights, one line goes to ``DIR/metrics.jsonl`` (every ``trajectories_every`` steps the episodes go to
+(:class:`agentgspo.learning.learner.GSPOLearner`: the paper's clip band, ``minibatches`` optimizer steps), the sampler
+gets the new weights, one line goes to ``DIR/metrics.jsonl`` (every ``trajectories_every`` steps the episodes go to
 ``DIR/trajectories/``; a recipe's :meth:`TrainConfig.eval_hook` evaluates). Checkpoints every ``checkpoint_every``
 steps and on SIGINT/SIGTERM (then exit 130/143 with the command that resumes); a folder holding a run with other
 settings is refused, a finished one reports its summary. At the end ``DIR/final/`` holds the policy
@@ -14,8 +14,8 @@ settings is refused, a finished one reports its summary. At the end ``DIR/final/
 Settings come from the recipe's dataclass defaults, then ``--smoke`` (a CPU size on the tiny policy), then
 ``--config FILE.yaml``, then command-line flags (one ``--flag`` per field): :func:`run_recipe`.
 
-Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.learning.sharding.shard_policy`; also what an
-``accelerate launch --config_file recipes/accelerate/fsdp2_*.yaml`` run does) with fp32 master weights and bf16
+Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.learning.sharding.shard_policy`; also
+what an ``accelerate launch --config_file recipes/accelerate/fsdp2_*.yaml`` run does) with fp32 master weights and bf16
 compute under ``mixed_precision="bf16"``; the ``hf`` sampler is then an unsharded copy that gets the gathered full
 weights after each step (:func:`agentgspo.learning.sharding.full_state_dict`).
 """
@@ -327,7 +327,7 @@ def run_recipe(config_class: type, argv: list[str] | None = None, *, smoke: dict
                description: str = "") -> int:
     """A recipe's command line: parse (see :func:`load_config`), :func:`train`, exit status (0 done, 130/143
     interrupted after a checkpoint, 2 for bad input) with one line, not a traceback, for bad input."""
-    from agentgspo.runs.run_folder import RunInterrupted
+    from agentgspo.training.run_folder import RunInterrupted
 
     try:
         config = load_config(config_class, argv, smoke=smoke, description=description)
@@ -365,14 +365,14 @@ def episode_limits(config: Any) -> dict[str, int]:
             for name in ("max_turns", "max_new_tokens", "max_context")}
 
 
-def train(config: Any, *, command: str = "python -m agentgspo.runs.train") -> dict[str, Any]:
+def train(config: Any, *, command: str = "python -m agentgspo.training.train") -> dict[str, Any]:
     """Run GSPO as ``config`` says (see the module docstring); returns the summary written to DIR/summary.json."""
     import agentgspo  # noqa: F401 -- registers the env ids
     from accelerate import Accelerator
 
     from agentgspo.policy.loading import resolve_checkpoint
     from agentgspo.environments.registry import check_env_kwargs, make
-    from agentgspo.runs.run_folder import StopSignals, check_run_folder
+    from agentgspo.training.run_folder import StopSignals, check_run_folder
 
     started = time.perf_counter()
     out = Path(config.out)
@@ -407,13 +407,13 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
     from accelerate.utils import set_seed
     from transformers import get_scheduler
 
-    from agentgspo.runs.checkpoint import latest_checkpoint, load_checkpoint, read_run_state, save_checkpoint
+    from agentgspo.training.checkpoint import latest_checkpoint, load_checkpoint, read_run_state, save_checkpoint
     from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-    from agentgspo.runs.metrics import MetricsLogger, read_metrics, rollout_metrics_over_ranks
+    from agentgspo.training.metrics import MetricsLogger, read_metrics, rollout_metrics_over_ranks
     from agentgspo.policy.base import SamplingParams
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.runs.run_folder import RunInterrupted
+    from agentgspo.training.run_folder import RunInterrupted
     from agentgspo.rollouts.trajectory import write_jsonl
 
     set_seed(config.seed)
@@ -539,8 +539,8 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
 def _warm_start(config: Any, accelerator: Any, out: Path, model: Any, renderer: Any, make_env: Any,
                 resume_from: Path | None, run_state: dict, signals: Any, interrupted: Any) -> None:
     """Imitate the env's (imperfect) demonstrator before GSPO, resumable; skipped once it has finished."""
-    from agentgspo.runs.checkpoint import load_warm_checkpoint, save_warm_checkpoint
-    from agentgspo.runs.sft import WarmStartProgress, play_demonstrations, warm_start
+    from agentgspo.training.checkpoint import load_warm_checkpoint, save_warm_checkpoint
+    from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
     if run_state["phase"] == "gspo":
         return  # GSPO's checkpoint holds the weights

@@ -80,7 +80,7 @@ def save_checkpoint(accelerator: Any, out_dir: str | Path, step: int, run_state:
 def save_warm_checkpoint(accelerator: Any, out_dir: str | Path, step: int, model: Any, trainer_state: dict[str, Any],
                          run_state: dict[str, Any], *, keep: int = 2) -> Path:
     """Write warm-start checkpoint ``step``: ``model``'s weights, ``trainer_state`` (e.g.
-    :meth:`agentgspo.runs.sft.WarmStartProgress.state_dict`), the RNG streams and ``run_state`` (JSON).
+    :meth:`agentgspo.training.sft.WarmStartProgress.state_dict`), the RNG streams and ``run_state`` (JSON).
 
     Every rank holds the same warm-started weights (each runs the same warm start), so the main rank writes.
     """
