@@ -438,6 +438,9 @@ def _train(config: QuickstartConfig, accelerator: Accelerator, out: Path, hparam
     # that exits first makes the launcher stop the others.
     final = broadcast_object_list([final], from_process=0)[0]
     logger.close()
+    # A barrier first: a rank that destroys the process group while its last send (the broadcast above, a
+    # gloo send completes locally) is still unread aborts ('terminate called without an active exception').
+    accelerator.wait_for_everyone()
     accelerator.end_training()
     return final
 

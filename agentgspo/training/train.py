@@ -532,6 +532,9 @@ def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any
         (out / SUMMARY).write_text(json.dumps(summary))
         print(f"done: {config.steps} steps; reward per step {[round(r, 3) for r in summary['reward_mean']]}; "
               f"outputs in {out}/ (final/, metrics.jsonl, trajectories/, checkpoints/, tensorboard/)", flush=True)
+    # A barrier first: a rank that destroys the process group while its last send of a collective (a gloo send
+    # completes locally) is still unread aborts ('terminate called without an active exception').
+    accelerator.wait_for_everyone()
     accelerator.end_training()
     return summary
 
