@@ -31,7 +31,7 @@ import math
 from collections import Counter
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from types import MethodType
 from typing import Any, Literal
 
@@ -52,91 +52,83 @@ OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_los
 DEFAULT_EPS = {"gspo": (3e-4, 4e-4), "gspo_token": (3e-4, 4e-4), "grpo": (0.2, 0.27)}
 
 
+def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
+    """A documented field: its help text is what ``--help`` shows for it in every recipe
+    (:mod:`agentgspo.training.settings` turns these fields into flags)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass
 class LearnerConfig:
-    """Settings of :class:`GSPOLearner` (each documented; defaults cite the paper where it gives one).
+    """Settings of :class:`GSPOLearner`, each documented (defaults cite the paper where it gives one). Declared
+    once: the training config inherits these fields (:class:`agentgspo.training.train.TrainConfig`), so each is a
+    flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back."""
 
-    Attributes:
-        objective: ``gspo`` (sequence ratio, the paper), ``gspo_token`` (Eq. 13-14) or ``grpo`` (baseline).
-        eps_low / eps_high: clip band; ``None`` takes the paper's value for the objective.
-        minibatches: optimizer steps per rollout batch (paper §5.1: 4).
-        micro_batch_tokens: padded tokens per forward; gradients are accumulated across micro-batches.
-        logp_old: ``recompute`` (score the batch with the policy before updating; default) or ``sampler``
-            (reuse the sampler's log-probs, paper §5.4; saves a forward pass).
-        temperature: the sampler's temperature; log-probs are of softmax(logits / temperature).
-        max_grad_norm: gradient clipping (``None``: off).
-        kl_coef: weight of a k3 KL penalty to a frozen reference model (0: off, the author's advice).
-        router_aux_loss_coef: weight of the MoE load-balancing loss (``None``: the model config's value; 0: off).
-        volatility_rows: trajectories used for the routing-volatility metric (0: off).
-        skip_zero_advantage: do not forward trajectories with A = 0 (exact for the objective; saves compute).
-        exclude_stop_reasons: episodes that ended this way carry no signal about the policy (a crashed env, a
-            failed verifier, a sampler failure); they are left out of the groups' advantages and of the loss.
-            Default: the stop reasons :data:`agentgspo.rollouts.trajectory.ENDINGS` marks untrained (the one table).
-        split_turns_weight: how ``history="split_turns"`` samples weigh in the 1/N mean. ``episode`` (default, the
-            paper's Eq. 5: one term per trajectory): each of an episode's K turn samples weighs 1/K, so every
-            episode weighs the same whatever its number of turns. ``turn``: each turn sample weighs 1 (an episode
-            weighs K; long episodes dominate the update).
-        turn_baseline: the baseline of per-turn credit (``credit="turn"``). ``episode`` (default): every turn's
-            return-to-go minus the group's mean episode return, scaled by its std; with the reward only at the end
-            this equals Eq. 6 exactly (GSPO-token then reduces to GSPO). ``turn``: the return-to-go of turn k minus
-            the mean (scaled by the std) of the group's returns-to-go at turn k, over the episodes that reached it:
-            a turn that earned the +1 is credited against its peers at that turn, even when every episode of the
-            group ended with the same return (where ``episode`` gives 0).
-        compile: ``torch.compile`` the region from the logits to the loss (fp32 log-probs + objective), so the
-            ``[B, T, V]`` fp32 upcast is fused instead of stored (a GPU win; the first micro-batch compiles). The
-            model itself is compiled by accelerate (``Accelerator(dynamo_backend="inductor")`` or
-            ``accelerate launch --dynamo_backend inductor``).
-        activation_checkpointing: recompute each decoder layer's activations in the backward instead of storing
-            them (Hugging Face ``gradient_checkpointing_enable``, non-reentrant): per micro-batch only the layers'
-            inputs stay alive, for about one more forward of compute.
-        sync_each_micro_batch: reduce gradients after every micro-batch (``True``) or only after a minibatch's last
-            one (``False``, ``no_sync`` in between). ``None``: ``True`` when the policy is sharded (FSDP2, DeepSpeed),
-            whose accumulated gradients then stay sharded, ``False`` under DDP (one all-reduce per minibatch).
-        allow_low_precision_params: train parameters stored in bf16/fp16 with a torch optimizer. Off by default:
-            AdamW on bf16 weights rounds away updates below the weight's resolution (at a 1e-6 learning rate
-            nearly all of them); keep fp32 master weights and compute in bf16 (mixed precision) instead.
-        memory_estimate: print the estimated memory per process (parameters, gradients, optimizer state,
-            activations per micro-batch; :mod:`agentgspo.learning.memory`) when the learner is built.
-        unit: what one importance ratio covers in GSPO. ``trajectory`` (default): every assistant token of the
-            episode, tool outputs masked (Eq. 7 over the episode). ``turn``: each assistant turn (``turn_spans``) its
-            own ratio and clip, every turn of a trajectory weighing 1/K_i of it (``loss.gspo_turn_loss``); fits when
-            turns are long and independent, or the template re-renders history. ``objective="gspo"`` only.
-        credit: ``trajectory`` (default): one group-normalised advantage per episode (Eq. 6). ``turn``: per-turn
-            advantages from the rewards each env ``step`` returned (``Trajectory.turn_rewards``): the undiscounted
-            return-to-go of each turn normalised by its group's episode-return statistics
-            (``advantages.turn_advantages``); with ``gspo_token`` / ``grpo`` each token takes its turn's advantage,
-            with ``unit="turn"`` each turn's ratio does. Not with ``gspo`` over whole trajectories (one ratio can
-            carry only one advantage) nor with split_turns samples.
-        routing_replay: MoE policies only (:mod:`agentgspo.learning.routing_replay`). ``off`` (default); ``rollout``
-            (R3): every learner forward routes each token to the experts the sampler chose
-            (``Trajectory.routed_experts``, recorded by ``HFPolicy(record_routing=True)``); ``old_policy`` (the paper's
-            Routing Replay): to the experts of the logp_old recompute. The replayed experts' weights come from the live
-            router, which still learns.
-    """
+    objective: Literal["gspo", "gspo_token", "grpo"] = _setting(
+        "gspo", "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the token-ratio baseline, "
+                "with its own clip band 0.2 / 0.27)")
+    eps_low: float | None = _setting(
+        None, "lower clip range of the ratio (empty: the objective's, paper §5.1: 3e-4 for gspo and gspo_token, 0.2 "
+              "for grpo); config.json records the value used")
+    eps_high: float | None = _setting(
+        None, "upper clip range of the ratio (empty: the objective's, paper §5.1: 4e-4 for gspo and gspo_token, "
+              "0.27 for grpo)")
+    minibatches: int = _setting(4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)")
+    micro_batch_tokens: int = _setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
+    logp_old: Literal["recompute", "sampler"] = _setting(
+        "recompute", "'recompute' (score the batch with the policy before updating) or 'sampler' (reuse the "
+                     "sampler's log-probs, paper §5.4; saves a forward pass)")
+    temperature: float = _setting(1.0, "sampling temperature; the learner scores softmax(logits / T)")
+    max_grad_norm: float | None = _setting(1.0, "gradient clipping norm (empty: off)")
+    kl_coef: float = _setting(0.0, "weight of a k3 KL penalty to a frozen reference model (0: off, the paper's "
+                                   "authors' advice)")
+    router_aux_loss_coef: float | None = _setting(
+        None, "MoE router load-balancing loss weight (empty: the model config's value; 0: off)")
+    volatility_rows: int = _setting(16, "MoE: trajectories of the routing-volatility metric (0: off)")
+    skip_zero_advantage: bool = _setting(True, "do not forward trajectories with A = 0 (exact for the objective: "
+                                               "they contribute nothing; saves compute)")
+    exclude_stop_reasons: tuple[str, ...] = _setting(
+        EXCLUDED_STOPS, "stop reasons whose episodes carry no signal about the policy (a crashed env, a failed "
+                        "verifier, a sampler failure): left out of the groups' advantages and of the loss (default: "
+                        "those agentgspo.rollouts.trajectory.ENDINGS marks untrained)")
+    split_turns_weight: Literal["episode", "turn"] = _setting(
+        "episode", "--history split_turns: 'episode' (each episode weighs 1/N, its K turn samples 1/K each: the "
+                   "paper's per-trajectory mean, Eq. 5) or 'turn' (each turn sample weighs 1/N: long episodes weigh "
+                   "more)")
+    turn_baseline: Literal["episode", "turn"] = _setting(
+        "episode", "--credit turn: 'episode' (each turn's return-to-go against the group's mean episode return, "
+                   "scaled by its std: equals Eq. 6 when only the end is rewarded) or 'turn' (against the group's "
+                   "returns-to-go at the same turn, over the episodes that reached it)")
+    compile: bool = _setting(False, "torch.compile the region from the logits to the loss, so the [B, T, V] fp32 "
+                                    "upcast is fused instead of stored (a GPU win; the model itself is compiled by "
+                                    "accelerate's dynamo_backend)")
+    activation_checkpointing: bool = _setting(
+        False, "recompute each decoder layer in the backward (Hugging Face gradient_checkpointing_enable, "
+               "non-reentrant): less memory for about one more forward; long episodes need it at 30B")
+    sync_each_micro_batch: bool | None = _setting(
+        None, "reduce gradients after every micro-batch (true) or only after a minibatch's last one (false); empty: "
+              "true when the policy is sharded (FSDP2, DeepSpeed), false under DDP")
+    allow_low_precision_params: bool = _setting(
+        False, "train parameters stored in bf16/fp16 with a torch optimizer (AdamW on bf16 weights rounds away "
+               "updates below the weight's resolution: keep fp32 master weights and compute in bf16 instead)")
+    memory_estimate: bool = _setting(True, "print the estimated memory per process when the learner is built "
+                                           "(agentgspo.learning.memory)")
+    unit: Literal["trajectory", "turn"] = _setting(
+        "trajectory", "what one GSPO ratio covers: 'trajectory' (every assistant token, tool outputs masked, Eq. 7) "
+                      "or 'turn' (each assistant turn its own ratio and clip, weighing 1/K of its trajectory); "
+                      "objective gspo only")
+    credit: Literal["trajectory", "turn"] = _setting(
+        "trajectory", "'trajectory' (one advantage per episode, Eq. 6) or 'turn' (per-turn return-to-go advantages "
+                      "from each step's reward; with gspo_token, grpo or --unit turn)")
+    routing_replay: Literal["off", "rollout", "old_policy"] = _setting(
+        "off", "MoE: 'off', 'rollout' (R3: replay the sampler's expert choices; the hf backend records them) or "
+               "'old_policy' (the paper's Routing Replay: the logp_old recompute's); the replayed experts' weights "
+               "come from the live router")
 
-    objective: Literal["gspo", "gspo_token", "grpo"] = "gspo"
-    eps_low: float | None = None
-    eps_high: float | None = None
-    minibatches: int = 4
-    micro_batch_tokens: int = 8192
-    logp_old: Literal["recompute", "sampler"] = "recompute"
-    temperature: float = 1.0
-    max_grad_norm: float | None = 1.0
-    kl_coef: float = 0.0
-    router_aux_loss_coef: float | None = None
-    volatility_rows: int = 16
-    skip_zero_advantage: bool = True
-    exclude_stop_reasons: tuple[str, ...] = EXCLUDED_STOPS
-    split_turns_weight: Literal["episode", "turn"] = "episode"
-    turn_baseline: Literal["episode", "turn"] = "episode"
-    compile: bool = False
-    activation_checkpointing: bool = False
-    sync_each_micro_batch: bool | None = None
-    allow_low_precision_params: bool = False
-    memory_estimate: bool = True
-    unit: Literal["trajectory", "turn"] = "trajectory"
-    credit: Literal["trajectory", "turn"] = "trajectory"
-    routing_replay: Literal["off", "rollout", "old_policy"] = "off"
+    @classmethod
+    def from_settings(cls, settings: Any) -> LearnerConfig:
+        """The learner's settings out of a config that inherits them (a recipe's training config)."""
+        return cls(**{spec.name: getattr(settings, spec.name) for spec in fields(cls)})
 
     def __post_init__(self) -> None:
         for name in ("unit", "credit"):
@@ -164,9 +156,10 @@ class LearnerConfig:
             raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
         if self.logp_old not in ("recompute", "sampler"):
             raise ValueError(f"logp_old: expected 'recompute' or 'sampler', got {self.logp_old!r}")
-        low, high = DEFAULT_EPS[self.objective]
-        self.eps_low = low if self.eps_low is None else self.eps_low
-        self.eps_high = high if self.eps_high is None else self.eps_high
+        low, high = DEFAULT_EPS[self.objective]  # the clip band used, so a run's config.json records it
+        self.eps_low = low if self.eps_low is None else float(self.eps_low)
+        self.eps_high = high if self.eps_high is None else float(self.eps_high)
+        self.exclude_stop_reasons = tuple(self.exclude_stop_reasons)  # a JSON or YAML list reads as a list
         if self.minibatches < 1 or self.micro_batch_tokens < 1:
             raise ValueError("minibatches and micro_batch_tokens must be >= 1")
         if self.temperature <= 0:
