@@ -12,7 +12,7 @@ from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
 from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SamplingParams, ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.environments.wrappers import MaxTurns
+from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, TurnLimit
 
 
 def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
@@ -238,6 +238,37 @@ def test_max_turns_of_the_runner(renderer):
 def test_max_turns_of_a_wrapper(renderer):
     (t,) = run(renderer, lambda: MaxTurns(Again(), max_turns=2), policy=lambda messages: "hello", max_turns=8)
     assert t.stop_reason == "max_turns" and t.num_turns == 2
+
+
+def test_a_wrapper_and_the_runner_cutting_at_the_same_turn_pay_on_truncation_once(renderer):
+    cuts = []
+
+    class PaidAtTheCut(Again):
+        def on_truncation(self, reason):
+            cuts.append(reason)
+            return 0.5
+
+    # both limits are reached at turn 2: the wrapper's cut is the env's own ending, the runner adds nothing
+    (t,) = run(renderer, lambda: MaxTurns(PaidAtTheCut(), max_turns=2), policy=lambda messages: "hello", max_turns=2)
+    assert (t.stop_reason, t.num_turns) == ("max_turns", 2) and cuts == ["max_turns"]
+    assert t.reward == 0.5 and t.turn_rewards == [0.0, 0.5]
+
+
+def test_the_runners_limits_are_the_wrappers_rules_not_a_copy(renderer, monkeypatch):
+    # A rule changed in agentgspo.environments.wrappers changes the runner's limit and the wrapper's alike.
+    monkeypatch.setattr(TurnLimit, "reached", property(lambda limit: limit.turns >= 1))
+    (t,) = run(renderer, Again, policy=lambda messages: "hello", max_turns=3)
+    assert (t.stop_reason, t.num_turns) == ("max_turns", 1)
+    wrapped = MaxTurns(Again(), max_turns=3)
+    wrapped.reset(seed=0)
+    assert wrapped.step("hello")[4]["stop_reason"] == "max_turns"
+
+    monkeypatch.setattr(TimeBudget, "spent_out", property(lambda budget: budget.seconds is not None))
+    (t,) = run(renderer, Again, policy=lambda messages: "hello", max_turns=3, env_budget_s=1000)
+    assert (t.stop_reason, t.num_turns) == ("env_budget", 0)
+    wrapped = EnvBudget(Again(), seconds=1000)
+    wrapped.reset(seed=0)
+    assert wrapped.step("hello")[4]["stop_reason"] == "env_budget"
 
 
 def test_parse_error_ends_the_episode(renderer):

@@ -179,6 +179,19 @@ def test_an_episode_that_spends_its_env_budget_is_env_budget_keeps_its_reward_an
     print("env budget spent:", summary)
 
 
+def test_the_env_budget_counts_making_the_env_and_is_checked_before_the_first_turn(renderer):
+    # What an EnvBudget wrapper cannot see (it times reset and step only): why the runner keeps its own TimeBudget.
+    Tally.cuts = []
+
+    def slow_make():
+        time.sleep(0.3)
+        return Tally()
+
+    (t,) = runner(renderer, slow_make, scripted(renderer), max_turns=3, env_budget_s=0.2).run_sync([0])
+    assert (t.stop_reason, t.num_turns, t.reward) == ("env_budget", 0, 0.0) and t.metadata["env_seconds"] >= 0.3
+    assert Tally.cuts == []  # an episode without a turn is not paid for a cut
+
+
 def test_the_removed_episode_timeout_names_the_three_limits():
     with pytest.raises(TypeError, match="env_call_timeout_s.*env_budget_s.*sampler_timeout_s"):
         RolloutConfig(episode_timeout_s=300)
@@ -256,6 +269,15 @@ def test_a_mid_episode_end_of_text_ends_the_episode_after_the_env_steps_it(rende
     assert (t.stop_reason, t.num_turns) == ("end_of_text", 1) and Tally.cuts == ["end_of_text"]
     assert t.reward == 0.25 and t.token_ids[-1] == renderer.tokenizer.convert_tokens_to_ids("<|endoftext|>")
     assert ENDINGS["end_of_text"].trained and ENDINGS["end_of_text"].counted
+
+
+def test_an_end_of_text_last_turn_is_end_of_text_not_max_turns(renderer):
+    # The runner's cuts after a step go env_budget, end_of_text, max_turns: why it does not wrap its envs in
+    # MaxTurns, which would cut this turn inside the step as max_turns and pay on_truncation("max_turns").
+    Tally.cuts = []
+    (t,) = runner(renderer, Tally, EndsWithEndOfText(renderer, "hello"), max_turns=1).run_sync([0])
+    assert (t.stop_reason, t.num_turns) == ("end_of_text", 1) and Tally.cuts == ["end_of_text"]
+    assert t.reward == 0.25 and t.turn_rewards == [0.25]
 
 
 def test_an_end_of_text_answer_the_env_accepts_is_completed(renderer):

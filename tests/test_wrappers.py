@@ -1,5 +1,5 @@
 """MaxTurns and EnvBudget set ``truncated`` (never ``terminated``), say why in ``info["stop_reason"]`` and pay the
-env's ``on_truncation``."""
+env's ``on_truncation``. The runner applies the same rules (TurnLimit, TimeBudget): test_rollout.py shows it."""
 
 from __future__ import annotations
 
@@ -116,6 +116,31 @@ def test_max_turns_pays_what_the_env_owes_for_the_cut():
     env = MaxTurns(inner, max_turns=1)
     env.reset(seed=0)
     assert env.step("hi")[1:4] == (0.5, False, True) and inner.cuts == ["max_turns"]
+
+
+def test_the_budget_is_spent_when_reached_not_only_when_passed():
+    # the rule the runner's env_budget_s shares (TimeBudget): the call that brings the spending to the budget cuts
+    clock = FakeClock()
+    inner = SlowChatty(clock, step_seconds=5.0)
+    env = EnvBudget(inner, seconds=5, clock=clock)
+    env.reset(seed=0)
+    _, reward, _, truncated, info = env.step("hi")
+    assert truncated and info["stop_reason"] == "env_budget" and env.spent == 5.0
+    assert reward == 0.5 and inner.cuts == ["env_budget"]
+
+
+def test_the_counters_say_the_current_episode():
+    clock = FakeClock()
+    turns, budget = MaxTurns(Chatty(), max_turns=5), EnvBudget(SlowChatty(clock, step_seconds=2.0), seconds=60,
+                                                                clock=clock)
+    for env in (turns, budget):
+        env.reset(seed=0)
+        env.step("hi")
+        env.step("hi")
+    assert (turns.turns, budget.spent) == (2, 4.0)
+    turns.reset(seed=0)
+    budget.reset(seed=0)
+    assert (turns.turns, budget.spent) == (0, 0.0)
 
 
 def test_limits_are_checked_at_construction():

@@ -12,7 +12,8 @@ Contract (checked by :func:`agentgspo.environments.env_checker.check_env`):
   (``tool`` results, ``user`` replies; may be empty when the episode ends); ``reward`` a float; ``terminated``
   means the task ended (solved or failed for good); ``truncated`` means the episode was cut by a limit (wrappers
   :class:`~agentgspo.environments.wrappers.MaxTurns` and :class:`~agentgspo.environments.wrappers.EnvBudget`), exactly
-  as in Gymnasium.
+  as in Gymnasium. The rollout runner's ``max_turns`` and ``env_budget_s`` apply the same rules, written once in
+  :mod:`agentgspo.environments.wrappers`.
 - Rewards are paid as they are earned: each step's ``reward`` is what that step added to the episode's score (a
   tool-error penalty, a partial-credit improvement, the final answer's score), and the trajectory's reward is the sum
   of all steps' rewards. So the sum so far is the episode's score at every step, and an episode cut before the env
@@ -20,7 +21,8 @@ Contract (checked by :func:`agentgspo.environments.env_checker.check_env`):
   limit wrapper) keeps what it earned. An env whose score only exists at the end (a judge that needs the whole
   transcript) writes :meth:`ChatEnv.on_truncation`: whoever cuts the episode (the runner, a limit wrapper) calls
   ``env.unwrapped.on_truncation(reason) -> float`` once, and its return is added to the reward (and to the last
-  turn's step reward, so ``sum(turn_rewards) == reward`` holds). It is not called when the env ends the episode
+  turn's step reward, so ``sum(turn_rewards) == reward`` holds). A wrapped env the runner plays is cut by its wrapper
+  (its own ending, paid once there), not again by the runner. It is not called when the env ends the episode
   itself, nor for endings that are not trained (an env error, a hung env call, a sampler failure), nor for an
   episode without a turn.
 - ``info["stop_reason"]`` may name why an episode ended (``parse_error``, ...); ``info["tool_errors"]`` counts

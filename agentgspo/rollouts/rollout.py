@@ -8,9 +8,9 @@ Per episode (each ending's meaning downstream is its row in :data:`agentgspo.rol
   ``stop_reason="env_timeout"`` (not trained) and its worker thread is replaced (Python cannot kill a thread; a
   daemon thread does not block interpreter exit). The clock starts when a worker runs the call, not while it waits
   for a free worker;
-- the time spent inside env calls is the episode's env budget, ``env_budget_s``; time waiting for the sampler is
-  not spent. A call that takes the episode past it ends the episode there with ``stop_reason="env_budget"`` (its
-  reward kept: trained);
+- the time spent inside env calls (``make``, ``reset``, ``step``, ``on_truncation``) is the episode's env budget,
+  ``env_budget_s``; time waiting for the sampler is not spent. A call that spends it ends the episode there with
+  ``stop_reason="env_budget"`` (its reward kept: trained);
 - one ``policy.sample`` call that raises, or runs past ``sampler_timeout_s``, ends the episode with
   ``stop_reason="sampler_error"`` (not trained), except a
   :class:`~agentgspo.policy.base.PolicyConfigurationError` (no episode could succeed), which stops the batch;
@@ -25,6 +25,15 @@ When the runner ends an episode the env did not end with a trained ending (``max
 ``context_overflow``, ``env_budget``, ``end_of_text``), it calls ``env.unwrapped.on_truncation(reason)`` and adds
 its reward to the episode's and to the last turn's (:mod:`agentgspo.environments.env`, "Rewards are paid as they are
 earned").
+
+``max_turns`` and ``env_budget_s`` are the rules of the limit wrappers, not a copy of them: each episode counts its
+turns in a :class:`~agentgspo.environments.wrappers.TurnLimit` and its env seconds in a
+:class:`~agentgspo.environments.wrappers.TimeBudget`, the classes :class:`~agentgspo.environments.wrappers.MaxTurns`
+and :class:`~agentgspo.environments.wrappers.EnvBudget` use. The runner does not wrap its envs in those wrappers:
+its budget also counts ``make`` and ``on_truncation`` and is checked after ``reset``, its cuts after a step go
+``env_budget``, ``end_of_text``, ``max_turns`` (a ``MaxTurns`` would cut an end-of-text last turn as ``max_turns``),
+and it pays ``on_truncation`` once after the episode for all its cuts (:mod:`agentgspo.environments.wrappers` says
+more). An env that comes wrapped ends its episode itself, paid by its wrapper, and the runner pays nothing more.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.learning.routing_replay import merge_routing
 from agentgspo.environments.env import truncation_reward
+from agentgspo.environments.wrappers import TimeBudget, TurnLimit
 from agentgspo.rollouts.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
 
 
@@ -102,13 +112,6 @@ class SamplerFailed(Exception):
 
 
 @dataclass
-class _EnvClock:
-    """Seconds an episode spent inside env calls (running on a worker, not queued for one)."""
-
-    seconds: float = 0.0
-
-
-@dataclass
 class RolloutConfig:
     """Limits of one rollout batch.
 
@@ -119,7 +122,7 @@ class RolloutConfig:
         env_call_timeout_s: most seconds one env call (make, reset, step) may run before the episode ends as
             ``env_timeout`` (a hung machine: not trained, re-queueable); ``None``: no limit.
         env_budget_s: most seconds an episode may spend inside env calls in all (time waiting for the sampler is
-            not counted); checked as each call returns, the call that passes it ends the episode as ``env_budget``
+            not counted); checked as each call returns, the call that spends it ends the episode as ``env_budget``
             with its reward kept (trained: the policy's tool use spent it); ``None``: no budget.
         sampler_timeout_s: most seconds one ``policy.sample`` call may take before the episode ends as
             ``sampler_error`` (not trained); ``None``: no limit.
@@ -188,10 +191,11 @@ class RolloutRunner:
         self._runs = 0  # runs in progress: concurrent runs share the pool; the last one to finish shuts it down
         self._runs_lock = threading.Lock()  # runs may also come from several threads (run_sync)
 
-    async def _env_call(self, fn: Callable[[], Any], clock: _EnvClock,
+    async def _env_call(self, fn: Callable[[], Any], budget: TimeBudget,
                         late: Callable[[Any], Any] | None = None) -> Any:
-        """``fn()`` on a worker; the seconds it runs are added to ``clock``. Past ``env_call_timeout_s`` (counted from
-        when a worker starts it): :class:`EnvCallTimeout`, and ``late(result)`` runs if the call returns after all."""
+        """``fn()`` on a worker; the seconds it runs (on the worker, not queued for one) are added to ``budget``.
+        Past ``env_call_timeout_s`` (counted from when a worker starts it): :class:`EnvCallTimeout`, and
+        ``late(result)`` runs if the call returns after all."""
         loop = asyncio.get_running_loop()
         started = asyncio.Event()
         span: list[float] = []  # [start, end] on the worker
@@ -220,7 +224,7 @@ class RolloutRunner:
                                  f"{limit}") from None
         finally:
             if len(span) == 2:
-                clock.seconds += span[1] - span[0]
+                budget.add(span[1] - span[0])
 
     async def _sample(self, request: SampleRequest) -> Any:
         """``policy.sample(request)`` within ``sampler_timeout_s``; any failure but a configuration error is
@@ -263,30 +267,27 @@ class RolloutRunner:
                               sampling=dict(sampling))
 
         samples: list[Trajectory] = []  # split_turns: the finished turns' samples
-        turns, episode_reward, cut_reward = 0, 0.0, 0.0
+        episode_reward, cut_reward = 0.0, 0.0
+        limit, budget = TurnLimit(config.max_turns), TimeBudget(config.env_budget_s)
         trajectory = new_trajectory()
         tool_errors: Counter = Counter()
-        clock = _EnvClock()
         env = None
         history: list[dict[str, Any]] = []
         tools = None  # bound before reset, which may fail or time out
 
-        def over_budget() -> bool:
-            return config.env_budget_s is not None and clock.seconds > config.env_budget_s
-
         try:
-            env = await self._env_call(self.make_env, clock, late=lambda late_env: late_env.close())
-            messages, _ = await self._env_call(lambda: env.reset(seed=seed), clock)
+            env = await self._env_call(self.make_env, budget, late=lambda late_env: late_env.close())
+            messages, _ = await self._env_call(lambda: env.reset(seed=seed), budget)
             history.extend(messages)
             tools = getattr(env.unwrapped, "tool_schemas", None)
             trajectory.append_forced(self.renderer.prompt_ids(history, tools))
             runner_cut = True  # the runner, not the env, ends the episode (unless the env's step says otherwise)
-            if over_budget():
+            if budget.spent_out:
                 trajectory.stop_reason = "env_budget"
             elif len(trajectory.token_ids) >= config.max_context:
                 trajectory.stop_reason = "context_overflow"
             while trajectory.stop_reason not in ("context_overflow", "env_budget"):
-                if split and turns:  # a new sample: the template's render of the history so far
+                if split and limit.turns:  # a new sample: the template's render of the history so far
                     samples.append(trajectory)
                     trajectory = new_trajectory()
                     trajectory.append_forced(self.renderer.prompt_ids(history, tools))
@@ -297,7 +298,7 @@ class RolloutRunner:
                 params = config.sampling
                 if room < params.max_new_tokens:
                     params = dataclasses.replace(params, max_new_tokens=room)
-                turn_seed = hash((sampling_seed, seed, sample_id, turns)) & 0x7FFFFFFFFFFFFFFF
+                turn_seed = hash((sampling_seed, seed, sample_id, limit.turns)) & 0x7FFFFFFFFFFFFFFF
                 request = SampleRequest(list(trajectory.token_ids), list(history), params, seed=turn_seed)
                 turn = await self._sample(request)
                 if turn.finish_reason == "context":  # the backend's model has no room for the prompt
@@ -306,7 +307,7 @@ class RolloutRunner:
                 trajectory.append_sampled(turn.token_ids, turn.logprobs, getattr(turn, "policy_version", 0))
                 if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
-                turns += 1
+                limit.count()
                 stopped = turn.finish_reason == "stop"
                 text_ids = turn.token_ids[:-1] if stopped else turn.token_ids
                 end_of_text = stopped and turn.token_ids[-1] != self.renderer.end_of_turn_id
@@ -315,7 +316,7 @@ class RolloutRunner:
                     trajectory.stop_reason = "max_tokens" if params is config.sampling else "context_overflow"
                     break
                 text = history[-1]["content"]
-                messages, reward, terminated, truncated, info = await self._env_call(lambda: env.step(text), clock)
+                messages, reward, terminated, truncated, info = await self._env_call(lambda: env.step(text), budget)
                 episode_reward += float(reward)
                 trajectory.turn_rewards.append(float(reward))  # per-turn credit (advantages.turn_advantages)
                 tool_errors.update(info.get("tool_errors", {}))
@@ -332,8 +333,8 @@ class RolloutRunner:
                     trajectory.stop_reason = reason
                     break
                 # The runner's cuts, the first that applies: budget spent, end-of-text, turns used up.
-                cut = next((reason for reason, hit in (("env_budget", over_budget()), ("end_of_text", end_of_text),
-                                                       ("max_turns", turns >= config.max_turns)) if hit), None)
+                cut = next((reason for reason, hit in (("env_budget", budget.spent_out), ("end_of_text", end_of_text),
+                                                       ("max_turns", limit.reached)) if hit), None)
                 if cut is not None:
                     trajectory.stop_reason = cut
                     history.extend(messages)
@@ -349,9 +350,9 @@ class RolloutRunner:
                     trajectory.stop_reason = "context_overflow"
                     break
                 trajectory.append_forced(ids)
-            if runner_cut and turns and ENDINGS[trajectory.stop_reason].trained:
+            if runner_cut and limit.turns and ENDINGS[trajectory.stop_reason].trained:
                 reason = trajectory.stop_reason
-                cut_reward = await self._env_call(lambda: truncation_reward(env, reason), clock)
+                cut_reward = await self._env_call(lambda: truncation_reward(env, reason), budget)
                 episode_reward += cut_reward
         except EnvCallTimeout as exc:
             trajectory.stop_reason = "env_timeout"
@@ -369,7 +370,7 @@ class RolloutRunner:
         finally:
             if env is not None:
                 self._pool.submit(env.close)  # fire and forget: a hung close must not hold the batch
-        trajectory.metadata["env_seconds"] = round(clock.seconds, 6)
+        trajectory.metadata["env_seconds"] = round(budget.spent, 6)
         # A turn no step consumed (cut at max tokens, or the env failed) has step reward 0.0.
         trajectory.turn_rewards.extend([0.0] * (trajectory.num_turns - len(trajectory.turn_rewards)))
         if cut_reward:  # what the env paid for the cut belongs to the last turn (sum(turn_rewards) == reward)
