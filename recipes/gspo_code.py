@@ -30,21 +30,14 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from agentgspo.training.settings import with_defaults
+from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
-from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
-
-
-@dataclass
-class CodeConfig(TrainConfig):
-    """GSPO on Code-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s defaults."""
-
-    out: str = setting("runs/code", "run folder")
-    env_id: str = setting("agentgspo/Code-v0", "the env: write a function, try it in a sandbox, hidden tests")
-    env_kwargs: dict = setting({}, "Code-v0's keyword arguments, e.g. {\"sandbox\": \"docker\"}")
-
+# TrainConfig's settings with the defaults of this recipe (Code-v0's keyword arguments: e.g. {"sandbox":
+# "docker"}); every other setting keeps TrainConfig's default.
+CodeConfig = with_defaults(TrainConfig, out="runs/code", env_id="agentgspo/Code-v0",
+                           activation_checkpointing=True)  # long episodes at 30B
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(CodeConfig, smoke=SMOKE, command="python recipes/gspo_code.py",
-                        description=" ".join(__doc__.split("\n\n")[0].split())))
+    exit_process(run_recipe(CodeConfig, smoke=SMOKE, command="python recipes/gspo_code.py",
+                            description=" ".join(__doc__.split("\n\n")[0].split())))

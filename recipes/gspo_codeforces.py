@@ -35,12 +35,12 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
+from agentgspo.training.settings import setting, with_defaults
+from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
 HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "019-mountain-peak", "024-one-free-ride",
@@ -49,15 +49,9 @@ HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "01
 
 @dataclass
 class CodeforcesConfig(TrainConfig):
-    """GSPO on CodeForces-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s
-    defaults."""
+    """GSPO on CodeForces-v0: :class:`agentgspo.training.train.TrainConfig`'s settings, a held-out set evaluated
+    during training, and this recipe's defaults (below the class)."""
 
-    out: str = setting("runs/codeforces", "run folder")
-    env_id: str = setting("agentgspo/CodeForces-v0", "the env: a statement, run/run_samples/submit tools, a judge")
-    env_kwargs: dict = setting({"data_files": "builtin"}, "CodeForces-v0's keyword arguments: data_files "
-                                                         "(\"builtin\": the project's problem set), partial_credit")
-    max_turns: int = setting(8, "assistant turns per episode (runs, sample checks, up to 3 submissions)")
-    max_context: int = setting(32768, "ids per episode (statements and verdicts are long)")
     held_out: list = setting(HELD_OUT, "problem ids never trained on (CodeForces-v0's exclude) and evaluated "
                                        "every --eval-every steps")
     eval_every: int = setting(25, "GSPO steps between evaluations on the held-out problems: pass@1 goes to "
@@ -89,8 +83,15 @@ class CodeforcesConfig(TrainConfig):
                         seed=self.seed)
 
 
+# CodeForces-v0's keyword arguments: data_files ("builtin": the project's problem set), partial_credit.
+CodeforcesConfig = with_defaults(  # the same class, with this recipe's defaults
+    CodeforcesConfig, out="runs/codeforces", env_id="agentgspo/CodeForces-v0", env_kwargs={"data_files": "builtin"},
+    max_turns=8,  # runs, sample checks, up to 3 submissions
+    max_context=32768,  # statements and verdicts are long
+    activation_checkpointing=True)  # long episodes at 30B
+
 if __name__ == "__main__":
     # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
     smoke = {**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1}
-    sys.exit(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/gspo_codeforces.py",
-                        description=" ".join(__doc__.split("\n\n")[0].split())))
+    exit_process(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/gspo_codeforces.py",
+                            description=" ".join(__doc__.split("\n\n")[0].split())))

@@ -34,22 +34,15 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from agentgspo.training.settings import with_defaults
+from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
-from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
-
-
-@dataclass
-class MathConfig(TrainConfig):
-    """GSPO on Math-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s defaults."""
-
-    out: str = setting("runs/math", "run folder")
-    env_id: str = setting("agentgspo/Math-v0", "the env: math problems, a python tool, \\boxed{} answers")
-    env_kwargs: dict = setting({}, "Math-v0's keyword arguments, e.g. {\"data_files\": \"problems.jsonl\"}")
-    max_turns: int = setting(4, "assistant turns per episode (tool calls, then the answer)")
-
+# TrainConfig's settings with the defaults of this recipe (Math-v0's keyword arguments: e.g. {"data_files":
+# "problems.jsonl"}); every other setting keeps TrainConfig's default.
+MathConfig = with_defaults(TrainConfig, out="runs/math", env_id="agentgspo/Math-v0",
+                           max_turns=4,  # tool calls, then the answer
+                           activation_checkpointing=True)  # long episodes at 30B
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(MathConfig, smoke=SMOKE, command="python recipes/gspo_math.py",
-                        description=" ".join(__doc__.split("\n\n")[0].split())))
+    exit_process(run_recipe(MathConfig, smoke=SMOKE, command="python recipes/gspo_math.py",
+                            description=" ".join(__doc__.split("\n\n")[0].split())))

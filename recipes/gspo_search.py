@@ -30,23 +30,15 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from agentgspo.training.settings import with_defaults
+from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
-from agentgspo.training.train import SMOKE, TrainConfig, run_recipe, setting
-
-
-@dataclass
-class SearchConfig(TrainConfig):
-    """GSPO on Search-v0; the fields not repeated here keep :class:`agentgspo.training.train.TrainConfig`'s defaults."""
-
-    out: str = setting("runs/search", "run folder")
-    env_id: str = setting("agentgspo/Search-v0", "the env: 2-hop questions, a search tool, EM reward")
-    env_kwargs: dict = setting({}, "Search-v0's keyword arguments, e.g. {\"retriever\": \"http://127.0.0.1:8001\"}")
-    max_new_tokens: int = setting(2048, "ids per turn (Qwen3 thinks before it answers)")
-    max_context: int = setting(12288, "ids per episode")
-
+# TrainConfig's settings with the defaults of this recipe (Search-v0's keyword arguments: e.g. {"retriever":
+# "http://127.0.0.1:8001"}); every other setting keeps TrainConfig's default.
+SearchConfig = with_defaults(TrainConfig, out="runs/search", env_id="agentgspo/Search-v0",
+                             max_new_tokens=2048, max_context=12288,  # Qwen3 thinks before it answers
+                             activation_checkpointing=True)  # long episodes at 30B
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(SearchConfig, smoke=SMOKE, command="python recipes/gspo_search.py",
-                        description=" ".join(__doc__.split("\n\n")[0].split())))
+    exit_process(run_recipe(SearchConfig, smoke=SMOKE, command="python recipes/gspo_search.py",
+                            description=" ".join(__doc__.split("\n\n")[0].split())))

@@ -16,8 +16,8 @@ from safetensors.torch import load_file
 
 REPO = Path(__file__).resolve().parents[1]
 PARITY = ["--env-id", "parity_env:agentgspo/Parity-v0", "--env-kwargs", "{}"]
-SMALL = ["--demos", "16", "--warm-steps", "2", "--warm-batch", "8", "--warm-eval-every", "1000",
-         "--prompts-per-step", "4", "--group-size", "4", "--max-new-tokens", "12", "--eval-episodes", "4",
+SMALL = ["--warm-demos", "16", "--warm-steps", "2", "--warm-batch", "8", "--warm-eval-every", "1000",
+         "--prompts-per-step", "4", "--group-size", "4", "--max-new-tokens", "12", "--final-eval-episodes", "4",
          "--lr", "1e-3", "--warmup-steps", "0", "--stop-success", "2.0", "--max-turns", "3", "--max-context", "256"]
 
 
@@ -52,8 +52,8 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 
 def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
-    from agentgspo.recipes import quickstart
-    from agentgspo.recipes.quickstart import QuickstartConfig, main
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training import train
 
     plotted = {}
 
@@ -61,12 +61,12 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
         plotted.update(kwargs)
         return original(*args, **kwargs)
 
-    original = quickstart.plot_training
-    monkeypatch.setattr(quickstart, "plot_training", plot_training)
-    config = QuickstartConfig(out=str(tmp_path), demos=16, warm_steps=3, warm_batch=8, warm_eval_every=2,
-                              steps=2, prompts_per_step=2, group_size=4, max_new_tokens=24, eval_episodes=4,
+    original = train.plot_training
+    monkeypatch.setattr(train, "plot_training", plot_training)
+    config = QuickstartConfig(out=str(tmp_path), warm_demos=16, warm_steps=3, warm_batch=8, warm_eval_every=2,
+                              steps=2, prompts_per_step=2, group_size=4, max_new_tokens=24, final_eval_episodes=4,
                               checkpoint_every=1)
-    final = main(config)
+    summary = train.train(config)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     for field in ("step", "reward_mean", "success", "clip_frac_seq", "clip_frac_token", "lr", "elapsed_s"):
@@ -74,21 +74,24 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
     assert (tmp_path / "reward.png").stat().st_size > 10_000
     assert (tmp_path / "final" / "config.json").exists() and (tmp_path / "final" / "tokenizer.json").exists()
     assert (tmp_path / "checkpoints").is_dir() and json.loads((tmp_path / "config.json").read_text())["steps"] == 2
-    assert 0.0 <= final["sampled"] <= 1.0
+    assert 0.0 <= summary["final_eval"]["sampled"] <= 1.0 and summary["final_eval"]["episodes"] == 4
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
     settings = json.loads((tmp_path / "final" / "agentgspo.json").read_text())  # what rollout plays it with
     assert settings["env_id"] == "agentgspo/Calculator-v0" and settings["env_kwargs"] == {"system_prompt": None}
     assert (settings["max_new_tokens"], settings["max_turns"], settings["max_context"]) == (24, 3, 256)
     assert json.loads((tmp_path / "checkpoints" / "step-00000002" / "agentgspo.json").read_text()) == settings
     assert plotted["target"] == config.stop_success and plotted["window"] == 10  # the plot's line is the stop rule
+    assert [e["step"] for e in plotted["warm_start"]] == [2]  # the warm start's evals, every --warm-eval-every
 
 
 def test_every_flag_has_a_help_text_and_the_time_cap_is_one():
     import argparse
 
-    from agentgspo.recipes.quickstart import add_arguments
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.settings import add_settings
 
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    add_settings(parser, QuickstartConfig)
     flags = [a for a in parser._actions if a.dest != "help"]
     assert len(flags) >= 27 and all(a.help and len(a.help) > 20 for a in flags), [a.dest for a in flags if not a.help]
     assert "time cap" in next(a.help for a in flags if a.dest == "max_minutes")
@@ -208,8 +211,8 @@ def test_two_processes_keep_identical_parameters(tmp_path):
     launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                 "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     _run(["--out", str(tmp_path), "--steps", "2", *PARITY, *SMALL], launcher=launcher)
-    final = json.loads((tmp_path / "final_eval.json").read_text())
-    checksums = final["parameter_checksums"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    checksums = summary["parameter_checksums"]
     assert len(checksums) == 2 and checksums[0] == checksums[1]
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert json.loads((tmp_path / "config.json").read_text())["world_size"] == 2 and len(rows) == 2

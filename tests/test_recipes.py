@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.training.train import TrainConfig, load_config
+from agentgspo.training.settings import load_config
+from agentgspo.training.train import TrainConfig
 from agentgspo.rollouts.trajectory import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The recipe's flags (one per field of its config, each with its help text)."""
-    from agentgspo.recipes.quickstart import add_arguments as recipe_arguments
+    """The recipe's settings: ``--smoke``, ``--config FILE.yaml`` and one flag per setting, each with its help."""
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.settings import add_settings
 
-    recipe_arguments(parser)
+    add_settings(parser, QuickstartConfig)
 
 
 def run(args: argparse.Namespace) -> int:
     """Train; exit status 0 when the final sampled success reaches 0.9, 1 below, 128 + the signal's number (130
-    for Ctrl-C, 143 for SIGTERM) when interrupted after saving a checkpoint."""
-    from agentgspo.recipes.quickstart import QuickstartConfig, main
-    from agentgspo.training.run_folder import RunInterrupted
+    for Ctrl-C, 143 for SIGTERM) when interrupted after saving a checkpoint, 2 for bad input."""
+    from agentgspo.recipes.quickstart import COMMAND, SMOKE, QuickstartConfig, reached_the_target
+    from agentgspo.training.settings import config_from_args
+    from agentgspo.training.train import run_config
 
-    try:
-        final = main(QuickstartConfig(**vars(args)))
-    except RunInterrupted as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.exit_status
-    return 0 if final["sampled"] >= 0.9 else 1
+    config = config_from_args(QuickstartConfig, vars(args), smoke=SMOKE)
+    return run_config(config, command=COMMAND, succeeded=reached_the_target)

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 __all__ = ["MIXED_PRECISION", "check_deepspeed_processes", "full_state_dict", "is_deepspeed", "is_sharded",
-           "load_sampler_weights", "prepare_deepspeed", "save_full_weights", "shard_policy"]
+           "load_sampler_weights", "prepare_deepspeed", "prepare_policy", "save_full_weights", "shard_policy"]
 
 MIXED_PRECISION = ("no", "bf16")
 _CHECKPOINT_DIR = "fsdp2_sharded"  # inside an accelerate save_state folder
@@ -118,6 +118,30 @@ def shard_policy(accelerator: Any, model: torch.nn.Module,
     optimizer = make_optimizer(model.parameters())
     _register_checkpointing(accelerator, model, optimizer)
     return model, optimizer
+
+
+def prepare_policy(accelerator: Any, model: torch.nn.Module,
+                   make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer],
+                   make_scheduler: Callable[[torch.optim.Optimizer], Any], *, sharding: str = "none",
+                   mixed_precision: str = "no", max_grad_norm: float | None = None) -> tuple[Any, Any, Any]:
+    """The policy made ready to train: ``(model, optimizer, scheduler)``.
+
+    ``sharding="fsdp2"`` (or an accelerate FSDP2 launch) shards it with :func:`shard_policy`, the optimizer built on
+    the shards, the scheduler registered for checkpointing; otherwise ``accelerator.prepare`` wraps all three (DDP
+    across processes, DeepSpeed under its launch). ``mixed_precision="bf16"`` without FSDP2 needs accelerate's own
+    mixed precision (``accelerate launch --mixed_precision bf16``): an error says so.
+    """
+    if sharding == "fsdp2" or getattr(accelerator, "is_fsdp2", False):
+        model, optimizer = shard_policy(accelerator, model, make_optimizer, mixed_precision=mixed_precision,
+                                        max_grad_norm=max_grad_norm)
+        scheduler = make_scheduler(optimizer)
+        accelerator.register_for_checkpointing(scheduler)
+        return model, optimizer, scheduler
+    if mixed_precision != "no" and accelerator.mixed_precision == "no":
+        raise ValueError("--mixed-precision bf16 without FSDP2: launch with `accelerate launch --mixed_precision bf16` "
+                         "(or --sharding fsdp2)")
+    optimizer = make_optimizer(model.parameters())
+    return accelerator.prepare(model, optimizer, make_scheduler(optimizer))
 
 
 def is_deepspeed(accelerator: Any) -> bool:

@@ -1,60 +1,92 @@
-"""One GSPO training run, from a flat config: the loop the env recipes (``recipes/gspo_math.py``,
-``gspo_code.py``, ``gspo_codeforces.py``, ``gspo_search.py``) call, so that each recipe is its settings and one
-call.
+"""The training loop: one GSPO run from one config. Every recipe is its settings and one call of :func:`train`
+(``recipes/quickstart.py``, ``gspo_math.py``, ``gspo_code.py``, ``gspo_codeforces.py``, ``gspo_search.py``, the MoE
+study's variants).
 
-The loop, per step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint
-seeds per rank and step, the same after a resume), the learner takes one GSPO step on them
-(:class:`agentgspo.learning.learner.GSPOLearner`: the paper's clip band, ``minibatches`` optimizer steps), the sampler
-gets the new weights, one line goes to ``DIR/metrics.jsonl`` (every ``trajectories_every`` steps the episodes go to
-``DIR/trajectories/``; a recipe's :meth:`TrainConfig.eval_hook` evaluates). Checkpoints every ``checkpoint_every``
-steps and on SIGINT/SIGTERM (then exit 130/143 with the command that resumes); a folder holding a run with other
-settings is refused, a finished one reports its summary. At the end ``DIR/final/`` holds the policy
-(``save_pretrained``, its tokenizer and ``agentgspo.json``) and ``DIR/summary.json`` the reward per step.
+A run, in order:
 
-Settings come from the recipe's dataclass defaults, then ``--smoke`` (a CPU size on the tiny policy), then
-``--config FILE.yaml``, then command-line flags (one ``--flag`` per field): :func:`run_recipe`.
+1. the folder: a folder holding a run with other settings is refused, a finished one reports its summary;
+2. the policy (``HFPolicy.from_pretrained``) and, with ``warm_steps``, a supervised warm start on the env's
+   imperfect demonstrator (its transcripts cached in ``DIR/demonstrations.jsonl``; evals every
+   ``warm_eval_every`` steps, checkpoints every ``warm_checkpoint_every``);
+3. per GSPO step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint seeds
+   per rank and step, the same after a resume), the learner takes one GSPO step
+   (:class:`agentgspo.learning.learner.GSPOLearner`), the sampler gets the new weights, one line goes to
+   ``DIR/metrics.jsonl`` (a recipe's :meth:`TrainConfig.eval_hook` may evaluate);
+4. it stops after ``steps`` steps, once the ``SMOOTHING``-step mean success reaches ``stop_success``, or past
+   ``max_minutes``; SIGINT/SIGTERM stop it at a step boundary with a checkpoint (exit 130/143 and the command that
+   resumes; resume is exact: state, data order, RNG streams);
+5. the end: ``DIR/final/`` (the full weights with ``save_pretrained``, the tokenizer, ``agentgspo.json``: how to play
+   it), with ``final_eval_episodes`` a sampled and a greedy evaluation on held-out prompts, ``DIR/reward.png`` and
+   ``DIR/summary.json``.
 
-Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.learning.sharding.shard_policy`; also
-what an ``accelerate launch --config_file recipes/accelerate/fsdp2_*.yaml`` run does) with fp32 master weights and bf16
-compute under ``mixed_precision="bf16"``; the ``hf`` sampler is then an unsharded copy that gets the gathered full
-weights after each step (:func:`agentgspo.learning.sharding.full_state_dict`).
+Settings: :class:`TrainConfig` (the learner's inherited from :class:`~agentgspo.learning.learner.LearnerConfig`),
+read by :mod:`agentgspo.training.settings`: the recipe's defaults, then ``--smoke``, then ``--config FILE.yaml``,
+then flags.
+
+Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.learning.sharding.prepare_policy`;
+also what an ``accelerate launch --config_file recipes/accelerate/fsdp2_*.yaml`` run does) with fp32 master weights
+and bf16 compute under ``mixed_precision="bf16"``; the sampler is then an unsharded copy that gets the gathered full
+weights after each step.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import difflib
+import importlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
-import typing
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgspo.policy.factory import BACKENDS
+import gymnasium as gym
+import torch
+from accelerate import Accelerator
+from accelerate.utils import broadcast_object_list, set_seed
+from transformers import get_scheduler
 
-TRAIN_SEED_BASE = 1_000_000  # training prompts: env seeds from here (evaluations use small seeds)
+from agentgspo.environments.registry import check_env_kwargs, env_budget, make
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.learning.sharding import full_state_dict, is_sharded, load_sampler_weights, prepare_policy
+from agentgspo.policy.base import SamplingParams
+from agentgspo.policy.factory import BACKENDS, backend_class, make_backend, run_options
+from agentgspo.policy.hf import HFPolicy
+from agentgspo.policy.loading import resolve_checkpoint
+from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
+from agentgspo.policy.quiet import no_transformers_progress_bars
+from agentgspo.policy.weight_sync import save_weights, sync_weights
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
+from agentgspo.training.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
+                                           save_checkpoint, save_warm_checkpoint)
+from agentgspo.training.metrics import (MetricsLogger, moving_average, plot_training, read_metrics,
+                                        rollout_metrics_over_ranks)
+from agentgspo.training.run_folder import RunInterrupted, StopSignals, check_run_folder
+from agentgspo.training.settings import flags_of, load_config, resumable_settings, resume_command, setting
+from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
+
+EVAL_SEEDS = range(0, 100_000)  # held out: evaluations play env seeds from 0, training prompts from TRAIN_SEED_BASE
+TRAIN_SEED_BASE = 1_000_000
 DEMO_SEED_BASE = 9_000_000  # warm-start demonstrations
+SMOOTHING = 10  # steps in the moving average of the stop rule (and the plot)
 SUMMARY = "summary.json"
 HISTORY_MODES = ("as_sampled", "split_turns")
 SHARDINGS = ("none", "fsdp2")
-
-
-def setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
-    """A config field with its help text (shown by ``--help`` and in the recipe's docs)."""
-    if isinstance(default, (dict, list)):
-        return field(default_factory=lambda: json.loads(json.dumps(default)), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+INTERRUPT_MARKER = "waiting-for-interrupt"  # written by --wait-for-interrupt-at (testing)
 
 
 @dataclass
-class TrainConfig:
-    """Every setting of a GSPO run (saved to DIR/config.json; a rerun must match it to resume)."""
+class TrainConfig(LearnerConfig):
+    """Every setting of a GSPO run (saved to DIR/config.json; a rerun must match it to resume). The learner's
+    settings come first, inherited from :class:`~agentgspo.learning.learner.LearnerConfig`."""
 
-    out: str = setting("runs/gspo", "run folder: config, metrics, checkpoints and the trained policy go here")
+    out: str = setting("runs/gspo", "run folder: config, metrics, checkpoints and the trained policy go here",
+                       resumable=True)
     seed: int = setting(0, "seed of the data order, sampling and (for 'tiny') the model init")
     # Policy.
     policy: str = setting("Qwen/Qwen3-30B-A3B", "the paper's MoE by default: a hub id resolved offline from the "
@@ -69,15 +101,13 @@ class TrainConfig:
     device: str = setting("auto", "'auto' (the device accelerate gives this process) or 'cpu'")
     sharding: str = setting("none", "'none' (one copy per process; DDP across processes) or 'fsdp2' (parameters, "
                                     "gradients and optimizer state sharded over the processes)")
-    activation_checkpointing: bool = setting(True, "recompute each decoder layer in the backward (less memory, "
-                                                   "about one more forward; long episodes need it at 30B)")
     backend: str = setting("vllm", "who samples: 'vllm' (a vLLM engine in this process), 'server' (--server-url) "
                                    "or 'hf' (transformers in this process; small models); each gets the weights "
                                    "after a step")
     server_url: str = setting("", "comma-separated base URLs of `agentgspo serve-policy` servers (--backend "
                                   "server); they read the weights from DIR/sampler-RANK/ (a shared file system)")
     # Env and episodes.
-    env_id: str = setting("agentgspo/Calculator-v0", "registered env id")
+    env_id: str = setting("agentgspo/Calculator-v0", "registered env id ('module:id' imports the module first)")
     env_kwargs: dict = setting({}, "keyword arguments of the env (a JSON object on the command line)")
     max_turns: int = setting(6, "assistant turns per episode (0: the env's registered budget)")
     max_new_tokens: int = setting(4096, "ids per assistant turn; Qwen3 thinks before it answers (0: the env's "
@@ -95,92 +125,70 @@ class TrainConfig:
                                          "sequence as sampled; 'split_turns': each assistant turn its own sample, "
                                          "in the context the chat template renders at that turn (templates that "
                                          "drop earlier <think> blocks, e.g. Qwen3)")
-    # GSPO (arXiv 2507.18071).
-    steps: int = setting(200, "GSPO steps (rollout batch + update)")
-    prompts_per_step: int = setting(16, "prompts per step, per process")
-    group_size: int = setting(8, "samples per prompt: the group GSPO's advantages compare (Eq. 6)")
-    lr: float = setting(1e-6, "AdamW learning rate")
-    warmup_steps: int = setting(4, "optimizer steps of linear LR warm-up")
-    minibatches: int = setting(4, "optimizer steps per rollout batch (paper §5.1)")
-    micro_batch_tokens: int = setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
-    eps_low: float | None = setting(None, "lower clip range of the ratio (empty: the objective's, paper §5.1: "
-                                          "3e-4 for gspo and gspo_token, 0.2 for grpo); config.json records the "
-                                          "value used")
-    eps_high: float | None = setting(None, "upper clip range of the ratio (empty: the objective's, paper §5.1: "
-                                           "4e-4 for gspo and gspo_token, 0.27 for grpo)")
-    logp_old: str = setting("recompute", "'recompute' (score the batch before updating) or 'sampler' (the "
-                                         "sampler's log-probs, paper §5.4)")
-    temperature: float = setting(1.0, "sampling temperature (the learner scores softmax(logits / T))")
     top_p: float = setting(1.0, "nucleus sampling (1: off); with --logp-old sampler only backends whose log-probs "
                                 "are the full distribution's (hf) allow < 1")
     top_k: int = setting(0, "sample among the k most likely ids (0: off); as --top-p for --logp-old sampler")
-    objective: str = setting("gspo", "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the "
-                                     "token-ratio baseline, with its own clip band 0.2 / 0.27)")
-    unit: str = setting("trajectory", "what one GSPO ratio covers: 'trajectory' (every assistant token, tool "
-                                      "outputs masked) or 'turn' (each assistant turn its own ratio and clip)")
-    credit: str = setting("trajectory", "'trajectory' (one advantage per episode) or 'turn' (per-turn "
-                                        "return-to-go advantages from each step's reward; gspo_token, grpo or "
-                                        "--unit turn)")
-    turn_baseline: str = setting("episode", "--credit turn: 'episode' (each turn's return-to-go against the group's "
-                                            "mean episode return: equals Eq. 6 when only the end is rewarded) or "
-                                            "'turn' (against the group's returns-to-go at the same turn)")
-    split_turns_weight: str = setting("episode", "--history split_turns: 'episode' (each episode weighs 1/N, its K "
-                                                 "turn samples 1/K each: the paper's per-trajectory mean) or 'turn' "
-                                                 "(each turn sample weighs 1/N: long episodes weigh more)")
-    routing_replay: str = setting("off", "MoE: 'off', 'rollout' (replay the sampler's expert choices, R3; --backend "
-                                         "hf) or 'old_policy' (replay the logp_old recompute's, the paper's Routing "
-                                         "Replay)")
-    router_aux_loss_coef: float = setting(-1.0, "MoE router load-balancing loss weight (-1: the model config's "
-                                                "value; 0: off)")
-    max_grad_norm: float = setting(1.0, "gradient clipping norm")
-    # Optional supervised warm start on the env's demonstrator (oracle, and `wrong` in a share of the episodes).
+    # GSPO steps.
+    steps: int = setting(200, "most GSPO steps (rollout batch + update)")
+    prompts_per_step: int = setting(16, "prompts per step, per process")
+    group_size: int = setting(8, "samples per prompt: the group GSPO's advantages compare (Eq. 6)")
+    lr: float = setting(1e-6, "AdamW learning rate")
+    warmup_steps: int = setting(4, "optimizer steps of linear LR warm-up (then constant)")
+    stop_success: float | None = setting(None, f"stop once the {SMOOTHING}-step mean success reaches this (empty: "
+                                               "run every step)")
+    max_minutes: float = setting(0.0, "time cap: GSPO stops once the command has run this many minutes (0: none)",
+                                 resumable=True)
+    # Optional supervised warm start on the env's demonstrator (its oracle, and `wrong` in a share of the episodes).
     warm_demos: int = setting(0, "demonstration episodes for a warm start (0: none; a real checkpoint needs none)")
     warm_wrong_frac: float = setting(0.5, "share of the demonstrations played by the env's `wrong` policy")
     warm_steps: int = setting(0, "warm-start AdamW steps")
     warm_batch: int = setting(32, "demonstrations per warm-start step")
     warm_lr: float = setting(3e-3, "warm-start learning rate (linearly decayed to 0)")
-    checkpoint_every: int = setting(10, "GSPO steps between checkpoints (an interruption saves one too)")
+    warm_eval_every: int = setting(0, "warm-start steps between evals of sampled success on 64 held-out prompts "
+                                      "(for the plot; 0: none)")
+    warm_checkpoint_every: int = setting(100, "warm-start steps between checkpoints (an interruption saves one "
+                                              "too)", resumable=True)
+    # Outputs.
+    final_eval_episodes: int = setting(0, "held-out prompts of the final evaluation, sampled (T=1) and greedy "
+                                          "(0: none)")
+    checkpoint_every: int = setting(10, "GSPO steps between checkpoints (an interruption saves one too)",
+                                    resumable=True)
     trajectories_every: int = setting(10, "GSPO steps between saving the step's episodes (ids, masks, log-probs, "
                                           "messages) to DIR/trajectories/step_N_rankR.jsonl, for `agentgspo view "
-                                          "FILE --tokenizer DIR/final` (0: never)")
+                                          "FILE --tokenizer DIR/final` (0: never)", resumable=True)
+    kill_after_step: int = setting(0, "testing exact resume: SIGKILL this process right after that GSPO step "
+                                      "(0: never)", testing=True)
+    wait_for_interrupt_at: str = setting("", "testing interruption: after warm-start step N ('warm:N') or GSPO "
+                                             f"step N ('gspo:N'), write DIR/{INTERRUPT_MARKER} and wait for "
+                                             "SIGINT/SIGTERM", testing=True)
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the learner's checks; the clip band resolved, so config.json records it
         choices = {"history": HISTORY_MODES, "sharding": SHARDINGS, "mixed_precision": ("no", "bf16"),
-                   "backend": tuple(BACKENDS), "logp_old": ("recompute", "sampler")}
+                   "backend": tuple(BACKENDS)}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        for name in ("steps", "prompts_per_step", "group_size", "minibatches", "micro_batch_tokens",
-                     "checkpoint_every"):
+        for name in ("steps", "prompts_per_step", "group_size", "checkpoint_every", "warm_checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
-        if self.trajectories_every < 0:
-            raise ValueError(f"trajectories_every: expected >= 0, got {self.trajectories_every}")
+        for name in ("trajectories_every", "warm_eval_every", "final_eval_episodes", "max_minutes",
+                     "env_call_timeout_s", "env_budget_s", "sampler_timeout_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: expected >= 0 (0: none), got {getattr(self, name)}")
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs: expected a JSON object, got {self.env_kwargs!r}")
-        from agentgspo.policy.factory import run_options
-
         run_options(self.backend, seed=self.seed, server_urls=self.server_urls())  # each backend checks its needs
         if self.routing_replay == "rollout" and self.backend != "hf":
             raise ValueError("routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
                              "(vLLM's routed-expert output needs its V2 runner with Triton, not wired here); or use "
                              "--routing-replay old_policy")
-        for name in ("env_call_timeout_s", "env_budget_s", "sampler_timeout_s"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: expected >= 0 seconds (0: no limit), got {getattr(self, name)}")
-        if self.turn_baseline not in ("episode", "turn") or self.split_turns_weight not in ("episode", "turn"):
-            raise ValueError(f"turn_baseline and split_turns_weight: expected 'episode' or 'turn', got "
-                             f"{self.turn_baseline!r} and {self.split_turns_weight!r}")
-        # The clip band the run uses: the objective's (paper §5.1) unless given, written so config.json records it.
-        from agentgspo.learning.learner import DEFAULT_EPS
-
-        if self.objective not in DEFAULT_EPS:
-            raise ValueError(f"objective: expected one of {', '.join(DEFAULT_EPS)}, got {self.objective!r}")
-        low, high = DEFAULT_EPS[self.objective]
-        self.eps_low = low if self.eps_low is None else float(self.eps_low)
-        self.eps_high = high if self.eps_high is None else float(self.eps_high)
         if self.warm_demos and not self.warm_steps:
             raise ValueError("warm_demos without warm_steps: set --warm-steps too (or --warm-demos 0)")
+        phase, _, step = self.wait_for_interrupt_at.partition(":")
+        if self.wait_for_interrupt_at and (phase not in ("warm", "gspo") or not step.isdigit()):
+            raise ValueError(f"wait_for_interrupt_at: expected 'warm:N' or 'gspo:N', got "
+                             f"{self.wait_for_interrupt_at!r}")
 
     def server_urls(self) -> list[str]:
         """``server_url`` as a list."""
@@ -204,424 +212,447 @@ SMOKE: dict[str, Any] = dict(policy="tiny", backend="hf", device="cpu", activati
                              max_new_tokens=32, max_context=1024, steps=2, prompts_per_step=2, group_size=2, lr=1e-4,
                              checkpoint_every=1, trajectories_every=1)
 
-# Settings that do not change what the run computes: a rerun may change them and still resume.
-RESUMABLE_WITH_OTHER = ("out", "checkpoint_every", "trajectories_every")
-
-
-def flag(name: str) -> str:
-    """The command-line flag of config field ``name``."""
-    return "--" + name.replace("_", "-")
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered not in ("true", "false", "1", "0", "yes", "no"):
-        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-    return lowered in ("true", "1", "yes")
-
-
-def _json_parser(kind: type, name: str) -> Any:
-    """An argparse type reading a JSON value of ``kind`` (``name`` for the error)."""
-    def parse(text: str) -> Any:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"expected a JSON {name}, got {text!r} ({exc})") from None
-        if not isinstance(value, kind):
-            raise argparse.ArgumentTypeError(f"expected a JSON {name}, got {text!r}")
-        return value
-
-    return parse
-
-
-def optional_inner(kind: Any) -> Any:
-    """``X`` for a field typed ``X | None``, else ``None``."""
-    args = typing.get_args(kind)
-    if len(args) == 2 and type(None) in args:
-        return next(arg for arg in args if arg is not type(None))
-    return None
-
-
-def _parser_type(kind: Any) -> Any:
-    inner = optional_inner(kind)
-    if inner is not None:  # `X | None`: an empty value (or none/null) is None
-        parse_inner = _parser_type(inner)
-
-        def parse_optional(text: str) -> Any:
-            return None if text.strip().lower() in ("", "none", "null") else parse_inner(text)
-
-        parse_optional.__name__ = getattr(parse_inner, "__name__", "value")
-        return parse_optional
-    return {bool: _parse_bool, dict: _json_parser(dict, "object"),
-            list: _json_parser(list, "list (e.g. '[\"a\", \"b\"]')")}.get(kind, kind)
-
-
-def recipe_parser(config_class: type, description: str) -> argparse.ArgumentParser:
-    """``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field of ``config_class`` (defaults in help)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--smoke", action="store_true",
-                        help="a CPU size on the tiny policy that runs in a minute (the test suite runs it)")
-    parser.add_argument("--config", metavar="FILE.yaml", help="settings from a YAML mapping of field names; "
-                                                              "command-line flags override them")
-    kinds = typing.get_type_hints(config_class)
-    for spec in dataclasses.fields(config_class):
-        default = spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
-        shown = json.dumps(default) if isinstance(default, (dict, list)) else default
-        parser.add_argument(flag(spec.name), dest=spec.name, type=_parser_type(kinds[spec.name]),
-                            default=argparse.SUPPRESS, help=f"{spec.metadata['help']} (default: {shown})")
-    return parser
-
-
-def load_config(config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any] | None = None,
-                description: str = "") -> Any:
-    """The run's settings: ``config_class``'s defaults, then ``smoke`` (with ``--smoke``), then the YAML file of
-    ``--config``, then the flags given. Unknown YAML keys are refused naming the closest field."""
-    args = vars(recipe_parser(config_class, description).parse_args(argv))
-    values: dict[str, Any] = {}
-    if args.pop("smoke"):
-        values.update(smoke or {})
-    config_file = args.pop("config", None)
-    if config_file:
-        values.update(_read_yaml(config_file, config_class))
-    values.update(args)
-    return config_class(**values)
-
-
-def _read_yaml(path: str, config_class: type) -> dict[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"--config {path}: cannot read it as YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--config {path}: expected a mapping of setting names to values, got {type(data).__name__}")
-    names = [spec.name for spec in dataclasses.fields(config_class)]
-    for key in data:
-        if key.replace("-", "_") not in names:
-            close = difflib.get_close_matches(key.replace("-", "_"), names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"--config {path}: unknown setting {key!r}{hint}")
-    kinds = typing.get_type_hints(config_class)
-    values = {}
-    for key, value in data.items():
-        name = key.replace("-", "_")
-        kind = kinds[name]
-        if optional_inner(kind) is not None:
-            if value is None:
-                values[name] = None
-                continue
-            kind = optional_inner(kind)
-        if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
-            try:  # YAML 1.1 reads 1e-6 (no dot) as a string
-                value = float(value)
-            except ValueError:
-                raise ValueError(f"--config {path}: {key}: expected a number, got {value!r}") from None
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ValueError(f"--config {path}: {key}: expected {kind.__name__}, got {value!r}")
-        values[name] = value
-    return values
-
 
 def run_recipe(config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any], command: str,
-               description: str = "") -> int:
-    """A recipe's command line: parse (see :func:`load_config`), :func:`train`, exit status (0 done, 130/143
-    interrupted after a checkpoint, 2 for bad input) with one line, not a traceback, for bad input."""
-    from agentgspo.training.run_folder import RunInterrupted
-
+               description: str = "", succeeded: Callable[[dict[str, Any]], bool] | None = None) -> int:
+    """A recipe's command line: its settings from ``argv`` (:func:`agentgspo.training.settings.load_config`), then
+    :func:`run_config`; bad settings give one line and exit status 2."""
     try:
         config = load_config(config_class, argv, smoke=smoke, description=description)
-        train(config, command=command)
+    except ValueError as exc:
+        print(f"{command}: error: {exc}", file=sys.stderr)
+        return 2
+    return run_config(config, command=command, succeeded=succeeded)
+
+
+def run_config(config: TrainConfig, *, command: str, succeeded: Callable[[dict[str, Any]], bool] | None = None) -> int:
+    """:func:`train` and its exit status: 0 done (and ``succeeded(summary)`` when given, else 1), 130/143
+    interrupted after a checkpoint, 2 for bad input, with one line, not a traceback, for an interruption or bad
+    input."""
+    try:
+        summary = train(config, command=command)
     except RunInterrupted as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_status
+    except KeyboardInterrupt as exc:
+        print(f"interrupted: {exc or 'stopped without saving'}", file=sys.stderr)
+        return 130
     except (ValueError, LookupError, FileNotFoundError) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
-    return 0
+    return 0 if succeeded is None or succeeded(summary) else 1
 
 
-def resume_command(config: Any, command: str) -> str:
-    """The command that continues this run: the settings that differ from the recipe's defaults."""
-    import shlex
+def exit_process(status: int) -> None:
+    """Leave a recipe's process with ``status``. Under a launcher every file is written and the process group
+    destroyed by now, and the interpreter's teardown of torch's C++ threads has aborted a rank under load
+    ('terminate called without an active exception', SIGABRT after a finished run, which the launcher reports as a
+    failure): leave without that teardown."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
 
-    defaults = type(config)()
-    parts = [flag("out"), config.out]
-    for spec in dataclasses.fields(config):
-        value = getattr(config, spec.name)
-        if spec.name != "out" and value != getattr(defaults, spec.name):
-            parts += [flag(spec.name), value if isinstance(value, str) else json.dumps(value)]
-    return " ".join([command, *map(shlex.quote, parts)])
+
+def bare_env_id(env_id: str) -> str:
+    """``env_id`` without Gymnasium's ``module:`` prefix, its module imported (it registers the id)."""
+    module, _, bare = env_id.rpartition(":")
+    if module:
+        importlib.import_module(module)
+    return bare
 
 
 def episode_limits(config: Any) -> dict[str, int]:
     """``max_turns``, ``max_new_tokens``, ``max_context``: the config's, else the env's registered budget, else the
     library defaults."""
-    from agentgspo.policy.policy_settings import LIMIT_DEFAULTS
-    from agentgspo.environments.registry import env_budget
-
-    budget = env_budget(config.env_id)
+    budget = env_budget(bare_env_id(config.env_id))
     return {name: getattr(config, name) or (getattr(budget, name) if budget else LIMIT_DEFAULTS[name])
             for name in ("max_turns", "max_new_tokens", "max_context")}
 
 
-def train(config: Any, *, command: str = "python -m agentgspo.training.train") -> dict[str, Any]:
-    """Run GSPO as ``config`` says (see the module docstring); returns the summary written to DIR/summary.json."""
+def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.train") -> dict[str, Any]:
+    """Run GSPO as ``config`` says (see the module docstring); returns the summary written to DIR/summary.json
+    (the same on every rank). Raises :class:`~agentgspo.training.run_folder.RunInterrupted` after a checkpoint on
+    SIGINT/SIGTERM and ``RunFolderMismatch`` for a folder holding a run with other settings."""
     import agentgspo  # noqa: F401 -- registers the env ids
-    from accelerate import Accelerator
-
-    from agentgspo.policy.loading import resolve_checkpoint
-    from agentgspo.environments.registry import check_env_kwargs, make
-    from agentgspo.training.run_folder import StopSignals, check_run_folder
 
     started = time.perf_counter()
     out = Path(config.out)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    hparams = {"recipe": type(config).__name__, "world_size": world, **dataclasses.asdict(config)}
-    check_run_folder(out, hparams, command=command, ignore=RESUMABLE_WITH_OTHER,
-                     flag_of={spec.name: flag(spec.name) for spec in dataclasses.fields(config)})
+    world = int(os.environ.get("WORLD_SIZE", "1"))  # set by `accelerate launch` (and torchrun) on every rank
+    # As config.json holds them (a tuple reads back as a list), so the comparison with a saved run is like for like.
+    hparams = json.loads(json.dumps({"recipe": type(config).__name__, "world_size": world,
+                                     **dataclasses.asdict(config)}, default=str))
+    check_run_folder(out, hparams, command=command, ignore=resumable_settings(type(config)),
+                     flag_of=flags_of(type(config)),
+                     defaults=json.loads(json.dumps(dataclasses.asdict(type(config)()), default=str)))
     if (out / SUMMARY).exists():
         summary = json.loads((out / SUMMARY).read_text())
         if int(os.environ.get("RANK", "0")) == 0:
-            print(f"{out} holds a finished run ({summary['steps']} steps): nothing to do; pass another --out to "
-                  "train again")
+            print(f"{out} holds a finished run: nothing to do (pass another --out to train again).")
+            _report(out, summary)
         return summary
     resolve_checkpoint(config.policy)  # not a model, or a hub id not cached: an error now, before any work
-    check_env_kwargs(config.env_id, config.train_env_kwargs())
-    make(config.env_id, **config.train_env_kwargs()).close()  # an unknown id or keyword: an error now
+    env_id = bare_env_id(config.env_id)
+    check_env_kwargs(env_id, config.train_env_kwargs())
+    make(env_id, **config.train_env_kwargs()).close()  # an unknown id or keyword: an error now
     accelerator = Accelerator(cpu=config.device == "cpu")
     if accelerator.num_processes != world:
         raise ValueError(f"WORLD_SIZE says {world} processes but accelerate started {accelerator.num_processes}; "
                          "launch with `accelerate launch` (or torchrun), which sets both")
-    if accelerator.is_main_process:
+    if accelerator.is_main_process:  # before any work: a rerun with other settings is refused from the start
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(hparams, indent=2, default=str))
     with StopSignals(announce=accelerator.is_main_process) as signals:
-        return _train(config, accelerator, out, hparams, signals, started, command)
+        return _Run(config, accelerator, out, hparams, signals, started, command).run()
 
 
-def _train(config: Any, accelerator: Any, out: Path, hparams: dict, signals: Any, started: float,
-           command: str) -> dict[str, Any]:
-    import gymnasium as gym
-    import torch
-    from accelerate.utils import set_seed
-    from transformers import get_scheduler
+class _Run:
+    """One run's state: the pieces :func:`train` builds, then the loop (:meth:`run`)."""
 
-    from agentgspo.training.checkpoint import latest_checkpoint, load_checkpoint, read_run_state, save_checkpoint
-    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-    from agentgspo.training.metrics import MetricsLogger, read_metrics, rollout_metrics_over_ranks
-    from agentgspo.policy.base import SamplingParams
-    from agentgspo.policy.hf import HFPolicy
-    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.training.run_folder import RunInterrupted
-    from agentgspo.rollouts.trajectory import write_jsonl
+    def __init__(self, config: TrainConfig, accelerator: Accelerator, out: Path, hparams: dict, signals: StopSignals,
+                 started: float, command: str):
+        self.config, self.accelerator, self.out, self.hparams = config, accelerator, out, hparams
+        self.signals, self.started, self.command = signals, started, command
+        self.rank, self.world = accelerator.process_index, accelerator.num_processes
+        self.limits = episode_limits(config)
+        self.warm_log: dict[str, Any] = {"demonstrator_success": None, "evals": []}
 
-    set_seed(config.seed)
-    rank, world = accelerator.process_index, accelerator.num_processes
-    limits = episode_limits(config)
+    def make_env(self) -> gym.Env:
+        """A fresh training env."""
+        return gym.make(self.config.env_id, disable_env_checker=True, **self.config.train_env_kwargs())
 
-    def make_env() -> gym.Env:
-        return gym.make(config.env_id, disable_env_checker=True, **config.train_env_kwargs())
+    def interrupted(self, where: str, checkpoint: Path) -> RunInterrupted:
+        """The error that stops the run after ``checkpoint``, naming the command that resumes it."""
+        return RunInterrupted(self.signals.signum, f"{self.signals.name} during {where}: saved {checkpoint}. Resume "
+                                                   f"with: {resume_command(self.config, self.command)}")
 
-    def interrupted(where: str, checkpoint: Path) -> RunInterrupted:
-        return RunInterrupted(signals.signum, f"{signals.name} during {where}: saved {checkpoint}. Resume with: "
-                                              f"{resume_command(config, command)}")
+    def run(self) -> dict[str, Any]:
+        """Warm start (if asked), GSPO until a stop rule, then the final policy, evaluation and summary."""
+        config, accelerator, out = self.config, self.accelerator, self.out
+        set_seed(config.seed)  # the same init on every rank
+        policy = self.load_policy()
+        renderer, model = policy.renderer, policy.model
+        self.renderer = renderer
+        resume_from = latest_checkpoint(out)
+        run_state = read_run_state(resume_from) if resume_from is not None else {"phase": "warm_start", "step": 0}
+        self.warm_log = run_state.get("warm_log", self.warm_log)
+        if config.warm_steps:
+            self.warm_start(policy, resume_from, run_state)
 
-    record = getattr(config, "routing_replay", "off") == "rollout"  # the sampler records its expert choices (R3)
-    policy = HFPolicy.from_pretrained(config.policy, dtype=config.dtype, device=str(accelerator.device),
-                                      attn_implementation=config.attn_implementation or None, seed=config.seed,
-                                      record_routing=record)
-    renderer, model = policy.renderer, policy.model
-    resume_from = latest_checkpoint(out)
-    run_state = read_run_state(resume_from) if resume_from is not None else {"phase": "warm_start", "step": 0}
-    if config.warm_steps:
-        _warm_start(config, accelerator, out, model, renderer, make_env, resume_from, run_state, signals,
-                    interrupted)
+        def make_optimizer(parameters: Any) -> torch.optim.Optimizer:
+            return torch.optim.AdamW(parameters, lr=config.lr, weight_decay=0.0)
 
-    def make_optimizer(parameters: Any) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(parameters, lr=config.lr, weight_decay=0.0)
+        def make_scheduler(optimizer: torch.optim.Optimizer) -> Any:
+            return get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=config.warmup_steps)
 
-    if config.sharding == "fsdp2" or getattr(accelerator, "is_fsdp2", False):
-        from agentgspo.learning.sharding import shard_policy
+        model, optimizer, scheduler = prepare_policy(accelerator, model, make_optimizer, make_scheduler,
+                                                     sharding=config.sharding, mixed_precision=config.mixed_precision,
+                                                     max_grad_norm=config.max_grad_norm)
+        if is_sharded(model):
+            policy = self.load_policy()  # the sampler's unsharded copy: gets the gathered weights after each step
+        else:
+            policy.model = accelerator.unwrap_model(model)
+        learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
+                              scheduler=scheduler, seed=config.seed + self.rank,
+                              config=LearnerConfig.from_settings(config))
+        accelerator.register_for_checkpointing(learner)
+        step = 0
+        if run_state["phase"] == "gspo":
+            step = load_checkpoint(accelerator, resume_from)["step"]
+            accelerator.print(f"resumed from {resume_from} at step {step}")
 
-        model, optimizer = shard_policy(accelerator, model, make_optimizer, mixed_precision=config.mixed_precision,
-                                        max_grad_norm=config.max_grad_norm)
-        scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=config.warmup_steps)
-        accelerator.register_for_checkpointing(scheduler)
-        # The sampler: an unsharded copy that gets the gathered full weights after each step.
-        policy = HFPolicy.from_pretrained(config.policy, dtype=config.dtype, device=str(accelerator.device),
-                                          attn_implementation=config.attn_implementation or None, seed=config.seed,
-                                          record_routing=record)
-    else:
-        if config.mixed_precision != "no" and accelerator.mixed_precision == "no":
-            raise ValueError("--mixed-precision bf16 without FSDP2: launch with `accelerate launch "
-                             "--mixed_precision bf16` (or --sharding fsdp2)")
-        optimizer = make_optimizer(model.parameters())
-        scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=config.warmup_steps)
-        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-        policy.model = accelerator.unwrap_model(model)
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
-                          scheduler=scheduler, seed=config.seed + rank, config=LearnerConfig(
-                              objective=config.objective, unit=config.unit, credit=config.credit,
-                              routing_replay=config.routing_replay,
-                              router_aux_loss_coef=None if config.router_aux_loss_coef < 0 else
-                              config.router_aux_loss_coef, eps_low=config.eps_low, eps_high=config.eps_high,
-                              minibatches=config.minibatches, micro_batch_tokens=config.micro_batch_tokens,
-                              logp_old=config.logp_old, temperature=config.temperature,
-                              max_grad_norm=config.max_grad_norm, turn_baseline=config.turn_baseline,
-                              split_turns_weight=config.split_turns_weight,
-                              activation_checkpointing=config.activation_checkpointing))
-    accelerator.register_for_checkpointing(learner)
-    start_step = 0
-    if run_state["phase"] == "gspo":
-        start_step = load_checkpoint(accelerator, resume_from)["step"]
-        accelerator.print(f"resumed from {resume_from} at step {start_step}")
+        sampler_folder = out / f"sampler-{self.rank}"
+        sampler = self.sampler(policy, sampler_folder)
+        self.refresh_sampler(sampler, model, policy, sampler_folder)
+        rollout = RolloutConfig(group_size=config.group_size, max_turns=self.limits["max_turns"],
+                                max_context=self.limits["max_context"], history=config.history,
+                                env_call_timeout_s=config.env_call_timeout_s or None,
+                                env_budget_s=config.env_budget_s or None,
+                                sampler_timeout_s=config.sampler_timeout_s or None,
+                                sampling=SamplingParams(temperature=config.temperature, top_p=config.top_p,
+                                                        top_k=config.top_k,
+                                                        max_new_tokens=self.limits["max_new_tokens"]))
+        runner = RolloutRunner(self.make_env, sampler, renderer, rollout, env_id=config.env_id)
+        evaluation = config.eval_hook(out / "eval", rollout) if accelerator.is_main_process else None
+        logger = MetricsLogger(out, self.hparams, resume_step=step, enabled=accelerator.is_main_process)
+        success = [row["success"] for row in self.previous_metrics()[:step]]  # the stop rule's history
+        rules = [f"after {config.steps} steps (--steps)"]
+        if config.stop_success is not None:
+            rules.append(f"at a {SMOOTHING}-step mean success >= {config.stop_success} (--stop-success)")
+        if config.max_minutes:
+            rules.append(f"after {config.max_minutes:g} minutes (--max-minutes)")
+        accelerator.print(f"GSPO: stops {', '.join(rules[1:] + rules[:1])}, whichever comes first")
+        stopped = self.stop_rule(success, step)
+        while stopped is None:
+            # Data position = step: every rank plays its own disjoint prompts, the same after a resume.
+            first = TRAIN_SEED_BASE + (step * self.world + self.rank) * config.prompts_per_step
+            rollout_started = time.perf_counter()
+            model.eval()
+            trajectories = runner.run_sync(range(first, first + config.prompts_per_step),
+                                           sampling_seed=config.seed * 1_000_003 + step)
+            model.train()
+            rollout_seconds = time.perf_counter() - rollout_started
+            step += 1
+            if config.trajectories_every and step % config.trajectories_every == 0:
+                (out / "trajectories").mkdir(parents=True, exist_ok=True)
+                write_jsonl(trajectories, out / "trajectories" / f"step_{step:06d}_rank{self.rank}.jsonl")
+            stats = learner.step(trajectories)
+            self.refresh_sampler(sampler, model, policy, sampler_folder)
+            # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next update.
+            evaluated = evaluation(step, sampler, renderer) if evaluation is not None else None
+            batch = summarize(trajectories)
+            shared = rollout_metrics_over_ranks(accelerator, batch)  # over the episodes trained on, all ranks
+            logger.log(step, {**shared, **stats, "rollout_seconds": rollout_seconds,
+                              "tokens_mean": batch["tokens_mean"], "samples": len(trajectories),
+                              "stop_reasons": batch["stop_reasons"], "elapsed_s": time.perf_counter() - self.started,
+                              **(evaluated or {})})
+            shown = "".join(f" {name} {value:.3f}" for name, value in (evaluated or {}).items())
+            accelerator.print(f"step {step}/{config.steps}: reward {shared['reward_mean']:.3f} success "
+                              f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
+                              f"loss {stats.get('loss', 0.0):.4f} clip_seq {stats.get('clip_frac_seq', 0.0):.2f} "
+                              f"({rollout_seconds:.1f} s rollout){shown}", flush=True)
+            success.append(shared["success"])
+            stopped = self.stop_rule(success, step)
+            saved = None
+            if step % config.checkpoint_every == 0 or stopped is not None:  # the last step too: a rerun reports
+                saved = self.checkpoint(step)
+            self.testing_hooks("gspo", step)
+            if stopped is None and self.stop_requested():
+                logger.close()
+                raise self.interrupted(f"GSPO (step {step})", saved or self.checkpoint(step))
+        if sampler is not policy and hasattr(sampler, "close"):
+            sampler.close()  # the in-process engine's processes; the final evaluation uses this process's model
+        logger.close()
+        summary = self.finish(policy, model, stopped, step)
+        # A barrier first: a rank that destroys the process group while its last send of a collective (a gloo send
+        # completes locally) is still unread aborts ('terminate called without an active exception').
+        accelerator.wait_for_everyone()
+        accelerator.end_training()
+        return summary
 
-    sampler_folder = out / f"sampler-{rank}"
-    sampler = _sampler(config, policy, sampler_folder)
-    _refresh_sampler(accelerator, sampler, model, policy, sampler_folder)
-    rollout = RolloutConfig(group_size=config.group_size, max_turns=limits["max_turns"],
-                            max_context=limits["max_context"], history=config.history,
-                            env_call_timeout_s=config.env_call_timeout_s or None,
-                            env_budget_s=config.env_budget_s or None,
-                            sampler_timeout_s=config.sampler_timeout_s or None,
-                            sampling=SamplingParams(temperature=config.temperature, top_p=config.top_p,
-                                                    top_k=config.top_k, max_new_tokens=limits["max_new_tokens"]))
-    runner = RolloutRunner(make_env, sampler, renderer, rollout, env_id=config.env_id)
-    evaluation = config.eval_hook(out / "eval", rollout) if accelerator.is_main_process else None
-    logger = MetricsLogger(out, hparams, resume_step=start_step, enabled=accelerator.is_main_process)
-    for step in range(start_step, config.steps):
-        first = TRAIN_SEED_BASE + (step * world + rank) * config.prompts_per_step
-        rollout_started = time.perf_counter()
+    # --- the pieces of a run ------------------------------------------------------------------------------------
+
+    def load_policy(self) -> HFPolicy:
+        """The policy as the config loads it (recording its expert choices for ``routing_replay="rollout"``)."""
+        config = self.config
+        return HFPolicy.from_pretrained(config.policy, dtype=config.dtype, device=str(self.accelerator.device),
+                                        attn_implementation=config.attn_implementation or None, seed=config.seed,
+                                        record_routing=config.routing_replay == "rollout")
+
+    def warm_start(self, policy: HFPolicy, resume_from: Path | None, run_state: dict) -> None:
+        """Imitate the env's (imperfect) demonstrator before GSPO; resumable, skipped once it has finished."""
+        config, accelerator, out, model = self.config, self.accelerator, self.out, policy.model
+        if run_state["phase"] == "gspo":
+            return  # GSPO's checkpoint holds the weights
+        progress = WarmStartProgress()
+        if resume_from is not None:
+            trainer_state, _ = load_warm_checkpoint(resume_from, model)
+            progress.load_state_dict(trainer_state)
+            accelerator.print(f"resumed from {resume_from} (warm-start step {progress.step})")
+        if progress.step < config.warm_steps:
+            demos = self.demonstrations(policy.renderer)
+            self.warm_log["demonstrator_success"] = summarize(demos)["success"]
+
+            def save(step: int) -> Path:
+                return save_warm_checkpoint(accelerator, out, step, model, progress.state_dict(),
+                                            {"warm_log": self.warm_log})
+
+            def after_step(step: int, loss: float) -> bool:
+                if config.warm_eval_every and step % config.warm_eval_every == 0:
+                    model.eval()
+                    result = self.evaluate(policy, EVAL_SEEDS[:64], temperature=1.0)
+                    model.train()
+                    self.warm_log["evals"].append({"step": step, "loss": loss, "success": result["success"]})
+                    accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f} sampled success "
+                                      f"{result['success']:.2f}", flush=True)
+                elif step % 50 == 0:
+                    accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f}", flush=True)
+                self.testing_hooks("warm", step)
+                if self.stop_requested():
+                    raise self.interrupted(f"the warm start (step {step} of {config.warm_steps})", save(step))
+                if step % config.warm_checkpoint_every == 0 or step == config.warm_steps:
+                    save(step)
+                return False
+
+            warm_start(model, demos, pad_token_id=policy.renderer.tokenizer.pad_token_id, steps=config.warm_steps,
+                       batch_size=config.warm_batch, lr=config.warm_lr, seed=config.seed, callback=after_step,
+                       progress=progress)
+        if accelerator.is_main_process:
+            (out / "warm_start.json").write_text(json.dumps(self.warm_log))
+
+    def demonstrations(self, renderer: Any) -> list:
+        """The demonstrator's episodes: read from DIR/demonstrations.jsonl when an interrupted run wrote them
+        (playing thousands of episodes again costs minutes), else played and written there."""
+        config, path = self.config, self.out / "demonstrations.jsonl"
+        if path.exists():
+            demos = read_jsonl(path)
+            if len(demos) == config.warm_demos:
+                return demos
+        demos = play_demonstrations(self.make_env, renderer,
+                                    range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.warm_demos),
+                                    wrong_frac=config.warm_wrong_frac, seed=config.seed, env_id=config.env_id)
+        if self.accelerator.is_main_process:  # whole or not at all: another rank, or a rerun, may read it
+            staging = path.with_name(f".{path.name}.tmp")
+            write_jsonl(demos, staging)
+            staging.rename(path)
+        return demos
+
+    def evaluate(self, policy: Any, seeds: range, *, temperature: float) -> dict[str, Any]:
+        """Success of ``policy`` on the held-out ``seeds`` (a fresh runner, no training)."""
+        rollout = RolloutConfig(group_size=1, max_turns=self.limits["max_turns"],
+                                max_context=self.limits["max_context"],
+                                sampling=SamplingParams(temperature=temperature,
+                                                        max_new_tokens=self.limits["max_new_tokens"]))
+        return summarize(RolloutRunner(self.make_env, policy, policy.renderer, rollout).run_sync(
+            list(seeds), sampling_seed=12345))
+
+    def sampler(self, policy: HFPolicy, folder: Path) -> Any:
+        """The backend ``--backend`` names: the HF policy itself (it samples with the learner's module), or another
+        backend loaded from ``folder`` (the weights and tokenizer written there)."""
+        config = self.config
+        if isinstance(policy, backend_class(config.backend)):
+            return policy
+        save_weights(policy.model, folder)
+        policy.renderer.tokenizer.save_pretrained(folder)
+        return make_backend(str(folder), config.backend,
+                            **run_options(config.backend, seed=config.seed, server_urls=config.server_urls()))
+
+    def refresh_sampler(self, sampler: Any, model: Any, policy: HFPolicy, folder: Path) -> None:
+        """Give the sampler the learner's current weights (gathered from the shards under FSDP2)."""
+        if is_sharded(model):
+            load_sampler_weights(policy.model, full_state_dict(self.accelerator, model))  # a collective: every rank
+            model = policy.model  # the unsharded copy: the sampler itself (hf), or what vLLM / the servers reload
+        sync_weights(sampler, model, folder)
+
+    def trained_with(self, renderer: Any) -> PolicySettings:
+        """How to play the trained policy (DIR/final/agentgspo.json and each checkpoint's)."""
+        config = self.config
+        return PolicySettings(
+            env_id=bare_env_id(config.env_id), env_kwargs=config.env_kwargs,
+            chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
+            temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, **self.limits)
+
+    def checkpoint(self, step: int) -> Path:
+        """A GSPO checkpoint (every rank's state; the warm start's log; how to play it)."""
+        path = save_checkpoint(self.accelerator, self.out, step, {"warm_log": self.warm_log})
+        if self.accelerator.is_main_process:
+            write_policy_settings(path, self.trained_with(self.renderer))
+        return path
+
+    def stop_rule(self, success: list[float], step: int) -> str | None:
+        """Why GSPO stops after ``step`` (``None``: it goes on): the success target, the step limit or the time cap."""
+        config = self.config
+        if config.stop_success is not None and len(success) >= SMOOTHING:
+            smoothed = moving_average(success, SMOOTHING)[-1]
+            if smoothed >= config.stop_success:
+                return (f"the {SMOOTHING}-step mean success reached {smoothed:.2f} >= {config.stop_success} "
+                        f"(--stop-success) at GSPO step {step}")
+        if step >= config.steps:
+            return f"it ran the most GSPO steps, {config.steps} (--steps)"
+        minutes = (time.perf_counter() - self.started) / 60
+        if config.max_minutes and minutes > config.max_minutes:
+            return f"the time cap, {config.max_minutes:g} minutes (--max-minutes), passed at GSPO step {step}"
+        return None
+
+    def stop_requested(self) -> bool:
+        """Whether any rank received a stop signal (every rank must stop at the same step)."""
+        local = self.signals.signum is not None
+        if self.world == 1:
+            return local
+        flags = self.accelerator.reduce(torch.tensor([float(local)], device=self.accelerator.device),
+                                        reduction="sum")
+        return bool(flags.item() > 0)
+
+    def testing_hooks(self, phase: str, step: int) -> None:
+        """The testing aids: SIGKILL after GSPO step ``kill_after_step``; wait for a signal at
+        ``wait_for_interrupt_at``."""
+        if phase == "gspo" and step == self.config.kill_after_step:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.config.wait_for_interrupt_at == f"{phase}:{step}":
+            if self.accelerator.is_main_process:
+                (self.out / INTERRUPT_MARKER).write_text(f"{phase}:{step}")
+                print(f"waiting for SIGINT/SIGTERM after {phase}:{step} (--wait-for-interrupt-at)", flush=True)
+            arrived = threading.Event()
+            while self.signals.signum is None:  # the handler runs between waits; each wait is bounded
+                arrived.wait(0.05)
+
+    def previous_metrics(self) -> list[dict]:
+        """The rows of DIR/metrics.jsonl (a resumed run's steps so far)."""
+        path = self.out / "metrics.jsonl"
+        return read_metrics(path) if path.exists() else []
+
+    def finish(self, policy: HFPolicy, model: Any, stopped: str, step: int) -> dict[str, Any]:
+        """The final policy, evaluation, plot and summary; every rank returns rank 0's summary."""
+        config, accelerator, out = self.config, self.accelerator, self.out
         model.eval()
-        trajectories = runner.run_sync(range(first, first + config.prompts_per_step),
-                                       sampling_seed=config.seed * 1_000_003 + step)
-        model.train()
-        rollout_seconds = time.perf_counter() - rollout_started
-        if config.trajectories_every and (step + 1) % config.trajectories_every == 0:
-            (out / "trajectories").mkdir(parents=True, exist_ok=True)
-            write_jsonl(trajectories, out / "trajectories" / f"step_{step + 1:06d}_rank{rank}.jsonl")
-        stats = learner.step(trajectories)
-        _refresh_sampler(accelerator, sampler, model, policy, sampler_folder)
-        # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next step's update.
-        evaluated = evaluation(step + 1, sampler, renderer) if evaluation is not None else None
-        batch = summarize(trajectories)
-        shared = rollout_metrics_over_ranks(accelerator, batch)  # over the episodes trained on, all ranks
-        logger.log(step + 1, {**shared, **stats,
-                              "rollout_seconds": rollout_seconds, "tokens_mean": batch["tokens_mean"],
-                              "samples": len(trajectories), "stop_reasons": batch["stop_reasons"],
-                              "elapsed_s": time.perf_counter() - started, **(evaluated or {})})
-        shown = "".join(f" {name} {value:.3f}" for name, value in (evaluated or {}).items())
-        accelerator.print(f"step {step + 1}/{config.steps}: reward {shared['reward_mean']:.3f} success "
-                          f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
-                          f"loss {stats.get('loss', 0.0):.4f} ({rollout_seconds:.1f} s rollout){shown}", flush=True)
-        saved = None
-        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
-            saved = save_checkpoint(accelerator, out, step + 1, {})
-        if step + 1 < config.steps and _stop_requested(accelerator, signals):
-            logger.close()
-            raise interrupted(f"GSPO (step {step + 1})", saved or save_checkpoint(accelerator, out, step + 1, {}))
-    if sampler is not policy and hasattr(sampler, "close"):
-        sampler.close()
-    logger.close()
-    summary = {"steps": config.steps, "seconds": time.perf_counter() - started,
-               "reward_mean": [row["reward_mean"] for row in read_metrics(out / "metrics.jsonl")]
-               if accelerator.is_main_process else []}
-    _save_final(config, accelerator, model, renderer, out / "final", limits)
-    if accelerator.is_main_process:
-        (out / SUMMARY).write_text(json.dumps(summary))
-        print(f"done: {config.steps} steps; reward per step {[round(r, 3) for r in summary['reward_mean']]}; "
-              f"outputs in {out}/ (final/, metrics.jsonl, trajectories/, checkpoints/, tensorboard/)", flush=True)
-    # A barrier first: a rank that destroys the process group while its last send of a collective (a gloo send
-    # completes locally) is still unread aborts ('terminate called without an active exception').
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
-    return summary
+        final_eval = None
+        if config.final_eval_episodes:
+            seeds = EVAL_SEEDS[: config.final_eval_episodes]
+            final_eval = {"sampled": self.evaluate(policy, seeds, temperature=1.0)["success"],
+                          "greedy": self.evaluate(policy, seeds, temperature=0.0)["success"],
+                          "episodes": len(seeds)}
+        # Each rank's full weights (under FSDP2 the sampler's unsharded copy, refreshed after the last step).
+        local = sum(p.detach().double().abs().sum() for p in policy.model.parameters())
+        checksums = accelerator.gather(torch.stack([local.to(accelerator.device)])).tolist()  # equal when in sync
+        self.save_final(model, policy.renderer)
+        summary = None
+        if accelerator.is_main_process:
+            metrics = self.previous_metrics()
+            summary = {"stopped": stopped, "steps": step, "seconds": time.perf_counter() - self.started,
+                       "reward_mean": [row["reward_mean"] for row in metrics],
+                       "success": [row["success"] for row in metrics], "final_eval": final_eval,
+                       "parameter_checksums": checksums}
+            shown = (f"\nfinal eval success: sampled {final_eval['sampled']:.2f}, greedy {final_eval['greedy']:.2f}"
+                     if final_eval else "")
+            plot_training(metrics, out / "reward.png", warm_start=self.warm_log["evals"],
+                          demonstrator_success=self.warm_log["demonstrator_success"], window=SMOOTHING,
+                          target=config.stop_success, title=f"GSPO on {config.env_id}{shown}")
+            (out / SUMMARY).write_text(json.dumps(summary))
+            _report(out, summary)
+        # Every rank returns rank 0's numbers (so all exit with one status), only once its files are written.
+        return broadcast_object_list([summary], from_process=0)[0]
 
-
-def _warm_start(config: Any, accelerator: Any, out: Path, model: Any, renderer: Any, make_env: Any,
-                resume_from: Path | None, run_state: dict, signals: Any, interrupted: Any) -> None:
-    """Imitate the env's (imperfect) demonstrator before GSPO, resumable; skipped once it has finished."""
-    from agentgspo.training.checkpoint import load_warm_checkpoint, save_warm_checkpoint
-    from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
-
-    if run_state["phase"] == "gspo":
-        return  # GSPO's checkpoint holds the weights
-    progress = WarmStartProgress()
-    if resume_from is not None:
-        trainer_state, _ = load_warm_checkpoint(resume_from, model)
-        progress.load_state_dict(trainer_state)
-        if progress.step >= config.warm_steps:
+    def save_final(self, model: Any, renderer: Any) -> None:
+        """The trained policy as a ``save_pretrained`` folder (full weights) with its tokenizer and settings."""
+        accelerator, folder = self.accelerator, self.out / "final"
+        state = full_state_dict(accelerator, model, all_ranks=False)  # a collective under FSDP2 / DeepSpeed
+        if not accelerator.is_main_process:
             return
-    demos = play_demonstrations(make_env, renderer, range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.warm_demos),
-                                wrong_frac=config.warm_wrong_frac, seed=config.seed, env_id=config.env_id)
-
-    def after_step(step: int, loss: float) -> bool:
-        if step % 50 == 0:
-            accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f}", flush=True)
-        if step == config.warm_steps:
-            save_warm_checkpoint(accelerator, out, step, model, progress.state_dict(), {})
-        elif _stop_requested(accelerator, signals):
-            raise interrupted(f"the warm start (step {step})",
-                              save_warm_checkpoint(accelerator, out, step, model, progress.state_dict(), {}))
-        return False
-
-    warm_start(model, demos, pad_token_id=renderer.tokenizer.pad_token_id, steps=config.warm_steps,
-               batch_size=config.warm_batch, lr=config.warm_lr, seed=config.seed, callback=after_step,
-               progress=progress)
+        base = accelerator.unwrap_model(model)
+        # One copy of tied tensors (lm_head tied to the embedding): named_parameters lists each tensor once.
+        stored = {name for name, _ in base.named_parameters()} | {name for name, _ in base.named_buffers()}
+        state = {name: tensor for name, tensor in state.items() if name in stored}
+        with no_transformers_progress_bars():
+            base.save_pretrained(folder, state_dict=state)
+            renderer.tokenizer.save_pretrained(folder)
+        write_policy_settings(folder, self.trained_with(renderer))
 
 
-def _sampler(config: Any, policy: Any, folder: Path) -> Any:
-    """The backend ``--backend`` names: the HF policy itself (it samples with the learner's module), or another
-    backend loaded from ``folder`` (the weights and tokenizer written there)."""
-    from agentgspo.policy.factory import backend_class, make_backend, run_options
-    from agentgspo.policy.weight_sync import save_weights
-
-    if isinstance(policy, backend_class(config.backend)):
-        return policy
-    save_weights(policy.model, folder)
-    policy.renderer.tokenizer.save_pretrained(folder)
-    return make_backend(str(folder), config.backend,
-                        **run_options(config.backend, seed=config.seed, server_urls=config.server_urls()))
-
-
-def _refresh_sampler(accelerator: Any, sampler: Any, model: Any, policy: Any, folder: Path) -> None:
-    """Give the sampler the learner's current weights (gathered from the shards under FSDP2)."""
-    from agentgspo.policy.weight_sync import sync_weights
-    from agentgspo.learning.sharding import full_state_dict, is_sharded, load_sampler_weights
-
-    if is_sharded(model):
-        load_sampler_weights(policy.model, full_state_dict(accelerator, model))  # a collective: every rank
-        model = policy.model  # the unsharded copy: the sampler itself (hf), or what vLLM / the servers reload
-    sync_weights(sampler, model, folder)
-
-
-def _stop_requested(accelerator: Any, signals: Any) -> bool:
-    """Whether any rank received a stop signal (every rank must stop at the same step)."""
-    import torch
-
-    flag_tensor = torch.tensor([0.0 if signals.signum is None else 1.0], device=accelerator.device)
-    return bool(accelerator.reduce(flag_tensor, reduction="sum").item() > 0)
+def _report(out: Path, summary: dict[str, Any]) -> None:
+    """The last lines: why it stopped, the numbers and where each output is."""
+    print(f"stopped: {summary.get('stopped')}", flush=True)
+    success, final_eval = summary.get("success") or [], summary.get("final_eval")
+    first = f" (first GSPO step: {success[0]:.2f})" if success else ""
+    if final_eval:
+        print(f"final eval on {final_eval['episodes']} held-out prompts: sampled success {final_eval['sampled']:.2f}, "
+              f"greedy {final_eval['greedy']:.2f}{first}; {summary['seconds']:.0f} s")
+    else:
+        print(f"reward per step {[round(r, 3) for r in summary.get('reward_mean', [])]}; {summary['seconds']:.0f} s")
+    print(f"outputs in {out}/:")
+    for name, what in (("final/", "the trained policy (save_pretrained; agentgspo.json: the env and limits it was "
+                                  "trained with)"),
+                       ("summary.json", "these numbers"),
+                       ("metrics.jsonl", "one line per GSPO step"),
+                       ("reward.png", "the training curves"),
+                       ("trajectories/", "the episodes of every --trajectories-every steps (agentgspo view FILE)"),
+                       ("tensorboard/", f"TensorBoard events: tensorboard --logdir {out / 'tensorboard'}"),
+                       ("checkpoints/", "the last checkpoints"),
+                       ("config.json", "the settings of this run")):
+        print(f"  {name:<16} {what}")
+    print(f"play it: agentgspo rollout --policy {out / 'final'} --out {out / 'rollout'}", flush=True)
 
 
-def _save_final(config: Any, accelerator: Any, model: Any, renderer: Any, folder: Path,
-                limits: dict[str, int]) -> None:
-    """The trained policy as a ``save_pretrained`` folder (full weights) with its tokenizer and settings."""
-    from agentgspo.policy.policy_settings import PolicySettings, write_policy_settings
-    from agentgspo.policy.quiet import no_transformers_progress_bars
-    from agentgspo.learning.sharding import full_state_dict
-
-    state = full_state_dict(accelerator, model, all_ranks=False)  # a collective under FSDP2 / DeepSpeed
-    if not accelerator.is_main_process:
-        return
-    base = accelerator.unwrap_model(model)
-    # One copy of tied tensors (lm_head tied to the embedding): named_parameters lists each tensor once.
-    stored = {name for name, _ in base.named_parameters()} | {name for name, _ in base.named_buffers()}
-    state = {name: tensor for name, tensor in state.items() if name in stored}
-    with no_transformers_progress_bars():
-        base.save_pretrained(folder, state_dict=state)
-        renderer.tokenizer.save_pretrained(folder)
-    write_policy_settings(folder, PolicySettings(
-        env_id=config.env_id, env_kwargs=config.env_kwargs,
-        chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
-        temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, **limits))
+if __name__ == "__main__":
+    exit_process(run_recipe(TrainConfig, smoke=SMOKE, command="python -m agentgspo.training.train",
+                            description="One GSPO run; every setting is a flag (see --help)."))

@@ -1,0 +1,249 @@
+"""The settings vocabulary: a documented dataclass becomes a command line.
+
+A recipe's settings are one dataclass whose fields carry a default and a help text (:func:`setting`, or
+``field(metadata={"help": ...})``); the training config inherits the learner's
+(:class:`agentgspo.learning.learner.LearnerConfig`), so each setting is declared once. This module turns such a class
+into a command line and back:
+
+- :func:`add_settings`: ``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field (help text and default
+  shown; ``X | None`` reads an empty value as ``None``; ``bool`` reads true/false; ``dict``, ``list`` and
+  ``tuple`` read JSON; ``Literal`` lists its choices);
+- :func:`config_from_args` / :func:`load_config`: the values in layers, each over the one before: the class's
+  defaults, ``--smoke``'s, the YAML file's (unknown keys refused naming the closest setting), the flags given;
+- :func:`with_defaults`: a recipe changes defaults, not declarations (the same field, help and type);
+- :func:`resume_command`: the command that continues a run (the settings that differ from the defaults, testing
+  aids left out); :func:`resumable_settings`: those a rerun may change and still resume.
+
+Why not a parser library: ``transformers.HfArgumentParser`` (the closest fit, already a dependency) gives a
+``dict`` field no parser (``--env-kwargs '{...}'`` fails), cannot read an empty value as ``None``, takes lists as
+space-separated words (``--held-out a b``, not the JSON every other setting uses), and rewrites the dataclass's
+field types in place; tyro and simple-parsing would add a dependency and change the flags' syntax users already
+have in their scripts. argparse plus the ~100 lines below keep one syntax for flags and YAML.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import json
+import shlex
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+
+def setting(default: Any, help: str, *, resumable: bool = False, testing: bool = False) -> Any:  # noqa: A002
+    """A config field with its help text (shown by ``--help``).
+
+    Args:
+        default: the default (a dict or list is copied for each instance).
+        help: what the setting does, its unit and what 0 or empty means.
+        resumable: the setting does not change what a run computes (its folder, a time cap, how often it saves):
+            a rerun may change it and still resume the run.
+        testing: a testing aid: resumable, and left out of the command that resumes.
+    """
+    metadata = {"help": help, "resumable": resumable or testing, "testing": testing}
+    if isinstance(default, (dict, list)):
+        return dataclasses.field(default_factory=lambda: json.loads(json.dumps(default)), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def flag(name: str) -> str:
+    """The command-line flag of setting ``name``: ``eps_low`` -> ``--eps-low``."""
+    return "--" + name.replace("_", "-")
+
+
+def flags_of(config_class: type) -> dict[str, str]:
+    """Setting name -> its flag, for every field of ``config_class``."""
+    return {spec.name: flag(spec.name) for spec in dataclasses.fields(config_class)}
+
+
+def resumable_settings(config_class: type) -> tuple[str, ...]:
+    """The settings a rerun may change and still resume the run (declared ``resumable`` or ``testing``)."""
+    return tuple(spec.name for spec in dataclasses.fields(config_class) if spec.metadata.get("resumable"))
+
+
+def default_of(spec: dataclasses.Field) -> Any:
+    """A field's default value (a fresh copy for a ``default_factory``)."""
+    return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
+
+
+def with_defaults(base: type, **defaults: Any) -> type:
+    """``base`` with other defaults for some of its settings: the same fields, help texts and types, so a recipe
+    declares no setting twice. The new class keeps ``base``'s name, methods and docstring.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Run:
+    ...     steps: int = setting(10, "how many steps")
+    >>> Long = with_defaults(Run, steps=100)
+    >>> Long().steps, Long(steps=5).steps, Long.__name__
+    (100, 5, 'Run')
+    """
+    inherited = {spec.name: spec for spec in dataclasses.fields(base)}
+    unknown = [name for name in defaults if name not in inherited]
+    if unknown:
+        raise ValueError(f"{base.__name__} has no setting {unknown[0]!r}{_closest(unknown[0], inherited)}")
+    kinds = typing.get_type_hints(base)
+    changed = []
+    for name, value in defaults.items():
+        spec = inherited[name]
+        field = setting(value, spec.metadata.get("help", ""))
+        field.metadata = spec.metadata  # the declaration's help and flags, untouched
+        changed.append((name, kinds[name], field))
+    derived = dataclasses.make_dataclass(base.__name__, changed, bases=(base,))
+    derived.__module__, derived.__qualname__, derived.__doc__ = base.__module__, base.__qualname__, base.__doc__
+    return derived
+
+
+def _closest(name: str, names: typing.Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def optional_inner(kind: Any) -> Any:
+    """``X`` for a field typed ``X | None``, else ``None``."""
+    args = typing.get_args(kind)
+    if len(args) == 2 and type(None) in args:
+        return next(arg for arg in args if arg is not type(None))
+    return None
+
+
+def _from_text(kind: Any, text: str) -> Any:
+    """A flag's text as a value of ``kind`` (raises ``ValueError`` naming what was expected)."""
+    inner = optional_inner(kind)
+    if inner is not None:
+        return None if text.strip().lower() in ("", "none", "null") else _from_text(inner, text)
+    if kind is bool:
+        lowered = text.lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return lowered in ("true", "1", "yes")
+    origin = typing.get_origin(kind) or kind
+    if origin in (dict, list, tuple):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"expected a JSON {_json_name(origin)}, got {text!r} ({exc})") from None
+        return _checked(kind, value)
+    if origin is Literal:
+        return _checked(kind, text)
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"expected {kind.__name__}, got {text!r}") from None
+
+
+def _json_name(origin: type) -> str:
+    return "object" if origin is dict else "list (e.g. '[\"a\", \"b\"]')"
+
+
+def _checked(kind: Any, value: Any) -> Any:
+    """``value`` (from JSON or YAML) as ``kind``: a number read as text by YAML 1.1 (``1e-6``) becomes a float, a
+    list a tuple; anything else of the wrong type raises ``ValueError`` naming what was expected."""
+    inner = optional_inner(kind)
+    if inner is not None:
+        return None if value is None else _checked(inner, value)
+    origin = typing.get_origin(kind) or kind
+    if origin is Literal:
+        if value not in typing.get_args(kind):
+            raise ValueError(f"expected one of {', '.join(map(str, typing.get_args(kind)))}, got {value!r}")
+        return value
+    if origin is tuple and isinstance(value, list):
+        return tuple(value)
+    if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"expected a number, got {value!r}") from None
+    if not isinstance(value, origin) or (origin is int and isinstance(value, bool)):
+        name = _json_name(origin) if origin in (dict, list, tuple) else origin.__name__
+        raise ValueError(f"expected {name}, got {value!r}")
+    return value
+
+
+def _argparse_type(kind: Any) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            return _from_text(kind, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    inner = optional_inner(kind) or kind
+    parse.__name__ = getattr(typing.get_origin(inner) or inner, "__name__", "value")  # argparse's "invalid X value"
+    return parse
+
+
+def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
+    """``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field of ``config_class`` (its help text, its
+    default shown). A flag not given stays out of the parsed namespace, so :func:`config_from_args` can layer."""
+    parser.add_argument("--smoke", action="store_true",
+                        help="a CPU size on the tiny policy that runs in a minute (the test suite runs it)")
+    parser.add_argument("--config", metavar="FILE.yaml", help="settings from a YAML mapping of setting names; "
+                                                              "command-line flags override them")
+    kinds = typing.get_type_hints(config_class)
+    for spec in dataclasses.fields(config_class):
+        default = default_of(spec)
+        shown = json.dumps(default) if isinstance(default, (dict, list, tuple)) else default
+        choices = typing.get_args(kinds[spec.name]) if typing.get_origin(kinds[spec.name]) is Literal else None
+        parser.add_argument(flag(spec.name), dest=spec.name, type=_argparse_type(kinds[spec.name]), choices=choices,
+                            default=argparse.SUPPRESS, help=f"{spec.metadata['help']} (default: {shown})")
+
+
+def config_from_args(config_class: type, args: dict[str, Any], *, smoke: dict[str, Any] | None = None) -> Any:
+    """The settings from a namespace :func:`add_settings` filled: the defaults, then ``smoke`` (with ``--smoke``),
+    then the YAML file of ``--config``, then the flags given."""
+    args = dict(args)
+    values: dict[str, Any] = {}
+    if args.pop("smoke", False):
+        values.update(smoke or {})
+    config_file = args.pop("config", None)
+    if config_file:
+        values.update(read_yaml(config_file, config_class))
+    values.update(args)
+    return config_class(**values)
+
+
+def load_config(config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any] | None = None,
+                description: str = "") -> Any:
+    """Parse ``argv`` (the command line by default) into ``config_class`` (see :func:`config_from_args`)."""
+    parser = argparse.ArgumentParser(description=description)
+    add_settings(parser, config_class)
+    return config_from_args(config_class, vars(parser.parse_args(argv)), smoke=smoke)
+
+
+def read_yaml(path: str | Path, config_class: type) -> dict[str, Any]:
+    """The settings of a YAML mapping, each checked against its field's type; an unknown key is refused naming the
+    closest setting."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"--config {path}: cannot read it as YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a mapping of setting names to values, got {type(data).__name__}")
+    kinds = typing.get_type_hints(config_class)
+    values = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in kinds or name not in flags_of(config_class):
+            raise ValueError(f"--config {path}: unknown setting {key!r}{_closest(name, flags_of(config_class))}")
+        try:
+            values[name] = _checked(kinds[name], value)
+        except ValueError as exc:
+            raise ValueError(f"--config {path}: {key}: {exc}") from None
+    return values
+
+
+def resume_command(config: Any, command: str) -> str:
+    """The command that continues this run: ``command`` with ``--out`` and every setting that differs from the
+    config class's defaults (testing aids left out)."""
+    defaults = type(config)()
+    parts = [flag("out"), config.out]
+    for spec in dataclasses.fields(config):
+        value = getattr(config, spec.name)
+        if spec.name != "out" and not spec.metadata.get("testing") and value != getattr(defaults, spec.name):
+            parts += [flag(spec.name), value if isinstance(value, str) else json.dumps(value)]
+    return " ".join([command, *map(shlex.quote, parts)])

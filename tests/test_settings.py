@@ -1,0 +1,101 @@
+"""The settings vocabulary: each setting declared once, recipes changing defaults only, flags and YAML read alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+import pytest
+
+from agentgspo.learning.learner import LearnerConfig
+from agentgspo.training.settings import load_config, resume_command, with_defaults
+from agentgspo.training.train import TrainConfig
+
+RECIPES = ("quickstart", "gspo_math", "gspo_code", "gspo_codeforces", "gspo_search")
+
+
+def recipe_configs() -> dict[str, type]:
+    configs = {}
+    for name in RECIPES:
+        module = importlib.import_module(f"agentgspo.recipes.{name}")
+        configs[name] = next(value for key, value in vars(module).items()
+                             if key.endswith("Config") and isinstance(value, type) and issubclass(value, TrainConfig))
+    return configs
+
+
+def declarations(config_class: type) -> dict[str, type]:
+    """Setting name -> the class in ``config_class``'s MRO that declares it with its own help text."""
+    found = {}
+    for klass in reversed(config_class.__mro__):
+        for spec in getattr(klass, "__dataclass_fields__", {}).values():
+            if spec.name in vars(klass).get("__annotations__", {}) and spec.name not in found:
+                found[spec.name] = klass
+            elif spec.name in vars(klass).get("__annotations__", {}):
+                declared = found[spec.name].__dataclass_fields__[spec.name]
+                # A redeclaration must reuse the declaration (with_defaults does): same help, same type.
+                assert spec.metadata is declared.metadata, (
+                    f"{klass.__qualname__}.{spec.name} declares the setting again (declared in "
+                    f"{found[spec.name].__qualname__}); change its default with settings.with_defaults instead")
+    return found
+
+
+def test_the_learner_settings_are_the_training_config_s_own_not_copies():
+    train_fields = {spec.name: spec for spec in dataclasses.fields(TrainConfig)}
+    for spec in dataclasses.fields(LearnerConfig):
+        assert train_fields[spec.name] is spec, spec.name  # inherited: one declaration, one default
+    config = TrainConfig(objective="grpo", kl_coef=0.1, backend="hf")
+    learner = LearnerConfig.from_settings(config)
+    assert (learner.eps_low, learner.eps_high, learner.kl_coef) == (0.2, 0.27, 0.1)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_no_recipe_declares_a_setting_twice(name):
+    config_class = recipe_configs()[name]
+    declared = declarations(config_class)
+    assert set(declared) == {spec.name for spec in dataclasses.fields(config_class)}
+    for setting, klass in declared.items():  # the core's settings are declared by the core only
+        if setting in {spec.name for spec in dataclasses.fields(TrainConfig)}:
+            assert klass in (TrainConfig, LearnerConfig), (setting, klass)
+
+
+def test_a_redeclared_setting_is_caught():
+    @dataclasses.dataclass
+    class Copied(TrainConfig):
+        lr: float = dataclasses.field(default=1e-3, metadata={"help": "a second help text for the same setting"})
+
+    with pytest.raises(AssertionError, match="declares the setting again"):
+        declarations(Copied)
+    declarations(with_defaults(TrainConfig, lr=1e-3))  # the same declaration, another default: allowed
+
+
+def test_with_defaults_changes_defaults_only_and_refuses_unknown_names():
+    Fast = with_defaults(TrainConfig, lr=1e-3, backend="hf")
+    assert Fast().lr == 1e-3 and Fast(lr=2e-3).lr == 2e-3 and TrainConfig().lr == 1e-6
+    assert Fast.__dataclass_fields__["lr"].metadata["help"] == TrainConfig.__dataclass_fields__["lr"].metadata["help"]
+    assert [spec.name for spec in dataclasses.fields(Fast)] == [spec.name for spec in dataclasses.fields(TrainConfig)]
+    with pytest.raises(ValueError, match="no setting 'learning_rate'"):
+        with_defaults(TrainConfig, learning_rate=1e-3)
+
+
+def test_flags_and_yaml_read_every_kind_of_setting_alike(tmp_path):
+    flags = load_config(TrainConfig, ["--backend", "hf", "--exclude-stop-reasons", '["env_error"]',
+                                      "--sync-each-micro-batch", "none", "--compile", "true", "--max-grad-norm", ""])
+    assert flags.exclude_stop_reasons == ("env_error",) and flags.sync_each_micro_batch is None
+    assert flags.compile is True and flags.max_grad_norm is None
+    yaml_file = tmp_path / "run.yaml"
+    yaml_file.write_text("backend: hf\nexclude_stop_reasons: [env_error]\nsync_each_micro_batch: null\n"
+                         "compile: true\nmax_grad_norm: null\n")
+    assert load_config(TrainConfig, ["--config", str(yaml_file)]) == flags
+    with pytest.raises(SystemExit):  # a Literal setting lists its choices
+        load_config(TrainConfig, ["--backend", "hf", "--objective", "ppo"])
+    yaml_file.write_text("backend: hf\nobjective: ppo\n")
+    with pytest.raises(ValueError, match="objective: expected one of gspo, gspo_token, grpo, got 'ppo'"):
+        load_config(TrainConfig, ["--config", str(yaml_file)])
+
+
+def test_the_resume_command_leaves_out_testing_aids_and_keeps_what_differs():
+    config = TrainConfig(out="runs/x", backend="hf", lr=1e-3, kill_after_step=3, wait_for_interrupt_at="gspo:2")
+    command = resume_command(config, "python recipes/x.py")
+    assert command == "python recipes/x.py --out runs/x --backend hf --lr 0.001"
+    again = load_config(TrainConfig, command.split()[2:])
+    assert (again.backend, again.lr, again.kill_after_step) == ("hf", 1e-3, 0)
