@@ -38,16 +38,68 @@ Conventions a trainer must know:
 
   To combine micro-batches, weight ``clip_frac_seq`` by ``num_sequences`` and token fractions by ``num_tokens``.
 
+- Each loss declares its clip unit, what one ratio and one clip decision cover (:func:`clips_per`): ``SEQUENCE``
+  for ``gspo_loss`` (s_i, Eq. 7), ``TURN`` for ``gspo_turn_loss``, ``TOKEN`` for ``gspo_token_loss`` (Eq. 13-14)
+  and ``grpo_loss`` (Eq. 3). ``loss.clip_unit.count`` names the diagnostic that weighs ``clip_frac_low``,
+  ``clip_frac_high`` and ``ratio_mean`` across micro-batches, and ``loss.clip_fractions`` the clip fractions the loss
+  returns, each with the count it is a share of. A trainer reads these instead of testing the loss's name.
+
 The optional KL penalty is not part of these losses; ``kl_k3`` gives the per-trajectory k3 estimate to add.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
 import torch
 
-__all__ = ["gspo_loss", "gspo_turn_loss", "gspo_token_loss", "grpo_loss", "kl_k3"]
+__all__ = ["ClipUnit", "SEQUENCE", "TURN", "TOKEN", "clips_per", "gspo_loss", "gspo_turn_loss", "gspo_token_loss",
+           "grpo_loss", "kl_k3"]
 
 
+@dataclass(frozen=True)
+class ClipUnit:
+    """What one importance ratio and one clip decision of a loss cover, named by its diagnostics.
+
+    ``fraction`` is the diagnostic holding the share of trained units of this kind that are clipped, ``count`` the
+    one holding how many were trained: the weight of that share (and, for a loss's own clip unit, of
+    ``clip_frac_low``, ``clip_frac_high`` and ``ratio_mean``) when micro-batches are combined.
+    """
+
+    name: str
+    fraction: str
+    count: str
+
+
+SEQUENCE = ClipUnit("sequence", fraction="clip_frac_seq", count="num_sequences")  # s_i, paper Eq. 7
+TURN = ClipUnit("turn", fraction="clip_frac_turn", count="num_turns")  # s_ik, Eq. 7 over one assistant turn
+TOKEN = ClipUnit("token", fraction="clip_frac_token", count="num_tokens")  # s_it (Eq. 14) or w_it (Eq. 3)
+
+_Loss = TypeVar("_Loss", bound=Callable)
+
+
+def clips_per(unit: ClipUnit, *, reports: tuple[ClipUnit, ...] = (SEQUENCE, TOKEN)) -> Callable[[_Loss], _Loss]:
+    """Declare a loss's clip unit: sets ``loss.clip_unit = unit`` and ``loss.clip_fractions = reports``.
+
+    ``unit``: what one ratio and one clip decision cover; the loss's ``clip_frac_low``, ``clip_frac_high`` and
+    ``ratio_*`` are over such units. ``reports``: every clip fraction the loss returns, in the order a trainer logs
+    them (every loss here returns ``clip_frac_seq`` and ``clip_frac_token``; a finer unit adds its own). The
+    function itself is returned unchanged.
+    """
+    if unit not in reports:
+        raise ValueError(f"clips_per: the clip unit {unit.name!r} must be among the reported fractions, got "
+                         f"{[u.name for u in reports]}")
+
+    def declare(loss: _Loss) -> _Loss:
+        loss.clip_unit, loss.clip_fractions = unit, tuple(reports)
+        return loss
+
+    return declare
+
+
+@clips_per(SEQUENCE)  # one ratio s_i per trajectory, Eq. 7
 def gspo_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
@@ -102,6 +154,7 @@ def gspo_loss(
     return loss, diagnostics
 
 
+@clips_per(TURN, reports=(TURN, SEQUENCE, TOKEN))  # one ratio s_ik per assistant turn
 def gspo_turn_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
@@ -189,6 +242,7 @@ def gspo_turn_loss(
     return loss, diagnostics
 
 
+@clips_per(TOKEN)  # s_it per token, Eq. 14 (its value is the sequence's s_i)
 def gspo_token_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
@@ -222,6 +276,7 @@ def gspo_token_loss(
     return _token_level_loss_and_diagnostics(objective, ratio, clipped_low, clipped_high, mask, num_sequences)
 
 
+@clips_per(TOKEN)  # w_it per token, Eq. 3
 def grpo_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
