@@ -17,6 +17,7 @@ from accelerate import Accelerator
 from agentgspo.objective.advantages import group_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig, routing_volatility
+from agentgspo.objective.loss import SEQUENCE, TOKEN, TURN, clips_per, gspo_loss
 from agentgspo.rollouts.trajectory import Trajectory
 
 from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.py
@@ -162,6 +163,44 @@ def test_config_errors_name_the_setting():
         LearnerConfig(logp_old="ref")
     assert (LearnerConfig(objective="grpo").eps_low, LearnerConfig().eps_high) == (0.2, 4e-4)
 
+
+# Two micro-batches' diagnostics (one per minibatch) whose sequence, turn and token counts weigh them differently.
+STUB_DIAGNOSTICS = [
+    dict(num_sequences=1.0, num_turns=2.0, num_tokens=10.0, clip_frac_low=1.0, clip_frac_high=0.0, ratio_mean=2.0),
+    dict(num_sequences=3.0, num_turns=3.0, num_tokens=2.0, clip_frac_low=0.0, clip_frac_high=1.0, ratio_mean=1.0),
+]
+
+
+@pytest.mark.parametrize("unit, reports", [(SEQUENCE, (SEQUENCE, TOKEN)), (TURN, (TURN, SEQUENCE, TOKEN)),
+                                           (TOKEN, (SEQUENCE, TOKEN))], ids=["sequence", "turn", "token"])
+def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(unit, reports):
+    """The learner weighs clip_frac_low / clip_frac_high / ratio_mean by the count of the unit the loss declares it
+    clips per (``loss.clip_unit``), and logs the clip fractions the loss declares, not a guess from its name. The
+    same two micro-batches give a different mean under each declaration, so a learner that ignores it fails."""
+    calls = []
+
+    @clips_per(unit, reports=reports)
+    def declared_loss(logprobs, old_logprobs, advantages, loss_mask, *turn_ids, eps_low, eps_high, num_sequences):
+        loss, _ = gspo_loss(logprobs, old_logprobs, advantages, loss_mask, num_sequences=num_sequences)
+        values = STUB_DIAGNOSTICS[len(calls)]
+        calls.append(turn_ids)
+        shares = {"clip_frac_seq": 0.5, "clip_frac_turn": 0.5, "clip_frac_token": 0.5, "ratio_min": 0.5,
+                  "ratio_max": 2.0}
+        return loss, {name: torch.tensor(value) for name, value in {**shares, **values}.items()}
+
+    learner = _learner(build_tiny("dense_qwen3"), minibatches=2, memory_estimate=False)
+    learner.loss_fn = declared_loss
+    metrics = learner.step(_trajectories([1, 0, 1, 0, 1, 0, 1, 0]))  # every row trains: 2 minibatches, 1 call each
+    assert len(calls) == 2 and all((len(turns) == 1) == (unit is TURN) for turns in calls)  # turn_ids: turn unit
+    # Means weighted by the declared unit's count: sequences 1 and 3, turns 2 and 3, tokens 10 and 2.
+    expected = {"sequence": (1 / 4, 3 / 4, (2 + 3) / 4), "turn": (2 / 5, 3 / 5, (4 + 3) / 5),
+                "token": (10 / 12, 2 / 12, (20 + 2) / 12)}
+    low, high, ratio = expected[unit.name]
+    assert metrics["clip_frac_low"] == pytest.approx(low)
+    assert metrics["clip_frac_high"] == pytest.approx(high)
+    assert metrics["ratio_mean"] == pytest.approx(ratio)
+    assert ("clip_frac_turn" in metrics) == (TURN in reports)
+    assert metrics["mb0_clip_frac_low"] == 1.0 and metrics["trained_tokens"] == 12.0
 
 @pytest.mark.parametrize("objective", ["gspo", "grpo"])
 def test_compiled_loss_region_trains_like_the_eager_one(objective):

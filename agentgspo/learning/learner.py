@@ -1,8 +1,12 @@
 """The GSPO learner: one rollout batch in, optimizer steps out (arXiv 2507.18071).
 
-    rollout batch -> group advantages (Eq. 6) -> logp_old (recomputed, or the sampler's, §5.4)
-      -> shuffle into `minibatches` (paper: 4; updates 2..4 are off-policy)
-        -> length-bucketed micro-batches, gradients accumulated -> clip grad norm -> AdamW step -> LR schedule
+    rollout batch -> credit: rows kept, advantages (Eq. 6 per group, or per turn), each sample's 1/N weight
+      -> plan: shuffle into `minibatches` (paper: 4; updates 2..4 are off-policy), each into length-bucketed
+         micro-batches, the counts agreed by all ranks
+      -> logp_old: recomputed over those same micro-batches (recording the routing to replay), or the sampler's (§5.4)
+      -> per minibatch: per micro-batch forward -> loss (+ MoE aux, KL) -> backward, gradients accumulated
+           -> clip grad norm -> AdamW step -> LR schedule
+      -> metrics over ranks (each clip fraction weighted by the unit the loss declares it clips, ``loss.clip_unit``)
 
 Distributed work goes through an ``accelerate.Accelerator``: DDP, FSDP2 (accelerate's, or ``fully_shard`` applied
 by :func:`agentgspo.learning.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank
@@ -40,7 +44,7 @@ import torch
 from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective.loss import grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
+from agentgspo.objective.loss import TOKEN, TURN, grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
 from agentgspo.learning.routing_replay import (REPLAY_SOURCES, batch_replay, decode_routing, find_routers,
                                                record_routing, replay_routing, split_recorded)
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
@@ -168,11 +172,52 @@ class LearnerConfig:
 
 
 @dataclass
-class _Plan:
+class _Credit:
+    """Who trains in one step, and with which advantage."""
+
+    included: list[int]  # rows whose stop reason is not excluded (they count in their groups' advantages)
+    keep: list[int]  # included rows that are forwarded (A != 0, unless skip_zero_advantage is off or KL is on)
+    weights: torch.Tensor  # [N] float64, each sample's weight in the per-trajectory mean
+    advantages: torch.Tensor  # [N], or [N, K] per turn (credit="turn"), float64, already scaled by the weights
+    stats: dict[str, float]  # zero_variance_frac, num_groups
+
+
+@dataclass
+class _Agreed:
     """Per-step counts agreed by all ranks: ``sums`` over ranks and ``most`` (the maximum of any rank)."""
 
     sums: list[float]
     most: list[int]
+
+
+@dataclass
+class _Minibatch:
+    """One optimizer step's work on this rank, with the counts every rank agreed on."""
+
+    micro_batches: list[list[int]]  # this rank's forwarded rows, length-bucketed
+    trainable: float  # rows forwarded in this minibatch on all ranks (0: every rank skips it)
+    num_sequences: float  # the minibatch's sample weights on all ranks, / W: the paper's N for the 1/N mean
+    forwarded: float  # trainable / W: the denominator of the aux loss's row-weighted mean
+    passes: int  # micro-batch passes this rank runs; in lockstep the most of any rank, placeholders past its own
+
+
+@dataclass
+class _Plan:
+    """One step's layout: the minibatches, and the logp_old recompute's passes over the same micro-batches."""
+
+    minibatches: list[_Minibatch]
+    score_buckets: list[list[int]]  # every minibatch's micro-batches, in order
+    score_passes: int  # scoring passes this rank runs (in lockstep with recompute: the most of any rank)
+    probe_routing: bool  # whether this rank runs the routing-volatility passes (MoE)
+
+
+@dataclass
+class _RoutingProbe:
+    """Expert choices on a fixed batch: before the step's first update (``before``) and after it (``first``)."""
+
+    batch: Batch
+    before: torch.Tensor  # [L, N, k]
+    first: torch.Tensor | None = None  # [L, N, k]
 
 
 class _Means:
@@ -327,6 +372,10 @@ class GSPOLearner:
         scheduler: stepped once per optimizer step (optional).
         ref_model: frozen reference policy, needed when ``config.kl_coef > 0``.
         seed: seed of the minibatch shuffling generator (its state is part of :meth:`state_dict`).
+
+    ``loss_fn`` is the loss the config selects (``OBJECTIVES[objective]``, or ``gspo_turn_loss`` for ``unit="turn"``);
+    the unit it declares it clips per (``loss_fn.clip_unit``, :func:`agentgspo.objective.loss.clips_per`) decides
+    how its clip fractions, low/high split and ratios are weighted across micro-batches and ranks.
     """
 
     def __init__(self, model: Any, optimizer: Any, accelerator: Any, *, pad_token_id: int,
@@ -348,6 +397,8 @@ class GSPOLearner:
             if self.is_moe else 0.0
         self.generator = torch.Generator().manual_seed(seed)
         self._replays: dict[int, torch.Tensor] = {}  # id(trajectory) -> [T, L, k] experts replayed in this step
+        # The loss this config trains with; what it clips per (loss.clip_unit) decides how its diagnostics are logged.
+        self.loss_fn = gspo_turn_loss if self.config.unit == "turn" else OBJECTIVES[self.config.objective]
         self._objective = torch.compile(self._objective_from_logits, dynamic=True) if self.config.compile \
             else self._objective_from_logits
         self.deepspeed = is_deepspeed(accelerator)
@@ -416,25 +467,6 @@ class GSPOLearner:
         )
         self.accelerator.print(estimate.report())
 
-    def _objective_from_logits(self, logits: torch.Tensor, input_ids: torch.Tensor, old_logprobs: torch.Tensor,
-                               advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor,
-                               turn_ids: torch.Tensor | None = None
-                               ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
-        """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles.
-        ``turn_ids`` ``[B, T]`` (``unit="turn"``): each trained token's assistant-turn index."""
-        config = self.config
-        logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
-        if config.unit == "turn":
-            loss, diagnostics = gspo_turn_loss(logprobs, old_logprobs, advantages, loss_mask, turn_ids,
-                                               eps_low=config.eps_low, eps_high=config.eps_high,
-                                               num_sequences=num_sequences)
-            return loss, diagnostics, logprobs
-        loss, diagnostics = OBJECTIVES[config.objective](
-            logprobs, old_logprobs, advantages, loss_mask, eps_low=config.eps_low, eps_high=config.eps_high,
-            num_sequences=num_sequences,
-        )
-        return loss, diagnostics, logprobs
-
     def state_dict(self) -> dict[str, Any]:
         """The learner's own state (the minibatch shuffling RNG); model/optimizer state is checkpointed apart.
 
@@ -475,33 +507,58 @@ class GSPOLearner:
         inner = getattr(model, "_orig_mod", model)  # under torch.compile(DDP(...))
         return inner.module if isinstance(inner, torch.nn.parallel.DistributedDataParallel) else model
 
-    def _step_scheduler(self) -> None:
-        """One scheduler step per optimizer step. accelerate's prepared scheduler steps ``num_processes`` times per
-        call (it assumes a data loader whose global batch grew with the ranks), which would end a warm-up of 8
-        optimizer steps after 4 on 2 ranks; step the scheduler it wraps once, unless the optimizer skipped its step
-        (fp16 overflow), as accelerate does."""
-        from accelerate.scheduler import AcceleratedScheduler
-
-        if not isinstance(self.scheduler, AcceleratedScheduler):
-            self.scheduler.step()
-        elif not getattr(self.optimizer, "step_was_skipped", False):
-            self.scheduler.scheduler.step()
-
     def step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Train on one rollout batch (this rank's trajectories); returns metrics for logging.
 
         The algorithm: advantages per group (Eq. 6), the old policy's log-probs (scored with the same micro-batch
-        layout the updates use, or the sampler's), then per minibatch a forward, the loss, a backward and an
-        optimizer step. ``mb0_*`` metrics describe the first update alone, where the policy still is the old one:
-        under ``logp_old="recompute"`` in fp32 its ratios are exactly 1 and nothing clips (a deviation there is
-        train/score drift, not learning).
+        layout the updates use, or the sampler's), then per minibatch a forward, the loss and a backward per
+        micro-batch and an optimizer step. ``mb0_*`` metrics describe the first update alone, where the policy still
+        is the old one: under ``logp_old="recompute"`` in fp32 its ratios are exactly 1 and nothing clips (a deviation
+        there is train/score drift, not learning).
         """
-        config, accelerator, device = self.config, self.accelerator, self.accelerator.device
         started = time.perf_counter()
+        credit = self._credit(trajectories)  # who trains, with which advantage (Eq. 6, or per turn)
+        plan = self._plan(trajectories, credit)  # minibatches of micro-batches, their counts agreed by all ranks
+        old, gap = self._old_logprobs(trajectories, credit.keep, plan)  # logp_old; records routing to replay
+        probe = self._routing_probe(trajectories, credit.keep, plan)  # MoE: expert choices before any update
+
+        means = _Means()
+        optimizer_steps = 0
+        for minibatch in plan.minibatches:
+            if minibatch.trainable == 0:
+                continue  # every rank agrees: nothing to learn from this minibatch
+            prefixes = ("", "mb0_") if optimizer_steps == 0 else ("",)  # mb0_: the first update's diagnostics too
+            minibatch_loss = 0.0
+            for p in range(minibatch.passes):
+                sync = p == minibatch.passes - 1  # gradients are reduced after the minibatch's last micro-batch
+                if p < len(minibatch.micro_batches):
+                    minibatch_loss += self._micro_step(
+                        trajectories, minibatch.micro_batches[p], old, credit.advantages, credit.weights,
+                        num_sequences=minibatch.num_sequences, forwarded=minibatch.forwarded, scale=1.0, sync=sync,
+                        means=means, prefixes=prefixes)
+                else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
+                    self._placeholder_step(sync, means, prefixes)
+            means.add("loss", minibatch_loss)
+            self._clip_and_step(means)  # clip the gradient norm, optimizer step, LR schedule
+            optimizer_steps += 1
+            if probe is not None and optimizer_steps == 1:
+                probe.first = self._expert_choices(probe.batch)
+
+        self._routing_volatility(means, probe, optimizer_steps, credit.keep)
+        self._replays = {}
+        return self._metrics(means, trajectories, credit, gap, optimizer_steps, started)
+
+    # ------------------------------------------------------------------------ credit: who trains, with which A
+
+    def _credit(self, trajectories: Sequence[Trajectory]) -> _Credit:
+        """The rows this step trains on and their advantages: episodes with an excluded stop reason are left out,
+        the rest get group advantages (Eq. 6) or per-turn ones (``credit="turn"``), scaled by each sample's weight in
+        the 1/N mean; rows whose advantage is 0 are not forwarded (``skip_zero_advantage``, unless KL is on)."""
+        config = self.config
         included = [i for i, t in enumerate(trajectories) if t.stop_reason not in config.exclude_stop_reasons]
         self._check_sampling([trajectories[i] for i in included])
         weights = sample_weights(trajectories, config.split_turns_weight)  # [N] float64
-        advantages, advantage_stats = self._advantages(trajectories, included)  # [N] or [N, K]
+        advantages, stats = self._advantages(trajectories, included)  # [N] or [N, K]
         n = len(trajectories)
         signal = advantages.nan_to_num(0.0).reshape(n, -1).ne(0).any(-1) if n else advantages.bool()  # [N]
         # Each sample's weight in the 1/N mean (split_turns: 1/K per turn of an episode, the paper's 1/N per
@@ -509,91 +566,7 @@ class GSPOLearner:
         advantages = advantages * weights.reshape(n, *([1] * (advantages.dim() - 1))) if n else advantages
         keep = [i for i in included
                 if signal[i] or not config.skip_zero_advantage or config.kl_coef > 0]
-        kept = set(keep)
-
-        # The plan: each minibatch's trained rows and micro-batches; the logp_old recompute scores exactly those
-        # micro-batches (same rows, same padding), so the first update's ratios are exactly 1 in fp32. All ranks
-        # agree on the counts in one gather (sums for the 1/N weighting, maxima for the passes every rank runs).
-        order = torch.randperm(n, generator=self.generator).tolist()
-        included_set = set(included)
-        minibatches = []
-        for m in range(config.minibatches):
-            chunk = [i for i in order[m::config.minibatches] if i in included_set]
-            rows = [i for i in chunk if i in kept]
-            buckets = [[rows[j] for j in bucket] for bucket in
-                       length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)]
-            minibatches.append((chunk, buckets))
-        score_buckets = [bucket for _, buckets in minibatches for bucket in buckets]
-        wants_volatility = bool(self.is_moe and config.volatility_rows and keep)
-        plan = self._agree([len(score_buckets), int(wants_volatility)]
-                           + [x for chunk, buckets in minibatches
-                              for x in (sum(map(len, buckets)), float(weights[chunk].sum()) if chunk else 0.0,
-                                        len(buckets))])
-
-        old, gap_sum, gap_tokens = self._old_logprobs(trajectories, keep, score_buckets, plan)
-
-        volatility_batch = None
-        run_volatility = plan.most[1] > 0 if self.lockstep else wants_volatility
-        if run_volatility:
-            picks = [trajectories[i] for i in keep[: config.volatility_rows]]
-            volatility_batch = collate(picks, self.pad_token_id).to(device) if picks else self._placeholder_batch()
-            choices_before = self._expert_choices(volatility_batch)
-        choices_first = None
-
-        means = _Means()
-        optimizer_steps = 0
-        for m, (chunk, buckets) in enumerate(minibatches):
-            trainable, weight_sum, micro_batches = plan.sums[2 + 3 * m], plan.sums[3 + 3 * m], plan.most[4 + 3 * m]
-            if trainable == 0:
-                continue  # every rank agrees: nothing to learn from this minibatch
-            # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
-            # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5); N counts weights.
-            num_sequences = weight_sum / accelerator.num_processes
-            # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
-            # gradients), so a rank holding fewer rows, or none, does not change its weight.
-            forwarded = trainable / accelerator.num_processes
-            # DDP only needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need them all.
-            passes = micro_batches if self.lockstep else max(len(buckets), 1)
-            prefixes = ("", "mb0_") if optimizer_steps == 0 else ("",)
-            minibatch_loss = 0.0
-            for b in range(passes):
-                sync = b == passes - 1
-                if b < len(buckets):
-                    minibatch_loss += self._micro_step(trajectories, buckets[b], old, advantages, weights,
-                                                       num_sequences=num_sequences, forwarded=forwarded, scale=1.0,
-                                                       sync=sync, means=means, prefixes=prefixes)
-                else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
-                    self._micro_step(*self._placeholder_rows(device), num_sequences=1.0, forwarded=1, scale=0.0,
-                                     sync=sync, means=means, prefixes=prefixes)
-            means.add("loss", minibatch_loss)
-            self._clip_and_step(means)
-            optimizer_steps += 1
-            if volatility_batch is not None and optimizer_steps == 1:
-                choices_first = self._expert_choices(volatility_batch)
-
-        if choices_first is not None:
-            choices_last = self._expert_choices(volatility_batch) if optimizer_steps > 1 else choices_first
-            if keep:
-                # Per update (the paper's figure, §4.3: the share of expert choices one update changes), and over
-                # the whole step's `minibatches` updates.
-                means.add("routing_volatility", routing_volatility(choices_before, choices_first),
-                          choices_before.numel())
-                means.add("routing_volatility_step", routing_volatility(choices_before, choices_last),
-                          choices_before.numel())
-        self._replays = {}
-        if gap_tokens:
-            means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
-        means.add("zero_variance_frac", advantage_stats["zero_variance_frac"], advantage_stats.get("num_groups", 0))
-        means.count("trained_sequences", len(keep))
-        means.count("excluded_sequences", len(trajectories) - len(included))
-        metrics = self._over_ranks(means).result()
-        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
-        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high",
-                     "zero_variance_frac"):
-            metrics.setdefault(name, 0.0)
-        metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
-                       learner_seconds=time.perf_counter() - started)
-        return metrics
+        return _Credit(included=included, keep=keep, weights=weights, advantages=advantages, stats=stats)
 
     def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
         """Refuse trajectories sampled at another temperature than the learner scores, and sampler log-probs that
@@ -629,67 +602,6 @@ class GSPOLearner:
         advantages[included], stats = episode_advantages([trajectories[i] for i in included])
         return advantages, stats
 
-    def _old_logprobs(self, trajectories: Sequence[Trajectory], keep: list[int], score_buckets: list[list[int]],
-                      plan: _Plan) -> tuple[dict[int, torch.Tensor], float, int]:
-        """logp_old of every kept row (the policy that sampled, scored before any update of this batch), and the
-        summed |recompute - sampler| gap over its sampled tokens. Records the routing to replay
-        (``routing_replay``) on the way."""
-        config, accelerator, device = self.config, self.accelerator, self.accelerator.device
-        old: dict[int, torch.Tensor] = {}
-        self._replays = self._rollout_routing(trajectories, keep) if config.routing_replay == "rollout" else {}
-        gap_sum, gap_tokens = 0.0, 0
-        recompute = config.logp_old == "recompute"
-        score_passes = plan.most[0] if self.lockstep and recompute else len(score_buckets)
-        for p in range(score_passes):
-            if p >= len(score_buckets):  # this rank has scored its own: a placeholder keeps the ranks in step
-                self._score_no_grad(self._local_model(), self._placeholder_batch())
-                continue
-            rows = score_buckets[p]
-            batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
-            if recompute and config.routing_replay == "old_policy":
-                with record_routing(accelerator.unwrap_model(self.model)) as calls:
-                    logp = self._score_no_grad(self._local_model(), batch)
-                lengths = [len(trajectories[i].token_ids) for i in rows]
-                recorded = split_recorded(calls, lengths, batch.input_ids.shape[1])
-                self._replays.update(zip((id(trajectories[i]) for i in rows), recorded))
-            elif recompute:
-                with self._replaying([trajectories[i] for i in rows], batch):
-                    logp = self._score_no_grad(self._local_model(), batch)
-                gap = (logp - batch.sampler_logprobs).abs()
-                gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
-                gap_tokens += int(batch.loss_mask.sum())
-            else:
-                logp = batch.sampler_logprobs
-            for r, i in enumerate(rows):
-                old[i] = logp[r, : len(trajectories[i].token_ids)]
-        return old, gap_sum, gap_tokens
-
-    def _expert_choices(self, batch: Batch) -> torch.Tensor:
-        """Top-k expert ids ``[L, N, k]`` of the batch's tokens under the current weights (routing volatility)."""
-        k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
-        with torch.no_grad():
-            return _expert_choices(self._local_model(), batch, k)
-
-    def _clip_and_step(self, means: _Means) -> None:
-        """Clip the gradient norm (``max_grad_norm``; DeepSpeed clips inside its engine, configured from the same
-        setting), log it, take the optimizer and scheduler steps, zero the gradients."""
-        config, accelerator = self.config, self.accelerator
-        if self.deepspeed:
-            self.optimizer.step()  # the engine's step (accelerate's DeepSpeed optimizer wrapper): it clips
-            grad_norm = self.model.get_global_grad_norm()
-            if grad_norm is not None:
-                means.add("grad_norm", float(grad_norm))
-        else:
-            if config.max_grad_norm is not None:
-                grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
-                if grad_norm is not None:
-                    grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
-                    means.add("grad_norm", float(grad_norm))
-            self.optimizer.step()
-        if self.scheduler is not None:
-            self._step_scheduler()
-        self.optimizer.zero_grad(set_to_none=True)
-
     def _turn_credit(self, trajectories: Sequence[Trajectory], included: list[int]
                      ) -> tuple[torch.Tensor, dict[str, float]]:
         """Per-turn advantages ``[N, K]`` (``credit="turn"``; rows not included are 0) from each episode's step
@@ -717,6 +629,97 @@ class GSPOLearner:
         advantages[included, : per_turn.shape[1]] = per_turn.to(torch.float64)
         return advantages, stats
 
+    # ------------------------------------------------------------- the plan: minibatches agreed across ranks
+
+    def _plan(self, trajectories: Sequence[Trajectory], credit: _Credit) -> _Plan:
+        """Shuffle the batch into ``minibatches`` (one ``randperm`` of the learner's generator) and each minibatch's
+        forwarded rows into length-bucketed micro-batches. The logp_old recompute scores exactly those micro-batches
+        (same rows, same padding), so the first update's ratios are exactly 1 in fp32. All ranks agree on the counts
+        in one gather: sums for the 1/N weighting, maxima for the passes every rank runs in lockstep."""
+        config, ranks = self.config, self.accelerator.num_processes
+        order = torch.randperm(len(trajectories), generator=self.generator).tolist()
+        included, kept = set(credit.included), set(credit.keep)
+        chunks, bucketed = [], []  # per minibatch: its included rows, its forwarded rows in micro-batches
+        for m in range(config.minibatches):
+            chunk = [i for i in order[m::config.minibatches] if i in included]
+            rows = [i for i in chunk if i in kept]
+            chunks.append(chunk)
+            bucketed.append([[rows[j] for j in bucket] for bucket in
+                             length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)])
+        score_buckets = [bucket for buckets in bucketed for bucket in buckets]
+        wants_probe = bool(self.is_moe and config.volatility_rows and credit.keep)
+        agreed = self._agree([len(score_buckets), int(wants_probe)]
+                             + [x for chunk, buckets in zip(chunks, bucketed)
+                                for x in (sum(map(len, buckets)), float(credit.weights[chunk].sum()) if chunk else 0.0,
+                                          len(buckets))])
+        minibatches = []
+        for m, buckets in enumerate(bucketed):
+            trainable, weight_sum, most_buckets = agreed.sums[2 + 3 * m], agreed.sums[3 + 3 * m], agreed.most[4 + 3 * m]
+            minibatches.append(_Minibatch(
+                micro_batches=buckets, trainable=trainable,
+                # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
+                # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5); N counts weights.
+                num_sequences=weight_sum / ranks,
+                # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
+                # gradients), so a rank holding fewer rows, or none, does not change its weight.
+                forwarded=trainable / ranks,
+                # DDP only needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need them all.
+                passes=most_buckets if self.lockstep else max(len(buckets), 1)))
+        recompute = config.logp_old == "recompute"
+        return _Plan(minibatches=minibatches, score_buckets=score_buckets,
+                     score_passes=agreed.most[0] if self.lockstep and recompute else len(score_buckets),
+                     probe_routing=agreed.most[1] > 0 if self.lockstep else wants_probe)
+
+    def _agree(self, local: list[int]) -> _Agreed:
+        """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
+        if self.accelerator.num_processes == 1:
+            return _Agreed(sums=[float(x) for x in local], most=list(local))
+        gathered = self.accelerator.gather(torch.tensor([local], dtype=torch.float64,
+                                                        device=self.accelerator.device)).cpu()  # [W, K]
+        return _Agreed(sums=gathered.sum(0).tolist(), most=[int(x) for x in gathered.max(0).values.tolist()])
+
+    # ------------------------------------------------------------------- logp_old, routing replay, placeholders
+
+    def _old_logprobs(self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan
+                      ) -> tuple[dict[int, torch.Tensor], tuple[float, int]]:
+        """logp_old of every kept row (the policy that sampled, scored before any update of this batch), and the
+        summed |recompute - sampler| gap over its sampled tokens with their count. Records the routing to replay
+        (``routing_replay``) on the way. In lockstep a rank that has scored its own rows runs placeholder passes."""
+        config, device = self.config, self.accelerator.device
+        old: dict[int, torch.Tensor] = {}
+        self._replays = self._rollout_routing(trajectories, keep) if config.routing_replay == "rollout" else {}
+        gap_sum, gap_tokens = 0.0, 0
+        recompute = config.logp_old == "recompute"
+        for p in range(plan.score_passes):
+            if p >= len(plan.score_buckets):  # this rank has scored its own: a placeholder keeps the ranks in step
+                self._score_no_grad(self._local_model(), self._placeholder_batch())
+                continue
+            rows = plan.score_buckets[p]
+            batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
+            if recompute and config.routing_replay == "old_policy":
+                logp = self._score_recording_routing(trajectories, rows, batch)
+            elif recompute:
+                with self._replaying([trajectories[i] for i in rows], batch):
+                    logp = self._score_no_grad(self._local_model(), batch)
+                gap = (logp - batch.sampler_logprobs).abs()
+                gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
+                gap_tokens += int(batch.loss_mask.sum())
+            else:
+                logp = batch.sampler_logprobs
+            for r, i in enumerate(rows):
+                old[i] = logp[r, : len(trajectories[i].token_ids)]
+        return old, (gap_sum, gap_tokens)
+
+    def _score_recording_routing(self, trajectories: Sequence[Trajectory], rows: list[int], batch: Batch
+                                 ) -> torch.Tensor:
+        """The logp_old recompute of ``batch`` under ``routing_replay="old_policy"`` (the paper's Routing Replay):
+        each row's top-k expert choices are kept to replay in the training forwards."""
+        with record_routing(self.accelerator.unwrap_model(self.model)) as calls:
+            logp = self._score_no_grad(self._local_model(), batch)
+        recorded = split_recorded(calls, [len(trajectories[i].token_ids) for i in rows], batch.input_ids.shape[1])
+        self._replays.update(zip((id(trajectories[i]) for i in rows), recorded))
+        return logp
+
     def _rollout_routing(self, trajectories: Sequence[Trajectory], rows: list[int]) -> dict[int, torch.Tensor]:
         """Each trained trajectory's recorded ``[T, L, k]`` expert ids by ``id(trajectory)``
         (``routing_replay="rollout"``)."""
@@ -740,14 +743,6 @@ class GSPOLearner:
                               batch_replay([self._replays[id(t)] for t in batch_trajectories],
                                            batch.input_ids.shape[1]))
 
-    def _agree(self, local: list[int]) -> _Plan:
-        """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
-        if self.accelerator.num_processes == 1:
-            return _Plan(sums=[float(x) for x in local], most=list(local))
-        gathered = self.accelerator.gather(torch.tensor([local], dtype=torch.float64,
-                                                        device=self.accelerator.device)).cpu()  # [W, K]
-        return _Plan(sums=gathered.sum(0).tolist(), most=[int(x) for x in gathered.max(0).values.tolist()])
-
     def _placeholder_rows(self, device: Any) -> tuple[list[Trajectory], list[int], dict[int, torch.Tensor],
                                                        torch.Tensor, torch.Tensor]:
         """(trajectories, rows, logp_old, advantages, weights) of a zero-weight micro-batch: two padding tokens,
@@ -761,6 +756,110 @@ class GSPOLearner:
         """A two-token batch for a no-grad pass a rank runs only to keep the collectives in step."""
         trajectories = self._placeholder_rows(self.accelerator.device)[0]
         return collate(trajectories, self.pad_token_id).to(self.accelerator.device)
+
+    def _placeholder_step(self, sync: bool, means: _Means, prefixes: tuple[str, ...]) -> None:
+        """A zero-weight micro-batch (a forward and a backward of ``0 * loss``) that a rank with nothing (more) to
+        train runs so that its collectives pair with the other ranks' (FSDP2, DeepSpeed; DDP's one backward)."""
+        self._micro_step(*self._placeholder_rows(self.accelerator.device), num_sequences=1.0, forwarded=1,
+                         scale=0.0, sync=sync, means=means, prefixes=prefixes)
+
+    # -------------------------------------------------------------------- one micro-batch: forward, loss, backward
+
+    def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
+                    advantages: torch.Tensor, weights: torch.Tensor, *, num_sequences: float, forwarded: float,
+                    scale: float, sync: bool, means: _Means, prefixes: tuple[str, ...] = ("",)) -> float:
+        """Forward, loss and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go
+        to ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's)."""
+        batch, old_logprobs, adv, turn_ids = self._loss_inputs(trajectories, rows, old, advantages)
+        with self._accumulating(sync), self._replaying([trajectories[i] for i in rows], batch):
+            outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
+            # Compiled, N is a tensor so that a new minibatch size does not recompile.
+            n = torch.tensor(float(num_sequences), device=adv.device) if self.config.compile else num_sequences
+            loss, diagnostics, logprobs = self._objective(outputs.logits, batch.input_ids, old_logprobs, adv,
+                                                          batch.loss_mask, n, turn_ids)  # [], {...}, [B, T]
+            total = self._with_penalties(loss, outputs, logprobs, batch, weights[rows], num_sequences=num_sequences,
+                                         share=len(rows) / forwarded, means=means)
+            self.accelerator.backward(total * scale)
+        if scale == 0.0:
+            return 0.0
+        self._record(diagnostics, outputs.logits, batch, means, prefixes)
+        return loss.detach().item()
+
+    def _loss_inputs(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
+                     advantages: torch.Tensor) -> tuple[Batch, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """One micro-batch as the loss takes it: the collated rows, their logp_old ``[B, T]``, their advantages and
+        ``turn_ids`` ``[B, T]`` (each sampled token's turn; ``None`` unless the loss clips per turn). Per-turn
+        advantages (``credit="turn"``, ``[B, K]``) go as they are to a loss clipping per turn and as each token's
+        turn advantage ``[B, T]`` (Eq. 13-14's A_it) to a loss clipping per token."""
+        device = self.accelerator.device
+        batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
+        old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
+        for r, i in enumerate(rows):
+            old_logprobs[r, : old[i].shape[0]] = old[i]
+        adv = advantages[rows].to(device)  # [B], or [B, K] per turn (credit="turn")
+        clip_unit = self.loss_fn.clip_unit
+        if clip_unit is not TURN and adv.dim() == 1:
+            return batch, old_logprobs, adv, None
+        turn_ids = torch.full_like(batch.input_ids, -1)  # [B, T], each sampled token's turn index
+        for r, i in enumerate(rows):
+            for k, (start, end) in enumerate(trajectories[i].turn_spans):
+                turn_ids[r, start:end] = k
+        if adv.dim() == 2 and clip_unit is TOKEN:  # gspo_token / grpo: A_it = its turn's advantage
+            adv = token_advantages(adv.nan_to_num(0.0), turn_ids)  # [B, T]
+        return batch, old_logprobs, adv, turn_ids if clip_unit is TURN else None
+
+    def _objective_from_logits(self, logits: torch.Tensor, input_ids: torch.Tensor, old_logprobs: torch.Tensor,
+                               advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor,
+                               turn_ids: torch.Tensor | None = None
+                               ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles.
+        ``turn_ids`` ``[B, T]`` (a loss clipping per turn): each trained token's assistant-turn index."""
+        config = self.config
+        logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
+        turns = () if turn_ids is None else (turn_ids,)
+        loss, diagnostics = self.loss_fn(logprobs, old_logprobs, advantages, loss_mask, *turns,
+                                         eps_low=config.eps_low, eps_high=config.eps_high, num_sequences=num_sequences)
+        return loss, diagnostics, logprobs
+
+    def _with_penalties(self, loss: torch.Tensor, outputs: Any, logprobs: torch.Tensor, batch: Batch,
+                        row_weights: torch.Tensor, *, num_sequences: float, share: float, means: _Means
+                        ) -> torch.Tensor:
+        """``loss`` plus the MoE router load-balancing loss and the k3 KL penalty, each logged to ``means``.
+
+        The aux loss is weighted by ``share``, the micro-batch's share of the rows forwarded in this minibatch (over
+        all ranks, / W), so the minibatch sum is a mean of weight ``aux_coef`` (skipped A = 0 rows are not forwarded
+        and must not dilute it). The KL is aggregated like the loss: each sample's weight in the 1/N mean."""
+        rows = batch.input_ids.shape[0]
+        total = loss
+        if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
+            total = total + self.aux_coef * outputs.aux_loss * share
+            means.add("aux_loss", outputs.aux_loss.item(), rows)
+        if self.config.kl_coef > 0:
+            with torch.no_grad():
+                ref_logprobs = self._score_no_grad(self.ref_model, batch)
+            kl = kl_k3(logprobs, ref_logprobs, batch.loss_mask)  # [B]
+            total = total + self.config.kl_coef * (kl * row_weights.to(kl.device, kl.dtype)).sum() / num_sequences
+            means.add("kl", float(kl.mean()), rows)
+        return total
+
+    def _record(self, diagnostics: dict[str, torch.Tensor], logits: torch.Tensor, batch: Batch, means: _Means,
+                prefixes: tuple[str, ...]) -> None:
+        """One micro-batch's diagnostics into ``means``. Each clip fraction the loss reports is weighted by the count
+        it is a share of; ``clip_frac_low``, ``clip_frac_high`` and ``ratio_mean`` by the count of the loss's own clip
+        unit (sequences for GSPO, turns for ``unit="turn"``, tokens for GSPO-token and GRPO: ``loss.clip_unit``)."""
+        unit_count = float(diagnostics[self.loss_fn.clip_unit.count])
+        for prefix in prefixes:
+            for share in self.loss_fn.clip_fractions:
+                means.add(prefix + share.fraction, float(diagnostics[share.fraction]), float(diagnostics[share.count]))
+            for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):
+                means.add(prefix + name, float(diagnostics[name]), unit_count)
+            means.extreme(prefix + "ratio_min", float(diagnostics["ratio_min"]), min)
+            means.extreme(prefix + "ratio_max", float(diagnostics["ratio_max"]), max)
+        tokens = float(diagnostics["num_tokens"])
+        means.count("trained_tokens", tokens)
+        entropy = token_entropy(logits[:, :-1].detach(), temperature=self.config.temperature,
+                                loss_mask=batch.loss_mask[:, 1:])
+        means.add("entropy", float(entropy), tokens)
 
     @contextlib.contextmanager
     def _accumulating(self, sync: bool) -> Iterator[None]:
@@ -786,6 +885,86 @@ class GSPOLearner:
         finally:
             accelerator.gradient_state._set_sync_gradients(True)
 
+    # ----------------------------------------------------------------------------------------- the optimizer step
+
+    def _clip_and_step(self, means: _Means) -> None:
+        """Clip the gradient norm (``max_grad_norm``; DeepSpeed clips inside its engine, configured from the same
+        setting), log it, take the optimizer and scheduler steps, zero the gradients."""
+        config, accelerator = self.config, self.accelerator
+        if self.deepspeed:
+            self.optimizer.step()  # the engine's step (accelerate's DeepSpeed optimizer wrapper): it clips
+            grad_norm = self.model.get_global_grad_norm()
+            if grad_norm is not None:
+                means.add("grad_norm", float(grad_norm))
+        else:
+            if config.max_grad_norm is not None:
+                grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                if grad_norm is not None:
+                    grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
+                    means.add("grad_norm", float(grad_norm))
+            self.optimizer.step()
+        if self.scheduler is not None:
+            self._step_scheduler()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def _step_scheduler(self) -> None:
+        """One scheduler step per optimizer step. accelerate's prepared scheduler steps ``num_processes`` times per
+        call (it assumes a data loader whose global batch grew with the ranks), which would end a warm-up of 8
+        optimizer steps after 4 on 2 ranks; step the scheduler it wraps once, unless the optimizer skipped its step
+        (fp16 overflow), as accelerate does."""
+        from accelerate.scheduler import AcceleratedScheduler
+
+        if not isinstance(self.scheduler, AcceleratedScheduler):
+            self.scheduler.step()
+        elif not getattr(self.optimizer, "step_was_skipped", False):
+            self.scheduler.scheduler.step()
+
+    # ------------------------------------------------------------------------------------------ metrics, MoE probe
+
+    def _routing_probe(self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan) -> _RoutingProbe | None:
+        """Routing volatility (MoE): the top-k expert choices on up to ``volatility_rows`` of this step's forwarded
+        trajectories before any update (a placeholder batch on a rank without any, to keep lockstep)."""
+        if not plan.probe_routing:
+            return None
+        picks = [trajectories[i] for i in keep[: self.config.volatility_rows]]
+        batch = collate(picks, self.pad_token_id).to(self.accelerator.device) if picks else self._placeholder_batch()
+        return _RoutingProbe(batch=batch, before=self._expert_choices(batch))
+
+    def _expert_choices(self, batch: Batch) -> torch.Tensor:
+        """Top-k expert ids ``[L, N, k]`` of the batch's tokens under the current weights (routing volatility)."""
+        k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
+        with torch.no_grad():
+            return _expert_choices(self._local_model(), batch, k)
+
+    def _routing_volatility(self, means: _Means, probe: _RoutingProbe | None, optimizer_steps: int,
+                            keep: list[int]) -> None:
+        """Log the share of the probe's expert choices that changed: per update (the paper's figure, §4.3: the share
+        one update changes) and over the whole step's ``minibatches`` updates."""
+        if probe is None or probe.first is None:
+            return
+        last = self._expert_choices(probe.batch) if optimizer_steps > 1 else probe.first
+        if keep:
+            means.add("routing_volatility", routing_volatility(probe.before, probe.first), probe.before.numel())
+            means.add("routing_volatility_step", routing_volatility(probe.before, last), probe.before.numel())
+
+    def _metrics(self, means: _Means, trajectories: Sequence[Trajectory], credit: _Credit, gap: tuple[float, int],
+                 optimizer_steps: int, started: float) -> dict[str, float]:
+        """The step's metrics over all ranks: the micro-batches' diagnostics, the sampler gap, the batch's counts."""
+        gap_sum, gap_tokens = gap
+        if gap_tokens:
+            means.add("sampler_logprob_gap", gap_sum / gap_tokens, gap_tokens)
+        means.add("zero_variance_frac", credit.stats["zero_variance_frac"], credit.stats.get("num_groups", 0))
+        means.count("trained_sequences", len(credit.keep))
+        means.count("excluded_sequences", len(trajectories) - len(credit.included))
+        metrics = self._over_ranks(means).result()
+        # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
+        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high",
+                     "zero_variance_frac"):
+            metrics.setdefault(name, 0.0)
+        metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
+                       learner_seconds=time.perf_counter() - started)
+        return metrics
+
     def _over_ranks(self, means: _Means) -> _Means:
         """This step's metrics over all ranks (every rank gets the same), so what rank 0 logs describes the whole
         batch: weighted means, extremes and counts of every rank's micro-batches. One small collective per step."""
@@ -797,63 +976,3 @@ class GSPOLearner:
         for part in gather_object([means]):
             merged.merge(part)
         return merged
-
-    def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                    advantages: torch.Tensor, weights: torch.Tensor, *, num_sequences: float, forwarded: float,
-                    scale: float, sync: bool, means: _Means, prefixes: tuple[str, ...] = ("",)) -> float:
-        """Forward and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go to
-        ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's)."""
-        config, accelerator = self.config, self.accelerator
-        batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(accelerator.device)
-        old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
-        for r, i in enumerate(rows):
-            old_logprobs[r, : old[i].shape[0]] = old[i]
-        adv = advantages[rows].to(accelerator.device)  # [B], or [B, K] per turn (credit="turn")
-        turn_ids = None
-        if config.unit == "turn" or adv.dim() == 2:
-            turn_ids = torch.full_like(batch.input_ids, -1)  # [B, T], each sampled token's turn index
-            for r, i in enumerate(rows):
-                for k, (start, end) in enumerate(trajectories[i].turn_spans):
-                    turn_ids[r, start:end] = k
-            if adv.dim() == 2 and config.unit == "trajectory":  # gspo_token / grpo: A_it = its turn's advantage
-                adv = token_advantages(adv.nan_to_num(0.0), turn_ids)  # [B, T]
-        with self._accumulating(sync), self._replaying([trajectories[i] for i in rows], batch):
-            outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
-            # Compiled, N is a tensor so that a new minibatch size does not recompile.
-            n = torch.tensor(float(num_sequences), device=adv.device) if config.compile else num_sequences
-            loss, diagnostics, logprobs = self._objective(outputs.logits, batch.input_ids, old_logprobs, adv,
-                                                          batch.loss_mask, n, turn_ids)  # [], {...}, [B, T]
-            total = loss
-            if self.aux_coef > 0 and getattr(outputs, "aux_loss", None) is not None:
-                # Weighted by the micro-batch's share of the rows forwarded in this minibatch (over all ranks, / W), so
-                # the minibatch sum is a mean of weight aux_coef (skipped A = 0 rows are not forwarded and must not
-                # dilute it).
-                total = total + self.aux_coef * outputs.aux_loss * (len(rows) / forwarded)
-                means.add("aux_loss", outputs.aux_loss.item(), len(rows))
-            if config.kl_coef > 0:
-                with torch.no_grad():
-                    ref_logprobs = self._score_no_grad(self.ref_model, batch)
-                kl = kl_k3(logprobs, ref_logprobs, batch.loss_mask)  # [B]
-                row_weights = weights[rows].to(kl.device, kl.dtype)  # [B], each sample's weight in the 1/N mean
-                total = total + config.kl_coef * (kl * row_weights).sum() / num_sequences
-                means.add("kl", float(kl.mean()), len(rows))
-            accelerator.backward(total * scale)
-        if scale == 0.0:
-            return 0.0
-        sequences, tokens = float(diagnostics["num_sequences"]), float(diagnostics["num_tokens"])
-        unit = sequences if config.objective == "gspo" else tokens  # what the low/high split and ratios count
-        for prefix in prefixes:
-            if "num_turns" in diagnostics:  # unit="turn": the low/high split and ratios count turns
-                unit = float(diagnostics["num_turns"])
-                means.add(prefix + "clip_frac_turn", float(diagnostics["clip_frac_turn"]), unit)
-            means.add(prefix + "clip_frac_seq", float(diagnostics["clip_frac_seq"]), sequences)
-            means.add(prefix + "clip_frac_token", float(diagnostics["clip_frac_token"]), tokens)
-            for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):
-                means.add(prefix + name, float(diagnostics[name]), unit)
-            means.extreme(prefix + "ratio_min", float(diagnostics["ratio_min"]), min)
-            means.extreme(prefix + "ratio_max", float(diagnostics["ratio_max"]), max)
-        means.count("trained_tokens", tokens)
-        entropy = token_entropy(outputs.logits[:, :-1].detach(), temperature=config.temperature,
-                                loss_mask=batch.loss_mask[:, 1:])
-        means.add("entropy", float(entropy), tokens)
-        return loss.detach().item()
