@@ -45,8 +45,11 @@ from pathlib import Path
 
 import torch
 
+from agentgspo.objective.loss import GSPO_EPS
+
 GROUPS, GROUP_SIZE, MINIBATCHES = 8, 8, 4
-LR, EPS_LOW, EPS_HIGH = 1e-5, 3e-4, 4e-4
+LR = 1e-5
+EPS_LOW, EPS_HIGH = GSPO_EPS  # paper §5.1, on both sides
 
 
 def parse_args() -> argparse.Namespace:

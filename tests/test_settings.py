@@ -99,3 +99,20 @@ def test_the_resume_command_leaves_out_testing_aids_and_keeps_what_differs():
     assert command == "python recipes/x.py --out runs/x --backend hf --lr 0.001"
     again = load_config(TrainConfig, command.split()[2:])
     assert (again.backend, again.lr, again.kill_after_step) == ("hf", 1e-3, 0)
+
+
+def test_the_paper_s_clip_bands_are_written_once():
+    """The clip values of paper §5.1 appear as numbers in one module (objective/loss.py); every default, the
+    learner's and each recipe's, refers to them."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    places = []
+    for folder in ("agentgspo", "recipes", "envs", "benchmarks"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and node.value in (3e-4, 4e-4, 0.27) and type(node.value) is float:
+                    places.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert {place.split(":")[0] for place in places} == {"agentgspo/objective/loss.py"}, places
+    assert len(places) == 3, places  # GSPO_EPS's two numbers and GRPO_EPS's upper one

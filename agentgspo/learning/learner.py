@@ -44,7 +44,8 @@ import torch
 from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective.loss import TOKEN, TURN, grpo_loss, gspo_loss, gspo_token_loss, gspo_turn_loss, kl_k3
+from agentgspo.objective.loss import (GRPO_EPS, GSPO_EPS, TOKEN, TURN, grpo_loss, gspo_loss, gspo_token_loss,
+                                     gspo_turn_loss, kl_k3)
 from agentgspo.learning.routing_replay import (REPLAY_SOURCES, batch_replay, decode_routing, find_routers,
                                                record_routing, replay_routing, split_recorded)
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
@@ -52,8 +53,8 @@ from agentgspo.objective.split_turns import episode_advantages
 from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
 
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
-# Paper §5.1 (v2): GSPO eps 3e-4 / 4e-4; the GRPO baseline 0.2 / 0.27.
-DEFAULT_EPS = {"gspo": (3e-4, 4e-4), "gspo_token": (3e-4, 4e-4), "grpo": (0.2, 0.27)}
+# Each objective's clip band (paper §5.1, agentgspo.objective.loss).
+DEFAULT_EPS = {"gspo": GSPO_EPS, "gspo_token": GSPO_EPS, "grpo": GRPO_EPS}
 
 
 def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name

@@ -55,8 +55,13 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["ClipUnit", "SEQUENCE", "TURN", "TOKEN", "clips_per", "gspo_loss", "gspo_turn_loss", "gspo_token_loss",
-           "grpo_loss", "kl_k3"]
+__all__ = ["GRPO_EPS", "GSPO_EPS", "ClipUnit", "SEQUENCE", "TURN", "TOKEN", "clips_per", "gspo_loss", "gspo_turn_loss",
+           "gspo_token_loss", "grpo_loss", "kl_k3"]
+
+# The clip bands of paper §5.1 (v2), (eps_low, eps_high), written here once: GSPO's on the sequence ratio (and
+# GSPO-token's), and the GRPO baseline's on the token ratio.
+GSPO_EPS = (3e-4, 4e-4)
+GRPO_EPS = (0.2, 0.27)
 
 
 @dataclass(frozen=True)
@@ -106,8 +111,8 @@ def gspo_loss(
     advantages: torch.Tensor,
     loss_mask: torch.Tensor,
     *,
-    eps_low: float = 3e-4,
-    eps_high: float = 4e-4,
+    eps_low: float = GSPO_EPS[0],
+    eps_high: float = GSPO_EPS[1],
     num_sequences: int | float | torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GSPO loss, paper Eq. 5-7 (defaults eps_low=3e-4, eps_high=4e-4 from §5.1).
@@ -162,8 +167,8 @@ def gspo_turn_loss(
     loss_mask: torch.Tensor,
     turn_ids: torch.Tensor,
     *,
-    eps_low: float = 3e-4,
-    eps_high: float = 4e-4,
+    eps_low: float = GSPO_EPS[0],
+    eps_high: float = GSPO_EPS[1],
     num_sequences: int | float | torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GSPO with the assistant turn as the unit: each turn of a multi-turn trajectory has its own ratio and clip.
@@ -249,8 +254,8 @@ def gspo_token_loss(
     advantages: torch.Tensor,
     loss_mask: torch.Tensor,
     *,
-    eps_low: float = 3e-4,
-    eps_high: float = 4e-4,
+    eps_low: float = GSPO_EPS[0],
+    eps_high: float = GSPO_EPS[1],
     num_sequences: int | float | torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GSPO-token loss for per-token (e.g. per-turn) advantages, paper Eq. 13-14.
@@ -283,8 +288,8 @@ def grpo_loss(
     advantages: torch.Tensor,
     loss_mask: torch.Tensor,
     *,
-    eps_low: float = 0.2,
-    eps_high: float = 0.27,
+    eps_low: float = GRPO_EPS[0],
+    eps_high: float = GRPO_EPS[1],
     num_sequences: int | float | torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GRPO baseline loss with token-level ratios, as the paper states it in Eq. 2-3 (eps 0.2/0.27 from §5.1).
