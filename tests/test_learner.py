@@ -113,6 +113,23 @@ def test_all_equal_rewards_leave_the_policy_untouched(tiny):
     assert metrics["loss"] == 0.0 and metrics["clip_frac_seq"] == 0.0
 
 
+def test_a_placeholder_micro_batch_logs_no_router_loss_or_kl(tiny):
+    """A rank with nothing to train runs zero-weight placeholder micro-batches so its collectives pair with the other
+    ranks'; their router loss and KL are not the policy's and must not enter the logged means (they did, weight 1)."""
+    from agentgspo.learning.learner import _Means
+
+    accelerator = Accelerator(cpu=True)
+    reference = copy.deepcopy(tiny).eval().requires_grad_(False)
+    optimizer = torch.optim.AdamW(tiny.parameters(), lr=1e-3)
+    model, optimizer = accelerator.prepare(tiny, optimizer)
+    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, ref_model=reference, config=LearnerConfig(
+        router_aux_loss_coef=0.01, kl_coef=0.1, memory_estimate=False))
+    learner.step(_trajectories([1, 0, 0, 1]))  # the placeholder rows come from a real step's
+    means = _Means()
+    learner._placeholder_step(True, means, ("",))
+    assert "aux_loss" not in means.sums and "kl" not in means.sums, means.sums
+
+
 def test_env_and_judge_errors_are_left_out_of_advantages(tiny):
     # Group 0: the only failure is an env crash, so the group is all-equal among real episodes: nothing to learn.
     reasons = ["completed", "completed", "completed", "env_error", "completed", "judge_error", "completed",

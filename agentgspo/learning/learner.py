@@ -778,8 +778,9 @@ class GSPOLearner:
             n = torch.tensor(float(num_sequences), device=adv.device) if self.config.compile else num_sequences
             loss, diagnostics, logprobs = self._objective(outputs.logits, batch.input_ids, old_logprobs, adv,
                                                           batch.loss_mask, n, turn_ids)  # [], {...}, [B, T]
+            # A zero-weight placeholder's penalties are not the policy's: they stay out of the logged means.
             total = self._with_penalties(loss, outputs, logprobs, batch, weights[rows], num_sequences=num_sequences,
-                                         share=len(rows) / forwarded, means=means)
+                                         share=len(rows) / forwarded, means=means if scale else _Means())
             self.accelerator.backward(total * scale)
         if scale == 0.0:
             return 0.0
