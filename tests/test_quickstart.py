@@ -222,3 +222,10 @@ def _tiny_path() -> Path:
     from agentgspo.policy.tiny import tiny_policy_path
 
     return tiny_policy_path()
+
+
+def test_a_kl_penalty_is_a_setting_of_the_loop(tmp_path):
+    """--kl-coef (a learner setting, inherited by every recipe) trains against a frozen copy of the starting policy."""
+    _run(["--out", str(tmp_path), "--steps", "1", *PARITY, *SMALL, "--kl-coef", "0.05"])
+    row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["optimizer_steps"] == 4 and 0.0 <= row["kl"] < 1.0, row  # k3 >= 0; small after 4 updates at lr 1e-3

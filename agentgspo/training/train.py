@@ -31,6 +31,7 @@ weights after each step.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import json
@@ -346,6 +347,8 @@ class _Run:
         def make_scheduler(optimizer: torch.optim.Optimizer) -> Any:
             return get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=config.warmup_steps)
 
+        # The KL penalty's reference: a frozen copy of the policy GSPO starts from (after the warm start).
+        reference = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None
         model, optimizer, scheduler = prepare_policy(accelerator, model, make_optimizer, make_scheduler,
                                                      sharding=config.sharding, mixed_precision=config.mixed_precision,
                                                      max_grad_norm=config.max_grad_norm)
@@ -354,7 +357,7 @@ class _Run:
         else:
             policy.model = accelerator.unwrap_model(model)
         learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
-                              scheduler=scheduler, seed=config.seed + self.rank,
+                              scheduler=scheduler, seed=config.seed + self.rank, ref_model=reference,
                               config=LearnerConfig.from_settings(config))
         accelerator.register_for_checkpointing(learner)
         step = 0
