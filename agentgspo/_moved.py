@@ -29,16 +29,28 @@ MOVED = {
 }
 MOVED["agentgspo.policy.names"] = "agentgspo.policy.loading"  # what --policy may name joined how it loads
 # the problem formats gathered in one package with their registry (issue 20, item 5)
-MOVED.update({f"agentgspo.sandboxes.judge.{name}": f"agentgspo.sandboxes.judge.formats.{name}"
-              for name in ("own_format", "kattis", "kattis_package", "kattis_grading", "kattis_interactor", "polygon",
-                           "openr1")})
+MOVED.update(
+    {
+        f"agentgspo.sandboxes.judge.{name}": f"agentgspo.sandboxes.judge.formats.{name}"
+        for name in (
+            "own_format",
+            "kattis",
+            "kattis_package",
+            "kattis_grading",
+            "kattis_interactor",
+            "polygon",
+            "openr1",
+        )
+    }
+)
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports an old module path as its new module (the same object), warning once per import."""
 
-    def find_spec(self, fullname: str, path: object = None,
-                  target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
@@ -48,8 +60,12 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         new = MOVED[module.__name__]
-        warnings.warn(f"{module.__name__} moved to {new} (agentgspo 0.2.0); import it from there, the old path "
-                      "goes in the next release", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{module.__name__} moved to {new} (agentgspo 0.2.0); import it from there, the old path "
+            "goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         # The import system returns what sys.modules holds under the old name after exec_module: the real module.
         sys.modules[module.__name__] = importlib.import_module(new)
 

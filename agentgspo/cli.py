@@ -18,14 +18,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollout": ("agentgspo.commands.rollout", "play episodes with a policy and write trajectories.jsonl"),
     "quickstart": ("agentgspo.commands.quickstart", "train the tiny MoE policy on Calculator-v0 on CPU"),
     "judge": ("agentgspo.commands.judge", "judge a solution on a problem package (Kattis, own, Polygon) or tests"),
-    "validate-problems": ("agentgspo.commands.validate_problems",
-                          "check a problem set: references AC, wrong solutions rejected, generators deterministic"),
+    "validate-problems": (
+        "agentgspo.commands.validate_problems",
+        "check a problem set: references AC, wrong solutions rejected, generators deterministic",
+    ),
     "sandbox-server": ("agentgspo.commands.sandbox_server", "serve the sandbox over HTTP for remote execution"),
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
     "eval": ("agentgspo.commands.eval", "evaluate an agent on CodeForces-style problems: pass@k, rating, report"),
     "serve-policy": ("agentgspo.commands.serve_policy", "serve a policy checkpoint with vLLM's OpenAI server"),
-    "estimate-memory": ("agentgspo.commands.estimate_memory",
-                        "estimate a training run's memory per GPU from a model config (no weights loaded)"),
+    "estimate-memory": (
+        "agentgspo.commands.estimate_memory",
+        "estimate a training run's memory per GPU from a model config (no weights loaded)",
+    ),
     "view": ("agentgspo.commands.view", "render trajectories.jsonl or an eval's results as a self-contained HTML page"),
 }
 

@@ -42,8 +42,14 @@ def measure(tree: Path, source: str, n: int, time_limit: float) -> dict:
     """Judge ``source`` with the code of ``tree`` in a fresh interpreter; its wall time and verdicts."""
     interactor = HERE / "tests" / "sandboxes" / "fixtures" / "interactive" / "interactor.py"
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, "-c", RUN, source, str(n), str(time_limit), str(interactor)],
-                          capture_output=True, text=True, env=env, cwd=tree, timeout=1200)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, source, str(n), str(time_limit), str(interactor)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        timeout=1200,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{tree}: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -62,18 +68,27 @@ def main() -> int:
     for name in args.scenario or list(SCENARIOS):
         old = measure(args.baseline, SCENARIOS[name], args.tests, args.time_limit)
         new = measure(HERE, SCENARIOS[name], args.tests, args.time_limit)
-        rows.append({"scenario": name, "baseline_s": round(old["wall_s"], 2), "baseline_verdict": old["verdict"],
-                     "this_s": round(new["wall_s"], 2), "this_verdict": new["verdict"],
-                     "ratio": round(old["wall_s"] / new["wall_s"], 1),
-                     "this_in_time_limits": round(new["wall_s"] / args.time_limit, 2)})
+        rows.append(
+            {
+                "scenario": name,
+                "baseline_s": round(old["wall_s"], 2),
+                "baseline_verdict": old["verdict"],
+                "this_s": round(new["wall_s"], 2),
+                "this_verdict": new["verdict"],
+                "ratio": round(old["wall_s"] / new["wall_s"], 1),
+                "this_in_time_limits": round(new["wall_s"] / args.time_limit, 2),
+            }
+        )
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         print(f"{args.tests} tests, time limit {args.time_limit} s, {os.cpu_count()} CPUs")
         for row in rows:
-            print(f"{row['scenario']:>16}: baseline {row['baseline_s']:6.2f} s ({row['baseline_verdict']}), "
-                  f"this {row['this_s']:6.2f} s ({row['this_verdict']}) = {row['this_in_time_limits']} time "
-                  f"limits, {row['ratio']}x faster")
+            print(
+                f"{row['scenario']:>16}: baseline {row['baseline_s']:6.2f} s ({row['baseline_verdict']}), "
+                f"this {row['this_s']:6.2f} s ({row['this_verdict']}) = {row['this_in_time_limits']} time "
+                f"limits, {row['ratio']}x faster"
+            )
     return 0
 
 

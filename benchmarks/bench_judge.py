@@ -101,13 +101,16 @@ def judge_rows(tests, repeats: int) -> None:
         settings.append((f"1 submission, workers={cpus}", 1, cpus))
     settings.append((f"2 concurrent submissions, workers={max(1, cpus // 2)} each", 2, max(1, cpus // 2)))
     for label, concurrency, workers in settings:
-        ours_s, base_s, ratio = side_by_side(lambda: ours(tests, workers=workers),
-                                             lambda: baseline_judge(tests, workers), repeats, concurrency)
+        ours_s, base_s, ratio = side_by_side(
+            lambda: ours(tests, workers=workers), lambda: baseline_judge(tests, workers), repeats, concurrency
+        )
         ours_rate, base_rate = n * concurrency / ours_s, n * concurrency / base_s
         met = "met" if ours_rate >= 700 and ratio >= 5 else "not met"
-        print(f"[python {n} tests, {label}] isolated local judge: {ours_rate:5.0f} tests/s | plain subprocess per "
-              f"test, no isolation, {workers * concurrency} at a time: {base_rate:4.0f} tests/s | ratio "
-              f"{ratio:4.1f}x | target >= 700/s and >= 5x: {met}")
+        print(
+            f"[python {n} tests, {label}] isolated local judge: {ours_rate:5.0f} tests/s | plain subprocess per "
+            f"test, no isolation, {workers * concurrency} at a time: {base_rate:4.0f} tests/s | ratio "
+            f"{ratio:4.1f}x | target >= 700/s and >= 5x: {met}"
+        )
 
 
 def compile_time(use_pch: bool, repeats: int) -> float:
@@ -138,8 +141,10 @@ def main() -> None:
     baseline_judge(tests[:5])
     judge_rows(tests, args.repeats)
     no_pch, with_pch = compile_time(False, 3), compile_time(True, 3)
-    print(f"[c++ compile, bits/stdc++.h] without PCH {no_pch:.3f} s | with PCH {with_pch:.3f} s | "
-          f"speedup {no_pch / with_pch:.1f}x")
+    print(
+        f"[c++ compile, bits/stdc++.h] without PCH {no_pch:.3f} s | with PCH {with_pch:.3f} s | "
+        f"speedup {no_pch / with_pch:.1f}x"
+    )
     if args.docker:
         run_python("print(1)", backend="docker")
         latencies = []
@@ -147,8 +152,10 @@ def main() -> None:
             start = time.perf_counter()
             assert run_python("print(1)", backend="docker").ok
             latencies.append(time.perf_counter() - start)
-        print(f"[docker] run_python round trip (exec into a warm container): median "
-              f"{statistics.median(latencies) * 1000:.0f} ms")
+        print(
+            f"[docker] run_python round trip (exec into a warm container): median "
+            f"{statistics.median(latencies) * 1000:.0f} ms"
+        )
         docker_s = timed(lambda: ours(tests, "docker"), args.repeats)
         print(f"[docker] {n}-test python judge: {n / docker_s:.0f} tests/s")
 

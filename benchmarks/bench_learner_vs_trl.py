@@ -60,9 +60,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--hidden-size", type=int, default=None, help="build a tiny MoE of this width instead")
     parser.add_argument("--layers", type=int, default=3, help="layers when --hidden-size is given")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads (default 1: on a shared 2-core machine 2 OpenMP threads were "
-                             "25x slower, 4.3 s vs 0.16 s per fwd+bwd, when other jobs held the cores)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: on a shared 2-core machine 2 OpenMP threads were "
+        "25x slower, 4.3 s vs 0.16 s per fwd+bwd, when other jobs held the cores)",
+    )
     return parser.parse_args()
 
 
@@ -75,8 +79,9 @@ def load_policy(args: argparse.Namespace):
     if args.hidden_size is None:
         path = tiny_policy_path()
     else:
-        path = build_tiny_policy(Path(tempfile.mkdtemp(prefix="bench-tiny-")), hidden_size=args.hidden_size,
-                                 num_layers=args.layers)
+        path = build_tiny_policy(
+            Path(tempfile.mkdtemp(prefix="bench-tiny-")), hidden_size=args.hidden_size, num_layers=args.layers
+        )
     return path, AutoTokenizer.from_pretrained(path)
 
 
@@ -113,9 +118,16 @@ def make_ours(path, pad_id: int, max_len: int, volatility_rows: int):
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
     model, optimizer = accelerator.prepare(model, optimizer)
-    config = LearnerConfig(objective="gspo", eps_low=EPS_LOW, eps_high=EPS_HIGH, minibatches=MINIBATCHES,
-                           micro_batch_tokens=16 * max_len, logp_old="recompute", max_grad_norm=1.0,
-                           volatility_rows=volatility_rows)
+    config = LearnerConfig(
+        objective="gspo",
+        eps_low=EPS_LOW,
+        eps_high=EPS_HIGH,
+        minibatches=MINIBATCHES,
+        micro_batch_tokens=16 * max_len,
+        logp_old="recompute",
+        max_grad_norm=1.0,
+        volatility_rows=volatility_rows,
+    )
     learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=pad_id, config=config)
     return lambda trajectories: learner.step(trajectories)
 
@@ -135,17 +147,37 @@ def make_trl(path, tokenizer, max_completion: int):
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     config = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench-trl-"), report_to=[], use_vllm=False, use_cpu=True, bf16=False,
-        per_device_train_batch_size=16, gradient_accumulation_steps=1, steps_per_generation=MINIBATCHES,
-        num_generations=GROUP_SIZE, num_iterations=1, importance_sampling_level="sequence", loss_type="grpo",
-        epsilon=EPS_LOW, epsilon_high=EPS_HIGH, beta=0.0, learning_rate=LR, max_grad_norm=1.0,
-        max_completion_length=max_completion, logging_steps=10**9, save_strategy="no", disable_dropout=True,
+        output_dir=tempfile.mkdtemp(prefix="bench-trl-"),
+        report_to=[],
+        use_vllm=False,
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=16,
+        gradient_accumulation_steps=1,
+        steps_per_generation=MINIBATCHES,
+        num_generations=GROUP_SIZE,
+        num_iterations=1,
+        importance_sampling_level="sequence",
+        loss_type="grpo",
+        epsilon=EPS_LOW,
+        epsilon_high=EPS_HIGH,
+        beta=0.0,
+        learning_rate=LR,
+        max_grad_norm=1.0,
+        max_completion_length=max_completion,
+        logging_steps=10**9,
+        save_strategy="no",
+        disable_dropout=True,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
-                              args=config, train_dataset=Dataset.from_dict({"prompt": ["x"] * 64}),
-                              processing_class=tokenizer)
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+            args=config,
+            train_dataset=Dataset.from_dict({"prompt": ["x"] * 64}),
+            processing_class=tokenizer,
+        )
     model = trainer.model
     model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer's training loop, read by compute_loss
@@ -167,11 +199,21 @@ def make_trl(path, tokenizer, max_completion: int):
         advantages, _ = group_advantages(rewards, GROUP_SIZE)  # [N], the same values ours uses
         with torch.no_grad():
             old, _, _ = trainer._get_per_token_logps_and_entropies(
-                model, torch.cat([prompt_ids, completion_ids], 1), torch.cat([prompt_mask, completion_mask], 1),
-                completion_ids.size(1), batch_size=config.per_device_train_batch_size)  # [N, C]
-        batch = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
-                 "completion_mask": completion_mask, "advantages": advantages.float(), "old_per_token_logps": old,
-                 "num_items_in_batch": completion_mask.sum()}
+                model,
+                torch.cat([prompt_ids, completion_ids], 1),
+                torch.cat([prompt_mask, completion_mask], 1),
+                completion_ids.size(1),
+                batch_size=config.per_device_train_batch_size,
+            )  # [N, C]
+        batch = {
+            "prompt_ids": prompt_ids,
+            "prompt_mask": prompt_mask,
+            "completion_ids": completion_ids,
+            "completion_mask": completion_mask,
+            "advantages": advantages.float(),
+            "old_per_token_logps": old,
+            "num_items_in_batch": completion_mask.sum(),
+        }
         # training_step x 4: one optimizer step per slice (gradient_accumulation_steps=1).
         losses = []
         for inputs in split_tensor_dict(shuffle_sequence_dict(batch), MINIBATCHES):
@@ -196,7 +238,7 @@ def main() -> int:
     try:
         import trl  # noqa: F401
     except ImportError:
-        print("TRL is not installed: pip install \"torch==2.13.0\" trl   (or: pip install -e \".[bench]\")")
+        print('TRL is not installed: pip install "torch==2.13.0" trl   (or: pip install -e ".[bench]")')
         return 2
     import transformers
 
@@ -217,10 +259,13 @@ def main() -> int:
         "ours + routing volatility (default)": make_ours(path, pad_id, max_len, volatility_rows=16),
     }
     names = list(sides)
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}, "
-          f"{torch.get_num_threads()} threads; policy {path.name}; {len(trajectories)} trajectories "
-          f"({GROUPS} groups of {GROUP_SIZE}), {real_tokens} tokens ({trained_tokens} trained), "
-          f"{MINIBATCHES} optimizer steps per learner step", flush=True)
+    print(
+        f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}, "
+        f"{torch.get_num_threads()} threads; policy {path.name}; {len(trajectories)} trajectories "
+        f"({GROUPS} groups of {GROUP_SIZE}), {real_tokens} tokens ({trained_tokens} trained), "
+        f"{MINIBATCHES} optimizer steps per learner step",
+        flush=True,
+    )
 
     seconds: dict[str, list[float]] = {name: [] for name in names}
     last: dict[str, dict] = {}
@@ -233,25 +278,34 @@ def main() -> int:
             elapsed[name] = time.perf_counter() - started
             if repeat >= args.warmup:
                 seconds[name].append(elapsed[name])
-        print(f"repeat {repeat + 1}/{args.warmup + args.repeats}{' (warm-up)' if repeat < args.warmup else ''}: "
-              + ", ".join(f"{n} {elapsed[n]:.2f}s" for n in names), flush=True)
+        print(
+            f"repeat {repeat + 1}/{args.warmup + args.repeats}{' (warm-up)' if repeat < args.warmup else ''}: "
+            + ", ".join(f"{n} {elapsed[n]:.2f}s" for n in names),
+            flush=True,
+        )
 
     ours, theirs = names[0], names[1]
     ratios = [b / a for a, b in zip(seconds[ours], seconds[theirs])]  # TRL seconds / our seconds = our speed-up
     print(f"\n{'side':<38} {'median s/step':>13} {'tokens/s':>10} {'min s':>7} {'max s':>7}")
     for name in names:
         median = statistics.median(seconds[name])
-        print(f"{name:<38} {median:>13.3f} {real_tokens / median:>10.0f} {min(seconds[name]):>7.3f} "
-              f"{max(seconds[name]):>7.3f}")
+        print(
+            f"{name:<38} {median:>13.3f} {real_tokens / median:>10.0f} {min(seconds[name]):>7.3f} "
+            f"{max(seconds[name]):>7.3f}"
+        )
     ratio = statistics.median(ratios)
-    print(f"\nours / TRL throughput (median of per-repeat ratios over {args.repeats} repeats): {ratio:.2f}x "
-          f"(range {min(ratios):.2f}-{max(ratios):.2f}); target >= 1.0: {'met' if ratio >= 1.0 else 'NOT met'}")
+    print(
+        f"\nours / TRL throughput (median of per-repeat ratios over {args.repeats} repeats): {ratio:.2f}x "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f}); target >= 1.0: {'met' if ratio >= 1.0 else 'NOT met'}"
+    )
     from agentgspo.objective.batching import length_buckets
 
     lengths = [len(t.token_ids) for t in trajectories]
     ours_padded = sum(len(b) * max(lengths[i] for i in b) for b in length_buckets(lengths, 16 * max_len))
-    print(f"padded tokens per pass over the batch (log_p_old scoring): TRL {last[theirs]['padded_tokens']} "
-          f"(prompts left-, completions right-padded), ours {ours_padded} (length buckets); real {real_tokens}")
+    print(
+        f"padded tokens per pass over the batch (log_p_old scoring): TRL {last[theirs]['padded_tokens']} "
+        f"(prompts left-, completions right-padded), ours {ours_padded} (length buckets); real {real_tokens}"
+    )
     return 0
 
 

@@ -72,8 +72,9 @@ class TimedEnv(gym.Wrapper):
         return self.watch.time("env", self.env.close)
 
 
-def one_run(renderer: Any, seeds: int, group_size: int, env_workers: int = 64,
-            profile: bool = False) -> dict[str, float]:
+def one_run(
+    renderer: Any, seeds: int, group_size: int, env_workers: int = 64, profile: bool = False
+) -> dict[str, float]:
     """Play ``seeds`` x ``group_size`` Calculator-v0 episodes with the oracle; wall, env, policy and framework time
     (``profile``: under cProfile, printing the top entries)."""
     from agentgspo.envs.calculator import calculator_oracle
@@ -89,10 +90,19 @@ def one_run(renderer: Any, seeds: int, group_size: int, env_workers: int = 64,
     def oracle(messages):
         return watch.time("policy", calculator_oracle, messages)
 
-    runner = RolloutRunner(make_env, ScriptedPolicy(oracle, renderer), renderer,
-                           RolloutConfig(group_size=group_size, env_call_timeout_s=None, env_budget_s=None,
-                                         sampler_timeout_s=None, env_workers=env_workers),
-                           env_id="agentgspo/Calculator-v0")
+    runner = RolloutRunner(
+        make_env,
+        ScriptedPolicy(oracle, renderer),
+        renderer,
+        RolloutConfig(
+            group_size=group_size,
+            env_call_timeout_s=None,
+            env_budget_s=None,
+            sampler_timeout_s=None,
+            env_workers=env_workers,
+        ),
+        env_id="agentgspo/Calculator-v0",
+    )
     profiler = cProfile.Profile() if profile else None
     started, cpu_started = time.perf_counter(), time.process_time()
     if profiler:
@@ -108,10 +118,17 @@ def one_run(renderer: Any, seeds: int, group_size: int, env_workers: int = 64,
     steps = watch.calls["steps"]
     env, policy = watch.seconds["env"], watch.seconds["policy"]
     # env.close runs fire-and-forget and may finish after run(); count only what finished (it is tiny).
-    return {"wall_s": wall, "process_cpu_s": cpu, "env_s": env, "policy_s": policy,
-            "framework_s": wall - env - policy, "steps": steps, "steps_per_s": steps / wall,
-            "framework_ms_per_step": 1e3 * (wall - env - policy) / steps,
-            "env_ms_per_step": 1e3 * env / steps}
+    return {
+        "wall_s": wall,
+        "process_cpu_s": cpu,
+        "env_s": env,
+        "policy_s": policy,
+        "framework_s": wall - env - policy,
+        "steps": steps,
+        "steps_per_s": steps / wall,
+        "framework_ms_per_step": 1e3 * (wall - env - policy) / steps,
+        "env_ms_per_step": 1e3 * env / steps,
+    }
 
 
 def main() -> None:
@@ -133,17 +150,21 @@ def main() -> None:
     one_run(renderer, 8, 2)  # warm-up: imports, template compilation
     runs = [one_run(renderer, args.seeds, args.group_size, args.env_workers) for _ in range(args.repeats)]
     episodes = args.seeds * args.group_size
-    print(f"rollout runner, Calculator-v0, ScriptedPolicy(calculator_oracle), {episodes} concurrent episodes "
-          f"({args.seeds} seeds x group {args.group_size}), {args.env_workers} env workers, {args.repeats} repeats")
+    print(
+        f"rollout runner, Calculator-v0, ScriptedPolicy(calculator_oracle), {episodes} concurrent episodes "
+        f"({args.seeds} seeds x group {args.group_size}), {args.env_workers} env workers, {args.repeats} repeats"
+    )
     print(f"{'metric':<24}{'median':>12}{'min':>12}{'max':>12}")
     for key in runs[0]:
         values = [r[key] for r in runs]
         print(f"{key:<24}{statistics.median(values):>12.4g}{min(values):>12.4g}{max(values):>12.4g}")
     framework = statistics.median(r["framework_ms_per_step"] for r in runs)
     env = statistics.median(r["env_ms_per_step"] for r in runs)
-    print(f"\nframework / target ({TARGET_MS} ms/step): {framework / TARGET_MS:.2f}x   "
-          f"framework / env time: {framework / env:.1f}x   "
-          f"{'OK' if framework <= TARGET_MS else 'OVER TARGET'}")
+    print(
+        f"\nframework / target ({TARGET_MS} ms/step): {framework / TARGET_MS:.2f}x   "
+        f"framework / env time: {framework / env:.1f}x   "
+        f"{'OK' if framework <= TARGET_MS else 'OVER TARGET'}"
+    )
     if args.profile:
         one_run(renderer, args.seeds, args.group_size, args.env_workers, profile=True)
 

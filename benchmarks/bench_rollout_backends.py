@@ -73,9 +73,15 @@ def one_rollout(policy: Any, episodes: int, max_new_tokens: int, sampling_seed: 
     from agentgspo.environments.registry import make
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 
-    config = RolloutConfig(group_size=8, max_turns=1, max_context=1024, env_call_timeout_s=None, env_budget_s=None,
-                           sampler_timeout_s=None,
-                           sampling=SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens))
+    config = RolloutConfig(
+        group_size=8,
+        max_turns=1,
+        max_context=1024,
+        env_call_timeout_s=None,
+        env_budget_s=None,
+        sampler_timeout_s=None,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens),
+    )
     runner = RolloutRunner(lambda: make("agentgspo/Calculator-v0"), policy, policy.renderer, config)
     started = time.perf_counter()
     trajectories = runner.run_sync(range(episodes // 8), sampling_seed=sampling_seed)
@@ -142,34 +148,41 @@ def main() -> None:
         params = parameter_count(path)
         started = time.perf_counter()
         policies, server = start_backends(path, workdir)
-        print(f"{model}: {params / 1e6:.1f}M parameters, backends up in {time.perf_counter() - started:.0f} s",
-              flush=True)
+        print(
+            f"{model}: {params / 1e6:.1f}M parameters, backends up in {time.perf_counter() - started:.0f} s", flush=True
+        )
         try:
             for name, policy in policies.items():  # warm-up: compiles, first batches, connections
                 one_rollout(policy, 16, 8, sampling_seed=999)
             for episodes in args.episodes:
                 runs: dict[str, list[dict[str, float]]] = {name: [] for name in BACKENDS}
                 for repeat in range(args.repeats):
-                    order = BACKENDS[repeat % 3:] + BACKENDS[: repeat % 3]
+                    order = BACKENDS[repeat % 3 :] + BACKENDS[: repeat % 3]
                     for name in order:
                         result = one_rollout(policies[name], episodes, args.max_new_tokens, sampling_seed=repeat)
                         runs[name].append(result)
-                        raw.append({"model": model, "episodes": episodes, "backend": name, "repeat": repeat,
-                                    **result})
-                        print(f"  {model} {episodes:>4} {name:<6} r{repeat}: {result['tokens_per_s']:8.0f} tokens/s "
-                              f"({result['tokens']} tokens, {result['wall_s']:.1f} s)", flush=True)
+                        raw.append({"model": model, "episodes": episodes, "backend": name, "repeat": repeat, **result})
+                        print(
+                            f"  {model} {episodes:>4} {name:<6} r{repeat}: {result['tokens_per_s']:8.0f} tokens/s "
+                            f"({result['tokens']} tokens, {result['wall_s']:.1f} s)",
+                            flush=True,
+                        )
                 medians = {name: statistics.median(r["tokens_per_s"] for r in runs[name]) for name in BACKENDS}
                 rows.append((model, params, episodes, medians))
         finally:
             stop(server)
             policies["vllm"].close()
-    print(f"\nrollout tokens/s, Calculator-v0, 1 turn of <= {args.max_new_tokens} ids at T=1, fp32, "
-          f"median of {args.repeats} alternated repeats")
+    print(
+        f"\nrollout tokens/s, Calculator-v0, 1 turn of <= {args.max_new_tokens} ids at T=1, fp32, "
+        f"median of {args.repeats} alternated repeats"
+    )
     print("| model | params | episodes | HF | vLLM engine | vLLM server | engine / HF | server / HF |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for model, params, episodes, m in rows:
-        print(f"| {model} | {params / 1e6:.1f}M | {episodes} | {m['hf']:,.0f} | {m['vllm']:,.0f} | "
-              f"{m['server']:,.0f} | {m['vllm'] / m['hf']:.2f}x | {m['server'] / m['hf']:.2f}x |")
+        print(
+            f"| {model} | {params / 1e6:.1f}M | {episodes} | {m['hf']:,.0f} | {m['vllm']:,.0f} | "
+            f"{m['server']:,.0f} | {m['vllm'] / m['hf']:.2f}x | {m['server'] / m['hf']:.2f}x |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(raw, indent=1))
 

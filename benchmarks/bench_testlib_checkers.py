@@ -33,25 +33,60 @@ from sandboxes.results import Verdict  # noqa: E402
 
 # (answer, output) pairs: numbers, sequences, doubles, words, YES/NO, lines, "Case #i:" answers, broken answers.
 CASES = [
-    ("3\n", "3\n"), ("3\n", "4\n"), ("3\n", "x\n"), ("3\n", ""), ("3\n", "3 3\n"), ("3\n", "  3\n\n"),
-    ("3\n", "3\x0c\n"), ("3\n", "3.0000001\n"), ("-7\n", "-7"), ("123456789012345678901234567890\n",
-                                                                    "123456789012345678901234567890\n"),
-    ("123456789012345678901234567890\n", "123456789012345678901234567891\n"), ("3\n", "03\n"),
-    ("1 2 3\n", "1 2 3\n"), ("1 2 3\n", "3 2 1\n"), ("1 2 3\n", "1 2\n"), ("1 2 3\n", "1 2 3 4\n"),
-    ("1 2 3\n", "1\t2\r\n3\n"), ("1 2 3\n", "1\x0b2 3\n"),
-    ("0.333333333\n", "0.3333333\n"), ("0.333333333\n", "0.334\n"), ("0.333333333\n", "0.33333333333333\n"),
-    ("1000000\n", "1000000.5\n"), ("1e-9\n", "0\n"), ("0.5\n", "abc\n"), ("0.5 0.25\n", "0.5 0.2500001\n"),
-    ("hello world\n", "hello world\n"), ("hello world\n", "Hello world\n"), ("hello world\n", "hello\n"),
-    ("hello world\n", "hello\x0bworld\n"), ("hello world\n", "hello  world \n"),
-    ("YES\n", "YES\n"), ("YES\n", "yes\n"), ("YES\n", "NO\n"), ("YES\n", "maybe\n"), ("NO\n", ""),
-    ("YES NO YES\n", "yes no yes\n"), ("YES NO YES\n", "YES YES YES\n"),
-    ("a b\nc\n", "a b\nc\n"), ("a b\nc\n", "a  b\nc\n"), ("a b\nc\n", "a b\n\nc\n"), ("a b\nc\n", "a b c\n"),
-    ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\nCase #2: 7\n"), ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\nCase #2: 8\n"),
-    ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\n"), ("Case #1: 5\nCase #2: 7\n", "Case 1: 5\nCase 2: 7\n"),
+    ("3\n", "3\n"),
+    ("3\n", "4\n"),
+    ("3\n", "x\n"),
+    ("3\n", ""),
+    ("3\n", "3 3\n"),
+    ("3\n", "  3\n\n"),
+    ("3\n", "3\x0c\n"),
+    ("3\n", "3.0000001\n"),
+    ("-7\n", "-7"),
+    ("123456789012345678901234567890\n", "123456789012345678901234567890\n"),
+    ("123456789012345678901234567890\n", "123456789012345678901234567891\n"),
+    ("3\n", "03\n"),
+    ("1 2 3\n", "1 2 3\n"),
+    ("1 2 3\n", "3 2 1\n"),
+    ("1 2 3\n", "1 2\n"),
+    ("1 2 3\n", "1 2 3 4\n"),
+    ("1 2 3\n", "1\t2\r\n3\n"),
+    ("1 2 3\n", "1\x0b2 3\n"),
+    ("0.333333333\n", "0.3333333\n"),
+    ("0.333333333\n", "0.334\n"),
+    ("0.333333333\n", "0.33333333333333\n"),
+    ("1000000\n", "1000000.5\n"),
+    ("1e-9\n", "0\n"),
+    ("0.5\n", "abc\n"),
+    ("0.5 0.25\n", "0.5 0.2500001\n"),
+    ("hello world\n", "hello world\n"),
+    ("hello world\n", "Hello world\n"),
+    ("hello world\n", "hello\n"),
+    ("hello world\n", "hello\x0bworld\n"),
+    ("hello world\n", "hello  world \n"),
+    ("YES\n", "YES\n"),
+    ("YES\n", "yes\n"),
+    ("YES\n", "NO\n"),
+    ("YES\n", "maybe\n"),
+    ("NO\n", ""),
+    ("YES NO YES\n", "yes no yes\n"),
+    ("YES NO YES\n", "YES YES YES\n"),
+    ("a b\nc\n", "a b\nc\n"),
+    ("a b\nc\n", "a  b\nc\n"),
+    ("a b\nc\n", "a b\n\nc\n"),
+    ("a b\nc\n", "a b c\n"),
+    ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\nCase #2: 7\n"),
+    ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\nCase #2: 8\n"),
+    ("Case #1: 5\nCase #2: 7\n", "Case #1: 5\n"),
+    ("Case #1: 5\nCase #2: 7\n", "Case 1: 5\nCase 2: 7\n"),
     ("Case #1: a b\nCase #2: c\n", "Case #1: a b\nCase #2: c\n"),
     ("Case #1: a b\nCase #2: c\n", "Case #1: a c\nCase #2: c\n"),
-    ("10\n", "7.5\n"), ("10\n", "10\n"), ("2.5\n", "1.25\n"),
-    ("not_a_number\n", "3\n"), ("\n", "3\n"), ("maybe\n", "YES\n"), ("1.5e999\n", "1\n"),
+    ("10\n", "7.5\n"),
+    ("10\n", "10\n"),
+    ("2.5\n", "1.25\n"),
+    ("not_a_number\n", "3\n"),
+    ("\n", "3\n"),
+    ("maybe\n", "YES\n"),
+    ("1.5e999\n", "1\n"),
 ]
 
 
@@ -81,8 +116,11 @@ def judge_label(outcome: tuple) -> str:
 def compile_by_hand(source: Path, testlib_dir: Path, out: Path) -> Path:
     """g++ the checker against the checkout's testlib.h, as a jury would by hand (at -O0: an independent build of
     the same source and header, and quicker than the judge's -O2 one)."""
-    subprocess.run(["g++", "-std=gnu++17", "-O0", "-I", str(testlib_dir), "-o", str(out), str(source)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["g++", "-std=gnu++17", "-O0", "-I", str(testlib_dir), "-o", str(out), str(source)],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -104,20 +142,29 @@ def compare(source: Path, testlib_dir: Path, tmp_path: Path) -> tuple[str, colle
     for answer, output in CASES:
         files["answer"].write_text(answer)
         files["output"].write_text(output)
-        done = subprocess.run([str(binary), *(str(files[k]) for k in ("input", "output", "answer"))],
-                              capture_output=True, timeout=60)
+        done = subprocess.run(
+            [str(binary), *(str(files[k]) for k in ("input", "output", "answer"))], capture_output=True, timeout=60
+        )
         expected = direct_label(done.returncode, done.stderr.decode("utf-8", "replace"))
         got = judge_label(checker.check(b"1\n", output.encode(), answer.encode()))
         labels[expected.split()[0]] += 1
         if expected != got:
-            disagreements.append({"checker": source.stem, "answer": answer, "output": output, "direct": expected,
-                                  "judge": got})
+            disagreements.append(
+                {"checker": source.stem, "answer": answer, "output": output, "direct": expected, "judge": got}
+            )
         if source.stem in BUILT_INS and expected != "FAIL":
             built_in = judge_label(make_checker(BUILT_INS[source.stem]).check(b"", output.encode(), answer.encode()))
             labels["built-in compared"] += 1
             if built_in != expected:
-                disagreements.append({"checker": BUILT_INS[source.stem], "answer": answer, "output": output,
-                                      "direct": expected, "judge": built_in})
+                disagreements.append(
+                    {
+                        "checker": BUILT_INS[source.stem],
+                        "answer": answer,
+                        "output": output,
+                        "direct": expected,
+                        "judge": built_in,
+                    }
+                )
     return source.stem, labels, disagreements
 
 
@@ -140,21 +187,27 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("AGENTGSPO_CACHE", str(Path(tmp) / "cache"))
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for name, counts, wrong in pool.map(lambda source: compare(source, args.testlib_dir, Path(tmp)),
-                                                sources):
+            for name, counts, wrong in pool.map(lambda source: compare(source, args.testlib_dir, Path(tmp)), sources):
                 per_checker[name] = f"{len(CASES) - sum(w['checker'] == name for w in wrong)}/{len(CASES)}"
                 labels.update(counts)
                 disagreements += wrong
     runs = len(sources) * len(CASES)
-    summary = {"checkers": len(sources), "outputs": runs,
-               "agree": runs - sum(d["checker"] not in BUILT_INS.values() for d in disagreements),
-               "direct_outcomes": dict(labels), "per_checker": per_checker, "disagreements": disagreements,
-               "seconds": round(time.perf_counter() - started, 1)}
+    summary = {
+        "checkers": len(sources),
+        "outputs": runs,
+        "agree": runs - sum(d["checker"] not in BUILT_INS.values() for d in disagreements),
+        "direct_outcomes": dict(labels),
+        "per_checker": per_checker,
+        "disagreements": disagreements,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        print(f"{summary['checkers']} checkers, {runs} outputs: {summary['agree']} agree "
-              f"({dict(labels)}) in {summary['seconds']} s")
+        print(
+            f"{summary['checkers']} checkers, {runs} outputs: {summary['agree']} agree "
+            f"({dict(labels)}) in {summary['seconds']} s"
+        )
         for item in disagreements:
             print("DISAGREE", item)
     return 1 if disagreements else 0

@@ -103,7 +103,8 @@ VARIANTS = {
 DEFAULT_VARIANTS = "f_compile_b8_fused,j_ours_b8,p_profile_ours_b8,k_ours_cudnn_b8,m_ours_b32"
 # Kernel families for the profile, matched in order against the lower-cased kernel name.
 KERNEL_FAMILIES = [
-    ("optimizer", ("adam",)), ("attention", ("flash", "fmha", "cudnn", "attention", "sdpa")),
+    ("optimizer", ("adam",)),
+    ("attention", ("flash", "fmha", "cudnn", "attention", "sdpa")),
     ("grouped_gemm", ("grouped", "groupproblem", "group_gemm", "ptr_array", "ptrarray")),
     ("gemm", ("gemm", "xmma", "nvjet", "cutlass", "matmul", "::mm", "addmm", "bmm")),
     ("index_scatter", ("index", "scatter", "gather", "sort", "radix")),
@@ -119,8 +120,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=8, help="timed steps per variant")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per variant (the first compiles)")
     parser.add_argument("--budget-s", type=float, default=400.0, help="skip variants that would end past this")
-    parser.add_argument("--variants", default=DEFAULT_VARIANTS,
-                        help=f"comma-separated, in order, from: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--variants", default=DEFAULT_VARIANTS, help=f"comma-separated, in order, from: {', '.join(VARIANTS)}"
+    )
     parser.add_argument("--seq", type=int, default=2048)
     return parser.parse_args()
 
@@ -130,16 +132,41 @@ def model_config(smoke: bool):
     from transformers import Qwen3MoeConfig
 
     if smoke:
-        shape = dict(vocab_size=512, hidden_size=64, moe_intermediate_size=32, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2)
+        shape = dict(
+            vocab_size=512,
+            hidden_size=64,
+            moe_intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            num_experts=8,
+            num_experts_per_tok=2,
+        )
     else:
-        shape = dict(vocab_size=32768, hidden_size=1024, moe_intermediate_size=512, num_hidden_layers=16,
-                     num_attention_heads=16, num_key_value_heads=4, head_dim=64, num_experts=64,
-                     num_experts_per_tok=8)
-    return Qwen3MoeConfig(**shape, intermediate_size=4 * shape["hidden_size"], decoder_sparse_step=1,
-                          mlp_only_layers=[], norm_topk_prob=True, tie_word_embeddings=False,
-                          max_position_embeddings=4096, use_cache=False, output_router_logits=False,
-                          router_aux_loss_coef=0.0)
+        shape = dict(
+            vocab_size=32768,
+            hidden_size=1024,
+            moe_intermediate_size=512,
+            num_hidden_layers=16,
+            num_attention_heads=16,
+            num_key_value_heads=4,
+            head_dim=64,
+            num_experts=64,
+            num_experts_per_tok=8,
+        )
+    return Qwen3MoeConfig(
+        **shape,
+        intermediate_size=4 * shape["hidden_size"],
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        norm_topk_prob=True,
+        tie_word_embeddings=False,
+        max_position_embeddings=4096,
+        use_cache=False,
+        output_router_logits=False,
+        router_aux_loss_coef=0.0,
+    )
 
 
 def count_params(model, config) -> tuple[int, int]:
@@ -201,9 +228,11 @@ def kernel_profile(step, device: torch.device, steps: int = 3, top: int = 25) ->
         family = next((f for f, keys in KERNEL_FAMILIES if any(k in lowered for k in keys)), "other")
         families[family] = families.get(family, 0.0) + ms
     ranked = sorted(kernels.items(), key=lambda kv: -kv[1])[:top]
-    return {"ms_per_step_by_family": dict(sorted(families.items(), key=lambda kv: -kv[1])),
-            "device_ms_per_step": sum(kernels.values()),
-            "top_kernels_ms_per_step": [[kernel[:160], ms] for kernel, ms in ranked]}
+    return {
+        "ms_per_step_by_family": dict(sorted(families.items(), key=lambda kv: -kv[1])),
+        "device_ms_per_step": sum(kernels.values()),
+        "top_kernels_ms_per_step": [[kernel[:160], ms] for kernel, ms in ranked],
+    }
 
 
 def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -> dict:
@@ -225,17 +254,20 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]  # [B, T-1, V] bf16
         old_logprobs = token_logprobs(logits, targets)  # [B, T-1] fp32
         # The fused variant must compute the same function: compare it with token_logprobs here (eager).
-        logprob_diff = float((fused_logprobs(logits, targets) - old_logprobs).abs().max()) \
-            if spec["fused_loss"] else None
+        logprob_diff = (
+            float((fused_logprobs(logits, targets) - old_logprobs).abs().max()) if spec["fused_loss"] else None
+        )
         del logits
 
     forward = torch.compile(model, dynamic=False, mode=spec.get("mode")) if spec["compile"] else model
     if spec["fused_loss"]:
+
         def loss_region(logits, targets, old, adv, mask):
             return gspo_loss(fused_logprobs(logits, targets), old, adv, mask, num_sequences=rows)[0]
 
         loss_region = torch.compile(loss_region, dynamic=False)
     else:
+
         def loss_region(logits, targets, old, adv, mask):
             logprobs = token_logprobs(logits, targets, chunk_size=spec["chunk"])  # [B, T-1] fp32
             return gspo_loss(logprobs, old, adv, mask, num_sequences=rows)[0]
@@ -259,16 +291,23 @@ def run_variant(name: str, spec: dict, model, optimizer, config, args, device) -
         sync(device)
         times.append(time.perf_counter() - started)
         print(f"  {name} step {i + 1}/{args.warmup + args.steps}: {times[-1] * 1e3:.1f} ms", flush=True)
-    timed = times[args.warmup:]
+    timed = times[args.warmup :]
     median = statistics.median(timed)
     tokens = rows * seq
     profiled = kernel_profile(step, device) if spec.get("profile") else None
     return {
-        "status": "ok", **spec, "tokens_per_step": tokens, "step_ms_median": median * 1e3,
-        "step_ms_all": [t * 1e3 for t in times], "first_step_s": times[0], "tokens_per_s": tokens / median,
+        "status": "ok",
+        **spec,
+        "tokens_per_step": tokens,
+        "step_ms_median": median * 1e3,
+        "step_ms_all": [t * 1e3 for t in times],
+        "first_step_s": times[0],
+        "tokens_per_s": tokens / median,
         "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None,
-        "losses": [float(x) for x in losses], "fused_vs_token_logprobs_max_abs_diff": logprob_diff,
-        "loss_finite": all(bool(torch.isfinite(x)) for x in losses), "kernel_profile": profiled,
+        "losses": [float(x) for x in losses],
+        "fused_vs_token_logprobs_max_abs_diff": logprob_diff,
+        "loss_finite": all(bool(torch.isfinite(x)) for x in losses),
+        "kernel_profile": profiled,
     }
 
 
@@ -294,8 +333,9 @@ def main() -> int:
     torch.manual_seed(0)
     with torch.device(device):
         try:
-            model = Qwen3MoeForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa",
-                                                     experts_implementation="grouped_mm")
+            model = Qwen3MoeForCausalLM._from_config(
+                config, dtype=torch.bfloat16, attn_implementation="sdpa", experts_implementation="grouped_mm"
+            )
         except (TypeError, ValueError) as exc:  # an older transformers: grouped_mm is its default anyway
             print(f"experts_implementation not accepted ({exc}); using the default", flush=True)
             model = Qwen3MoeForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
@@ -307,16 +347,27 @@ def main() -> int:
     check = 70e3 * flops_per_token(277_908_480, model_config(False), 2048) / PEAK_FLOPS
     gpu = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     header = {
-        "device": gpu, "torch": torch.__version__, "transformers": transformers.__version__,
-        "params_total": total, "params_active": active, "seq": args.seq, "flops_per_token": per_token,
-        "peak_flops": PEAK_FLOPS, "mfu_formula": "tokens/s * (6*N_active + 6*L*T*heads*head_dim) / 795e12",
-        "mfu_check_70k_tokens_per_s": check, "precision": "pure bf16 params/grads/AdamW moments; fp32 logprobs+loss",
+        "device": gpu,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "params_total": total,
+        "params_active": active,
+        "seq": args.seq,
+        "flops_per_token": per_token,
+        "peak_flops": PEAK_FLOPS,
+        "mfu_formula": "tokens/s * (6*N_active + 6*L*T*heads*head_dim) / 795e12",
+        "mfu_check_70k_tokens_per_s": check,
+        "precision": "pure bf16 params/grads/AdamW moments; fp32 logprobs+loss",
         "experts_implementation": getattr(model.config, "_experts_implementation", None),
-        "attn_implementation": model.config._attn_implementation, "smoke": args.smoke,
+        "attn_implementation": model.config._attn_implementation,
+        "smoke": args.smoke,
     }
-    print(f"{gpu}; torch {torch.__version__}, transformers {transformers.__version__}; {total / 1e9:.3f}B params, "
-          f"{active / 1e6:.1f}M active; {per_token / 1e9:.3f} GFLOP/token; MFU formula check: 70K tokens/s -> "
-          f"{check:.2%} (expect 16.5%); init {time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"{gpu}; torch {torch.__version__}, transformers {transformers.__version__}; {total / 1e9:.3f}B params, "
+        f"{active / 1e6:.1f}M active; {per_token / 1e9:.3f} GFLOP/token; MFU formula check: 70K tokens/s -> "
+        f"{check:.2%} (expect 16.5%); init {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -346,21 +397,27 @@ def main() -> int:
             torch.cuda.empty_cache()
         (out / "gpu_gspo_step.json").write_text(json.dumps({**header, "variants": results}, indent=1))
 
-    print(f"\n{'variant':<22} {'rows':>4} {'ms/step':>8} {'tokens/s':>9} {'MFU':>6} {'peak GiB':>8} "
-          f"{'1st step s':>10} {'wall s':>6}  status")
+    print(
+        f"\n{'variant':<22} {'rows':>4} {'ms/step':>8} {'tokens/s':>9} {'MFU':>6} {'peak GiB':>8} "
+        f"{'1st step s':>10} {'wall s':>6}  status"
+    )
     for name, r in results.items():
         if r.get("status") == "ok":
             peak = f"{r['peak_gib']:.1f}" if r["peak_gib"] is not None else "-"
-            print(f"{name:<22} {r['rows']:>4} {r['step_ms_median']:>8.1f} {r['tokens_per_s']:>9.0f} "
-                  f"{r['mfu']:>6.1%} {peak:>8} {r['first_step_s']:>10.1f} {r['wall_s']:>6.0f}  "
-                  f"ok{'' if r['loss_finite'] else ' (NON-FINITE LOSS)'}")
+            print(
+                f"{name:<22} {r['rows']:>4} {r['step_ms_median']:>8.1f} {r['tokens_per_s']:>9.0f} "
+                f"{r['mfu']:>6.1%} {peak:>8} {r['first_step_s']:>10.1f} {r['wall_s']:>6.0f}  "
+                f"ok{'' if r['loss_finite'] else ' (NON-FINITE LOSS)'}"
+            )
         else:
             print(f"{name:<22} {'':>4} {'':>8} {'':>9} {'':>6} {'':>8} {'':>10} {'':>6}  {r['status']}")
     for name, r in results.items():
         if r.get("kernel_profile"):
             prof = r["kernel_profile"]
-            print(f"\n{name}: {prof['device_ms_per_step']:.1f} ms of kernels per step; by family: " + ", ".join(
-                f"{family} {ms:.1f}" for family, ms in prof["ms_per_step_by_family"].items()))
+            print(
+                f"\n{name}: {prof['device_ms_per_step']:.1f} ms of kernels per step; by family: "
+                + ", ".join(f"{family} {ms:.1f}" for family, ms in prof["ms_per_step_by_family"].items())
+            )
             for kernel, ms in prof["top_kernels_ms_per_step"][:12]:
                 print(f"  {ms:8.2f} ms  {kernel[:110]}")
     print(f"total {time.perf_counter() - started:.0f} s; JSON: {out / 'gpu_gspo_step.json'}", flush=True)

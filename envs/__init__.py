@@ -7,17 +7,32 @@ policy's ids, with room to spare): `agentgspo rollout` and the recipes use it un
 from agentgspo.environments.registry import EnvBudget, register
 
 # Oracle, worst task: 2 turns, 20-id turns, 144 ids in all (the quickstart trains within this budget).
-register("agentgspo/Calculator-v0", entry_point="agentgspo.envs.calculator:CalculatorEnv",
-         budget=EnvBudget(max_turns=3, max_new_tokens=64, max_context=256))
+register(
+    "agentgspo/Calculator-v0",
+    entry_point="agentgspo.envs.calculator:CalculatorEnv",
+    budget=EnvBudget(max_turns=3, max_new_tokens=64, max_context=256),
+)
 # Oracle, worst task: 2 turns, 38-id turns, 378 ids in all.
-register("agentgspo/Math-v0", entry_point="agentgspo.envs.math:MathEnv",
-         budget=EnvBudget(max_turns=6, max_new_tokens=256, max_context=2048))
+register(
+    "agentgspo/Math-v0",
+    entry_point="agentgspo.envs.math:MathEnv",
+    budget=EnvBudget(max_turns=6, max_new_tokens=256, max_context=2048),
+)
 # Oracle, worst task: 3 turns, 35-id turns, 1,092 ids in all (each search returns three passages).
-register("agentgspo/Search-v0", entry_point="agentgspo.envs.search:SearchEnv",
-         budget=EnvBudget(max_turns=6, max_new_tokens=128, max_context=4096))
+register(
+    "agentgspo/Search-v0",
+    entry_point="agentgspo.envs.search:SearchEnv",
+    budget=EnvBudget(max_turns=6, max_new_tokens=128, max_context=4096),
+)
 # Oracle, worst task: 2 turns, 423-id turns, 1,248 ids in all.
-register("agentgspo/Code-v0", entry_point="agentgspo.envs.code:CodeEnv",
-         budget=EnvBudget(max_turns=6, max_new_tokens=1024, max_context=4096))
+register(
+    "agentgspo/Code-v0",
+    entry_point="agentgspo.envs.code:CodeEnv",
+    budget=EnvBudget(max_turns=6, max_new_tokens=1024, max_context=4096),
+)
 # Oracle, worst task: 2 turns, 331-id turns, 1,528 ids in all.
-register("agentgspo/CodeForces-v0", entry_point="agentgspo.envs.codeforces:CodeforcesEnv",
-         budget=EnvBudget(max_turns=6, max_new_tokens=1024, max_context=4096))
+register(
+    "agentgspo/CodeForces-v0",
+    entry_point="agentgspo.envs.codeforces:CodeforcesEnv",
+    budget=EnvBudget(max_turns=6, max_new_tokens=1024, max_context=4096),
+)

@@ -18,9 +18,17 @@ from agentgspo.environments.tool_calls import ToolCall
 SYSTEM_PROMPT = "Use the calculate tool, then reply <answer>N</answer>."
 _ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")
 _QUESTION = re.compile(r"What is (.+)\?")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-        ast.Mod: operator.mod, ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg,
-        ast.UAdd: operator.pos}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 _MAX_DIGITS = 4000  # below Python's int-to-str limit (4300); bigger results are refused before they are computed
 _MAX_BITS = int(_MAX_DIGITS * 3.33)
 
@@ -32,8 +40,13 @@ def _evaluate(node: ast.AST) -> int | float:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 64:
             raise ValueError("exponent too large (at most 64)")
-        if isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) and right > 0 \
-                and (abs(left).bit_length() - 1) * right > _MAX_BITS:  # e.g. ((9**64)**64)**64: checked before pow
+        if (
+            isinstance(node.op, ast.Pow)
+            and isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and (abs(left).bit_length() - 1) * right > _MAX_BITS
+        ):  # e.g. ((9**64)**64)**64: checked before pow
             raise ValueError(f"result too large (more than {_MAX_DIGITS} digits)")
         value = _OPS[type(node.op)](left, right)
         if isinstance(value, int) and value.bit_length() > _MAX_BITS:

@@ -70,6 +70,7 @@ _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL
 
 # ----------------------------------------------------------------------------------------------- problems
 
+
 @dataclass(frozen=True)
 class CodeProblem:
     """A function to write: ``prompt`` (signature, docstring, helpers), ``entry_point`` (its name), ``tests``
@@ -93,13 +94,15 @@ _problem_sets: LoadedOnce[str, list[CodeProblem]] = LoadedOnce()
 
 def _problem_from_row(row: Any, where: str) -> CodeProblem:
     if not isinstance(row, dict):
-        raise ValueError(f"{where}: expected an object with fields prompt, entry_point, tests; "
-                         f"got {type(row).__name__}")
+        raise ValueError(
+            f"{where}: expected an object with fields prompt, entry_point, tests; got {type(row).__name__}"
+        )
     tests = row.get("tests", row.get("test"))  # HumanEval calls it "test"
     for name, value in (("prompt", row.get("prompt")), ("entry_point", row.get("entry_point")), ("tests", tests)):
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{where}: field {name!r} must be a non-empty string, got {value!r} "
-                             f"(the row has {sorted(row)})")
+            raise ValueError(
+                f"{where}: field {name!r} must be a non-empty string, got {value!r} (the row has {sorted(row)})"
+            )
     if "def check(" not in tests:
         raise ValueError(f"{where}: field 'tests' must define check(candidate) (HumanEval style asserts)")
     if not row["entry_point"].isidentifier():
@@ -170,6 +173,7 @@ def jury_file(kind: str, source: str) -> str:
 
 # ----------------------------------------------------------------------------------------------- judging
 
+
 @dataclass(frozen=True)
 class CodeVerdict:
     """The outcome of judging one solution: ``verdict`` (AC, WA, RE, TLE, MLE, CE, JE, ...), ``message`` (why, for
@@ -186,8 +190,14 @@ class CodeVerdict:
         return self.verdict == "AC"
 
 
-def judge_solution(problem: CodeProblem, solution: str, *, time_limit_s: float = 10.0,
-                   memory_limit_mb: float = 512.0, backend: Any = "local") -> CodeVerdict:
+def judge_solution(
+    problem: CodeProblem,
+    solution: str,
+    *,
+    time_limit_s: float = 10.0,
+    memory_limit_mb: float = 512.0,
+    backend: Any = "local",
+) -> CodeVerdict:
     """Judge the complete program ``solution`` (it may rely on the prompt's helpers) on ``problem``'s tests.
 
     See the module docstring for how the solution and the tests are kept apart. Thread-safe; never raises for a
@@ -203,15 +213,23 @@ def judge_solution(problem: CodeProblem, solution: str, *, time_limit_s: float =
     server = f"_PROGRAM = {program!r}\n_ENTRY = {problem.entry_point!r}\n" + _SERVER_SOURCE
     spec = json.dumps({"prompt": problem.prompt, "tests": problem.tests, "entry_point": problem.entry_point})
     limits = Limits(time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb, wall_limit_s=2 * time_limit_s + 2)
-    result = judge(server, [TestCase(spec.encode(), b"", problem.task_id)], lang="py", checker=None,
-                   interactor=jury_file("code-interactor", _INTERACTOR_SOURCE), limits=limits, backend=backend)
+    result = judge(
+        server,
+        [TestCase(spec.encode(), b"", problem.task_id)],
+        lang="py",
+        checker=None,
+        interactor=jury_file("code-interactor", _INTERACTOR_SOURCE),
+        limits=limits,
+        backend=backend,
+    )
     test = result.tests[0] if result.tests else None
     message = result.message or result.compile_output or (test.message if test else "")
     return CodeVerdict(result.verdict.value, message, test.time_s if test else 0.0)
 
 
-def judge_many(problems: Sequence[CodeProblem], solutions: Sequence[str], *, workers: int | None = None,
-               **judge_kwargs: Any) -> list[CodeVerdict]:
+def judge_many(
+    problems: Sequence[CodeProblem], solutions: Sequence[str], *, workers: int | None = None, **judge_kwargs: Any
+) -> list[CodeVerdict]:
     """:func:`judge_solution` over pairs, ``workers`` at a time (default: 2 per CPU; each judge mostly waits on
     processes). Results in input order."""
     if len(problems) != len(solutions):
@@ -234,6 +252,7 @@ def extract_code(text: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------- policies
+
 
 def _problem_for(messages: list[Message]) -> CodeProblem | None:
     """The posed problem, looked up by its prompt in the problem sets loaded so far (``None``: unknown)."""
@@ -266,6 +285,7 @@ def code_wrong(messages: list[Message]) -> str:
 
 # ----------------------------------------------------------------------------------------------- env
 
+
 class CodeEnv(ChatEnv):
     """Python function problems, a ``run_python`` tool, unit tests as the reward (see the module docstring).
 
@@ -284,8 +304,16 @@ class CodeEnv(ChatEnv):
     oracle = staticmethod(code_oracle)
     wrong = staticmethod(code_wrong)
 
-    def __init__(self, problems: str | Path = "builtin", *, sandbox: str = "local", tool_timeout_s: float = 5.0,
-                 judge_time_limit_s: float = 10.0, max_output_chars: int = 4000, **chat_env_kwargs: Any):
+    def __init__(
+        self,
+        problems: str | Path = "builtin",
+        *,
+        sandbox: str = "local",
+        tool_timeout_s: float = 5.0,
+        judge_time_limit_s: float = 10.0,
+        max_output_chars: int = 4000,
+        **chat_env_kwargs: Any,
+    ):
         from agentgspo.sandboxes import Limits, SandboxUnavailable, get_sandbox, run_python
 
         try:
@@ -293,14 +321,18 @@ class CodeEnv(ChatEnv):
         except (SandboxUnavailable, ValueError) as exc:
             raise SandboxUnavailable(f"Code-v0 cannot use sandbox {sandbox!r}: {exc}") from exc
         if tool_timeout_s <= 0 or judge_time_limit_s <= 0:
-            raise ValueError(f"timeouts must be > 0, got tool_timeout_s={tool_timeout_s}, "
-                             f"judge_time_limit_s={judge_time_limit_s}")
+            raise ValueError(
+                f"timeouts must be > 0, got tool_timeout_s={tool_timeout_s}, judge_time_limit_s={judge_time_limit_s}"
+            )
         self.problems = load_code_problems(problems)
         self.sandbox = sandbox
         self.judge_time_limit_s = judge_time_limit_s
-        limits = Limits(time_limit_s=tool_timeout_s, wall_limit_s=tool_timeout_s,
-                        memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB,
-                        output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01))
+        limits = Limits(
+            time_limit_s=tool_timeout_s,
+            wall_limit_s=tool_timeout_s,
+            memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB,
+            output_limit_mb=max(max_output_chars * 4 / 2**20, 0.01),
+        )
 
         def run_python_tool(code: str, stdin: str = "") -> str:
             """Run a Python program in a sandbox and return what it prints (stdout, then stderr).

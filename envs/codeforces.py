@@ -46,8 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.environments.env import Action, ChatEnv, Message, as_action
-from agentgspo.envs.codeforces_sources import (CodeforcesTask, ProblemSet, format_statement, open_r1_task,
-                                               read_tasks)
+from agentgspo.envs.codeforces_sources import CodeforcesTask, ProblemSet, format_statement, open_r1_task, read_tasks
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, resolved_path, task_index
 from agentgspo.envs.tool_output import format_tool_output
 from agentgspo.environments.tool_calls import ToolCall
@@ -98,8 +97,9 @@ def _read_builtin_set() -> ProblemSet:
     return read_problemset()
 
 
-def tasks_without(tasks: list[CodeforcesTask], exclude: Sequence[str],
-                  data_files: str | Path | None) -> list[CodeforcesTask]:
+def tasks_without(
+    tasks: list[CodeforcesTask], exclude: Sequence[str], data_files: str | Path | None
+) -> list[CodeforcesTask]:
     """``tasks`` but those whose id is in ``exclude``; unknown ids and excluding every task are errors."""
     if isinstance(exclude, str):
         raise ValueError(f"exclude: expected a list of problem ids, got the string {exclude!r}")
@@ -149,6 +149,7 @@ def _last_code_block(text: str) -> tuple[str, str] | None:
 
 # ----------------------------------------------------------------------------------------------- policies
 
+
 def _task_for(messages: list[Message]) -> CodeforcesTask | None:
     """The posed task, looked up by its statement in the problem sets loaded so far (``None``: unknown)."""
     user = next((m["content"] for m in messages if m["role"] == "user"), "")
@@ -181,6 +182,7 @@ def codeforces_wrong(messages: list[Message]) -> str:
 
 # ----------------------------------------------------------------------------------------------- env
 
+
 class CodeforcesEnv(ChatEnv):
     """Competitive programming with run / run_samples / submit tools (see the module docstring).
 
@@ -203,18 +205,31 @@ class CodeforcesEnv(ChatEnv):
     oracle = staticmethod(codeforces_oracle)
     wrong = staticmethod(codeforces_wrong)
 
-    def __init__(self, data_files: str | Path | None = None, *, max_submissions: int = 3,
-                 partial_credit: bool = False, compile_error_penalty: float = 0.0, max_judge_errors: int = 3,
-                 run_time_limit_s: float = 5.0, max_output_chars: int = 4000, sandbox: str = "local",
-                 exclude: Sequence[str] = (), **chat_env_kwargs: Any):
+    def __init__(
+        self,
+        data_files: str | Path | None = None,
+        *,
+        max_submissions: int = 3,
+        partial_credit: bool = False,
+        compile_error_penalty: float = 0.0,
+        max_judge_errors: int = 3,
+        run_time_limit_s: float = 5.0,
+        max_output_chars: int = 4000,
+        sandbox: str = "local",
+        exclude: Sequence[str] = (),
+        **chat_env_kwargs: Any,
+    ):
         from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
 
         if max_submissions < 1 or max_judge_errors < 1:
-            raise ValueError(f"max_submissions and max_judge_errors: expected >= 1, got {max_submissions}, "
-                             f"{max_judge_errors}")
+            raise ValueError(
+                f"max_submissions and max_judge_errors: expected >= 1, got {max_submissions}, {max_judge_errors}"
+            )
         if compile_error_penalty < 0 or run_time_limit_s <= 0:
-            raise ValueError(f"expected compile_error_penalty >= 0 and run_time_limit_s > 0, got "
-                             f"{compile_error_penalty}, {run_time_limit_s}")
+            raise ValueError(
+                f"expected compile_error_penalty >= 0 and run_time_limit_s > 0, got "
+                f"{compile_error_penalty}, {run_time_limit_s}"
+            )
         try:
             get_sandbox(sandbox)
         except (SandboxUnavailable, ValueError) as exc:
@@ -248,8 +263,15 @@ class CodeforcesEnv(ChatEnv):
 
         problem = self.task.problem
         limits = problem.limits(time_limit_s=self.run_time_limit_s)
-        result = judge(code, [(stdin, "")], lang=judge_language(lang), checker=_Capture(), limits=limits,
-                       io_mode=problem.io_mode, backend=self.sandbox)
+        result = judge(
+            code,
+            [(stdin, "")],
+            lang=judge_language(lang),
+            checker=_Capture(),
+            limits=limits,
+            io_mode=problem.io_mode,
+            backend=self.sandbox,
+        )
         if result.verdict == Verdict.CE:
             return "Compilation error:\n" + format_tool_output(result.compile_output, self.max_output_chars)
         if result.verdict == Verdict.JE:
@@ -275,9 +297,16 @@ class CodeforcesEnv(ChatEnv):
         if not problem.samples:
             return "This problem has no examples; use run with your own input."
         checker = None if problem.interactor else _Capture(make_checker(problem.checker))
-        result = judge(code, problem.samples, lang=judge_language(lang), checker=checker,
-                       interactor=problem.interactor, limits=problem.limits(), io_mode=problem.io_mode,
-                       backend=self.sandbox)
+        result = judge(
+            code,
+            problem.samples,
+            lang=judge_language(lang),
+            checker=checker,
+            interactor=problem.interactor,
+            limits=problem.limits(),
+            io_mode=problem.io_mode,
+            backend=self.sandbox,
+        )
         if result.verdict.value == "CE":
             return "Compilation error:\n" + format_tool_output(result.compile_output, self.max_output_chars)
         lines = [f"Examples: {result.verdict.value} ({result.passed}/{len(problem.samples)} passed)"]
@@ -315,13 +344,20 @@ class CodeforcesEnv(ChatEnv):
         self.accepted = verdict == "AC"
         left = self.max_submissions - len(self.submissions)
         if verdict == "CE":
-            return (f"Submission {len(self.submissions)}: Compilation error ({left} left):\n"
-                    + format_tool_output(result.compile_output, self.max_output_chars))
+            return f"Submission {len(self.submissions)}: Compilation error ({left} left):\n" + format_tool_output(
+                result.compile_output, self.max_output_chars
+            )
         # Per-test verdict, time and memory only: the tests' contents and checker messages stay hidden.
-        lines = [f"Submission {len(self.submissions)}: {verdict} ({result.passed}/{total} tests passed"
-                 + ("" if self.accepted else f"; {left} submissions left") + ")"]
-        lines += [f"test {i}: {t.verdict.value} {t.time_s:.2f} s {t.memory_mb:.0f} MB"
-                  for i, t in enumerate(result.tests, start=1) if t.verdict.value != "SKIPPED"]
+        lines = [
+            f"Submission {len(self.submissions)}: {verdict} ({result.passed}/{total} tests passed"
+            + ("" if self.accepted else f"; {left} submissions left")
+            + ")"
+        ]
+        lines += [
+            f"test {i}: {t.verdict.value} {t.time_s:.2f} s {t.memory_mb:.0f} MB"
+            for i, t in enumerate(result.tests, start=1)
+            if t.verdict.value != "SKIPPED"
+        ]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------------------------------- episode
@@ -352,8 +388,11 @@ class CodeforcesEnv(ChatEnv):
         return earned
 
     def _info(self) -> dict[str, Any]:
-        return {"submissions": [dict(s) for s in self.submissions], "accepted": self.accepted,
-                "judge_errors": self.judge_errors}
+        return {
+            "submissions": [dict(s) for s in self.submissions],
+            "accepted": self.accepted,
+            "judge_errors": self.judge_errors,
+        }
 
     def step(self, action: Action | str):
         """Run the tools and pay what they earned; end the episode at AC, no submissions left, judge errors or

@@ -49,8 +49,7 @@ from typing import Any
 
 from agentgspo.envs.datafiles import existing_file, read_data_file
 
-_LANG_KEYS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp",
-              "c++17": "cpp"}
+_LANG_KEYS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp", "c++17": "cpp"}
 _CODE_CONTESTS_LANGS = {2: "cpp", 3: "py"}  # code_contests' Language enum: 1 PYTHON (2.x), 2 CPP, 3 PYTHON3, 4 JAVA
 # Reasons rows are skipped (ProblemSet.skipped's keys).
 SKIP_INTERACTIVE = "interactive without an interactor"
@@ -59,8 +58,10 @@ SKIP_FILE_NAMES = "file I/O other than input.txt/output.txt"
 SKIP_FUNCTIONAL = "functional (LeetCode-style) tests"
 _STDIN_NAMES = ("", "stdin", "standard input")  # code_contests input_file values meaning stdin
 _STDOUT_NAMES = ("", "stdout", "standard output")
-_FILE_IO_LINE = "Input and output: read the input from the file input.txt and write the output to the file " \
+_FILE_IO_LINE = (
+    "Input and output: read the input from the file input.txt and write the output to the file "
     "output.txt (not standard input/output)."
+)
 
 
 @dataclass
@@ -94,20 +95,33 @@ class ProblemSet:
         return self.skipped[SKIP_INTERACTIVE]
 
 
-def task_metadata(identifier: str, title: str | None, rating: Any, tags: Any, source: str,
-                  contest_id: Any = None) -> dict[str, Any]:
+def task_metadata(
+    identifier: str, title: str | None, rating: Any, tags: Any, source: str, contest_id: Any = None
+) -> dict[str, Any]:
     """The metadata every task carries; ``rating`` 0/empty becomes ``None`` (unrated)."""
     try:
         rating = int(rating) if rating not in (None, "", 0) else None
     except (TypeError, ValueError):
         rating = None
-    return {"id": str(identifier), "title": title or str(identifier), "rating": rating,
-            "tags": [str(t) for t in (tags or [])], "source": source,
-            "contest_id": None if contest_id in (None, "") else str(contest_id)}
+    return {
+        "id": str(identifier),
+        "title": title or str(identifier),
+        "rating": rating,
+        "tags": [str(t) for t in (tags or [])],
+        "source": source,
+        "contest_id": None if contest_id in (None, "") else str(contest_id),
+    }
 
 
-def compose_statement(title: str, time_limit_s: float, memory_limit_mb: float, body: str,
-                      examples: list[tuple[str, str]] = (), note: str | None = None, io_mode: str = "stdio") -> str:
+def compose_statement(
+    title: str,
+    time_limit_s: float,
+    memory_limit_mb: float,
+    body: str,
+    examples: list[tuple[str, str]] = (),
+    note: str | None = None,
+    io_mode: str = "stdio",
+) -> str:
     """A statement as the model reads it: title, limits (and the files, for ``io_mode="file"``), the body (legend
     and sections), examples, note."""
     limits = f"Time limit: {time_limit_s:g} s. Memory limit: {memory_limit_mb:g} MB."
@@ -124,18 +138,28 @@ def compose_statement(title: str, time_limit_s: float, memory_limit_mb: float, b
 def format_statement(row: dict[str, Any]) -> str:
     """The statement of an open-r1/codeforces row: title, limits, sections, examples (not for interactive rows)."""
     sections = []
-    for key, heading in (("description", None), ("input_format", "Input"), ("output_format", "Output"),
-                         ("interaction_format", "Interaction")):
+    for key, heading in (
+        ("description", None),
+        ("input_format", "Input"),
+        ("output_format", "Output"),
+        ("interaction_format", "Interaction"),
+    ):
         if row.get(key):
             sections.append(f"## {heading}\n{row[key]}" if heading else str(row[key]))
-    examples = [] if row.get("interaction_format") else \
-        [(e["input"], e["output"]) for e in row.get("examples") or []]
-    return compose_statement(row.get("title") or row["id"], float(row["time_limit"] or 2),
-                             float(row["memory_limit"] or 256), "\n\n".join(sections), examples, row.get("note"),
-                             "file" if row.get("input_mode") == "file" else "stdio")
+    examples = [] if row.get("interaction_format") else [(e["input"], e["output"]) for e in row.get("examples") or []]
+    return compose_statement(
+        row.get("title") or row["id"],
+        float(row["time_limit"] or 2),
+        float(row["memory_limit"] or 256),
+        "\n\n".join(sections),
+        examples,
+        row.get("note"),
+        "file" if row.get("input_mode") == "file" else "stdio",
+    )
 
 
 # ----------------------------------------------------------------------------------------------- rows
+
 
 def open_r1_task(row: dict[str, Any]) -> CodeforcesTask | None:
     """A task from an open-r1/codeforces row; ``None`` for a row skipped (:func:`open_r1_row`)."""
@@ -162,18 +186,28 @@ def open_r1_row(row: dict[str, Any]) -> tuple[CodeforcesTask | None, str, str]:
     elif problem.interactive:
         return None, SKIP_INTERACTIVE, "has an interaction_format but no interactor to judge it with"
     if not row.get("official_tests"):
-        return None, SKIP_NO_OFFICIAL_TESTS, (f"official_tests is {row.get('official_tests')!r}; judging on the "
-                                              f"statement's {len(problem.samples)} example(s) alone would inflate "
-                                              "pass@k")
+        return (
+            None,
+            SKIP_NO_OFFICIAL_TESTS,
+            (
+                f"official_tests is {row.get('official_tests')!r}; judging on the "
+                f"statement's {len(problem.samples)} example(s) alone would inflate "
+                "pass@k"
+            ),
+        )
     references = row.get("reference_solutions") or {}
     if not isinstance(references, dict):
         raise ValueError(f"reference_solutions must be an object {{lang: source}}, got {references!r}")
-    metadata = task_metadata(row["id"], row.get("title"), row.get("rating"), row.get("tags"), "open-r1",
-                             row.get("contest_id"))
+    metadata = task_metadata(
+        row["id"], row.get("title"), row.get("rating"), row.get("tags"), "open-r1", row.get("contest_id")
+    )
     if "official_tests_complete" in row and row["official_tests_complete"] is not None:
         metadata["official_tests_complete"] = bool(row["official_tests_complete"])
-    return CodeforcesTask(problem, statement, {_LANG_KEYS.get(k, k): v for k, v in references.items()},
-                          metadata=metadata), "", ""
+    return (
+        CodeforcesTask(problem, statement, {_LANG_KEYS.get(k, k): v for k, v in references.items()}, metadata=metadata),
+        "",
+        "",
+    )
 
 
 def _distinct_inputs(tests: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -191,8 +225,12 @@ def _paired_tests(tests: Any, key: str) -> list[tuple[str, str]]:
     """``[(input, output)]`` of a code_contests test struct ``{"input": [...], "output": [...]}``."""
     if not tests:
         return []
-    if not isinstance(tests, dict) or not isinstance(tests.get("input"), list) \
-            or not isinstance(tests.get("output"), list) or len(tests["input"]) != len(tests["output"]):
+    if (
+        not isinstance(tests, dict)
+        or not isinstance(tests.get("input"), list)
+        or not isinstance(tests.get("output"), list)
+        or len(tests["input"]) != len(tests["output"])
+    ):
         raise ValueError(f"{key}: expected {{'input': [...], 'output': [...]}} of equal lengths")
     return list(zip(tests["input"], tests["output"]))
 
@@ -203,8 +241,11 @@ def _code_contests_solutions(solutions: Any, key: str) -> list[tuple[str, str]]:
         return []
     if not isinstance(solutions, dict) or len(solutions.get("language") or []) != len(solutions.get("solution") or []):
         raise ValueError(f"{key}: expected {{'language': [...], 'solution': [...]}} of equal lengths")
-    return [(_CODE_CONTESTS_LANGS[int(lang)], code) for lang, code in zip(solutions["language"], solutions["solution"])
-            if int(lang) in _CODE_CONTESTS_LANGS]
+    return [
+        (_CODE_CONTESTS_LANGS[int(lang)], code)
+        for lang, code in zip(solutions["language"], solutions["solution"])
+        if int(lang) in _CODE_CONTESTS_LANGS
+    ]
 
 
 def code_contests_io_mode(row: dict[str, Any]) -> str | None:
@@ -226,33 +267,55 @@ def code_contests_row(row: dict[str, Any]) -> tuple[CodeforcesTask | None, str, 
     from agentgspo.sandboxes import Problem, TestCase
 
     public = _paired_tests(row.get("public_tests"), "public_tests")
-    tests = _distinct_inputs(public + _paired_tests(row.get("private_tests"), "private_tests")
-                             + _paired_tests(row.get("generated_tests"), "generated_tests"))
+    tests = _distinct_inputs(
+        public
+        + _paired_tests(row.get("private_tests"), "private_tests")
+        + _paired_tests(row.get("generated_tests"), "generated_tests")
+    )
     if not tests:
         raise ValueError(f"code_contests row {row.get('name')!r} has no public, private or generated tests")
     io_mode = code_contests_io_mode(row)
     if io_mode is None:
-        return None, SKIP_FILE_NAMES, (f"reads {row.get('input_file') or 'stdin'!r} and writes "
-                                       f"{row.get('output_file') or 'stdout'!r}; the judge supports stdin/stdout "
-                                       "or input.txt with output.txt only")
+        return (
+            None,
+            SKIP_FILE_NAMES,
+            (
+                f"reads {row.get('input_file') or 'stdin'!r} and writes "
+                f"{row.get('output_file') or 'stdout'!r}; the judge supports stdin/stdout "
+                "or input.txt with output.txt only"
+            ),
+        )
     limit = row.get("time_limit") or {}
-    time_limit = float(limit.get("seconds") or 0) + float(limit.get("nanos") or 0) / 1e9 if isinstance(limit, dict) \
+    time_limit = (
+        float(limit.get("seconds") or 0) + float(limit.get("nanos") or 0) / 1e9
+        if isinstance(limit, dict)
         else float(limit or 0)
+    )
     memory_mb = float(row.get("memory_limit_bytes") or 0) / 2**20
     name = str(row["name"])
-    problem = Problem(name, [TestCase(i.encode(), o.encode(), str(n)) for n, (i, o) in enumerate(tests, 1)],
-                      time_limit or 2.0, memory_mb or 256.0, io_mode=io_mode,
-                      samples=[TestCase(i.encode(), o.encode(), str(n)) for n, (i, o) in enumerate(public, 1)])
+    problem = Problem(
+        name,
+        [TestCase(i.encode(), o.encode(), str(n)) for n, (i, o) in enumerate(tests, 1)],
+        time_limit or 2.0,
+        memory_mb or 256.0,
+        io_mode=io_mode,
+        samples=[TestCase(i.encode(), o.encode(), str(n)) for n, (i, o) in enumerate(public, 1)],
+    )
     references: dict[str, str] = {}
     for lang, code in _code_contests_solutions(row.get("solutions"), "solutions"):
         references.setdefault(lang, code)
-    wrong = [{"name": f"incorrect_{n}", "lang": lang, "code": code}
-             for n, (lang, code) in enumerate(_code_contests_solutions(row.get("incorrect_solutions"),
-                                                                       "incorrect_solutions"), 1)]
-    statement = compose_statement(name, problem.time_limit_s, problem.memory_limit_mb, str(row["description"]),
-                                  io_mode=io_mode)
-    metadata = task_metadata(name, name, row.get("cf_rating"), row.get("cf_tags"), "code_contests",
-                             row.get("cf_contest_id"))
+    wrong = [
+        {"name": f"incorrect_{n}", "lang": lang, "code": code}
+        for n, (lang, code) in enumerate(
+            _code_contests_solutions(row.get("incorrect_solutions"), "incorrect_solutions"), 1
+        )
+    ]
+    statement = compose_statement(
+        name, problem.time_limit_s, problem.memory_limit_mb, str(row["description"]), io_mode=io_mode
+    )
+    metadata = task_metadata(
+        name, name, row.get("cf_rating"), row.get("cf_tags"), "code_contests", row.get("cf_contest_id")
+    )
     return CodeforcesTask(problem, statement, references, wrong, metadata), "", ""
 
 
@@ -282,8 +345,9 @@ def livecodebench_tests(value: Any, key: str) -> list[dict[str, Any]]:
     return tests
 
 
-def livecodebench_task(row: dict[str, Any], time_limit_s: float = 2.0, memory_limit_mb: float = 256.0
-                       ) -> CodeforcesTask | None:
+def livecodebench_task(
+    row: dict[str, Any], time_limit_s: float = 2.0, memory_limit_mb: float = 256.0
+) -> CodeforcesTask | None:
     """A task from a LiveCodeBench code-generation row; ``None`` when its tests are functional (LeetCode-style).
 
     Judged as LiveCodeBench grades: on the public then the private tests, each input once. The rows carry no
@@ -303,13 +367,22 @@ def livecodebench_task(row: dict[str, Any], time_limit_s: float = 2.0, memory_li
     def cases(items: list[tuple[str, str]]) -> list[Any]:
         return [TestCase(given.encode(), expected.encode(), str(n)) for n, (given, expected) in enumerate(items, 1)]
 
-    problem = Problem(identifier, cases(tests), time_limit_s, memory_limit_mb,
-                      samples=cases([(str(t["input"]), str(t["output"])) for t in public]))
-    statement = compose_statement(str(row["question_title"]), time_limit_s, memory_limit_mb,
-                                  str(row["question_content"]))
+    problem = Problem(
+        identifier,
+        cases(tests),
+        time_limit_s,
+        memory_limit_mb,
+        samples=cases([(str(t["input"]), str(t["output"])) for t in public]),
+    )
+    statement = compose_statement(
+        str(row["question_title"]), time_limit_s, memory_limit_mb, str(row["question_content"])
+    )
     metadata = task_metadata(identifier, row.get("question_title"), None, [], "livecodebench", row.get("contest_id"))
-    metadata.update(platform=row.get("platform"), difficulty=row.get("difficulty"),
-                    contest_date=str(row.get("contest_date") or "") or None)
+    metadata.update(
+        platform=row.get("platform"),
+        difficulty=row.get("difficulty"),
+        contest_date=str(row.get("contest_date") or "") or None,
+    )
     return CodeforcesTask(problem, statement, metadata=metadata)
 
 
@@ -334,16 +407,21 @@ def judged_row(row: Any) -> tuple[CodeforcesTask | None, str, str]:
     """``(task, "", "")``, or ``(None, reason, line)`` for a row skipped: ``line`` names the row and says why it
     cannot be judged here; ValueError for invalid rows."""
     if not isinstance(row, dict):
-        raise ValueError(f"expected an object in the open-r1/codeforces, code_contests or LiveCodeBench schema, "
-                         f"got {type(row).__name__}")
+        raise ValueError(
+            f"expected an object in the open-r1/codeforces, code_contests or LiveCodeBench schema, "
+            f"got {type(row).__name__}"
+        )
     schema = row_schema(row)
     if schema == "code_contests":
         task, reason, why = code_contests_row(row)
         name = row.get("name")
     elif schema == "livecodebench":
         task = livecodebench_task(row)
-        reason, why = ("", "") if task is not None else \
-            (SKIP_FUNCTIONAL, "its tests call a function (testtype 'functional'), not stdin/stdout")
+        reason, why = (
+            ("", "")
+            if task is not None
+            else (SKIP_FUNCTIONAL, "its tests call a function (testtype 'functional'), not stdin/stdout")
+        )
         name = row.get("question_id") or row.get("question_title")
     else:
         task, reason, why = open_r1_row(row)
@@ -354,8 +432,12 @@ def judged_row(row: Any) -> tuple[CodeforcesTask | None, str, str]:
 def read_rows_file(path: Path) -> ProblemSet:
     """The judgeable tasks of a .jsonl/.json/.parquet file of rows; errors name the file and the row, rows skipped
     are counted (``skipped``) and named (``skipped_rows``)."""
-    existing_file(path, "codeforces problems file", "pass a .jsonl/.json/.parquet file of open-r1/codeforces, "
-                  "code_contests or LiveCodeBench rows, a problem folder, or 'builtin'")
+    existing_file(
+        path,
+        "codeforces problems file",
+        "pass a .jsonl/.json/.parquet file of open-r1/codeforces, "
+        "code_contests or LiveCodeBench rows, a problem folder, or 'builtin'",
+    )
     problem_set = ProblemSet([])
     for number, row in enumerate(read_data_file(path), start=1):
         try:
@@ -372,12 +454,20 @@ def read_rows_file(path: Path) -> ProblemSet:
 
 # ----------------------------------------------------------------------------------------------- folders
 
+
 def package_task(package: Any) -> CodeforcesTask:
     """A task from a ``ProblemPackage`` (``agentgspo.sandboxes.judge.formats``): the statement composed from its
     title, limits, text, examples and note; its shipped solutions; metadata with ``source`` its format's name."""
     problem = package.problem
-    statement = compose_statement(package.title, problem.time_limit_s, problem.memory_limit_mb, package.statement,
-                                  package.examples, package.note or None, problem.io_mode)
+    statement = compose_statement(
+        package.title,
+        problem.time_limit_s,
+        problem.memory_limit_mb,
+        package.statement,
+        package.examples,
+        package.note or None,
+        problem.io_mode,
+    )
     metadata = task_metadata(package.id, package.title, package.rating, package.tags, package.format)
     return CodeforcesTask(problem, statement, dict(package.references), list(package.wrong), metadata)
 
@@ -400,8 +490,10 @@ def read_folder(path: Path) -> ProblemSet:
         return ProblemSet([package_task(load_any_package(path))])
     children = problem_folders(path)
     if not children:
-        raise ValueError(f"{path}: not a problem folder (none of {expected_markers()}) and holds none; pass a "
-                         "problem folder, a folder of them, or a rows file")
+        raise ValueError(
+            f"{path}: not a problem folder (none of {expected_markers()}) and holds none; pass a "
+            "problem folder, a folder of them, or a rows file"
+        )
     problem_set = ProblemSet([])
     for child in children:
         problem_set.tasks.extend(read_folder(child).tasks)
@@ -419,15 +511,17 @@ def read_tasks(path: Path) -> ProblemSet:
     return problem_set
 
 
-
 def set_problem_task(set_problem: Any) -> CodeforcesTask:
     """A task from a problem of the project's problem set (``agentgspo.envs.problemset.SetProblem``)."""
     problem = set_problem.problem
-    statement = compose_statement(set_problem.title, problem.time_limit_s, problem.memory_limit_mb,
-                                  set_problem.statement)
+    statement = compose_statement(
+        set_problem.title, problem.time_limit_s, problem.memory_limit_mb, set_problem.statement
+    )
     references = {_LANG_KEYS.get(lang, lang): code for lang, code in set_problem.references.items()}
-    wrong = [{"name": w.name, "lang": _LANG_KEYS.get(w.lang, w.lang), "code": w.source, "kind": w.kind}
-             for w in set_problem.wrong]
+    wrong = [
+        {"name": w.name, "lang": _LANG_KEYS.get(w.lang, w.lang), "code": w.source, "kind": w.kind}
+        for w in set_problem.wrong
+    ]
     metadata = task_metadata(set_problem.slug, set_problem.title, set_problem.rating, set_problem.tags, "problemset")
     return CodeforcesTask(problem, statement, references, wrong, metadata)
 

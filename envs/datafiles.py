@@ -24,6 +24,7 @@ DATA_FILE_SUFFIXES = {".json": "json", ".parquet": "parquet", ".csv": "csv"}  # 
 
 # ----------------------------------------------------------------------------------------------- paths
 
+
 def builtin_path(name: str) -> Path:
     """Path of a data file shipped in ``agentgspo.envs.data``."""
     return Path(str(resources.files("agentgspo.envs.data").joinpath(name)))
@@ -42,6 +43,7 @@ def existing_file(path: Path, what: str, fix: str) -> Path:
 
 
 # ----------------------------------------------------------------------------------------------- reading
+
 
 def jsonl_objects(text: str, path: Path) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of JSONL ``text`` read from ``path`` (numbers are 1-based).
@@ -91,6 +93,7 @@ def read_data_file(path: Path) -> list[Any]:
 
 # ----------------------------------------------------------------------------------------------- caching
 
+
 class LoadedOnce(Generic[K, V]):
     """Values loaded at most once per process per key, shared by all threads.
 
@@ -130,20 +133,26 @@ def _string_fields(row: Any, fields: Sequence[str], where: str) -> dict[str, str
     for name in fields:
         if name not in row:
             close = [k for k in row if k.lower() in name.lower() or name.lower() in k.lower()]
-            hint = f" (it has {sorted(row)}; pass {name}_field={close[0]!r}?)" if close else \
-                f" (it has {sorted(row)}; rename the field or pass the *_field option)"
+            hint = (
+                f" (it has {sorted(row)}; pass {name}_field={close[0]!r}?)"
+                if close
+                else f" (it has {sorted(row)}; rename the field or pass the *_field option)"
+            )
             raise ValueError(f"{where}: missing field {name!r}{hint}")
         if not isinstance(row[name], str) or not row[name].strip():
-            raise ValueError(f"{where}: field {name!r} must be a non-empty string, got "
-                             f"{row[name]!r}; quote numbers in the file (\"answer\": \"42\")")
+            raise ValueError(
+                f"{where}: field {name!r} must be a non-empty string, got "
+                f'{row[name]!r}; quote numbers in the file ("answer": "42")'
+            )
     return {name: row[name] for name in fields}
 
 
 def _read_string_rows(path: Path, fields: tuple[str, ...]) -> list[dict[str, str]]:
     """Every row of the file at ``path`` reduced to its string ``fields`` (see :func:`load_rows`)."""
     existing_file(path, "dataset file", "pass the path of a local .jsonl/.json/.parquet/.csv file (data_files=...)")
-    rows = [_string_fields(row, fields, f"{path}: row {number}")
-            for number, row in enumerate(read_data_file(path), start=1)]
+    rows = [
+        _string_fields(row, fields, f"{path}: row {number}") for number, row in enumerate(read_data_file(path), start=1)
+    ]
     if not rows:
         raise ValueError(f"{path}: no rows; expected one object per line with fields {list(fields)}")
     return rows
@@ -166,6 +175,7 @@ def loaded_row_sets() -> list[tuple[tuple[str, ...], list[dict[str, str]]]]:
 
 
 # ----------------------------------------------------------------------------------------------- tasks
+
 
 def task_index(seed: int | None, options: dict[str, Any] | None, n: int, np_random: Any) -> int:
     """Row to pose: ``options["index"]``, else ``seed % n`` (seeds enumerate the dataset), else a random row."""

@@ -49,6 +49,7 @@ WRONG_ANSWER = "-987654321"  # what the wrong policy answers; no built-in gold a
 
 # ----------------------------------------------------------------------------------------------- answers
 
+
 def last_boxed(text: str) -> str | None:
     """Content of the last ``\\boxed{...}`` in ``text`` (nested braces allowed), or ``None``.
 
@@ -114,7 +115,11 @@ class _VerifierWorker:
     def __init__(self, startup_timeout_s: float = 120.0):
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from agentgspo.envs.math import _worker_main; _worker_main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
         )
         reply = self._read(startup_timeout_s)
         if reply is None or "ready" not in reply:
@@ -184,8 +189,10 @@ def verifier_pool() -> VerifierPool:
 
 # ----------------------------------------------------------------------------------------------- python tool
 
-def run_python_sandboxed(code: str, timeout_s: float = 5.0, max_output_chars: int = 4000,
-                         backend: str = "local") -> str:
+
+def run_python_sandboxed(
+    code: str, timeout_s: float = 5.0, max_output_chars: int = 4000, backend: str = "local"
+) -> str:
     """Run ``code`` with ``agentgspo.sandboxes.run_python`` (bubblewrap by default); return stdout+stderr.
 
     The sandbox's threat model is in ``sandboxes/local.py`` (no network, no host files, limits on CPU, memory,
@@ -194,8 +201,12 @@ def run_python_sandboxed(code: str, timeout_s: float = 5.0, max_output_chars: in
     """
     from agentgspo.sandboxes import Limits, run_python
 
-    limits = Limits(time_limit_s=timeout_s, wall_limit_s=timeout_s, memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB,
-                    output_limit_mb=max_output_chars * 4 / 2**20)
+    limits = Limits(
+        time_limit_s=timeout_s,
+        wall_limit_s=timeout_s,
+        memory_limit_mb=SANDBOX_MEMORY_LIMIT_MB,
+        output_limit_mb=max_output_chars * 4 / 2**20,
+    )
     result = run_python(code, limits=limits, backend=backend)
     return sandboxed_run_output(result, timeout_s, max_output_chars)
 
@@ -210,8 +221,12 @@ def run_python_subprocess(code: str, timeout_s: float = 5.0, max_output_chars: i
     """
     with tempfile.TemporaryDirectory(prefix="agentgspo-python-") as workdir:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", code], cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir},
+            [sys.executable, "-I", "-c", code],
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir},
             start_new_session=True,
         )
         box: dict[str, bytes] = {}
@@ -234,6 +249,7 @@ def run_python_subprocess(code: str, timeout_s: float = 5.0, max_output_chars: i
 
 
 # ----------------------------------------------------------------------------------------------- policies
+
 
 def _gold_for(messages: list[Message]) -> str | None:
     """The gold answer of the posed problem, looked up in the files :func:`load_rows` has read (``None``: unknown)."""
@@ -265,6 +281,7 @@ def math_wrong(messages: list[Message]) -> str:
 
 # ----------------------------------------------------------------------------------------------- env
 
+
 def _python_runner(sandbox: str) -> Callable[[str, float, int], str]:
     """The python tool's runner for ``sandbox``; fails now, with the fix, when the sandbox cannot isolate here."""
     if sandbox == "none":
@@ -274,9 +291,11 @@ def _python_runner(sandbox: str) -> Callable[[str, float, int], str]:
     try:
         get_sandbox(sandbox)  # cached per process; the local backend probes bubblewrap once
     except (SandboxUnavailable, ValueError) as exc:
-        raise SandboxUnavailable(f"Math-v0's python tool cannot use sandbox {sandbox!r}: {exc}. To run the "
-                                 "model's code WITHOUT isolation (trusted policies only), "
-                                 "pass sandbox='none'.") from exc
+        raise SandboxUnavailable(
+            f"Math-v0's python tool cannot use sandbox {sandbox!r}: {exc}. To run the "
+            "model's code WITHOUT isolation (trusted policies only), "
+            "pass sandbox='none'."
+        ) from exc
     return lambda code, timeout_s, max_chars: run_python_sandboxed(code, timeout_s, max_chars, backend=sandbox)
 
 
@@ -298,16 +317,26 @@ class MathEnv(ChatEnv):
     oracle = staticmethod(math_oracle)
     wrong = staticmethod(math_wrong)
 
-    def __init__(self, data_files: str | Path | None = None, *, problem_field: str = "problem",
-                 answer_field: str = "answer", python_timeout_s: float = 5.0, max_output_chars: int = 4000,
-                 verify_timeout_s: float | None = 5.0, sandbox: str = "local", **chat_env_kwargs: Any):
+    def __init__(
+        self,
+        data_files: str | Path | None = None,
+        *,
+        problem_field: str = "problem",
+        answer_field: str = "answer",
+        python_timeout_s: float = 5.0,
+        max_output_chars: int = 4000,
+        verify_timeout_s: float | None = 5.0,
+        sandbox: str = "local",
+        **chat_env_kwargs: Any,
+    ):
         import importlib.util
 
         if importlib.util.find_spec("math_verify") is None:
             raise ImportError(MATH_INSTALL_HINT)
         if python_timeout_s <= 0 or (verify_timeout_s is not None and verify_timeout_s <= 0):
-            raise ValueError(f"timeouts must be > 0, got python_timeout_s={python_timeout_s}, "
-                             f"verify_timeout_s={verify_timeout_s}")
+            raise ValueError(
+                f"timeouts must be > 0, got python_timeout_s={python_timeout_s}, verify_timeout_s={verify_timeout_s}"
+            )
         runner = _python_runner(sandbox)
         path = builtin_path(BUILTIN_DATA) if data_files is None else data_files
         self.rows = load_rows(path, (problem_field, answer_field))

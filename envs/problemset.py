@@ -39,22 +39,56 @@ CACHE_FORMAT = 1  # bump when the materialised layout changes: old cache entries
 GENERATOR_CPU_LIMIT_S = 30  # CPU seconds (RLIMIT_CPU), so a loaded machine does not fail a sound generator;
 GENERATOR_WALL_LIMIT_S = 600.0  # the format asks for < 5 s. The wall limit only catches a generator that hangs.
 # The child sets its own CPU limit, then runs gen.py as __main__ with argv [gen.py, OUTDIR].
-_LIMITED_RUN = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_CPU, ({0}, {0})); "
-                "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+_LIMITED_RUN = (
+    "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_CPU, ({0}, {0})); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 ANSWER_TIME_FACTOR = 5.0  # answers are produced under 5x the time limit, so a slow reference fails validation
 # with its measured ratio rather than failing to load
 WRONG_KINDS = {"wa": (Verdict.WA, Verdict.PE), "tle": (Verdict.TLE,), "re": (Verdict.RE,), "mle": (Verdict.MLE,)}
 _WRONG_NAME = re.compile(r"^wrong_(?P<kind>[a-z]+)_(?P<what>[a-z0-9_]+)\.(?P<lang>py|cpp)$")
 _SLUG = re.compile(r"^\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*$")
 # Codeforces' problem tags (the tag filter of codeforces.com/problemset), the vocabulary of "tags"
-CODEFORCES_TAGS = frozenset({
-    "2-sat", "binary search", "bitmasks", "brute force", "chinese remainder theorem", "combinatorics",
-    "constructive algorithms", "data structures", "dfs and similar", "divide and conquer", "dp", "dsu",
-    "expression parsing", "fft", "flows", "games", "geometry", "graph matchings", "graphs", "greedy", "hashing",
-    "implementation", "interactive", "math", "matrices", "meet-in-the-middle", "number theory", "probabilities",
-    "schedules", "shortest paths", "sortings", "string suffix structures", "strings", "ternary search", "trees",
-    "two pointers",
-})
+CODEFORCES_TAGS = frozenset(
+    {
+        "2-sat",
+        "binary search",
+        "bitmasks",
+        "brute force",
+        "chinese remainder theorem",
+        "combinatorics",
+        "constructive algorithms",
+        "data structures",
+        "dfs and similar",
+        "divide and conquer",
+        "dp",
+        "dsu",
+        "expression parsing",
+        "fft",
+        "flows",
+        "games",
+        "geometry",
+        "graph matchings",
+        "graphs",
+        "greedy",
+        "hashing",
+        "implementation",
+        "interactive",
+        "math",
+        "matrices",
+        "meet-in-the-middle",
+        "number theory",
+        "probabilities",
+        "schedules",
+        "shortest paths",
+        "sortings",
+        "string suffix structures",
+        "strings",
+        "ternary search",
+        "trees",
+        "two pointers",
+    }
+)
 
 
 def builtin_problemset_dir() -> Path:
@@ -121,7 +155,7 @@ class SetProblem:
     @property
     def hidden_tests(self) -> list[TestCase]:
         """The generated tests only (without the samples)."""
-        return self.problem.tests[len(self.samples):]
+        return self.problem.tests[len(self.samples) :]
 
 
 class ProblemFolderError(ValueError):
@@ -129,6 +163,7 @@ class ProblemFolderError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------- reading
+
 
 def _require(path: Path, fix: str) -> Path:
     if not path.exists():
@@ -156,21 +191,29 @@ def read_problem_folder(folder: str | os.PathLike) -> ProblemFolder:
         raise ProblemFolderError(f"invalid {meta_path}: {exc}") from None
     for key in ("title", "rating", "tags"):
         if not meta.get(key):
-            raise ProblemFolderError(f"{meta_path}: {key!r} is required in the problem set (a title, a rating such "
-                                     "as 1200, a non-empty list of Codeforces tags)")
+            raise ProblemFolderError(
+                f"{meta_path}: {key!r} is required in the problem set (a title, a rating such "
+                "as 1200, a non-empty list of Codeforces tags)"
+            )
     unknown = [tag for tag in meta["tags"] if tag not in CODEFORCES_TAGS]
     if unknown:
         close = difflib.get_close_matches(unknown[0], CODEFORCES_TAGS, n=1)
-        raise ProblemFolderError(f"{meta_path}: unknown tag {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close
-                                 else "") + f"; tags are Codeforces tag names: {', '.join(sorted(CODEFORCES_TAGS))}")
+        raise ProblemFolderError(
+            f"{meta_path}: unknown tag {unknown[0]!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; tags are Codeforces tag names: {', '.join(sorted(CODEFORCES_TAGS))}"
+        )
     if ("interactive" in meta["tags"]) != bool(meta.get("interactor")):
-        raise ProblemFolderError(f"{meta_path}: the tag 'interactive' and an interactor go together; add both or "
-                                 "neither")
+        raise ProblemFolderError(
+            f"{meta_path}: the tag 'interactive' and an interactor go together; add both or neither"
+        )
     if meta["name"] != slug:
-        raise ProblemFolderError(f"{meta_path}: name {meta['name']!r} differs from the folder name {slug!r}; "
-                                 "make them equal")
-    statement = _require(folder / "statement.md", "write the statement (legend, ## Input, ## Output, "
-                                                 "## Examples)").read_text()
+        raise ProblemFolderError(
+            f"{meta_path}: name {meta['name']!r} differs from the folder name {slug!r}; make them equal"
+        )
+    statement = _require(
+        folder / "statement.md", "write the statement (legend, ## Input, ## Output, ## Examples)"
+    ).read_text()
     _require(folder / "gen.py", "write the generator: `python gen.py OUTDIR` writes OUTDIR/NAME.in")
     checker_kind, _, checker_path = str(meta.get("checker", "tokens")).partition(":")
     if checker_kind == "testlib":
@@ -178,8 +221,10 @@ def read_problem_folder(folder: str | os.PathLike) -> ProblemFolder:
     if meta.get("interactor"):
         _require(folder / meta["interactor"], "problem.json names it as the interactor: add it or fix problem.json")
     interactive = bool(meta.get("interactor"))
-    samples_dir = _require(folder / "samples", "add the statement's examples as samples/1.in" +
-                           ("" if interactive else " and samples/1.ans"))
+    samples_dir = _require(
+        folder / "samples",
+        "add the statement's examples as samples/1.in" + ("" if interactive else " and samples/1.ans"),
+    )
     try:
         samples = read_tests_dir(samples_dir, require_answers=not interactive)
     except ValueError as exc:
@@ -198,12 +243,15 @@ def read_problem_folder(folder: str | os.PathLike) -> ProblemFolder:
             continue
         match = _WRONG_NAME.match(path.name)
         if not match or match["kind"] not in WRONG_KINDS:
-            raise ProblemFolderError(f"{path}: a solution file is ref.cpp, ref.py or wrong_KIND_WHAT.py|cpp with "
-                                     f"KIND one of {sorted(WRONG_KINDS)}; rename it")
+            raise ProblemFolderError(
+                f"{path}: a solution file is ref.cpp, ref.py or wrong_KIND_WHAT.py|cpp with "
+                f"KIND one of {sorted(WRONG_KINDS)}; rename it"
+            )
         wrong.append(WrongSolution(path.stem, match["lang"], path.read_text(), match["kind"]))
     if not wrong:
-        raise ProblemFolderError(f"{solutions}: add at least one solution the tests must reject "
-                                 "(wrong_wa_WHAT.py, wrong_tle_WHAT.cpp, ...)")
+        raise ProblemFolderError(
+            f"{solutions}: add at least one solution the tests must reject (wrong_wa_WHAT.py, wrong_tle_WHAT.cpp, ...)"
+        )
     return ProblemFolder(slug, folder, meta, statement, samples, references, wrong)
 
 
@@ -229,6 +277,7 @@ def problem_folders(directory: str | os.PathLike | None = None, only: list[str] 
 
 # ----------------------------------------------------------------------------------------------- generating
 
+
 def folder_hash(folder: str | os.PathLike) -> str:
     """SHA-256 (hex) of every file of the folder: relative paths and contents, in sorted order (caches skipped)."""
     folder = Path(folder)
@@ -250,17 +299,25 @@ def run_generator(folder: str | os.PathLike, outdir: str | os.PathLike, hash_see
     outdir.mkdir(parents=True, exist_ok=True)
     gen = folder / "gen.py"
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-c", _LIMITED_RUN.format(GENERATOR_CPU_LIMIT_S), str(gen.resolve()),
-               str(outdir.resolve())]
+    command = [
+        sys.executable,
+        "-c",
+        _LIMITED_RUN.format(GENERATOR_CPU_LIMIT_S),
+        str(gen.resolve()),
+        str(outdir.resolve()),
+    ]
     try:
-        done = subprocess.run(command, cwd=outdir, env=env, capture_output=True, text=True,
-                              timeout=GENERATOR_WALL_LIMIT_S)
+        done = subprocess.run(
+            command, cwd=outdir, env=env, capture_output=True, text=True, timeout=GENERATOR_WALL_LIMIT_S
+        )
     except subprocess.TimeoutExpired:
-        raise ProblemFolderError(f"{gen} ran over {GENERATOR_WALL_LIMIT_S:.0f} s (wall clock); make it faster "
-                                 "(it should take under 5 s)") from None
+        raise ProblemFolderError(
+            f"{gen} ran over {GENERATOR_WALL_LIMIT_S:.0f} s (wall clock); make it faster (it should take under 5 s)"
+        ) from None
     if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        raise ProblemFolderError(f"{gen} used more than {GENERATOR_CPU_LIMIT_S} s of CPU time; make it faster "
-                                 "(it should take under 5 s)")
+        raise ProblemFolderError(
+            f"{gen} used more than {GENERATOR_CPU_LIMIT_S} s of CPU time; make it faster (it should take under 5 s)"
+        )
     if done.returncode != 0:
         raise ProblemFolderError(f"{gen} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
     stray = sorted(p.name for p in outdir.iterdir() if p.suffix != ".in" or not p.is_file())
@@ -289,16 +346,28 @@ def reference_answers(folder: ProblemFolder, inputs: list[TestCase], backend="lo
     recorder = _RecordingChecker()
     keyed = [TestCase(case.input, case.name.encode(), case.name) for case in inputs]
     time_limit = float(folder.meta.get("time_limit_s", 2.0)) * ANSWER_TIME_FACTOR
-    limits = Limits(time_limit_s=time_limit, memory_limit_mb=float(folder.meta.get("memory_limit_mb", 256.0)),
-                    wall_limit_s=4 * time_limit + 5)
-    result = judge(folder.references["cpp"], keyed, lang="cpp", checker=recorder, limits=limits,
-                   io_mode=folder.meta.get("io_mode", "stdio"), backend=backend)
+    limits = Limits(
+        time_limit_s=time_limit,
+        memory_limit_mb=float(folder.meta.get("memory_limit_mb", 256.0)),
+        wall_limit_s=4 * time_limit + 5,
+    )
+    result = judge(
+        folder.references["cpp"],
+        keyed,
+        lang="cpp",
+        checker=recorder,
+        limits=limits,
+        io_mode=folder.meta.get("io_mode", "stdio"),
+        backend=backend,
+    )
     if result.verdict != Verdict.AC:
         failed = next((t for t in result.tests if t.verdict != Verdict.AC), None)
         where = f" on test {failed.name!r}: {failed.message[:300]}" if failed else f": {result.message}"
         detail = result.compile_output[:800] if result.verdict == Verdict.CE else ""
-        raise ProblemFolderError(f"{folder.path / 'solutions' / 'ref.cpp'} got {result.verdict.value}{where}"
-                                 f"{detail}; fix the reference (hidden answers are its outputs)")
+        raise ProblemFolderError(
+            f"{folder.path / 'solutions' / 'ref.cpp'} got {result.verdict.value}{where}"
+            f"{detail}; fix the reference (hidden answers are its outputs)"
+        )
     return [recorder.outputs[case.answer] for case in keyed]
 
 
@@ -332,6 +401,7 @@ def materialise_tests(folder: str | os.PathLike | ProblemFolder, backend="local"
 
 # ----------------------------------------------------------------------------------------------- loading
 
+
 def load_set_problem(folder: str | os.PathLike, backend="local") -> SetProblem:
     """One problem of the set, hidden tests materialised (cached), ready for ``judge_problem``."""
     info = read_problem_folder(folder)
@@ -344,12 +414,24 @@ def load_set_problem(folder: str | os.PathLike, backend="local") -> SetProblem:
     problem.samples = samples
     problem.metadata = {**problem.metadata, "source": "problemset", "folder": str(info.path)}
     meta = info.meta
-    return SetProblem(info.slug, meta["title"], meta["rating"], list(meta["tags"]), info.statement, samples, problem,
-                      info.references, info.wrong, info.path, cached)
+    return SetProblem(
+        info.slug,
+        meta["title"],
+        meta["rating"],
+        list(meta["tags"]),
+        info.statement,
+        samples,
+        problem,
+        info.references,
+        info.wrong,
+        info.path,
+        cached,
+    )
 
 
-def load_problemset(directory: str | os.PathLike | None = None, only: list[str] | None = None,
-                    backend="local", jobs: int | None = None) -> list[SetProblem]:
+def load_problemset(
+    directory: str | os.PathLike | None = None, only: list[str] | None = None, backend="local", jobs: int | None = None
+) -> list[SetProblem]:
     """Every problem of a set folder (default: the built-in set), in folder order; ``only``: slugs or numbers.
     Problems not yet cached are materialised ``jobs`` at a time (default: the usable CPUs)."""
     from concurrent.futures import ThreadPoolExecutor

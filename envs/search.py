@@ -40,6 +40,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 # ----------------------------------------------------------------------------------------------- reward
 
+
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation and articles, collapse whitespace (SQuAD v1.1 ``normalize_answer``).
 
@@ -76,6 +77,7 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 # ----------------------------------------------------------------------------------------------- retrievers
+
 
 class BM25Index:
     """A BM25 index (``bm25s``, Lucene scoring, English stopwords) over documents ``{"id", "title", "text"}``.
@@ -159,14 +161,26 @@ def format_results(results: list[dict[str, Any]]) -> str:
 
 # The sentence templates of scripts/make_search_kb.py, read by the oracle: question -> (first entity, bridge).
 _QUESTIONS = [
-    (re.compile(r"In which country was (.+) born\?"), re.compile(r"born in the town of (\w+)"),
-     re.compile(r"in the country of (\w+)")),
-    (re.compile(r"In which country is (.+) headquartered\?"), re.compile(r"headquartered in the town of (\w+)"),
-     re.compile(r"in the country of (\w+)")),
-    (re.compile(r"In which town was the founder of (.+) born\?"), re.compile(r"\bby (\w+ \w+)\."),
-     re.compile(r"born in the town of (\w+)")),
-    (re.compile(r"In what year was the founder of (.+) born\?"), re.compile(r"\bby (\w+ \w+)\."),
-     re.compile(r"in the year (\d+)")),
+    (
+        re.compile(r"In which country was (.+) born\?"),
+        re.compile(r"born in the town of (\w+)"),
+        re.compile(r"in the country of (\w+)"),
+    ),
+    (
+        re.compile(r"In which country is (.+) headquartered\?"),
+        re.compile(r"headquartered in the town of (\w+)"),
+        re.compile(r"in the country of (\w+)"),
+    ),
+    (
+        re.compile(r"In which town was the founder of (.+) born\?"),
+        re.compile(r"\bby (\w+ \w+)\."),
+        re.compile(r"born in the town of (\w+)"),
+    ),
+    (
+        re.compile(r"In what year was the founder of (.+) born\?"),
+        re.compile(r"\bby (\w+ \w+)\."),
+        re.compile(r"in the year (\d+)"),
+    ),
 ]
 
 
@@ -211,6 +225,7 @@ def search_wrong(messages: list[Message]) -> str:
 
 # ----------------------------------------------------------------------------------------------- env
 
+
 class SearchEnv(ChatEnv):
     """2-hop questions over a knowledge base, a ``search`` tool, ``<answer>`` scored by EM or F1.
 
@@ -226,14 +241,23 @@ class SearchEnv(ChatEnv):
     oracle = staticmethod(search_oracle)
     wrong = staticmethod(search_wrong)
 
-    def __init__(self, *, retriever: str = "bm25", reward: str = "em", corpus: str | Path | None = None,
-                 questions: str | Path | None = None, top_k: int = 3, **chat_env_kwargs: Any):
+    def __init__(
+        self,
+        *,
+        retriever: str = "bm25",
+        reward: str = "em",
+        corpus: str | Path | None = None,
+        questions: str | Path | None = None,
+        top_k: int = 3,
+        **chat_env_kwargs: Any,
+    ):
         if reward not in REWARDS:
             raise ValueError(f"reward: expected one of {REWARDS}, got {reward!r}")
         if top_k < 1:
             raise ValueError(f"top_k: expected >= 1, got {top_k}")
-        self.rows = load_rows(builtin_path(BUILTIN_QUESTIONS) if questions is None else questions,
-                              ("question", "answer"))
+        self.rows = load_rows(
+            builtin_path(BUILTIN_QUESTIONS) if questions is None else questions, ("question", "answer")
+        )
         self.retriever = make_retriever(retriever, builtin_path(BUILTIN_CORPUS) if corpus is None else corpus)
         self.score = exact_match if reward == "em" else token_f1
         retriever_ = self.retriever

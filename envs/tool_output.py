@@ -26,7 +26,9 @@ def sandboxed_run_output(result: Any, timeout_s: float, max_output_chars: int) -
 
     if result.verdict == Verdict.JE:
         raise RuntimeError(f"the sandbox failed: {result.error}")
-    notes = {Verdict.TLE: f"killed: the program ran longer than {timeout_s:g} s",
-             Verdict.MLE: f"killed: the program used more than {SANDBOX_MEMORY_LIMIT_MB} MB",
-             Verdict.OLE: "killed: too much output"}
+    notes = {
+        Verdict.TLE: f"killed: the program ran longer than {timeout_s:g} s",
+        Verdict.MLE: f"killed: the program used more than {SANDBOX_MEMORY_LIMIT_MB} MB",
+        Verdict.OLE: "killed: too much output",
+    }
     return format_tool_output(result.stdout + result.stderr, max_output_chars, notes.get(result.verdict, ""))

@@ -35,9 +35,16 @@ from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recip
 
 # TrainConfig's settings with the defaults of this recipe (Code-v0's keyword arguments: e.g. {"sandbox":
 # "docker"}); every other setting keeps TrainConfig's default.
-CodeConfig = with_defaults(TrainConfig, out="runs/code", env_id="agentgspo/Code-v0",
-                           activation_checkpointing=True)  # long episodes at 30B
+CodeConfig = with_defaults(
+    TrainConfig, out="runs/code", env_id="agentgspo/Code-v0", activation_checkpointing=True
+)  # long episodes at 30B
 
 if __name__ == "__main__":
-    exit_process(run_recipe(CodeConfig, smoke=SMOKE, command="python recipes/gspo_code.py",
-                            description=" ".join(__doc__.split("\n\n")[0].split())))
+    exit_process(
+        run_recipe(
+            CodeConfig,
+            smoke=SMOKE,
+            command="python recipes/gspo_code.py",
+            description=" ".join(__doc__.split("\n\n")[0].split()),
+        )
+    )

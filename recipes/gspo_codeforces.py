@@ -43,8 +43,16 @@ from agentgspo.training.settings import setting, with_defaults
 from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
-HELD_OUT = ["002-fence-painting", "006-three-divisors", "010-convoy-trucks", "019-mountain-peak", "024-one-free-ride",
-            "030-rotating-lanterns", "033-heavy-trucks", "040-caravan-split"]
+HELD_OUT = [
+    "002-fence-painting",
+    "006-three-divisors",
+    "010-convoy-trucks",
+    "019-mountain-peak",
+    "024-one-free-ride",
+    "030-rotating-lanterns",
+    "033-heavy-trucks",
+    "040-caravan-split",
+]
 
 
 @dataclass
@@ -52,20 +60,27 @@ class CodeforcesConfig(TrainConfig):
     """GSPO on CodeForces-v0: :class:`agentgspo.training.train.TrainConfig`'s settings, a held-out set evaluated
     during training, and this recipe's defaults (below the class)."""
 
-    held_out: list = setting(HELD_OUT, "problem ids never trained on (CodeForces-v0's exclude) and evaluated "
-                                       "every --eval-every steps")
-    eval_every: int = setting(25, "GSPO steps between evaluations on the held-out problems: pass@1 goes to "
-                                  "metrics.jsonl as eval/pass@1, each attempt to DIR/eval/step_N/ (0: none)")
+    held_out: list = setting(
+        HELD_OUT, "problem ids never trained on (CodeForces-v0's exclude) and evaluated every --eval-every steps"
+    )
+    eval_every: int = setting(
+        25,
+        "GSPO steps between evaluations on the held-out problems: pass@1 goes to "
+        "metrics.jsonl as eval/pass@1, each attempt to DIR/eval/step_N/ (0: none)",
+    )
     eval_samples: int = setting(4, "attempts per held-out problem at each evaluation (pass@1 is their mean)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.eval_every < 0 or self.eval_samples < 1:
-            raise ValueError(f"eval_every >= 0 and eval_samples >= 1 expected, got {self.eval_every}, "
-                             f"{self.eval_samples}")
+            raise ValueError(
+                f"eval_every >= 0 and eval_samples >= 1 expected, got {self.eval_every}, {self.eval_samples}"
+            )
         if self.eval_every and not self.held_out:
-            raise ValueError("eval_every without held-out problems would evaluate on training problems: give "
-                             "--held-out '[\"ID\", ...]' or --eval-every 0")
+            raise ValueError(
+                "eval_every without held-out problems would evaluate on training problems: give "
+                "--held-out '[\"ID\", ...]' or --eval-every 0"
+            )
 
     def train_env_kwargs(self) -> dict[str, Any]:
         """``env_kwargs`` with the held-out problems excluded."""
@@ -78,20 +93,38 @@ class CodeforcesConfig(TrainConfig):
         from agentgspo.eval.hook import EvalHook
 
         other = {k: v for k, v in self.env_kwargs.items() if k not in ("data_files", "exclude")}
-        return EvalHook(out, problems=self.env_kwargs.get("data_files"), held_out=self.held_out,
-                        every=self.eval_every, samples=self.eval_samples, ks=(1,), config=rollout, env_kwargs=other,
-                        seed=self.seed)
+        return EvalHook(
+            out,
+            problems=self.env_kwargs.get("data_files"),
+            held_out=self.held_out,
+            every=self.eval_every,
+            samples=self.eval_samples,
+            ks=(1,),
+            config=rollout,
+            env_kwargs=other,
+            seed=self.seed,
+        )
 
 
 # CodeForces-v0's keyword arguments: data_files ("builtin": the project's problem set), partial_credit.
 CodeforcesConfig = with_defaults(  # the same class, with this recipe's defaults
-    CodeforcesConfig, out="runs/codeforces", env_id="agentgspo/CodeForces-v0", env_kwargs={"data_files": "builtin"},
+    CodeforcesConfig,
+    out="runs/codeforces",
+    env_id="agentgspo/CodeForces-v0",
+    env_kwargs={"data_files": "builtin"},
     max_turns=8,  # runs, sample checks, up to 3 submissions
     max_context=32768,  # statements and verdicts are long
-    activation_checkpointing=True)  # long episodes at 30B
+    activation_checkpointing=True,
+)  # long episodes at 30B
 
 if __name__ == "__main__":
     # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
     smoke = {**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1}
-    exit_process(run_recipe(CodeforcesConfig, smoke=smoke, command="python recipes/gspo_codeforces.py",
-                            description=" ".join(__doc__.split("\n\n")[0].split())))
+    exit_process(
+        run_recipe(
+            CodeforcesConfig,
+            smoke=smoke,
+            command="python recipes/gspo_codeforces.py",
+            description=" ".join(__doc__.split("\n\n")[0].split()),
+        )
+    )

@@ -55,8 +55,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--smoke", action="store_true", help="the suite's size (seconds per run)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
     for name, value in SIZES["default"].items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
-                            help=f"override the size's {name} (default size: {value})")
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=int,
+            default=None,
+            help=f"override the size's {name} (default size: {value})",
+        )
     parser.add_argument("--lr", type=float, default=1e-4, help="RL learning rate (the quickstart's)")
     args = parser.parse_args(argv)
     size = SIZES["smoke" if args.smoke else "default"]
@@ -72,11 +76,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overrides: Any) -> Any:
     from agentgspo.training.train import TrainConfig
 
-    return TrainConfig(**{**dict(
-        out=str(out), seed=seed, policy=policy, backend="hf", device="cpu", activation_checkpointing=False,
-        env_id=ENV_ID, env_kwargs={"system_prompt": None}, max_turns=0, max_new_tokens=24, max_context=0,
-        steps=args.steps, prompts_per_step=args.prompts, group_size=args.group, lr=args.lr, warmup_steps=4,
-        logp_old="recompute", checkpoint_every=max(args.steps, 1)), **overrides})
+    return TrainConfig(
+        **{
+            **dict(
+                out=str(out),
+                seed=seed,
+                policy=policy,
+                backend="hf",
+                device="cpu",
+                activation_checkpointing=False,
+                env_id=ENV_ID,
+                env_kwargs={"system_prompt": None},
+                max_turns=0,
+                max_new_tokens=24,
+                max_context=0,
+                steps=args.steps,
+                prompts_per_step=args.prompts,
+                group_size=args.group,
+                lr=args.lr,
+                warmup_steps=4,
+                logp_old="recompute",
+                checkpoint_every=max(args.steps, 1),
+            ),
+            **overrides,
+        }
+    )
 
 
 def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
@@ -88,10 +112,24 @@ def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
     final = out / f"warm-s{seed}" / "final"
     if final.exists():
         return str(final)
-    base = build_tiny_policy(out / f"base-s{seed}", seed=seed, num_layers=args.layers, num_experts=args.experts,
-                             experts_per_token=args.top_k)
-    train(_config(args, out / f"warm-s{seed}", str(base), seed, steps=1, lr=0.0, warmup_steps=0,
-                  warm_demos=args.demos, warm_wrong_frac=0.6, warm_steps=args.warm_steps, warm_batch=64))
+    base = build_tiny_policy(
+        out / f"base-s{seed}", seed=seed, num_layers=args.layers, num_experts=args.experts, experts_per_token=args.top_k
+    )
+    train(
+        _config(
+            args,
+            out / f"warm-s{seed}",
+            str(base),
+            seed,
+            steps=1,
+            lr=0.0,
+            warmup_steps=0,
+            warm_demos=args.demos,
+            warm_wrong_frac=0.6,
+            warm_steps=args.warm_steps,
+            warm_batch=64,
+        )
+    )
     return str(final)
 
 
@@ -112,17 +150,32 @@ def measure_gap(policy: str, args: argparse.Namespace, seed: int) -> dict[str, f
 
     torch.manual_seed(seed)
     sampler = HFPolicy.from_pretrained(policy, seed=seed, record_routing=True)
-    runner = RolloutRunner(lambda: make(ENV_ID, system_prompt=None), sampler, sampler.renderer,
-                           RolloutConfig(group_size=args.group, max_turns=2, max_context=512,
-                                         sampling=SamplingParams(temperature=1.0, max_new_tokens=24)), env_id=ENV_ID)
-    trajectories = runner.run_sync(range(7_000_000 + seed * 1000, 7_000_000 + seed * 1000 + args.prompts),
-                                   sampling_seed=seed)
+    runner = RolloutRunner(
+        lambda: make(ENV_ID, system_prompt=None),
+        sampler,
+        sampler.renderer,
+        RolloutConfig(
+            group_size=args.group,
+            max_turns=2,
+            max_context=512,
+            sampling=SamplingParams(temperature=1.0, max_new_tokens=24),
+        ),
+        env_id=ENV_ID,
+    )
+    trajectories = runner.run_sync(
+        range(7_000_000 + seed * 1000, 7_000_000 + seed * 1000 + args.prompts), sampling_seed=seed
+    )
     trainer = HFPolicy.from_pretrained(policy).model
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW(trainer.parameters(), lr=args.lr)
     trainer, optimizer = accelerator.prepare(trainer, optimizer)
-    learner = GSPOLearner(trainer, optimizer, accelerator, pad_token_id=sampler.renderer.tokenizer.pad_token_id,
-                          config=LearnerConfig(objective="grpo", memory_estimate=False))
+    learner = GSPOLearner(
+        trainer,
+        optimizer,
+        accelerator,
+        pad_token_id=sampler.renderer.tokenizer.pad_token_id,
+        config=LearnerConfig(objective="grpo", memory_estimate=False),
+    )
     stats = learner.step(trajectories)
     batch = collate(trajectories, sampler.renderer.tokenizer.pad_token_id)
     replay = batch_replay([decode_routing(t.routed_experts) for t in trajectories], batch.input_ids.shape[1])
@@ -132,8 +185,11 @@ def measure_gap(policy: str, args: argparse.Namespace, seed: int) -> dict[str, f
             with replay_routing(trainer, replay) if name == "replayed" else torch.no_grad():
                 logp = logprobs_from_logits(forward(trainer, batch).logits, batch.input_ids)
             gaps[f"gap_{name}"] = float((logp - batch.sampler_logprobs).abs()[batch.loss_mask].mean())
-    return {**gaps, "routing_volatility": stats.get("routing_volatility", float("nan")),
-            "tokens": int(batch.loss_mask.sum())}
+    return {
+        **gaps,
+        "routing_volatility": stats.get("routing_volatility", float("nan")),
+        "tokens": int(batch.loss_mask.sum()),
+    }
 
 
 def _mean(values: list[float]) -> float:
@@ -145,10 +201,11 @@ def summarize_run(rows: list[dict[str, Any]]) -> dict[str, float]:
     """One run's numbers: success at the start and end (3-step means), the mean clip fractions, volatility, gap,
     and whether it collapsed (ended below half its best 3-step mean success after reaching 0.2)."""
     success = [r["success"] for r in rows]
-    smooth = [_mean(success[max(0, i - 2): i + 1]) for i in range(len(success))]
+    smooth = [_mean(success[max(0, i - 2) : i + 1]) for i in range(len(success))]
     best = max(smooth) if smooth else float("nan")
     return {
-        "success_first": smooth[0] if smooth else float("nan"), "success_last": smooth[-1] if smooth else float("nan"),
+        "success_first": smooth[0] if smooth else float("nan"),
+        "success_last": smooth[-1] if smooth else float("nan"),
         "success_best": best,
         "clip_frac_seq": _mean([r.get("clip_frac_seq", float("nan")) for r in rows]),
         "clip_frac_token": _mean([r.get("clip_frac_token", float("nan")) for r in rows]),
@@ -184,9 +241,11 @@ def plot(out: Path, runs: dict[str, list[list[dict[str, Any]]]]) -> list[Path]:
     import matplotlib.pyplot as plt
 
     figures = []
-    for name, keys, ylabel in (("reward", ["success"], "sampled success"),
-                               ("clip", ["clip_frac_seq", "clip_frac_token"], "clipped fraction"),
-                               ("volatility", ["routing_volatility"], "expert choices changed per update")):
+    for name, keys, ylabel in (
+        ("reward", ["success"], "sampled success"),
+        ("clip", ["clip_frac_seq", "clip_frac_token"], "clipped fraction"),
+        ("volatility", ["routing_volatility"], "expert choices changed per update"),
+    ):
         fig, ax = plt.subplots(figsize=(6, 3.5))
         for variant, seeds in runs.items():
             steps = min(len(rows) for rows in seeds)

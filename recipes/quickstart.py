@@ -54,21 +54,43 @@ COMMAND = "agentgspo quickstart"
 QuickstartConfig = with_defaults(
     TrainConfig,
     out="runs/quickstart",
-    policy="tiny", backend="hf", device="cpu",
-    env_id="agentgspo/Calculator-v0", env_kwargs={"system_prompt": None},  # the demonstrations teach the format
-    max_turns=0, max_context=0,  # the env's registered budget
+    policy="tiny",
+    backend="hf",
+    device="cpu",
+    env_id="agentgspo/Calculator-v0",
+    env_kwargs={"system_prompt": None},  # the demonstrations teach the format
+    max_turns=0,
+    max_context=0,  # the env's registered budget
     max_new_tokens=24,  # a tool call is 20 ids, an answer under 10: a longer turn is already wrong
     # Warm start: imitate the mixed demonstrator to convergence (the copy skill appears near step 220, exact by ~450).
-    warm_demos=8192, warm_wrong_frac=0.6, warm_steps=500, warm_batch=64, warm_lr=3e-3, warm_eval_every=50,
+    warm_demos=8192,
+    warm_wrong_frac=0.6,
+    warm_steps=500,
+    warm_batch=64,
+    warm_lr=3e-3,
+    warm_eval_every=50,
     # GSPO: the paper's clip band and 4 minibatches (TrainConfig's), a learning rate for a 0.75M-param model.
-    steps=400, lr=1e-4, warmup_steps=8, logp_old="sampler",
-    stop_success=0.95, max_minutes=9.0,  # the final evaluation adds ~15 s
+    steps=400,
+    lr=1e-4,
+    warmup_steps=8,
+    logp_old="sampler",
+    stop_success=0.95,
+    max_minutes=9.0,  # the final evaluation adds ~15 s
     final_eval_episodes=256,
 )
 
 # --smoke: seconds on CPU (the suite's size): a short warm start, two GSPO steps of four prompts.
-SMOKE: dict[str, Any] = dict(warm_demos=16, warm_steps=3, warm_batch=8, warm_eval_every=2, steps=2, prompts_per_step=2,
-                             group_size=4, final_eval_episodes=4, checkpoint_every=1)
+SMOKE: dict[str, Any] = dict(
+    warm_demos=16,
+    warm_steps=3,
+    warm_batch=8,
+    warm_eval_every=2,
+    steps=2,
+    prompts_per_step=2,
+    group_size=4,
+    final_eval_episodes=4,
+    checkpoint_every=1,
+)
 
 
 def reached_the_target(summary: dict[str, Any]) -> bool:
@@ -78,8 +100,14 @@ def reached_the_target(summary: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None, *, command: str = COMMAND) -> int:
     """Parse the flags (``argv``: the command line by default), train, and return the exit status."""
-    return run_recipe(QuickstartConfig, argv, smoke=SMOKE, command=command, succeeded=reached_the_target,
-                      description=__doc__.split("\n")[0])
+    return run_recipe(
+        QuickstartConfig,
+        argv,
+        smoke=SMOKE,
+        command=command,
+        succeeded=reached_the_target,
+        description=__doc__.split("\n")[0],
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,16 @@ import asyncio
 
 from .judge import TestCase, judge, language_of, run_python
 from .judge.formats.kattis import KattisPackage, judge_kattis, load_kattis_package
-from .judge.problems import (Problem, judge_problem, load_any_package, load_any_problem, load_kattis_problem,
-                             load_problem, problem_from_codeforces_row, read_tests_dir)
+from .judge.problems import (
+    Problem,
+    judge_problem,
+    load_any_package,
+    load_any_problem,
+    load_kattis_problem,
+    load_problem,
+    problem_from_codeforces_row,
+    read_tests_dir,
+)
 from .protocol import Sandbox, SandboxUnavailable, Session
 from .registry import get_sandbox
 from .results import ExecResult, JudgeResult, Limits, TestResult, Verdict
@@ -65,8 +73,31 @@ async def arun_python(*args, **kwargs) -> ExecResult:
     return await asyncio.to_thread(run_python, *args, **kwargs)
 
 
-__all__ = ["ExecResult", "JudgeResult", "KattisPackage", "Limits", "Problem", "Sandbox", "SandboxUnavailable",
-           "Session", "TestCase", "TestResult", "Verdict", "ajudge", "arun_python", "get_sandbox", "judge",
-           "judge_kattis", "judge_problem", "language_of", "load_any_package", "load_any_problem",
-           "load_kattis_package", "load_kattis_problem", "load_problem", "problem_from_codeforces_row",
-           "read_tests_dir", "run_python"]
+__all__ = [
+    "ExecResult",
+    "JudgeResult",
+    "KattisPackage",
+    "Limits",
+    "Problem",
+    "Sandbox",
+    "SandboxUnavailable",
+    "Session",
+    "TestCase",
+    "TestResult",
+    "Verdict",
+    "ajudge",
+    "arun_python",
+    "get_sandbox",
+    "judge",
+    "judge_kattis",
+    "judge_problem",
+    "language_of",
+    "load_any_package",
+    "load_any_problem",
+    "load_kattis_package",
+    "load_kattis_problem",
+    "load_problem",
+    "problem_from_codeforces_row",
+    "read_tests_dir",
+    "run_python",
+]

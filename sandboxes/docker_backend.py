@@ -46,8 +46,10 @@ DEFAULT_IMAGE = "agentgspo-sandbox:1"
 USER = "65534:65534"
 # pid 1 of every container: reaps orphans forever. It must be pid 1 itself (not a child of an init), because
 # the runner's kill(-1) spares only pid 1 and would otherwise stop the container.
-REAPER = ("import os, time\nwhile True:\n    try:\n        os.wait()\n"
-          "    except ChildProcessError:\n        time.sleep(0.2)\n")
+REAPER = (
+    "import os, time\nwhile True:\n    try:\n        os.wait()\n"
+    "    except ChildProcessError:\n        time.sleep(0.2)\n"
+)
 SIGNAL_SCRIPT = "import os, sys\nos.kill(int(sys.argv[1]), int(sys.argv[2]))\n"
 CLEANUP = ["/bin/sh", "-c", "kill -9 -1 2>/dev/null; rm -rf /tmp/* /tmp/.[!.]* 2>/dev/null; exit 0"]
 
@@ -67,14 +69,22 @@ class DockerSandbox:
 
     name = "docker"
 
-    def __init__(self, base_url: str | None = None, image: str = DEFAULT_IMAGE, pool_size: int = 4,
-                 acquire_timeout_s: float = 300.0, memory_mb: int = 2048, pids_limit: int = 128,
-                 tmpfs_mb: int = 512) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        image: str = DEFAULT_IMAGE,
+        pool_size: int = 4,
+        acquire_timeout_s: float = 300.0,
+        memory_mb: int = 2048,
+        pids_limit: int = 128,
+        tmpfs_mb: int = 512,
+    ) -> None:
         try:
             import docker
         except ImportError:
-            raise SandboxUnavailable("the docker backend needs the docker SDK: "
-                                     "pip install 'agentgspo[docker]'") from None
+            raise SandboxUnavailable(
+                "the docker backend needs the docker SDK: pip install 'agentgspo[docker]'"
+            ) from None
         self.base_url = base_url or docker_host()
         try:
             self.client = docker.DockerClient(base_url=self.base_url, timeout=120)
@@ -124,12 +134,24 @@ class DockerSandbox:
     # --- pool ---------------------------------------------------------------------------------------------
     def _create(self):
         return self.client.containers.run(
-            self.image, ["python3", "-I", "-S", "-c", REAPER], detach=True, network_mode="none", read_only=True,
+            self.image,
+            ["python3", "-I", "-S", "-c", REAPER],
+            detach=True,
+            network_mode="none",
+            read_only=True,
             tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={self.tmpfs_mb}m,mode=1777"},
-            mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=self.pids_limit,
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER, working_dir="/tmp",
-            labels={"agentgspo.sandbox": "1", "agentgspo.host": socket.gethostname(),
-                    "agentgspo.pid": str(os.getpid())},
+            mem_limit=f"{self.memory_mb}m",
+            memswap_limit=f"{self.memory_mb}m",
+            pids_limit=self.pids_limit,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            user=USER,
+            working_dir="/tmp",
+            labels={
+                "agentgspo.sandbox": "1",
+                "agentgspo.host": socket.gethostname(),
+                "agentgspo.pid": str(os.getpid()),
+            },
             environment={"LANG": "C.UTF-8", "HOME": "/tmp"},
         )
 
@@ -155,8 +177,10 @@ class DockerSandbox:
         try:
             return self._idle.get(timeout=self.acquire_timeout_s)
         except queue.Empty:
-            raise TimeoutError(f"no free Docker sandbox within {self.acquire_timeout_s} s "
-                               f"(pool_size={self.pool_size}); raise pool_size or lower concurrency") from None
+            raise TimeoutError(
+                f"no free Docker sandbox within {self.acquire_timeout_s} s "
+                f"(pool_size={self.pool_size}); raise pool_size or lower concurrency"
+            ) from None
 
     def _release(self, container) -> None:
         def clean() -> None:
@@ -218,8 +242,15 @@ class DockerSession:
 
     def _exec_socket(self) -> socket.socket:
         api = self.backend.client.api
-        exec_id = api.exec_create(self.container.id, ["python3", "-I", "-S", "-c", self.backend.runner_source],
-                                  stdin=True, stdout=True, stderr=True, user=USER, workdir="/tmp")["Id"]
+        exec_id = api.exec_create(
+            self.container.id,
+            ["python3", "-I", "-S", "-c", self.backend.runner_source],
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            user=USER,
+            workdir="/tmp",
+        )["Id"]
         sock = api.exec_start(exec_id, socket=True)
         return getattr(sock, "_sock", sock)
 
@@ -227,8 +258,7 @@ class DockerSession:
     def _deadline(spec: dict, n_tests: int) -> float:
         return call_deadline_s(spec, n_tests, overhead_s=20.0)  # + container exec round trip
 
-    def _read_frames(self, sock: socket.socket, deadline: float, on_stdout=None, on_stderr=None
-                     ) -> tuple[bytes, bytes]:
+    def _read_frames(self, sock: socket.socket, deadline: float, on_stdout=None, on_stderr=None) -> tuple[bytes, bytes]:
         """Demultiplex the exec stream until EOF; stdout goes to on_stdout when given; on_stderr sees stderr as
         it arrives (it is returned too)."""
         out, err, buf = [], [], b""
@@ -245,7 +275,7 @@ class DockerSession:
                 stream, size = buf[0], struct.unpack(">I", buf[4:8])[0]
                 if len(buf) < 8 + size:
                     break
-                payload, buf = buf[8:8 + size], buf[8 + size:]
+                payload, buf = buf[8 : 8 + size], buf[8 + size :]
                 if stream == 1:
                     on_stdout(payload) if on_stdout else out.append(payload)
                 else:
@@ -328,14 +358,16 @@ class DockerSession:
 
         pump = threading.Thread(target=pump_to_box, daemon=True)
         pump.start()
+
         def on_peer_idle() -> None:
             if runner.pid is not None and time.monotonic() - relayed[0] >= DEADLOCK_S:
                 runner.send(signal.SIGURG, repeat=True)
 
         watch = PeerWatch(peer, stop_when, on_peer_exit, on_idle=on_peer_idle)
         try:
-            _, err = self._read_frames(sock, time.monotonic() + self._deadline(spec, 1), on_stdout=to_peer,
-                                       on_stderr=runner.look_for_pid)
+            _, err = self._read_frames(
+                sock, time.monotonic() + self._deadline(spec, 1), on_stdout=to_peer, on_stderr=runner.look_for_pid
+            )
         except Exception as exc:
             self.broken = True
             err = f'{{"event": "error", "message": "docker exec failed: {type(exc).__name__}"}}'.encode()
@@ -379,9 +411,11 @@ class _RunnerSignals:
                 return
             self.sent.add(sig)
             api = self.session.backend.client.api
-            exec_id = api.exec_create(self.session.container.id,
-                                      ["python3", "-I", "-S", "-c", SIGNAL_SCRIPT, str(self.pid), str(int(sig))],
-                                      user=USER)["Id"]
+            exec_id = api.exec_create(
+                self.session.container.id,
+                ["python3", "-I", "-S", "-c", SIGNAL_SCRIPT, str(self.pid), str(int(sig))],
+                user=USER,
+            )["Id"]
             api.exec_start(exec_id)
 
     def finish(self) -> None:

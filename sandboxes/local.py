@@ -68,7 +68,7 @@ _code_path: str | None = None  # the compiled runner ("" when compiling it faile
 
 
 def _bwrap_problem() -> str:
-    """"" when bwrap can create a sandbox here, else why not (cached; thread-safe)."""
+    """ "" when bwrap can create a sandbox here, else why not (cached; thread-safe)."""
     global _probe_result
     with _probe_lock:
         if _probe_result is None:
@@ -78,7 +78,8 @@ def _bwrap_problem() -> str:
             else:
                 probe = subprocess.run(
                     [bwrap, "--unshare-all", "--die-with-parent", *_system_binds(), "/usr/bin/true"],
-                    capture_output=True, text=True,
+                    capture_output=True,
+                    text=True,
                 )
                 _probe_result = "" if probe.returncode == 0 else f"bwrap failed: {probe.stderr.strip()}"
         return _probe_result
@@ -96,10 +97,13 @@ def _runner_code() -> str:
     with _code_lock:
         if _code_path is None or (_code_path and not os.path.exists(_code_path)):
             _code_path = ""
-            script = ("import marshal, sys\nsource = sys.stdin.read()\n"
-                      "sys.stdout.buffer.write(marshal.dumps(compile(source, 'runner.py', 'exec')))\n")
-            done = subprocess.run([_python(), "-I", "-S", "-c", script], input=RUNNER_PATH.read_bytes(),
-                                  capture_output=True)
+            script = (
+                "import marshal, sys\nsource = sys.stdin.read()\n"
+                "sys.stdout.buffer.write(marshal.dumps(compile(source, 'runner.py', 'exec')))\n"
+            )
+            done = subprocess.run(
+                [_python(), "-I", "-S", "-c", script], input=RUNNER_PATH.read_bytes(), capture_output=True
+            )
             if done.returncode == 0 and done.stdout:
                 directory = tempfile.mkdtemp(prefix="agentgspo-runner-")
                 atexit.register(shutil.rmtree, directory, True)
@@ -192,16 +196,46 @@ class LocalSession:
         if not self.isolated:
             return self._runner_argv(code)
         runner_bind = ["--ro-bind", code, BOX_RUNNER_CODE] if code else ["--ro-bind", str(RUNNER_PATH), BOX_RUNNER]
-        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--hostname", "sandbox", *_system_binds(), "--proc", "/proc", "--dev", "/dev",
-                "--size", str(self.backend.tmpfs_mb << 20), "--tmpfs", "/tmp",
-                *runner_bind,
-                "--ro-bind", str(self.host_dir / "in"), self.inputs_dir,
-                "--bind" if writable_bin else "--ro-bind", str(self.host_dir / "bin"), self.bin_dir]
+        argv = [
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "sandbox",
+            *_system_binds(),
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(self.backend.tmpfs_mb << 20),
+            "--tmpfs",
+            "/tmp",
+            *runner_bind,
+            "--ro-bind",
+            str(self.host_dir / "in"),
+            self.inputs_dir,
+            "--bind" if writable_bin else "--ro-bind",
+            str(self.host_dir / "bin"),
+            self.bin_dir,
+        ]
         if self._host_pch:
             argv += ["--ro-bind", str(self._host_pch), BOX_PCH]
-        argv += ["--remount-ro", "/", "--chdir", "/tmp", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                 *self._runner_argv(code)]
+        argv += [
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/tmp",
+            "--unshare-user",
+            "--uid",
+            "65534",
+            "--gid",
+            "65534",
+            *self._runner_argv(code),
+        ]
         return argv
 
     def _prepare(self, spec: dict) -> dict:
@@ -218,12 +252,14 @@ class LocalSession:
     def _popen(self, argv: list[str], stdin, stdout, stderr, pass_fds=()) -> subprocess.Popen:
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
         if self.cgroup is None:
-            proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True,
-                                    pass_fds=pass_fds)
+            proc = subprocess.Popen(
+                argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True, pass_fds=pass_fds
+            )
         else:
             with self.cgroup.forking_inside() as inside:  # born in the box's cgroups where possible (fast)
-                proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env,
-                                        start_new_session=True, pass_fds=pass_fds)
+                proc = subprocess.Popen(
+                    argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True, pass_fds=pass_fds
+                )
             if not inside:
                 self.cgroup.add(proc.pid)  # before the spec is written, i.e. before any untrusted code runs
         with self._lock:
@@ -261,7 +297,8 @@ class LocalSession:
             self._kill(proc)
             out, err = proc.communicate()
             return parse_events(out, "sandbox call exceeded its overall deadline")[:-1] + [
-                {"event": "error", "message": "sandbox call exceeded its overall deadline"}]
+                {"event": "error", "message": "sandbox call exceeded its overall deadline"}
+            ]
         return parse_events(out, err.decode("utf-8", "replace"))
 
     def interact(self, spec: dict, start_peer: StartPeer, stop_when=None) -> list[dict]:
@@ -293,8 +330,12 @@ class LocalSession:
         finally:
             os.close(from_box_r)
             os.close(to_box_w)
-        watch = PeerWatch(peer, stop_when, lambda stop: stop and os.write(control_w, STOP),
-                          on_idle=lambda: os.write(control_w, PEER_IDLE))
+        watch = PeerWatch(
+            peer,
+            stop_when,
+            lambda stop: stop and os.write(control_w, STOP),
+            on_idle=lambda: os.write(control_w, PEER_IDLE),
+        )
         try:
             _, err = proc.communicate(timeout=self._deadline(spec, 1))
         except subprocess.TimeoutExpired:

@@ -26,8 +26,13 @@ class PeerWatch:
     ``finish()`` (when the test is over) makes a later exit or idleness do nothing; ``stop_requested`` says whether
     a stop was sent while the test ran."""
 
-    def __init__(self, peer: subprocess.Popen, stop_when: Callable[[int], bool] | None,
-                 on_exit: Callable[[bool], None], on_idle: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        peer: subprocess.Popen,
+        stop_when: Callable[[int], bool] | None,
+        on_exit: Callable[[bool], None],
+        on_idle: Callable[[], None] | None = None,
+    ) -> None:
         self.peer, self.stop_when, self.on_exit, self.on_idle = peer, stop_when, on_exit, on_idle
         self.stop_requested = False
         self._lock = threading.Lock()

@@ -43,8 +43,7 @@ class Session(Protocol):
         On infrastructure failure returns a list ending with ``{"event": "error", "message": ...}``."""
         ...
 
-    def interact(self, spec: dict, start_peer: StartPeer,
-                 stop_when: Callable[[int], bool] | None = None) -> list[dict]:
+    def interact(self, spec: dict, start_peer: StartPeer, stop_when: Callable[[int], bool] | None = None) -> list[dict]:
         """Run the runner in interact mode with the solution's stdio cross-connected to a peer process. When the peer
         exits, the solution's stdout is hung up (its writes fail), and if ``stop_when(exit status)`` the solution is
         stopped at once (the test event then has ``stopped`` and ``stop_requested``). Safe to call from several

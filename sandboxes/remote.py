@@ -49,30 +49,46 @@ class RemoteSandbox:
 
     name = "remote"
 
-    def __init__(self, endpoints: "list[str] | str | None" = None, token: str | None = None,
-                 max_concurrency: int = 32, retries: int = 3, backoff_s: float = 0.2,
-                 timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        endpoints: "list[str] | str | None" = None,
+        token: str | None = None,
+        max_concurrency: int = 32,
+        retries: int = 3,
+        backoff_s: float = 0.2,
+        timeout_s: float = 600.0,
+    ) -> None:
         if endpoints is None:
             endpoints = os.environ.get("AGENTGSPO_SANDBOX_URLS", "")
         if isinstance(endpoints, str):
             endpoints = [e.strip() for e in endpoints.split(",") if e.strip()]
         if not endpoints:
-            raise SandboxUnavailable("the remote backend needs endpoints: pass endpoints=[...] or set "
-                                     "AGENTGSPO_SANDBOX_URLS=http://host:8910 "
-                                     "(start one with `agentgspo sandbox-server`)")
+            raise SandboxUnavailable(
+                "the remote backend needs endpoints: pass endpoints=[...] or set "
+                "AGENTGSPO_SANDBOX_URLS=http://host:8910 "
+                "(start one with `agentgspo sandbox-server`)"
+            )
         if max_concurrency < 1 or retries < 0:  # a semaphore of 0 waits forever; no attempt at all never succeeds
-            raise ValueError(f"the remote backend needs max_concurrency >= 1 and retries >= 0, got "
-                             f"max_concurrency={max_concurrency}, retries={retries}")
+            raise ValueError(
+                f"the remote backend needs max_concurrency >= 1 and retries >= 0, got "
+                f"max_concurrency={max_concurrency}, retries={retries}"
+            )
         self.endpoints = [e.rstrip("/") for e in endpoints]
         self.token = token if token is not None else os.environ.get("AGENTGSPO_SANDBOX_TOKEN", "")
         if not self.token.strip() or any(c in self.token for c in "\r\n\0"):
             # else httpx fails on the first request with "Illegal header value b'Bearer '"
-            raise SandboxUnavailable("the remote backend needs the sandbox server's bearer token: set "
-                                     "AGENTGSPO_SANDBOX_TOKEN=<token> (the one `agentgspo sandbox-server` was started "
-                                     "with, --token or its AGENTGSPO_SANDBOX_TOKEN) or pass token=... to "
-                                     "get_sandbox('remote', ...); a token is one line without spaces at its ends")
-        (self.max_concurrency, self.retries,
-         self.backoff_s, self.timeout_s) = max_concurrency, retries, backoff_s, timeout_s
+            raise SandboxUnavailable(
+                "the remote backend needs the sandbox server's bearer token: set "
+                "AGENTGSPO_SANDBOX_TOKEN=<token> (the one `agentgspo sandbox-server` was started "
+                "with, --token or its AGENTGSPO_SANDBOX_TOKEN) or pass token=... to "
+                "get_sandbox('remote', ...); a token is one line without spaces at its ends"
+            )
+        (self.max_concurrency, self.retries, self.backoff_s, self.timeout_s) = (
+            max_concurrency,
+            retries,
+            backoff_s,
+            timeout_s,
+        )
         self._cycle = itertools.cycle(range(len(self.endpoints)))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
@@ -80,8 +96,9 @@ class RemoteSandbox:
 
     def session(self, limits_pids: int = 64):
         """Not supported: the remote backend works at submission level (``judge`` / ``run_python``)."""
-        raise NotImplementedError("the remote backend judges whole submissions; call judge() or run_python() "
-                                  "with backend='remote'")
+        raise NotImplementedError(
+            "the remote backend judges whole submissions; call judge() or run_python() with backend='remote'"
+        )
 
     # --- async core ---------------------------------------------------------------------------------------
     def _client(self):
@@ -91,14 +108,20 @@ class RemoteSandbox:
         # One client per event loop (httpx clients and semaphores are bound to theirs). Entries of loops that were
         # closed since (each asyncio.run makes a new one) are dropped, so their clients and sockets are freed and a
         # new loop that reuses a dead loop's id never gets its client.
-        stale = [key for key, (other, _, _) in self._clients.items()
-                 if other.is_closed() or (key == id(loop) and other is not loop)]
+        stale = [
+            key
+            for key, (other, _, _) in self._clients.items()
+            if other.is_closed() or (key == id(loop) and other is not loop)
+        ]
         for key in stale:
             del self._clients[key]
         if id(loop) not in self._clients:
             limits = httpx.Limits(max_connections=self.max_concurrency)
-            self._clients[id(loop)] = (loop, httpx.AsyncClient(timeout=self.timeout_s, limits=limits),
-                                       asyncio.Semaphore(self.max_concurrency))
+            self._clients[id(loop)] = (
+                loop,
+                httpx.AsyncClient(timeout=self.timeout_s, limits=limits),
+                asyncio.Semaphore(self.max_concurrency),
+            )
         return self._clients[id(loop)][1:]
 
     async def _post(self, path: str, payload: dict) -> dict:
@@ -118,8 +141,10 @@ class RemoteSandbox:
                     response = await client.post(url, json=payload, headers=headers)
                 except httpx.ReadTimeout as exc:
                     # The request was sent and the server may still be running it: a retry would duplicate work.
-                    raise ConnectionError(f"{url}: no response within {self.timeout_s} s ({type(exc).__name__}); "
-                                          "not retried, since the server may still be running it") from None
+                    raise ConnectionError(
+                        f"{url}: no response within {self.timeout_s} s ({type(exc).__name__}); "
+                        "not retried, since the server may still be running it"
+                    ) from None
                 except httpx.HTTPError as exc:
                     last_error = f"{url}: {type(exc).__name__}: {exc}"
                 else:
@@ -133,18 +158,31 @@ class RemoteSandbox:
                     if response.status_code not in (429, 500, 502, 503):
                         raise RuntimeError(last_error)
                 if attempt < self.retries:
-                    await asyncio.sleep(self.backoff_s * 2 ** attempt)
+                    await asyncio.sleep(self.backoff_s * 2**attempt)
         raise ConnectionError(f"sandbox server unreachable after {self.retries + 1} attempts; last: {last_error}")
 
-    async def ajudge(self, source: str, tests, *, lang: str = "py", checker="tokens", interactor=None,
-                     limits: Limits | None = None, stop_on_failure: bool = False,
-                     io_mode: str = "stdio") -> JudgeResult:
+    async def ajudge(
+        self,
+        source: str,
+        tests,
+        *,
+        lang: str = "py",
+        checker="tokens",
+        interactor=None,
+        limits: Limits | None = None,
+        stop_on_failure: bool = False,
+        io_mode: str = "stdio",
+    ) -> JudgeResult:
         """Judge on a server (arguments as ``sandboxes.judge``); transport failures give a JE result."""
         limits = limits or Limits()
         cases = [TestCase.coerce(t, i) for i, t in enumerate(tests)]
         payload: dict = {
-            "source": source, "lang": lang, "limits": limits.to_dict(), "stop_on_failure": stop_on_failure,
-            "io_mode": io_mode, "checker": "tokens",
+            "source": source,
+            "lang": lang,
+            "limits": limits.to_dict(),
+            "stop_on_failure": stop_on_failure,
+            "io_mode": io_mode,
+            "checker": "tokens",
             "tests": [{"name": c.name, "input_b64": _b64(c.input), "answer_b64": _b64(c.answer)} for c in cases],
         }
         if isinstance(checker, str):
@@ -157,8 +195,10 @@ class RemoteSandbox:
             else:
                 payload["checker"] = checker
         elif checker is not None:
-            raise ValueError("the remote backend takes checkers as strings (tokens, float:EPS, testlib:PATH, "
-                             "openr1:PATH, kattis:PATH)")
+            raise ValueError(
+                "the remote backend takes checkers as strings (tokens, float:EPS, testlib:PATH, "
+                "openr1:PATH, kattis:PATH)"
+            )
         if interactor is not None:
             payload["interactor"] = {"name": Path(interactor).name, "data_b64": _b64(Path(interactor).read_bytes())}
         try:
@@ -166,14 +206,28 @@ class RemoteSandbox:
         except (ConnectionError, RuntimeError) as exc:
             return JudgeResult(Verdict.JE, message=str(exc))
 
-    async def ajudge_package(self, archive: bytes, source: str, *, lang: str = "py", package_format: str = "kattis",
-                             time_limit_s: float | None = None, memory_limit_mb: float | None = None,
-                             output_limit_mb: float | None = None) -> JudgeResult:
+    async def ajudge_package(
+        self,
+        archive: bytes,
+        source: str,
+        *,
+        lang: str = "py",
+        package_format: str = "kattis",
+        time_limit_s: float | None = None,
+        memory_limit_mb: float | None = None,
+        output_limit_mb: float | None = None,
+    ) -> JudgeResult:
         """Judge ``source`` on a whole problem package (a gzipped tar, see ``judge.formats.kattis``) on a server, which
         judges it with the same code as the local backend; transport failures give a JE result."""
-        payload = {"format": package_format, "archive_b64": _b64(archive), "source": source, "lang": lang,
-                   "time_limit_s": time_limit_s, "memory_limit_mb": memory_limit_mb,
-                   "output_limit_mb": output_limit_mb}
+        payload = {
+            "format": package_format,
+            "archive_b64": _b64(archive),
+            "source": source,
+            "lang": lang,
+            "time_limit_s": time_limit_s,
+            "memory_limit_mb": memory_limit_mb,
+            "output_limit_mb": output_limit_mb,
+        }
         try:
             return JudgeResult.from_dict(await self._post("/judge_package", payload))
         except (ConnectionError, RuntimeError) as exc:

@@ -58,11 +58,13 @@ class Limits:
             if not getattr(self, name) > 0:
                 raise ValueError(f"Limits.{name} must be > 0, got {getattr(self, name)!r}")
         if self.wall_limit_s is not None and not self.wall_limit_s > 0:
-            raise ValueError(f"Limits.wall_limit_s must be > 0 (or None for 2 * time_limit_s + 1), "
-                             f"got {self.wall_limit_s!r}")
+            raise ValueError(
+                f"Limits.wall_limit_s must be > 0 (or None for 2 * time_limit_s + 1), got {self.wall_limit_s!r}"
+            )
         if self.memory_limit_mb < 16:
-            raise ValueError(f"Limits.memory_limit_mb must be >= 16 (an interpreter needs it), "
-                             f"got {self.memory_limit_mb}")
+            raise ValueError(
+                f"Limits.memory_limit_mb must be >= 16 (an interpreter needs it), got {self.memory_limit_mb}"
+            )
 
     @property
     def wall_s(self) -> float:
@@ -196,9 +198,7 @@ class JudgeResult:
     @classmethod
     def from_dict(cls, data: dict) -> "JudgeResult":
         """Inverse of ``to_dict`` (the remote backend's wire format)."""
-        tests = [
-            TestResult(**{**t, "verdict": Verdict(t["verdict"])}) for t in data.get("tests", [])
-        ]
+        tests = [TestResult(**{**t, "verdict": Verdict(t["verdict"])}) for t in data.get("tests", [])]
         return cls(
             verdict=Verdict(data["verdict"]),
             tests=tests,

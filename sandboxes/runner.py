@@ -58,16 +58,41 @@ import time
 
 # Standard modules solutions often import: the ones a Python solution names are imported here once, before the
 # forks, which makes them free in each of its tests (a solution importing nothing pays nothing).
-PRELOADABLE = frozenset(("array", "bisect", "collections", "copy", "decimal", "fractions", "functools", "heapq",
-                         "itertools", "math", "operator", "re", "statistics", "string", "typing"))
+PRELOADABLE = frozenset(
+    (
+        "array",
+        "bisect",
+        "collections",
+        "copy",
+        "decimal",
+        "fractions",
+        "functools",
+        "heapq",
+        "itertools",
+        "math",
+        "operator",
+        "re",
+        "statistics",
+        "string",
+        "typing",
+    )
+)
 
 # Runs whose inline inputs total at least this move them out of the runner's memory (see stash_inputs).
 STASH_MIN_BYTES = 1 << 20
 # Scratch paths, under the sandbox's private tmp (spec["tmp"], default /tmp); set by set_scratch().
 TMP = WORK = ERR = ""
 # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so children restore the defaults.
-RESET_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGPROF, _signal.SIGXCPU, _signal.SIGINT,
-                 _signal.SIGTERM, _signal.SIGUSR1, _signal.SIGUSR2)
+RESET_SIGNALS = (
+    _signal.SIGPIPE,
+    _signal.SIGXFSZ,
+    _signal.SIGPROF,
+    _signal.SIGXCPU,
+    _signal.SIGINT,
+    _signal.SIGTERM,
+    _signal.SIGUSR1,
+    _signal.SIGUSR2,
+)
 # Interact mode's commands from the judge (a byte on spec["control_fd"], or these signals, see mode_interact).
 HANG_UP, STOP, PEER_IDLE = b"h", b"s", b"w"
 COMMAND_SIGNALS = {_signal.SIGUSR1: HANG_UP, _signal.SIGUSR2: STOP, _signal.SIGURG: PEER_IDLE}
@@ -123,9 +148,14 @@ def child_plan(limits):
     # whole limit could never start.
     unlimited = resource.RLIM_INFINITY
     stack = (unlimited, unlimited) if resource.getrlimit(resource.RLIMIT_STACK)[1] == unlimited else (mem, mem)
-    rlimits = [(resource.RLIMIT_CPU, (hard_cpu, hard_cpu)), (resource.RLIMIT_AS, (mem, mem)),
-               (resource.RLIMIT_STACK, stack), (resource.RLIMIT_FSIZE, (out, out)),
-               (resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_NOFILE, (64, 64))]
+    rlimits = [
+        (resource.RLIMIT_CPU, (hard_cpu, hard_cpu)),
+        (resource.RLIMIT_AS, (mem, mem)),
+        (resource.RLIMIT_STACK, stack),
+        (resource.RLIMIT_FSIZE, (out, out)),
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_NOFILE, (64, 64)),
+    ]
     if limits.get("nproc"):
         rlimits.append((resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"])))
     # A precise CPU-time stop (SIGPROF kills by default); RLIMIT_CPU is the backstop. Kept across exec.
@@ -153,8 +183,11 @@ def _site_exit(code=None):
 
 def open_stdio():
     """Text streams on fds 0, 1, 2 as a python3 process has them (utf-8; stderr line-buffered)."""
-    return (open(0, "r", encoding="utf-8", closefd=False), open(1, "w", encoding="utf-8", closefd=False),
-            open(2, "w", encoding="utf-8", closefd=False, buffering=1))
+    return (
+        open(0, "r", encoding="utf-8", closefd=False),
+        open(1, "w", encoding="utf-8", closefd=False),
+        open(2, "w", encoding="utf-8", closefd=False, buffering=1),
+    )
 
 
 def prepare_stdio():
@@ -413,8 +446,11 @@ class Waiter:
     def wait(self):
         """Block until watched children exit (returns their pids) or a deadline passes (returns [])."""
         while True:
-            exited = [pid for pid in self.deadlines if pid not in self.pidfds
-                      and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None]
+            exited = [
+                pid
+                for pid in self.deadlines
+                if pid not in self.pidfds and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            ]
             if exited:
                 return exited
             left = min(self.deadlines.values()) - time.monotonic()
@@ -546,7 +582,7 @@ def image_kb(path):
             wide = header[4] == 2  # ELFCLASS64
 
             def field(data, offset, size):
-                return int.from_bytes(data[offset:offset + size], order)
+                return int.from_bytes(data[offset : offset + size], order)
 
             if wide:
                 phoff, entsize, count = field(header, 32, 8), field(header, 54, 2), field(header, 56, 2)
@@ -579,8 +615,16 @@ def load_program(spec, result_stream):
     except (SyntaxError, ValueError) as exc:
         import traceback
 
-        emit(result_stream, {"event": "compile", "ok": False, "stderr": "".join(
-            traceback.format_exception_only(type(exc), exc)), "cpu_s": 0.0, "wall_s": 0.0})
+        emit(
+            result_stream,
+            {
+                "event": "compile",
+                "ok": False,
+                "stderr": "".join(traceback.format_exception_only(type(exc), exc)),
+                "cpu_s": 0.0,
+                "wall_s": 0.0,
+            },
+        )
         return None
     preload(code)
     return code
@@ -637,8 +681,10 @@ def mode_compile(spec):
     message = stderr.decode("utf-8", "replace")
     if timed_out:
         message += "\ncompilation exceeded %.1f s wall time" % lim["wall_s"]
-    emit(sys.stdout, {"event": "compile", "ok": ok, "stderr": message,
-                      "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall})
+    emit(
+        sys.stdout,
+        {"event": "compile", "ok": ok, "stderr": message, "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall},
+    )
 
 
 def scratch_fd(path):
@@ -661,8 +707,9 @@ def fresh_input_file(work):
             os.unlink(os.path.join(work, name))
         except FileNotFoundError:
             pass
-    return os.open(os.path.join(work, "input.txt"),
-                   os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.open(
+        os.path.join(work, "input.txt"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+    )
 
 
 def copy_into(fd, source, offset, size):
@@ -870,9 +917,9 @@ class TestRun:
         for fd in test.fds:
             os.close(fd)
         self.free_slots.append(test.slot)
-        record["stdout_b64"] = binascii.b2a_base64(stdout[:self.out_cap], newline=False).decode()
+        record["stdout_b64"] = binascii.b2a_base64(stdout[: self.out_cap], newline=False).decode()
         record["stdout_bytes"] = size
-        record["stderr"] = stderr[:self.err_cap].decode("utf-8", "replace")
+        record["stderr"] = stderr[: self.err_cap].decode("utf-8", "replace")
         if self.image_kb:
             record["image_kb"] = self.image_kb
         if test.index < self.end:

@@ -104,18 +104,30 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="agentgspo-server-") as tmp:
         checker = request.checker
         if checker.partition(":")[0] in PROGRAM_CHECKERS and checker not in PROGRAM_CHECKERS:
-            raise ValueError(f"checker {checker!r}: a path on the client means nothing here; send the kind "
-                             "(testlib, openr1 or kattis) as checker and the program in checker_program")
+            raise ValueError(
+                f"checker {checker!r}: a path on the client means nothing here; send the kind "
+                "(testlib, openr1 or kattis) as checker and the program in checker_program"
+            )
         if checker in PROGRAM_CHECKERS:
             if request.checker_program is None:
                 raise ValueError(f"checker {checker!r} needs checker_program")
             checker = f"{checker}:{_write_program(tmp, request.checker_program)}"
         interactor = _write_program(tmp, request.interactor) if request.interactor else None
-        tests = [(_b64decode(t.input_b64, f"tests[{i}].input_b64"), _b64decode(t.answer_b64, f"tests[{i}].answer_b64"))
-                 for i, t in enumerate(request.tests)]
-        result = judge(request.source, tests, lang=request.lang, checker=checker, interactor=interactor,
-                       limits=request.limits, stop_on_failure=request.stop_on_failure,
-                       io_mode=request.io_mode, backend=backend)
+        tests = [
+            (_b64decode(t.input_b64, f"tests[{i}].input_b64"), _b64decode(t.answer_b64, f"tests[{i}].answer_b64"))
+            for i, t in enumerate(request.tests)
+        ]
+        result = judge(
+            request.source,
+            tests,
+            lang=request.lang,
+            checker=checker,
+            interactor=interactor,
+            limits=request.limits,
+            stop_on_failure=request.stop_on_failure,
+            io_mode=request.io_mode,
+            backend=backend,
+        )
     for test, wire in zip(result.tests, request.tests):
         test.name = wire.name or test.name
     return result.to_dict()
@@ -132,14 +144,22 @@ def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
             with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
                 unpacked = sum(member.size for member in tar.getmembers())
                 if unpacked > MAX_PACKAGE_BYTES:  # a small gzip can hold a huge package
-                    raise ValueError(f"archive_b64: the package unpacks to {unpacked} bytes, over the server's "
-                                     f"limit of {MAX_PACKAGE_BYTES}")
+                    raise ValueError(
+                        f"archive_b64: the package unpacks to {unpacked} bytes, over the server's "
+                        f"limit of {MAX_PACKAGE_BYTES}"
+                    )
                 tar.extractall(tmp, filter="data")
         except (tarfile.TarError, OSError) as exc:
             raise ValueError(f"archive_b64: not a readable package archive ({exc})") from None
-        result = judge_kattis(tmp, request.source, request.lang, backend=backend,
-                              time_limit_s=request.time_limit_s, memory_limit_mb=request.memory_limit_mb,
-                              output_limit_mb=request.output_limit_mb)
+        result = judge_kattis(
+            tmp,
+            request.source,
+            request.lang,
+            backend=backend,
+            time_limit_s=request.time_limit_s,
+            memory_limit_mb=request.memory_limit_mb,
+            output_limit_mb=request.output_limit_mb,
+        )
     return result.to_dict()
 
 
@@ -152,8 +172,13 @@ def _guard(app, token: str, max_body_bytes: int):
 
     async def reply(send, status: int, detail: str) -> None:
         body = json.dumps({"detail": detail}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def guarded(scope, receive, send):
@@ -169,8 +194,11 @@ def _guard(app, token: str, max_body_bytes: int):
                 return
             body += message.get("body", b"")
             if len(body) > max_body_bytes:
-                return await reply(send, 413, f"request body over the server's limit of {max_body_bytes} bytes "
-                                              "(sandbox-server --max-body-mb)")
+                return await reply(
+                    send,
+                    413,
+                    f"request body over the server's limit of {max_body_bytes} bytes (sandbox-server --max-body-mb)",
+                )
             if not message.get("more_body"):
                 break
         replayed = False
@@ -210,8 +238,7 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max
 
     @app.get("/health")
     async def health() -> dict:
-        return {"status": "ok", "backend": backend, "in_flight": state["in_flight"],
-                "max_concurrency": max_concurrency}
+        return {"status": "ok", "backend": backend, "in_flight": state["in_flight"], "max_concurrency": max_concurrency}
 
     @app.post("/run_python")  # every POST's token is checked by _guard, before its body is read
     async def run_python_endpoint(request: RunRequest) -> dict:

@@ -32,8 +32,10 @@ class TestCase:
             case = cls(inp, ans)
         for field_name, value in (("input", case.input), ("output", case.answer)):
             if not isinstance(value, (str, bytes, bytearray, memoryview)):
-                raise ValueError(f"test {index + 1}: its {field_name} must be str or bytes, got "
-                                 f"{type(value).__name__} (fix or drop that test)")
+                raise ValueError(
+                    f"test {index + 1}: its {field_name} must be str or bytes, got "
+                    f"{type(value).__name__} (fix or drop that test)"
+                )
         inp = case.input.encode() if isinstance(case.input, str) else bytes(case.input)
         ans = case.answer.encode() if isinstance(case.answer, str) else bytes(case.answer)
         return cls(inp, ans, case.name or str(index + 1))

@@ -47,6 +47,13 @@ def warm_model(tiny_path, renderer, tokenizer):
     demos = play_demonstrations(CalculatorEnv, renderer, range(64))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
-    warm_start(model, demos, pad_token_id=tokenizer.pad_token_id, steps=WARM_START_STEPS, batch_size=32, lr=3e-3,
-               lr_schedule="constant")
+    warm_start(
+        model,
+        demos,
+        pad_token_id=tokenizer.pad_token_id,
+        steps=WARM_START_STEPS,
+        batch_size=32,
+        lr=3e-3,
+        lr_schedule="constant",
+    )
     return model.eval()

@@ -36,10 +36,20 @@ def build_tiny_qwen3_moe(folder: Path, *, seed: int = 0) -> Path:
     unpack_tokenizer(folder)
     tokenizer = load_tokenizer(folder)
     config = Qwen3MoeConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8,
-        num_experts_per_tok=2, max_position_embeddings=4096, eos_token_id=tokenizer.convert_tokens_to_ids(
-            ["<|im_end|>", "<|endoftext|>"]), pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_experts=8,
+        num_experts_per_tok=2,
+        max_position_embeddings=4096,
+        eos_token_id=tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"]),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
     )
     torch.manual_seed(seed)
     Qwen3MoeForCausalLM(config).save_pretrained(folder)

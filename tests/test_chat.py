@@ -42,8 +42,10 @@ def test_prompt_ends_with_the_generation_prompt_and_names_the_tools(renderer):
     tools = [{"type": "function", "function": {"name": "calculate", "description": "d", "parameters": {}}}]
     messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
     text = renderer.render(messages, add_generation_prompt=True, tools=tools)
-    assert text == "<|im_start|>system\nS\nTools: calculate<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n" \
-                   "<|im_start|>assistant\n"
+    assert (
+        text == "<|im_start|>system\nS\nTools: calculate<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     assert renderer.prompt_ids(messages, tools) == renderer.encode(text)
     assert renderer.decode(renderer.prompt_ids(messages, tools)) == text
 
@@ -65,18 +67,21 @@ def test_decode_is_the_exact_text_of_the_ids_whatever_the_tokenizer_cleanup_sett
 
 
 def test_continuation_ids_append_exactly_what_a_full_render_adds(renderer):
-    history = [{"role": "user", "content": "What is 2*3?"},
-               {"role": "assistant", "content": '<tool_call>\n{"name": "calculate", "arguments": {}}\n</tool_call>'}]
+    history = [
+        {"role": "user", "content": "What is 2*3?"},
+        {"role": "assistant", "content": '<tool_call>\n{"name": "calculate", "arguments": {}}\n</tool_call>'},
+    ]
     new = [{"role": "tool", "name": "calculate", "content": "6"}, {"role": "tool", "name": "calculate", "content": "7"}]
     ids, exact = renderer.continuation_ids(history, new)
     assert exact
     sampled_so_far = renderer.encode(renderer.render(history, add_generation_prompt=False))
-    sampled_so_far = sampled_so_far[: max(i for i, t in enumerate(sampled_so_far)
-                                         if t == renderer.end_of_turn_id) + 1]
+    sampled_so_far = sampled_so_far[: max(i for i, t in enumerate(sampled_so_far) if t == renderer.end_of_turn_id) + 1]
     full = renderer.encode(renderer.render([*history, *new], add_generation_prompt=True))
     assert sampled_so_far + ids == full
-    assert renderer.decode(ids) == "\n<|im_start|>user\n<tool_response>\n6\n</tool_response>\n" \
-                                   "<tool_response>\n7\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        renderer.decode(ids) == "\n<|im_start|>user\n<tool_response>\n6\n</tool_response>\n"
+        "<tool_response>\n7\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_continuation_falls_back_when_the_template_rewrites_history(think_stripping_tokenizer):

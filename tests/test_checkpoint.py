@@ -9,8 +9,14 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoModelForCausalLM
 
-from agentgspo.training.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
-                                  save_checkpoint, save_warm_checkpoint)
+from agentgspo.training.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    load_warm_checkpoint,
+    read_run_state,
+    save_checkpoint,
+    save_warm_checkpoint,
+)
 from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
 
@@ -21,8 +27,9 @@ def _model(tiny_path):
 def _demos(renderer):
     from agentgspo.envs.calculator import CalculatorEnv
 
-    return play_demonstrations(CalculatorEnv, renderer, range(16), wrong_frac=0.5, seed=0,
-                               env_id="agentgspo/Calculator-v0")
+    return play_demonstrations(
+        CalculatorEnv, renderer, range(16), wrong_frac=0.5, seed=0, env_id="agentgspo/Calculator-v0"
+    )
 
 
 def test_a_warm_start_resumed_from_its_checkpoint_matches_an_uninterrupted_one(tmp_path, tiny_path, renderer):

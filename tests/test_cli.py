@@ -21,8 +21,9 @@ def test_check_env_calculator_exits_zero(capsys):
 
 def test_console_script_is_installed_and_runs_check_env():
     script = Path(sys.executable).with_name("agentgspo")
-    result = subprocess.run([str(script), "check-env", "agentgspo/Calculator-v0"], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [str(script), "check-env", "agentgspo/Calculator-v0"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "ok   agentgspo/Calculator-v0" in result.stdout
 
@@ -41,8 +42,22 @@ def test_unknown_command_suggests_close_ones(capsys):
 
 def rollout(tmp_path, policy, capsys, *extra):
     out = tmp_path / policy
-    status = main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", policy, "--episodes", "2",
-                   "--group-size", "2", "--out", str(out), *extra])
+    status = main(
+        [
+            "rollout",
+            "--env",
+            "agentgspo/Calculator-v0",
+            "--policy",
+            policy,
+            "--episodes",
+            "2",
+            "--group-size",
+            "2",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
     capsys.readouterr()
     assert status == 0
     return read_jsonl(out / "trajectories.jsonl")  # validates every record
@@ -79,8 +94,13 @@ def test_top_level_help_lists_the_commands(capsys):
 
 def test_cli_help_does_not_import_torch():
     code = "import sys; from agentgspo.cli import main; main(['--help']); assert 'torch' not in sys.modules"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -141,8 +161,9 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(command, port, cap
 def test_policy_folder_that_is_not_a_model_names_the_folder_and_what_a_model_folder_holds(tmp_path, capsys):
     empty = tmp_path / "notes"
     empty.mkdir()
-    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(empty),
-                 "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(empty), "--out", str(tmp_path / "o")]) == 2
+    )
     err = capsys.readouterr().err
     assert f"policy folder '{empty}' holds no model" in err and "config.json" in err and "tokenizer.json" in err
     assert "sentencepiece" not in err and "tiktoken" not in err
@@ -152,8 +173,20 @@ def test_a_run_folder_as_policy_points_to_its_final_folder(tmp_path, capsys, tin
     import shutil
 
     shutil.copytree(tiny_path, tmp_path / "run" / "final")
-    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", str(tmp_path / "run"),
-                 "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "rollout",
+                "--env",
+                "agentgspo/Calculator-v0",
+                "--policy",
+                str(tmp_path / "run"),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert f"its trained policy is '{tmp_path / 'run' / 'final'}'" in capsys.readouterr().err
 
 
@@ -164,8 +197,22 @@ def test_unknown_policy_name_lists_the_choices_with_a_close_match(tmp_path, caps
 
 
 def test_a_wrong_env_kwargs_key_is_one_line_naming_the_key_and_the_accepted_ones(tmp_path, capsys):
-    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "oracle", "--out", str(tmp_path),
-                 "--env-kwargs", '{"system_promt": null}']) == 2
+    assert (
+        main(
+            [
+                "rollout",
+                "--env",
+                "agentgspo/Calculator-v0",
+                "--policy",
+                "oracle",
+                "--out",
+                str(tmp_path),
+                "--env-kwargs",
+                '{"system_promt": null}',
+            ]
+        )
+        == 2
+    )
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert "'system_promt'" in err and "Did you mean 'system_prompt'?" in err and "It accepts:" in err
@@ -182,8 +229,23 @@ def test_an_oracle_rollout_loads_no_model(tmp_path, capsys, monkeypatch):
 
 
 def test_episodes_out_of_room_are_reported_naming_the_flag(tmp_path, capsys):
-    status = main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "tiny", "--episodes", "2",
-                   "--group-size", "2", "--max-new-tokens", "3", "--out", str(tmp_path)])
+    status = main(
+        [
+            "rollout",
+            "--env",
+            "agentgspo/Calculator-v0",
+            "--policy",
+            "tiny",
+            "--episodes",
+            "2",
+            "--group-size",
+            "2",
+            "--max-new-tokens",
+            "3",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out, err = capsys.readouterr()
     assert status == 0
     summary = json.loads(out)
@@ -199,19 +261,38 @@ def test_rollout_plays_a_trained_policy_with_what_it_was_trained_with(tmp_path, 
 
     policy = tmp_path / "final"
     shutil.copytree(tiny_path, policy)
-    write_policy_settings(policy, PolicySettings(env_id="agentgspo/Calculator-v0", env_kwargs={"system_prompt": None},
-                                                 max_turns=2, max_new_tokens=5, max_context=200, temperature=0.5))
-    assert main(["rollout", "--policy", str(policy), "--episodes", "2", "--group-size", "1",
-                 "--out", str(tmp_path / "a")]) == 0  # no --env: the one it was trained on
+    write_policy_settings(
+        policy,
+        PolicySettings(
+            env_id="agentgspo/Calculator-v0",
+            env_kwargs={"system_prompt": None},
+            max_turns=2,
+            max_new_tokens=5,
+            max_context=200,
+            temperature=0.5,
+        ),
+    )
+    assert (
+        main(["rollout", "--policy", str(policy), "--episodes", "2", "--group-size", "1", "--out", str(tmp_path / "a")])
+        == 0
+    )  # no --env: the one it was trained on
     summary = json.loads(capsys.readouterr().out)
-    assert summary["settings"] == {"env_kwargs": {"system_prompt": None}, "max_turns": 2, "max_new_tokens": 5,
-                                   "max_context": 200, "temperature": 0.5, "top_p": 1.0, "top_k": 0}
+    assert summary["settings"] == {
+        "env_kwargs": {"system_prompt": None},
+        "max_turns": 2,
+        "max_new_tokens": 5,
+        "max_context": 200,
+        "temperature": 0.5,
+        "top_p": 1.0,
+        "top_k": 0,
+    }
     for t in read_jsonl(tmp_path / "a" / "trajectories.jsonl"):  # how it was sampled, recorded per trajectory
         assert t.sampling == {"temperature": 0.5, "top_p": 1.0, "top_k": 0, "logprobs": "full"}
     for t in read_jsonl(tmp_path / "a" / "trajectories.jsonl"):
         assert t.messages[0]["role"] == "user" and all(end - start <= 5 for start, end in t.turn_spans)
-    assert main(["rollout", "--policy", str(policy), "--episodes", "1", "--group-size", "1", "--max-new-tokens", "9"
-                 ]) == 0  # no --out: rollout/ beside the policy folder
+    assert (
+        main(["rollout", "--policy", str(policy), "--episodes", "1", "--group-size", "1", "--max-new-tokens", "9"]) == 0
+    )  # no --out: rollout/ beside the policy folder
     summary = json.loads(capsys.readouterr().out)
     assert summary["settings"]["max_new_tokens"] == 9  # a flag wins
     assert summary["path"] == str(tmp_path / "rollout" / "trajectories.jsonl")
@@ -252,8 +333,12 @@ def test_search_server_prints_where_it_listens_and_serves_there():
 
     pytest.importorskip("uvicorn", reason="the search server needs the server extra")
     pytest.importorskip("bm25s", reason="the search server needs the search extra")
-    server = subprocess.Popen([sys.executable, "-m", "agentgspo.cli", "search-server", "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentgspo.cli", "search-server", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = server.stdout.readline()  # blocks until the server says where it listens
         assert line.startswith("listening on http://127.0.0.1:"), line + server.stderr.read()

@@ -10,9 +10,12 @@ import pytest
 
 from test_layers import ROOT, package_of  # the package mapping of pyproject.toml
 
-MODULES = sorted(package_of(path) for folder in ("agentgspo", "envs", "sandboxes")
-                 for path in (ROOT / folder).rglob("*.py")
-                 if "data" not in path.relative_to(ROOT).parts and ">>>" in path.read_text())
+MODULES = sorted(
+    package_of(path)
+    for folder in ("agentgspo", "envs", "sandboxes")
+    for path in (ROOT / folder).rglob("*.py")
+    if "data" not in path.relative_to(ROOT).parts and ">>>" in path.read_text()
+)
 
 
 def test_the_scan_finds_the_modules_with_examples():

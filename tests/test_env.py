@@ -39,11 +39,14 @@ def test_calculator_oracle_scores_one_and_wrong_scores_zero():
     assert bad == 0.0
 
 
-
-@pytest.mark.parametrize("expression", [
-    "(((9**64)**64)**64)**64",  # each exponent is <= 64, but the base keeps growing: ~10^(10^7), seconds of bigint pow
-    "((9**64)**64)*((9**64)**64)*((9**64)**64)",  # 11,700 digits: Python's int-to-str limit, which suggested sys.*
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # each exponent is <= 64, but the base keeps growing: ~10^(10^7), seconds of bigint pow
+        "(((9**64)**64)**64)**64",
+        "((9**64)**64)*((9**64)**64)*((9**64)**64)",  # 11,700 digits: Python's int-to-str limit, which suggested sys.*
+    ],
+)
 def test_calculator_refuses_huge_results_fast_with_a_clear_message(expression):
     import time
 
@@ -127,15 +130,18 @@ def test_check_env_takes_numpy_rewards_and_flags_as_gymnasium_does():
     check_env(_NumpyTypes())
 
 
-@pytest.mark.parametrize(("env_cls", "expected"), [
-    (_ResetReturnsStr, "reset() messages: expected a list of messages, got 'str'"),
-    (_RewardIsBool, "reward: expected a float, got True"),
-    (_RewardIsNaN, "reward: expected a finite float, got nan"),
-    (_TerminatedIsInt, "terminated: expected a bool, got 1"),
-    (_MessageWithoutContent, "expected a dict with str 'role' and str 'content', got {'role': 'user'}"),
-    (_Unseeded, "expected the same messages (seeded tasks)"),
-    (_TruncationPaysNone, "on_truncation('max_turns'): expected a finite float, got None"),
-])
+@pytest.mark.parametrize(
+    ("env_cls", "expected"),
+    [
+        (_ResetReturnsStr, "reset() messages: expected a list of messages, got 'str'"),
+        (_RewardIsBool, "reward: expected a float, got True"),
+        (_RewardIsNaN, "reward: expected a finite float, got nan"),
+        (_TerminatedIsInt, "terminated: expected a bool, got 1"),
+        (_MessageWithoutContent, "expected a dict with str 'role' and str 'content', got {'role': 'user'}"),
+        (_Unseeded, "expected the same messages (seeded tasks)"),
+        (_TruncationPaysNone, "on_truncation('max_turns'): expected a finite float, got None"),
+    ],
+)
 def test_check_env_names_what_it_expected_and_what_it_got(env_cls, expected):
     with pytest.raises(EnvContractError) as excinfo:
         check_env(env_cls())
@@ -183,4 +189,6 @@ def test_readme_example_runs_and_its_env_passes_check_env_and_scores_one():
     assert isinstance(env.unwrapped, namespace["ReverseEnv"])
     check_env(env)
     assert env.unwrapped.tool_schemas[0]["function"]["parameters"]["properties"]["text"] == {
-        "type": "string", "description": "the string to reverse."}
+        "type": "string",
+        "description": "the string to reverse.",
+    }

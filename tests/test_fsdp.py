@@ -22,12 +22,29 @@ from accelerate import Accelerator
 
 from agentgspo.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.learning.sharding import (full_state_dict, is_sharded, load_sampler_weights, save_full_weights,
-                                         shard_policy)
+from agentgspo.learning.sharding import (
+    full_state_dict,
+    is_sharded,
+    load_sampler_weights,
+    save_full_weights,
+    shard_policy,
+)
 from agentgspo.rollouts.trajectory import Trajectory
 
-LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-          "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+LAUNCH = [
+    sys.executable,
+    "-m",
+    "accelerate.commands.launch",
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+]
 STEPS = 3
 # Each scenario: rollout batch -> (rank 0's trajectories, rank 1's); whole groups of 4 stay on one rank.
 SPLITS = {"unequal": (8, 4), "one_rank_empty": (12, 0)}
@@ -35,8 +52,10 @@ SPLITS = {"unequal": (8, 4), "one_rank_empty": (12, 0)}
 # process gradients agree to fp32 summation order (max error <= 1e-4 x the largest change). AdamW divides by
 # sqrt(v) + 1e-8, which turns fp32 round-off in near-zero gradient entries into changes up to ~lr: its tolerance is
 # absolute, a tenth of one step at lr 1e-3.
-OPTIMIZERS = {"sgd": lambda params: torch.optim.SGD(params, lr=1.0),
-              "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3)}
+OPTIMIZERS = {
+    "sgd": lambda params: torch.optim.SGD(params, lr=1.0),
+    "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3),
+}
 SGD_RELATIVE_TOLERANCE = 1e-4
 ADAMW_TOLERANCE = 1e-4
 
@@ -53,7 +72,7 @@ def _rollout(step: int) -> list[Trajectory]:
         t.reward = float(rng.random() < 0.5) if i % 4 else float(step % 2)  # never all-equal: slot 0 differs
         out.append(t)
     for group in range(3):  # make sure every group has both rewards
-        members = out[4 * group: 4 * group + 4]
+        members = out[4 * group : 4 * group + 4]
         if len({t.reward for t in members}) == 1:
             members[0].reward = 1.0 - members[0].reward
     return out
@@ -70,11 +89,19 @@ def _policy():
 def _config(**overrides) -> LearnerConfig:
     # No router aux loss: the load-balancing loss of a micro-batch is not additive over rows, so a different split
     # into micro-batches (one process vs two) changes it; everything else is a sum over trajectories.
-    return LearnerConfig(**{"minibatches": 1, "micro_batch_tokens": 64, "memory_estimate": False,
-                            "router_aux_loss_coef": 0.0, **overrides})
+    return LearnerConfig(
+        **{
+            "minibatches": 1,
+            "micro_batch_tokens": 64,
+            "memory_estimate": False,
+            "router_aux_loss_coef": 0.0,
+            **overrides,
+        }
+    )
 
 
 # ------------------------------------------------------------------------------------------------- the 2 workers
+
 
 def _worker(out_dir: str, mode: str) -> None:
     """Run under ``accelerate launch`` with 2 processes (modes: ``train``, ``kill``, ``resume``)."""
@@ -95,7 +122,7 @@ def _worker(out_dir: str, mode: str) -> None:
             steps = []
             for step in range(STEPS):
                 everything = _rollout(step)
-                mine = everything[:first] if rank == 0 else everything[first:first + second]
+                mine = everything[:first] if rank == 0 else everything[first : first + second]
                 steps.append(learner.step(mine)["optimizer_steps"])
                 accelerator.reduce(torch.ones(1), reduction="sum")  # a collective after the step, as recipes have
             state = full_state_dict(accelerator, model)  # every rank gets the full weights
@@ -109,11 +136,17 @@ def _worker(out_dir: str, mode: str) -> None:
                 torch.save({k: v.detach().cpu() for k, v in state.items()}, out / f"{name}.pt")
             if name == "unequal-adamw":
                 save_full_weights(accelerator, model, out / "hf-checkpoint")  # what a vLLM reload reads
-            Path(out, f"{name}.rank{rank}.json").write_text(json.dumps({
-                "optimizer_steps": steps, "sampler_logit_error": (sharded_logits - sampler_logits).abs().max().item(),
-                "shard_numel": sum(p.to_local().numel() for p in model.parameters()),
-                "full_numel": sum(p.numel() for p in model.parameters()),
-                "state_keys": sorted(state) == sorted(_policy().state_dict())}))
+            Path(out, f"{name}.rank{rank}.json").write_text(
+                json.dumps(
+                    {
+                        "optimizer_steps": steps,
+                        "sampler_logit_error": (sharded_logits - sampler_logits).abs().max().item(),
+                        "shard_numel": sum(p.to_local().numel() for p in model.parameters()),
+                        "full_numel": sum(p.numel() for p in model.parameters()),
+                        "state_keys": sorted(state) == sorted(_policy().state_dict()),
+                    }
+                )
+            )
         # bf16 compute (FSDP2 MixedPrecisionPolicy): fp32 master shards, and no fp32 [B, T, V] tensor anywhere.
         from test_precision import Float32VocabRows, long_trajectories
 
@@ -123,11 +156,19 @@ def _worker(out_dir: str, mode: str) -> None:
         before = [p.detach().to_local().clone() for p in model.parameters()]
         with Float32VocabRows(model.config.vocab_size) as recorder:
             metrics = learner.step(long_trajectories(seed=rank))
-        Path(out, f"bf16.rank{rank}.json").write_text(json.dumps({
-            "fp32_vocab_rows": recorder.rows, "optimizer_steps": metrics["optimizer_steps"],
-            "batch_rows": sum(len(t.token_ids) - 1 for t in long_trajectories(seed=rank)),
-            "master_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
-            "moved": max((p.detach().to_local() - b).abs().max().item() for p, b in zip(model.parameters(), before))}))
+        Path(out, f"bf16.rank{rank}.json").write_text(
+            json.dumps(
+                {
+                    "fp32_vocab_rows": recorder.rows,
+                    "optimizer_steps": metrics["optimizer_steps"],
+                    "batch_rows": sum(len(t.token_ids) - 1 for t in long_trajectories(seed=rank)),
+                    "master_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
+                    "moved": max(
+                        (p.detach().to_local() - b).abs().max().item() for p, b in zip(model.parameters(), before)
+                    ),
+                }
+            )
+        )
         return
 
     # kill / resume: 4 rollout steps of 4 minibatches each (paper §5.1), a checkpoint after step 2.
@@ -151,10 +192,14 @@ def _worker(out_dir: str, mode: str) -> None:
 
 
 def _launch(out: Path, mode: str, *, timeout: int = 300) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
-           "OMP_NUM_THREADS": "1"}
-    launcher = subprocess.Popen([*LAUNCH, __file__, str(out), mode], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+    }
+    launcher = subprocess.Popen(
+        [*LAUNCH, __file__, str(out), mode], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         log = launcher.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:  # a deadlock between the ranks; SIGTERM makes the launcher end its workers

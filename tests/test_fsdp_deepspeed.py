@@ -20,19 +20,44 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None,
-                                reason="DeepSpeed is not installed (pip install 'agentgspo[deepspeed]')")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("deepspeed") is None,
+    reason="DeepSpeed is not installed (pip install 'agentgspo[deepspeed]')",
+)
 
 STEPS = 4
 SAVE_AFTER = 2
 
 
 def _launch(out: Path, mode: str, stage: int, processes: int = 1, timeout: int = 400) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
-           "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--use_deepspeed", "--zero_stage", str(stage),
-               "--gradient_clipping", "1.0", "--zero3_save_16bit_model", "true", "--num_processes", str(processes),
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", __file__, str(out), mode]
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--use_deepspeed",
+        "--zero_stage",
+        str(stage),
+        "--gradient_clipping",
+        "1.0",
+        "--zero3_save_16bit_model",
+        "true",
+        "--num_processes",
+        str(processes),
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        __file__,
+        str(out),
+        mode,
+    ]
     launcher = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         log = launcher.communicate(timeout=timeout)[0]
@@ -72,8 +97,9 @@ def _worker(out_dir: str, mode: str) -> None:
             save_checkpoint(accelerator, out, step + 1, {})
     state = full_state_dict(accelerator, model)
     torch.save({k: v.detach().cpu().float() for k, v in state.items()}, out / f"{mode}.pt")
-    Path(out, f"{mode}.json").write_text(json.dumps({"engine_steps": model.global_steps,
-                                                     "engine": type(model).__name__}))
+    Path(out, f"{mode}.json").write_text(
+        json.dumps({"engine_steps": model.global_steps, "engine": type(model).__name__})
+    )
 
 
 def _reference() -> dict[str, torch.Tensor]:

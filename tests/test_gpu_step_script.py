@@ -10,8 +10,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_smoke_run_measures_and_profiles_our_experts(tmp_path):
     variants = "j_ours_b8,p_profile_ours_b8"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_gspo_step.py"), "--smoke", "--out", str(tmp_path),
-                    "--variants", variants], check=True, timeout=600, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_gspo_step.py"),
+            "--smoke",
+            "--out",
+            str(tmp_path),
+            "--variants",
+            variants,
+        ],
+        check=True,
+        timeout=600,
+        capture_output=True,
+        text=True,
+    )
     report = json.loads((tmp_path / "gpu_gspo_step.json").read_text())
     assert report["params_active"] < report["params_total"]
     for name in variants.split(","):

@@ -31,8 +31,9 @@ def test_any_stop_id_ends_the_turn(warm_model, renderer, tokenizer):
     (free,) = plain.generate([prompt], GREEDY)
     extra = next(t for t in free.token_ids[2:] if t != renderer.end_of_turn_id)  # a token greedy decoding reaches
     cut = free.token_ids.index(extra) + 1
-    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id,
-                      stop_ids=[extra])
+    policy = HFPolicy(
+        warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, stop_ids=[extra]
+    )
     (turn,) = policy.generate([prompt], GREEDY)
     assert turn.token_ids == free.token_ids[:cut] and turn.finish_reason == "stop"
     assert policy.stop_ids == {renderer.end_of_turn_id, extra}
@@ -63,7 +64,7 @@ def test_turns_carry_the_version_of_the_weights_that_sampled_them(warm_model, re
 def full_logprobs(model, prompt: list[int], ids: list[int], temperature: float) -> torch.Tensor:
     """log_softmax(logits / T) over the whole vocabulary of each of ``ids`` after ``prompt`` (one fp32 forward)."""
     with torch.no_grad():
-        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1: -1].float() / temperature  # [n, V]
+        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1 : -1].float() / temperature  # [n, V]
     return torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids)[:, None]).squeeze(-1)  # [n]
 
 

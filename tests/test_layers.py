@@ -32,7 +32,7 @@ def package_of(path: Path) -> str:
     relative = path.relative_to(ROOT)
     for package, folder in sorted(PACKAGE_DIRS.items(), key=lambda item: -len(item[1])):
         if relative.parts[: len(Path(folder).parts)] == Path(folder).parts:
-            rest = relative.parts[len(Path(folder).parts):]
+            rest = relative.parts[len(Path(folder).parts) :]
             return ".".join([package, *rest]).removesuffix(".py").removesuffix(".__init__")
     raise AssertionError(f"{relative} is in no package of pyproject.toml")
 
@@ -58,8 +58,12 @@ def sources(folder: str) -> list[Path]:
 
 
 def violations(folder: str, allowed) -> list[str]:
-    return [f"{path.relative_to(ROOT)}:{line} imports {name}" for path in sources(folder)
-            for line, name in imported(path) if not allowed(path, name)]
+    return [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in sources(folder)
+        for line, name in imported(path)
+        if not allowed(path, name)
+    ]
 
 
 def within(name: str, prefixes) -> bool:
@@ -77,8 +81,9 @@ def test_sandboxes_import_nothing_of_ours_above_them():
 
 
 def test_envs_import_the_core_and_sandboxes_only():
-    assert not violations("envs", lambda path, name: not within(name, ["agentgspo.recipes", "agentgspo.commands",
-                                                                         "agentgspo.cli"]))
+    assert not violations(
+        "envs", lambda path, name: not within(name, ["agentgspo.recipes", "agentgspo.commands", "agentgspo.cli"])
+    )
 
 
 def test_the_core_reaches_envs_only_to_register_them_and_sandboxes_and_recipes_only_from_the_commands():
@@ -98,8 +103,11 @@ def test_the_core_reaches_envs_only_to_register_them_and_sandboxes_and_recipes_o
 def wing_allows(wing: str, name: str) -> bool:
     """Whether a module of ``wing`` may import ``name`` (README's table)."""
     parts = name.split(".")
-    if len(parts) < 2 or parts[1] == wing or parts[1] not in set(WINGS) | {"commands", "cli", "envs", "sandboxes",
-                                                                          "recipes"}:
+    if (
+        len(parts) < 2
+        or parts[1] == wing
+        or parts[1] not in set(WINGS) | {"commands", "cli", "envs", "sandboxes", "recipes"}
+    ):
         return True  # agentgspo itself, its own wing, or a root module (_moved)
     if parts[1] == "envs":
         return wing == "environments"  # the registry names the bundled envs (checked above)
@@ -115,8 +123,12 @@ def test_a_wrong_import_is_caught(tmp_path):
     """The rule can fail: an objective module importing the learner, inside a function, is reported."""
     probe = tmp_path / "probe.py"
     probe.write_text("import torch\n\n\ndef f():\n    from agentgspo.learning.learner import GSPOLearner\n")
-    found = [(line, name) for line, name in imported(probe, "agentgspo.objective.probe")
-             if not wing_allows("objective", name)]
+    found = [
+        (line, name)
+        for line, name in imported(probe, "agentgspo.objective.probe")
+        if not wing_allows("objective", name)
+    ]
     assert found == [(5, "agentgspo.learning.learner")]
-    assert wing_allows("learning", "agentgspo.objective.loss") and not wing_allows("environments",
-                                                                                   "agentgspo.rollouts.rollout")
+    assert wing_allows("learning", "agentgspo.objective.loss") and not wing_allows(
+        "environments", "agentgspo.rollouts.rollout"
+    )

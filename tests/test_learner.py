@@ -94,8 +94,20 @@ def test_mixed_rewards_train_and_log_the_paper_diagnostics(tiny):
     metrics = learner.step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))
     assert _changed(tiny, before) > 0
     assert metrics["optimizer_steps"] == 4  # paper §5.1: 4 minibatches per rollout batch
-    for key in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high", "ratio_mean",
-                "entropy", "grad_norm", "aux_loss", "routing_volatility", "sampler_logprob_gap", "trained_tokens"):
+    for key in (
+        "loss",
+        "clip_frac_seq",
+        "clip_frac_token",
+        "clip_frac_low",
+        "clip_frac_high",
+        "ratio_mean",
+        "entropy",
+        "grad_norm",
+        "aux_loss",
+        "routing_volatility",
+        "sampler_logprob_gap",
+        "trained_tokens",
+    ):
         assert key in metrics, key
     assert 0 <= metrics["clip_frac_seq"] <= 1 and 0 <= metrics["routing_volatility"] <= 1
     # logp_old is recomputed by the same model before any update: the first minibatch's ratios are exactly 1.
@@ -122,8 +134,14 @@ def test_a_placeholder_micro_batch_logs_no_router_loss_or_kl(tiny):
     reference = copy.deepcopy(tiny).eval().requires_grad_(False)
     optimizer = torch.optim.AdamW(tiny.parameters(), lr=1e-3)
     model, optimizer = accelerator.prepare(tiny, optimizer)
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, ref_model=reference, config=LearnerConfig(
-        router_aux_loss_coef=0.01, kl_coef=0.1, memory_estimate=False))
+    learner = GSPOLearner(
+        model,
+        optimizer,
+        accelerator,
+        pad_token_id=0,
+        ref_model=reference,
+        config=LearnerConfig(router_aux_loss_coef=0.01, kl_coef=0.1, memory_estimate=False),
+    )
     learner.step(_trajectories([1, 0, 0, 1]))  # the placeholder rows come from a real step's
     means = _Means()
     learner._placeholder_step(True, means, ("",))
@@ -132,8 +150,7 @@ def test_a_placeholder_micro_batch_logs_no_router_loss_or_kl(tiny):
 
 def test_env_and_judge_errors_are_left_out_of_advantages(tiny):
     # Group 0: the only failure is an env crash, so the group is all-equal among real episodes: nothing to learn.
-    reasons = ["completed", "completed", "completed", "env_error", "completed", "judge_error", "completed",
-               "completed"]
+    reasons = ["completed", "completed", "completed", "env_error", "completed", "judge_error", "completed", "completed"]
     learner = _learner(tiny)
     before = _snapshot(tiny)
     metrics = learner.step(_trajectories([1, 1, 1, 0, 1, 0, 1, 1], stop_reasons=reasons))
@@ -157,8 +174,15 @@ def test_router_aux_loss_weight_is_the_same_whether_zero_advantage_rows_are_skip
     trajectories = _trajectories([1, 0, 0, 1, 1, 1, 1, 1])  # group 1 all-equal: skipped, but still one of N = 8
     reference = copy.deepcopy(tiny)
     initial = _snapshot(tiny)
-    learner = _learner(tiny, optimizer=torch.optim.SGD(tiny.parameters(), lr=1.0), minibatches=1,
-                       micro_batch_tokens=10**6, max_grad_norm=None, volatility_rows=0, router_aux_loss_coef=coef)
+    learner = _learner(
+        tiny,
+        optimizer=torch.optim.SGD(tiny.parameters(), lr=1.0),
+        minibatches=1,
+        micro_batch_tokens=10**6,
+        max_grad_norm=None,
+        volatility_rows=0,
+        router_aux_loss_coef=coef,
+    )
     metrics = learner.step(trajectories)
     assert metrics["optimizer_steps"] == 1 and metrics["trained_sequences"] == 4
     expected = _paper_gradients(reference, trajectories, aux_coef=coef, aux_rows=[0, 1, 2, 3])
@@ -188,8 +212,11 @@ STUB_DIAGNOSTICS = [
 ]
 
 
-@pytest.mark.parametrize("unit, reports", [(SEQUENCE, (SEQUENCE, TOKEN)), (TURN, (TURN, SEQUENCE, TOKEN)),
-                                           (TOKEN, (SEQUENCE, TOKEN))], ids=["sequence", "turn", "token"])
+@pytest.mark.parametrize(
+    "unit, reports",
+    [(SEQUENCE, (SEQUENCE, TOKEN)), (TURN, (TURN, SEQUENCE, TOKEN)), (TOKEN, (SEQUENCE, TOKEN))],
+    ids=["sequence", "turn", "token"],
+)
 def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(unit, reports):
     """The learner weighs clip_frac_low / clip_frac_high / ratio_mean by the count of the unit the loss declares it
     clips per (``loss.clip_unit``), and logs the clip fractions the loss declares, not a guess from its name. The
@@ -201,8 +228,13 @@ def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(u
         loss, _ = gspo_loss(logprobs, old_logprobs, advantages, loss_mask, num_sequences=num_sequences)
         values = STUB_DIAGNOSTICS[len(calls)]
         calls.append(turn_ids)
-        shares = {"clip_frac_seq": 0.5, "clip_frac_turn": 0.5, "clip_frac_token": 0.5, "ratio_min": 0.5,
-                  "ratio_max": 2.0}
+        shares = {
+            "clip_frac_seq": 0.5,
+            "clip_frac_turn": 0.5,
+            "clip_frac_token": 0.5,
+            "ratio_min": 0.5,
+            "ratio_max": 2.0,
+        }
         return loss, {name: torch.tensor(value) for name, value in {**shares, **values}.items()}
 
     learner = _learner(build_tiny("dense_qwen3"), minibatches=2, memory_estimate=False)
@@ -210,14 +242,18 @@ def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(u
     metrics = learner.step(_trajectories([1, 0, 1, 0, 1, 0, 1, 0]))  # every row trains: 2 minibatches, 1 call each
     assert len(calls) == 2 and all((len(turns) == 1) == (unit is TURN) for turns in calls)  # turn_ids: turn unit
     # Means weighted by the declared unit's count: sequences 1 and 3, turns 2 and 3, tokens 10 and 2.
-    expected = {"sequence": (1 / 4, 3 / 4, (2 + 3) / 4), "turn": (2 / 5, 3 / 5, (4 + 3) / 5),
-                "token": (10 / 12, 2 / 12, (20 + 2) / 12)}
+    expected = {
+        "sequence": (1 / 4, 3 / 4, (2 + 3) / 4),
+        "turn": (2 / 5, 3 / 5, (4 + 3) / 5),
+        "token": (10 / 12, 2 / 12, (20 + 2) / 12),
+    }
     low, high, ratio = expected[unit.name]
     assert metrics["clip_frac_low"] == pytest.approx(low)
     assert metrics["clip_frac_high"] == pytest.approx(high)
     assert metrics["ratio_mean"] == pytest.approx(ratio)
     assert ("clip_frac_turn" in metrics) == (TURN in reports)
     assert metrics["mb0_clip_frac_low"] == 1.0 and metrics["trained_tokens"] == 12.0
+
 
 @pytest.mark.parametrize("objective", ["gspo", "grpo"])
 def test_compiled_loss_region_trains_like_the_eager_one(objective):
@@ -242,7 +278,6 @@ def test_compiled_loss_region_trains_like_the_eager_one(objective):
     assert _changed(AutoModelForCausalLM.from_pretrained(tiny_policy_path()), compiled_params) > 1e-4
 
 
-
 @pytest.mark.parametrize("name", FAMILIES)
 def test_other_architectures_train_with_router_loss_and_volatility(name):
     """Any HF MoE causal LM gets the aux loss and routing volatility; a dense model trains without them."""
@@ -259,8 +294,20 @@ def test_other_architectures_train_with_router_loss_and_volatility(name):
 
 # ------------------------------------------------------------------------------------- two DDP ranks (gloo, CPU)
 
-DDP_LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+DDP_LAUNCH = [
+    sys.executable,
+    "-m",
+    "accelerate.commands.launch",
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+]
 
 
 def _ddp_worker(out_dir: str) -> None:
@@ -281,19 +328,29 @@ def _ddp_worker(out_dir: str) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, scheduler=scheduler, config=LearnerConfig(
-        minibatches=1, max_grad_norm=None, volatility_rows=0))
+    learner = GSPOLearner(
+        model,
+        optimizer,
+        accelerator,
+        pad_token_id=0,
+        scheduler=scheduler,
+        config=LearnerConfig(minibatches=1, max_grad_norm=None, volatility_rows=0),
+    )
     everything = _trajectories([1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0], seed=5)  # groups 0, 1 on rank 0; 2 on rank 1
     metrics = learner.step(everything[:8] if rank == 0 else everything[8:])
     expected = _paper_gradients(reference, everything)  # N = 12: all of the minibatch's trajectories, both ranks
     moved = [(p0 - p.detach()).double() for p0, p in zip(reference.parameters(), model.parameters())]
-    write("unequal_counts", {
-        "metrics": {k: v for k, v in metrics.items() if k != "learner_seconds"},
-        "trained_tokens": sum(sum(t.loss_mask[1:]) for t in everything),
-        "optimizer_steps": metrics["optimizer_steps"], "scheduler_steps": scheduler.scheduler.last_epoch,
-        "max_error": max((m - g.double()).abs().max().item() for m, g in zip(moved, expected)),
-        "max_gradient": max(g.abs().max().item() for g in expected),
-    })
+    write(
+        "unequal_counts",
+        {
+            "metrics": {k: v for k, v in metrics.items() if k != "learner_seconds"},
+            "trained_tokens": sum(sum(t.loss_mask[1:]) for t in everything),
+            "optimizer_steps": metrics["optimizer_steps"],
+            "scheduler_steps": scheduler.scheduler.last_epoch,
+            "max_error": max((m - g.double()).abs().max().item() for m, g in zip(moved, expected)),
+            "max_gradient": max(g.abs().max().item() for g in expected),
+        },
+    )
 
     # 2. One rank's groups are all-equal (nothing to score or train there) while the other rank trains; the MoE
     # policy so that routing volatility is measured too; then a rank with no trajectories at all.
@@ -326,10 +383,14 @@ def _ddp_worker(out_dir: str) -> None:
 @pytest.fixture(scope="module")
 def ddp_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("ddp")
-    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
-           "OMP_NUM_THREADS": "1"}
-    launcher = subprocess.Popen([*DDP_LAUNCH, __file__, str(out)], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+    }
+    launcher = subprocess.Popen(
+        [*DDP_LAUNCH, __file__, str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         log = launcher.communicate(timeout=240)[0][-6000:]
     except subprocess.TimeoutExpired:  # a deadlock between the ranks; SIGTERM makes the launcher end its workers

@@ -27,8 +27,9 @@ def _trajectories(rewards, *, group_size=4, seed=0, sampling=FULL, metadata=None
     rng = random.Random(seed)
     out = []
     for i, reward in enumerate(rewards):
-        t = Trajectory(group_id=i // group_size, sample_id=i % group_size,
-                       sampling=None if sampling is None else dict(sampling))
+        t = Trajectory(
+            group_id=i // group_size, sample_id=i % group_size, sampling=None if sampling is None else dict(sampling)
+        )
         t.append_forced([rng.randrange(3, 100) for _ in range(8)])
         sampled = [rng.randrange(3, 100) for _ in range(rng.randrange(3, 10))]
         t.append_sampled(sampled, [-4.0] * len(sampled))
@@ -43,11 +44,13 @@ def _learner(model, *, accelerator=None, optimizer=None, **config):
     accelerator = accelerator or Accelerator(cpu=True)
     optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, optimizer = accelerator.prepare(model, optimizer)
-    return GSPOLearner(model, optimizer, accelerator, pad_token_id=0,
-                       config=LearnerConfig(memory_estimate=False, **config))
+    return GSPOLearner(
+        model, optimizer, accelerator, pad_token_id=0, config=LearnerConfig(memory_estimate=False, **config)
+    )
 
 
 # ------------------------------------------------------------------------------------------ sampling semantics
+
 
 def test_a_sampler_temperature_other_than_the_learners_is_refused():
     model = build_tiny("qwen3_moe")
@@ -73,6 +76,7 @@ def test_sampler_logprobs_renormalised_over_a_nucleus_are_refused_as_logp_old():
 
 
 # ------------------------------------------------------------------------------------------ the first update
+
 
 def test_the_first_updates_ratios_are_exactly_one_and_nothing_clips_in_fp32():
     """logp_old is recomputed over the very micro-batches the first update forwards (same rows, same padding), so
@@ -104,12 +108,21 @@ def test_accelerates_gradient_accumulation_is_refused_naming_the_flag():
 
 # ------------------------------------------------------------------------------------------ weighting
 
+
 def _gradients_after_step(model, trajectories, **config):
     """The learner's gradient, read as minus the parameter change of one SGD(lr=1) step."""
     before = [p.detach().clone() for p in model.parameters()]
-    learner = _learner(model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), minibatches=1,
-                       micro_batch_tokens=10**6, max_grad_norm=None, volatility_rows=0, router_aux_loss_coef=0.0,
-                       skip_zero_advantage=False, **config)
+    learner = _learner(
+        model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=1.0),
+        minibatches=1,
+        micro_batch_tokens=10**6,
+        max_grad_norm=None,
+        volatility_rows=0,
+        router_aux_loss_coef=0.0,
+        skip_zero_advantage=False,
+        **config,
+    )
     learner.step(trajectories)
     return [b - p.detach() for p, b in zip(model.parameters(), before)]
 
@@ -118,8 +131,11 @@ def test_split_turns_samples_weigh_one_episode_per_episode_by_default():
     """Episode a: 2 turn samples, reward 1; episode b: 1 sample, reward 0 (one group). The paper's per-trajectory
     mean: loss = -(1/2) [A_a (m_a1 + m_a2) / 2 + A_b m_b] with m the mean log-prob of a sample's sampled tokens (at
     s = 1); per-turn weighting would use -(1/3) [A_a m_a1 + A_a m_a2 + A_b m_b]."""
-    meta = [{"episode_turn": 0, "episode_turns": 2}, {"episode_turn": 1, "episode_turns": 2},
-            {"episode_turn": 0, "episode_turns": 1}]
+    meta = [
+        {"episode_turn": 0, "episode_turns": 2},
+        {"episode_turn": 1, "episode_turns": 2},
+        {"episode_turn": 0, "episode_turns": 1},
+    ]
     trajectories = _trajectories([1, 1, 0], group_size=3, metadata=meta)
     for t in trajectories:  # episode a is (group 0, sample 0), episode b (group 0, sample 1)
         t.group_id, t.sample_id, t.seed = 0, 0 if t.metadata["episode_turns"] == 2 else 1, 7
@@ -159,6 +175,7 @@ def test_a_turn_baseline_credits_the_turn_that_earned_the_reward_when_returns_ti
 
 # ------------------------------------------------------------------------------------------ MoE and KL
 
+
 def test_routing_volatility_is_per_update_with_the_whole_step_under_its_own_name():
     """The paper's ~10% is the share of expert choices ONE update changes: ``routing_volatility`` is measured after
     the first optimizer step; ``routing_volatility_step`` after all of the step's updates."""
@@ -186,13 +203,15 @@ def test_k3s_gradient_is_the_forward_kls_gradient():
     k3 = kl_k3(logp[:, None], ref[:, None], torch.ones(6, 1, dtype=torch.bool))  # [6]: one token per "sequence"
     (grad_k3,) = torch.autograd.grad((probs * k3).sum(), logits)
     (forward_kl,) = torch.autograd.grad((ref.exp() * (ref - torch.log_softmax(logits, -1))).sum(), logits)
-    (reverse_kl,) = torch.autograd.grad((torch.softmax(logits, -1) * (torch.log_softmax(logits, -1) - ref)).sum(),
-                                        logits)
+    (reverse_kl,) = torch.autograd.grad(
+        (torch.softmax(logits, -1) * (torch.log_softmax(logits, -1) - ref)).sum(), logits
+    )
     assert torch.allclose(grad_k3, forward_kl, atol=1e-12)
     assert not torch.allclose(grad_k3, reverse_kl, atol=1e-3)
 
 
 # ------------------------------------------------------------------------------------------ logged population
+
 
 def test_logged_reward_is_over_the_trained_episodes_with_the_excluded_share_beside():
     from agentgspo.rollouts.rollout import summarize
@@ -205,6 +224,7 @@ def test_logged_reward_is_over_the_trained_episodes_with_the_excluded_share_besi
 
 
 # ------------------------------------------------------------------------------------------ endings, end to end
+
 
 def test_a_hung_env_call_is_left_out_of_the_group_and_a_spent_budget_is_trained():
     """Rollout to learner: the episode whose env call hangs past env_call_timeout_s ends as env_timeout (the
@@ -237,8 +257,12 @@ def test_a_hung_env_call_is_left_out_of_the_group_and_a_spent_budget_is_trained(
     answers = itertools.cycle(["yes", "no"])
     policy = HFPolicy.from_pretrained(tiny_policy_path())
     scripted = ScriptedPolicy(lambda messages: next(answers), policy.renderer)
-    runner = RolloutRunner(SayYes, scripted, policy.renderer, RolloutConfig(
-        group_size=4, max_turns=1, env_call_timeout_s=1.0, sampling=SamplingParams(max_new_tokens=8)))
+    runner = RolloutRunner(
+        SayYes,
+        scripted,
+        policy.renderer,
+        RolloutConfig(group_size=4, max_turns=1, env_call_timeout_s=1.0, sampling=SamplingParams(max_new_tokens=8)),
+    )
     try:
         trajectories = runner.run_sync([0])
     finally:

@@ -1,5 +1,6 @@
 """ruff's lint (pyproject.toml's [tool.ruff]: pycodestyle, pyflakes, docstrings on the public API) passes on the
-whole tree; skipped only where ruff is not installed (the test extra installs it)."""
+whole tree, and the tree is as ``ruff format`` writes it; skipped only where ruff is not installed (the test extra
+installs it)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def test_ruff_finds_nothing():
     ruff = str(beside) if beside.is_file() else shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
-    result = subprocess.run([ruff, "check", "--output-format", "concise", str(ROOT)], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [ruff, "check", "--output-format", "concise", str(ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

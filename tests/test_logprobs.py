@@ -38,8 +38,9 @@ def test_fused_form_computes_the_same_function_in_fp32(temperature):
     logits.requires_grad_()
     fused = fused_token_logprobs(logits, targets, temperature=temperature)
     assert fused.dtype == torch.float32
-    torch.testing.assert_close(fused.double(), reference_logprobs(logits.detach(), targets, temperature), rtol=0,
-                               atol=1e-5)
+    torch.testing.assert_close(
+        fused.double(), reference_logprobs(logits.detach(), targets, temperature), rtol=0, atol=1e-5
+    )
     (fused_grad,) = torch.autograd.grad(fused.sum(), logits)
     (chunked_grad,) = torch.autograd.grad(token_logprobs(logits, targets, temperature=temperature).sum(), logits)
     torch.testing.assert_close(fused_grad, chunked_grad, rtol=0, atol=1e-2)  # bf16 gradients: 1e-2 is ~1 ulp at 1

@@ -6,8 +6,17 @@ import math
 import pytest
 import torch
 
-from agentgspo.objective.loss import (SEQUENCE, TOKEN, TURN, clips_per, gspo_loss, gspo_token_loss, gspo_turn_loss,
-                                      grpo_loss, kl_k3)
+from agentgspo.objective.loss import (
+    SEQUENCE,
+    TOKEN,
+    TURN,
+    clips_per,
+    gspo_loss,
+    gspo_token_loss,
+    gspo_turn_loss,
+    grpo_loss,
+    kl_k3,
+)
 
 DIAGNOSTIC_KEYS = {
     "clip_frac_seq",
@@ -257,8 +266,11 @@ def test_shape_errors_say_what_was_expected():
         gspo_loss(logp, old, adv, mask, num_sequences=0)
 
 
-@pytest.mark.parametrize("loss_fn, unit", [(gspo_loss, SEQUENCE), (gspo_turn_loss, TURN), (gspo_token_loss, TOKEN),
-                                           (grpo_loss, TOKEN)], ids=lambda x: getattr(x, "__name__", None))
+@pytest.mark.parametrize(
+    "loss_fn, unit",
+    [(gspo_loss, SEQUENCE), (gspo_turn_loss, TURN), (gspo_token_loss, TOKEN), (grpo_loss, TOKEN)],
+    ids=lambda x: getattr(x, "__name__", None),
+)
 def test_each_loss_declares_the_unit_its_clip_split_and_ratios_are_over(loss_fn, unit):
     """``loss.clip_unit`` is what a trainer weighs clip_frac_low/high and ratio_mean by: it must be the unit the loss
     really clips. low + high is the declared unit's clipped share, and the batch tells the units apart (its sequence,

@@ -18,9 +18,19 @@ from agentgspo.learning.memory import GIB, estimate_memory, load_model_config, m
 def _small_moe_config(**overrides):
     from transformers import AutoConfig
 
-    values = dict(vocab_size=2048, hidden_size=128, intermediate_size=256, moe_intermediate_size=96,
-                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_experts=8,
-                  num_experts_per_tok=2, tie_word_embeddings=False)
+    values = dict(
+        vocab_size=2048,
+        hidden_size=128,
+        intermediate_size=256,
+        moe_intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        num_experts=8,
+        num_experts_per_tok=2,
+        tie_word_embeddings=False,
+    )
     values.update(overrides)
     return AutoConfig.for_model("qwen3_moe", **values)
 
@@ -63,8 +73,9 @@ def test_activation_formula_matches_what_autograd_saves(dtype, checkpointing):
         return token_logprobs(logits[:, :-1], ids[:, 1:]).sum()
 
     measured = measure_saved_activation_bytes(model, run)
-    estimate = estimate_memory(config, processes=1, micro_batch_tokens=tokens, compute_dtype=dtype,
-                               activation_checkpointing=checkpointing)
+    estimate = estimate_memory(
+        config, processes=1, micro_batch_tokens=tokens, compute_dtype=dtype, activation_checkpointing=checkpointing
+    )
     bytes_per_value = 2 if dtype == "bf16" else 4
     # The forward saves the layers' activations (not the recomputed layer, which lives only in the backward) and
     # the logits the log-prob backward needs.
@@ -94,8 +105,9 @@ def test_load_model_config_accepts_a_folder_or_a_file_and_names_the_presets(tmp_
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "agentgspo.cli", "estimate-memory", *args], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "agentgspo.cli", "estimate-memory", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus():
@@ -135,4 +147,3 @@ def test_learner_prints_the_estimate_at_start(capsys):
     GSPOLearner(model, optimizer, accelerator, pad_token_id=0)
     printed = capsys.readouterr().out
     assert "memory estimate per process" in printed and "activations per micro-batch (8192 tokens)" in printed
-

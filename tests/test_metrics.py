@@ -27,7 +27,11 @@ def test_resume_drops_steps_logged_after_the_checkpoint(tmp_path):
     resumed = MetricsLogger(tmp_path, {}, resume_step=3, backends=())
     resumed.log(4, {"reward_mean": 1.0})
     assert [(r["step"], r["reward_mean"]) for r in read_metrics(tmp_path / "metrics.jsonl")] == [
-        (1, 0.0), (2, 0.0), (3, 0.0), (4, 1.0)]
+        (1, 0.0),
+        (2, 0.0),
+        (3, 0.0),
+        (4, 1.0),
+    ]
 
 
 def test_disabled_logger_writes_nothing(tmp_path):

@@ -95,5 +95,6 @@ def test_policy_loads_with_our_experts(tiny_path):
     reference = HFPolicy.from_pretrained(tiny_path)
     input_ids = torch.arange(1, 40).view(3, 13)
     with torch.no_grad():
-        torch.testing.assert_close(policy.model(input_ids=input_ids).logits,
-                                   reference.model(input_ids=input_ids).logits, rtol=0, atol=1e-5)
+        torch.testing.assert_close(
+            policy.model(input_ids=input_ids).logits, reference.model(input_ids=input_ids).logits, rtol=0, atol=1e-5
+        )

@@ -22,8 +22,13 @@ def _recipe():
 
 def test_smoke_study_runs_every_variant_and_its_table_matches_the_metrics_files(tmp_path):
     out = tmp_path / "study"
-    done = subprocess.run([sys.executable, str(ROOT / "recipes" / "moe_study.py"), "--smoke", "--out", str(out)],
-                          capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "recipes" / "moe_study.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     moe_study = _recipe()
     from agentgspo.training.metrics import read_metrics
@@ -78,8 +83,13 @@ def test_the_reports_tables_are_what_its_committed_metrics_files_give():
     assert studies, "no study outputs under docs/moe_study/"
     for study in studies:
         saved = json.loads((study / "table.json").read_text())
-        runs = {variant: [read_metrics(study / "runs" / f"{variant}-s{seed}" / "metrics.jsonl")
-                          for seed in range(saved["size"]["seeds"])] for variant in saved["variants"]}
+        runs = {
+            variant: [
+                read_metrics(study / "runs" / f"{variant}-s{seed}" / "metrics.jsonl")
+                for seed in range(saved["size"]["seeds"])
+            ]
+            for variant in saved["variants"]
+        }
         table = moe_study.make_table(runs)
         for variant, row in table.items():
             assert all(_same(value, saved["variants"][variant][key]) for key, value in row.items()), (study, variant)

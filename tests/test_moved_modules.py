@@ -46,8 +46,16 @@ def test_nothing_of_ours_imports_an_old_path():
     for folder in ("agentgspo", "envs", "sandboxes", "recipes", "tests", "benchmarks", "scripts"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
-                    [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-                offenders += [f"{path.relative_to(ROOT)}: {name}" for name in names
-                              if name in MOVED or any(name.startswith(old + ".") for old in MOVED)]
+                names = (
+                    [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.module
+                    else [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
+                offenders += [
+                    f"{path.relative_to(ROOT)}: {name}"
+                    for name in names
+                    if name in MOVED or any(name.startswith(old + ".") for old in MOVED)
+                ]
     assert not offenders, offenders

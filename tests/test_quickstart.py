@@ -16,9 +16,34 @@ from safetensors.torch import load_file
 
 REPO = Path(__file__).resolve().parents[1]
 PARITY = ["--env-id", "parity_env:agentgspo/Parity-v0", "--env-kwargs", "{}"]
-SMALL = ["--warm-demos", "16", "--warm-steps", "2", "--warm-batch", "8", "--warm-eval-every", "1000",
-         "--prompts-per-step", "4", "--group-size", "4", "--max-new-tokens", "12", "--final-eval-episodes", "4",
-         "--lr", "1e-3", "--warmup-steps", "0", "--stop-success", "2.0", "--max-turns", "3", "--max-context", "256"]
+SMALL = [
+    "--warm-demos",
+    "16",
+    "--warm-steps",
+    "2",
+    "--warm-batch",
+    "8",
+    "--warm-eval-every",
+    "1000",
+    "--prompts-per-step",
+    "4",
+    "--group-size",
+    "4",
+    "--max-new-tokens",
+    "12",
+    "--final-eval-episodes",
+    "4",
+    "--lr",
+    "1e-3",
+    "--warmup-steps",
+    "0",
+    "--stop-success",
+    "2.0",
+    "--max-turns",
+    "3",
+    "--max-context",
+    "256",
+]
 
 
 def _env() -> dict[str, str]:
@@ -32,8 +57,9 @@ def _run(args: list[str], *, launcher: list[str] | None = None, check: bool = Tr
     # 0: the final eval reached 0.9, 1: it did not (these small runs); anything else, or a traceback from the recipe,
     # is a failure. Under a launcher, ranks exiting 1 make it print its own ChildFailedError report.
     if check and (result.returncode not in (0, 1) or _recipe_tracebacks(result.stderr)):
-        raise AssertionError(f"{command} failed ({result.returncode}):\n"
-                             f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"{command} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -63,9 +89,19 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
 
     original = train.plot_training
     monkeypatch.setattr(train, "plot_training", plot_training)
-    config = QuickstartConfig(out=str(tmp_path), warm_demos=16, warm_steps=3, warm_batch=8, warm_eval_every=2,
-                              steps=2, prompts_per_step=2, group_size=4, max_new_tokens=24, final_eval_episodes=4,
-                              checkpoint_every=1)
+    config = QuickstartConfig(
+        out=str(tmp_path),
+        warm_demos=16,
+        warm_steps=3,
+        warm_batch=8,
+        warm_eval_every=2,
+        steps=2,
+        prompts_per_step=2,
+        group_size=4,
+        max_new_tokens=24,
+        final_eval_episodes=4,
+        checkpoint_every=1,
+    )
     summary = train.train(config)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
@@ -98,8 +134,13 @@ def test_every_flag_has_a_help_text_and_the_time_cap_is_one():
 
 
 def _start(out: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(REPO / "recipes" / "quickstart.py"), "--out", str(out), *args],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "recipes" / "quickstart.py"), "--out", str(out), *args],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _interrupt_when_waiting(process: subprocess.Popen, signum: int) -> str:
@@ -125,8 +166,21 @@ def test_interrupted_in_warm_start_and_in_gspo_then_resumed_matches_an_uninterru
     straight, broken = tmp_path / "straight", tmp_path / "broken"
     # The learner recomputes logp_old: the sampler's log-probs carry round-off that depends on which episodes shared
     # a batch (timing), the recompute's do not, so the resumed run must match bit for bit.
-    common = ["--steps", "4", "--warm-steps", "4", "--warm-checkpoint-every", "100", "--checkpoint-every", "100",
-              "--logp-old", "recompute", *PARITY, *SMALL[:2], *SMALL[4:]]
+    common = [
+        "--steps",
+        "4",
+        "--warm-steps",
+        "4",
+        "--warm-checkpoint-every",
+        "100",
+        "--checkpoint-every",
+        "100",
+        "--logp-old",
+        "recompute",
+        *PARITY,
+        *SMALL[:2],
+        *SMALL[4:],
+    ]
     _run(["--out", str(straight), *common])
 
     output = _interrupt_when_waiting(_start(broken, *common, "--wait-for-interrupt-at", "warm:2"), signal.SIGINT)
@@ -148,8 +202,9 @@ def test_interrupted_in_warm_start_and_in_gspo_then_resumed_matches_an_uninterru
     # The same ids, data order, RNG streams and batches give the same arithmetic: equal bit for bit.
     for name in a:
         assert torch.equal(a[name], b[name]), name
-    assert [json.loads(r)["reward_mean"] for r in (straight / "metrics.jsonl").read_text().splitlines()] == \
-        [json.loads(r)["reward_mean"] for r in (broken / "metrics.jsonl").read_text().splitlines()]
+    assert [json.loads(r)["reward_mean"] for r in (straight / "metrics.jsonl").read_text().splitlines()] == [
+        json.loads(r)["reward_mean"] for r in (broken / "metrics.jsonl").read_text().splitlines()
+    ]
 
     metrics_before = (broken / "metrics.jsonl").read_text()
     again = _run(["--out", str(broken), *common], check=False)
@@ -165,7 +220,7 @@ def test_interrupted_in_warm_start_and_in_gspo_then_resumed_matches_an_uninterru
 def test_the_last_lines_say_why_it_stopped_the_numbers_and_where_outputs_are(tmp_path):
     done = _run(["--out", str(tmp_path), "--steps", "1", *PARITY, *SMALL])
     lines = done.stdout.splitlines()
-    report = lines[next(i for i, line in enumerate(lines) if line.startswith("stopped: ")):]
+    report = lines[next(i for i, line in enumerate(lines) if line.startswith("stopped: ")) :]
     assert report[0] == "stopped: it ran the most GSPO steps, 1 (--steps)", report
     assert report[1].startswith("final eval on 4 held-out prompts: sampled success"), report
     for output in ("final/", "metrics.jsonl", "reward.png", "tensorboard/", "checkpoints/"):
@@ -208,8 +263,20 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_keep_identical_parameters(tmp_path):
-    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    launcher = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+    ]
     _run(["--out", str(tmp_path), "--steps", "2", *PARITY, *SMALL], launcher=launcher)
     summary = json.loads((tmp_path / "summary.json").read_text())
     checksums = summary["parameter_checksums"]

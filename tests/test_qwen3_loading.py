@@ -57,14 +57,19 @@ def test_a_hub_id_that_is_not_cached_names_the_download_command_and_the_cache(tm
 def test_a_local_folder_wins_over_a_hub_id_of_the_same_spelling(qwen3_folder, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     shutil.copytree(qwen3_folder, tmp_path / "Qwen" / "Local")
-    assert resolve_checkpoint("Qwen/Local", cache_dir=tmp_path / "empty-cache").resolve() == \
-        (tmp_path / "Qwen" / "Local").resolve()
+    assert (
+        resolve_checkpoint("Qwen/Local", cache_dir=tmp_path / "empty-cache").resolve()
+        == (tmp_path / "Qwen" / "Local").resolve()
+    )
 
 
-@pytest.mark.parametrize("setting, value, expected", [
-    ("dtype", "float8", "expected one of float32, bfloat16, float16"),
-    ("attn_implementation", "flash", "expected one of eager, sdpa"),
-])
+@pytest.mark.parametrize(
+    "setting, value, expected",
+    [
+        ("dtype", "float8", "expected one of float32, bfloat16, float16"),
+        ("attn_implementation", "flash", "expected one of eager, sdpa"),
+    ],
+)
 def test_bad_loading_settings_are_refused_naming_the_accepted_values(qwen3_folder, setting, value, expected):
     with pytest.raises(ValueError, match=expected):
         HFPolicy.from_pretrained(str(qwen3_folder), **{setting: value})

@@ -57,8 +57,9 @@ def rerender(trajectory, renderer, tools):
         assert renderer.decode(sampled[:-1] if finished else sampled) == history[at]["content"]
         ids = ids + sampled
         if turn + 1 < len(assistant_at):
-            continuation, exact = renderer.continuation_ids(history[: at + 1], history[at + 1: assistant_at[turn + 1]],
-                                                            tools)
+            continuation, exact = renderer.continuation_ids(
+                history[: at + 1], history[at + 1 : assistant_at[turn + 1]], tools
+            )
             assert exact, "the Qwen3 template rewrote history without <think> blocks"
             ids = ids + continuation
     return ids
@@ -85,8 +86,9 @@ def test_oracle_episodes_are_token_exact_under_the_qwen3_template(env_id, qwen3_
     make_env = make_env_factory(env_id)
     env = make_env()
     config = RolloutConfig(group_size=2, max_turns=12, max_context=32768, sampling=SamplingParams(max_new_tokens=4096))
-    runner = RolloutRunner(make_env, ScriptedPolicy(env.unwrapped.oracle, qwen3_renderer), qwen3_renderer, config,
-                           env_id=env_id)
+    runner = RolloutRunner(
+        make_env, ScriptedPolicy(env.unwrapped.oracle, qwen3_renderer), qwen3_renderer, config, env_id=env_id
+    )
     trajectories = runner.run_sync(range(3))
     assert [t.reward for t in trajectories] == [1.0] * 6, [t.metadata for t in trajectories]
     assert any(t.num_turns >= 2 for t in trajectories)
@@ -114,9 +116,13 @@ def test_sampled_turns_of_a_random_qwen3_moe_are_token_exact(env_id, qwen3_rende
     make_env = make_env_factory(env_id)
     env = make_env()
     tokenizer = qwen3_renderer.tokenizer
-    model_policy = HFPolicy(qwen3_model, end_of_turn_id=qwen3_renderer.end_of_turn_id,
-                            pad_token_id=tokenizer.pad_token_id, stop_ids=[tokenizer.convert_tokens_to_ids(
-                                "<|endoftext|>")], seed=0)
+    model_policy = HFPolicy(
+        qwen3_model,
+        end_of_turn_id=qwen3_renderer.end_of_turn_id,
+        pad_token_id=tokenizer.pad_token_id,
+        stop_ids=[tokenizer.convert_tokens_to_ids("<|endoftext|>")],
+        seed=0,
+    )
     policy = OracleThenModel(ScriptedPolicy(env.unwrapped.oracle, qwen3_renderer), model_policy)
     config = RolloutConfig(group_size=2, max_turns=4, max_context=32768, sampling=SamplingParams(max_new_tokens=12))
     trajectories = RolloutRunner(make_env, policy, qwen3_renderer, config, env_id=env_id).run_sync(range(2))
@@ -143,6 +149,8 @@ def test_check_template_flags_qwen3_only_where_it_drops_reasoning(tmp_path):
     tokenizer = load_tokenizer(unpack_tokenizer(tmp_path))
     with_reasoning = check_template(tokenizer)
     assert [t["prefix"] for t in with_reasoning.turns] == [True, False, False]
-    without = [dict(m, content=m["content"].split("</think>")[-1].lstrip()) if m["role"] == "assistant" else m
-               for m in SCRIPTED_CONVERSATION]
+    without = [
+        dict(m, content=m["content"].split("</think>")[-1].lstrip()) if m["role"] == "assistant" else m
+        for m in SCRIPTED_CONVERSATION
+    ]
     assert check_template(tokenizer, without).prefix_preserving

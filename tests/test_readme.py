@@ -29,6 +29,7 @@ def test_file_tree_lists_every_tracked_file():
         return  # not a git checkout (e.g. an sdist): nothing to compare
     tree = README.split("## Files", 1)[1].split("## Reading order", 1)[0]
     listed = {line.split()[0] for line in tree.splitlines() if line.strip() and not line.startswith("```")}
-    missing = [f for f in files.split() if f not in listed and not any(f.startswith(d) for d in listed
-                                                                         if d.endswith("/"))]
+    missing = [
+        f for f in files.split() if f not in listed and not any(f.startswith(d) for d in listed if d.endswith("/"))
+    ]
     assert not missing, f"README's file tree lacks: {missing}"

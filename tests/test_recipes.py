@@ -30,8 +30,13 @@ def recipe_module(name):
 
 
 def run_recipe(name, *args, timeout=900):
-    return subprocess.run([sys.executable, str(ROOT / "recipes" / f"gspo_{name}.py"), *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "recipes" / f"gspo_{name}.py"), *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.parametrize("name", RECIPES)
@@ -54,14 +59,27 @@ def test_every_recipe_smoke_size_trains_the_tiny_policy_and_writes_the_run_folde
     saved = sorted(p.name for p in (out / "trajectories").iterdir())
     assert saved == ["step_000001_rank0.jsonl", "step_000002_rank0.jsonl"]
     assert len(read_jsonl(out / "trajectories" / saved[1])) == 4
-    assert main(["view", str(out / "trajectories" / saved[1]), "--tokenizer", str(out / "final"),
-                 "--out", str(tmp_path / "view.html")]) == 0
+    assert (
+        main(
+            [
+                "view",
+                str(out / "trajectories" / saved[1]),
+                "--tokenizer",
+                str(out / "final"),
+                "--out",
+                str(tmp_path / "view.html"),
+            ]
+        )
+        == 0
+    )
     assert "4 trajectories" in (tmp_path / "view.html").read_text()
     if name == "codeforces":  # its held-out problem, never trained on, is evaluated after each step
         assert all(0.0 <= row["eval/pass@1"] <= 1.0 for row in rows)
         for step in (1, 2):
-            attempts = [json.loads(line) for line in
-                        (out / "eval" / f"step_{step:06d}" / "results.jsonl").read_text().splitlines()]
+            attempts = [
+                json.loads(line)
+                for line in (out / "eval" / f"step_{step:06d}" / "results.jsonl").read_text().splitlines()
+            ]
             assert [a["problem_id"] for a in attempts] == ["9000C"]
             assert "pass@1" in json.loads((out / "eval" / f"step_{step:06d}" / "summary.json").read_text())
         assert config["held_out"] == ["9000C"]
@@ -100,8 +118,7 @@ def test_settings_come_from_defaults_then_smoke_then_yaml_then_flags(tmp_path):
     assert real.policy == "Qwen/Qwen3-30B-A3B" and real.env_id == "agentgspo/Math-v0" and real.backend == "vllm"
     config_file = tmp_path / "run.yaml"
     config_file.write_text("steps: 7\nlr: 1e-3\nenv_kwargs: {sandbox: none}\ngroup-size: 4\n")
-    config = load_config(math.MathConfig, ["--smoke", "--config", str(config_file), "--lr", "0.002"],
-                         smoke=math.SMOKE)
+    config = load_config(math.MathConfig, ["--smoke", "--config", str(config_file), "--lr", "0.002"], smoke=math.SMOKE)
     assert config.policy == "tiny" and config.max_new_tokens == 32  # --smoke over the defaults
     assert config.steps == 7 and config.group_size == 4 and config.env_kwargs == {"sandbox": "none"}  # YAML
     assert config.lr == 0.002  # a flag over the YAML
@@ -159,9 +176,22 @@ def test_a_recipe_runs_sharded_with_fsdp2_on_two_cpu_ranks_with_split_turns(tmp_
     """Two gloo ranks under `accelerate launch`: the policy sharded by FSDP2 (shard_policy), the sampler an unsharded
     copy refreshed with the gathered weights, sharded checkpoints, full weights in final/; split_turns samples."""
     out = tmp_path / "fsdp"
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               str(ROOT / "recipes" / "gspo_search.py"), "--smoke", "--sharding", "fsdp2", "--history", "split_turns",
-               "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        str(ROOT / "recipes" / "gspo_search.py"),
+        "--smoke",
+        "--sharding",
+        "fsdp2",
+        "--history",
+        "split_turns",
+        "--out",
+        str(out),
+    ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

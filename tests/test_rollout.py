@@ -18,8 +18,7 @@ from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, Tur
 def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
     config.setdefault("group_size", 1)
     config.setdefault("env_call_timeout_s", 30)
-    runner = RolloutRunner(make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(**config),
-                           env_id="test")
+    runner = RolloutRunner(make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(**config), env_id="test")
     return runner.run_sync(list(seeds))
 
 
@@ -76,7 +75,13 @@ class Again(ChatEnv):
 def test_oracle_batch_completes_with_reward_one_and_ordered_groups(renderer):
     trajectories = run(renderer, CalculatorEnv, seeds=(3, 4), group_size=3)
     assert [(t.seed, t.group_id, t.sample_id) for t in trajectories] == [
-        (3, 0, 0), (3, 0, 1), (3, 0, 2), (4, 1, 0), (4, 1, 1), (4, 1, 2)]
+        (3, 0, 0),
+        (3, 0, 1),
+        (3, 0, 2),
+        (4, 1, 0),
+        (4, 1, 1),
+        (4, 1, 2),
+    ]
     assert all(t.stop_reason == "completed" and t.reward == 1.0 and t.num_turns == 2 for t in trajectories)
     assert all(t.matches_full_render and t.env_id == "test" for t in trajectories)
     summary = summarize(trajectories)
@@ -165,8 +170,12 @@ class AnswersSeedTimes(Again):
 def test_two_concurrent_runs_of_one_runner_both_finish(renderer):
     import asyncio
 
-    runner = RolloutRunner(AnswersSeedTimes, ScriptedPolicy(lambda messages: "hi", renderer), renderer,
-                           RolloutConfig(group_size=2, max_turns=8, env_call_timeout_s=3, env_workers=2))
+    runner = RolloutRunner(
+        AnswersSeedTimes,
+        ScriptedPolicy(lambda messages: "hi", renderer),
+        renderer,
+        RolloutConfig(group_size=2, max_turns=8, env_call_timeout_s=3, env_workers=2),
+    )
 
     async def both():
         return await asyncio.gather(runner.run([1]), runner.run([6]))
@@ -226,7 +235,7 @@ def test_a_backend_configuration_error_stops_the_batch_instead_of_becoming_env_e
 def test_turn_hitting_max_new_tokens_is_max_tokens(renderer):
     (t,) = run(renderer, CalculatorEnv, sampling=SamplingParams(max_new_tokens=5))
     assert t.stop_reason == "max_tokens" and t.turn_spans[0][1] - t.turn_spans[0][0] == 5
-    assert renderer.end_of_turn_id not in t.token_ids[t.turn_spans[0][0]:]
+    assert renderer.end_of_turn_id not in t.token_ids[t.turn_spans[0][0] :]
 
 
 def test_max_turns_of_the_runner(renderer):

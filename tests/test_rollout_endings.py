@@ -49,6 +49,7 @@ def scripted(renderer, text="hello"):
 
 # ------------------------------------------------------------------------------------------- A. on_truncation
 
+
 def test_a_custom_env_scored_at_the_end_is_paid_when_the_runner_cuts_it(renderer):
     Tally.cuts = []
     (t,) = runner(renderer, Tally, scripted(renderer), max_turns=3).run_sync([0])
@@ -59,8 +60,9 @@ def test_a_custom_env_scored_at_the_end_is_paid_when_the_runner_cuts_it(renderer
 
 def test_on_truncation_pays_a_turn_cut_at_max_new_tokens(renderer):
     Tally.cuts = []
-    (t,) = runner(renderer, Tally, scripted(renderer, "a long answer " * 20),
-                  sampling=SamplingParams(max_new_tokens=4)).run_sync([0])
+    (t,) = runner(
+        renderer, Tally, scripted(renderer, "a long answer " * 20), sampling=SamplingParams(max_new_tokens=4)
+    ).run_sync([0])
     assert t.stop_reason == "max_tokens" and Tally.cuts == ["max_tokens"]
     assert t.reward == 0.0 and t.turn_rewards == [0.0]  # no step consumed the turn: nothing earned
 
@@ -94,6 +96,7 @@ def test_split_turns_samples_carry_the_cut_reward_on_the_last_turn(renderer):
 
 # ------------------------------------------------------------------------------------------- B. time limits
 
+
 class SlowSampler(ScriptedPolicy):
     """A scripted policy whose every turn takes ``seconds`` at the sampler (awaited: other episodes go on)."""
 
@@ -109,8 +112,9 @@ class SlowSampler(ScriptedPolicy):
 def test_time_waiting_for_the_sampler_does_not_spend_the_env_budget(renderer):
     # The old episode_timeout_s counted time queued at the sampler: these episodes ended as "deadline".
     started = time.monotonic()
-    trajectories = runner(renderer, Tally, SlowSampler(renderer, 0.5), group_size=2, max_turns=2, env_budget_s=0.2,
-                          sampler_timeout_s=30).run_sync([0])
+    trajectories = runner(
+        renderer, Tally, SlowSampler(renderer, 0.5), group_size=2, max_turns=2, env_budget_s=0.2, sampler_timeout_s=30
+    ).run_sync([0])
     assert time.monotonic() - started >= 1.0  # the sampler took 5x the env budget
     assert [t.stop_reason for t in trajectories] == ["max_turns"] * 2
     assert all(t.metadata["env_seconds"] < 0.2 for t in trajectories)
@@ -129,8 +133,9 @@ class HangsInStep(Tally):
 def test_a_hung_env_call_is_env_timeout_and_not_trained(renderer):
     RELEASE_HUNG.clear()
     try:
-        trajectories = runner(renderer, HangsInStep, scripted(renderer), group_size=2,
-                              env_call_timeout_s=0.5).run_sync([0])
+        trajectories = runner(renderer, HangsInStep, scripted(renderer), group_size=2, env_call_timeout_s=0.5).run_sync(
+            [0]
+        )
     finally:
         RELEASE_HUNG.set()
     assert [t.stop_reason for t in trajectories] == ["env_timeout"] * 2
@@ -157,8 +162,9 @@ class SlowStep(Tally):
 
 def test_a_call_queued_for_a_free_worker_is_not_timed_until_it_runs(renderer):
     # One worker, four episodes: a step waits up to 0.9 s for the worker, but runs 0.3 s (< the 0.6 s limit).
-    trajectories = runner(renderer, SlowStep, scripted(renderer), group_size=4, max_turns=1, env_workers=1,
-                          env_call_timeout_s=0.6).run_sync([0])
+    trajectories = runner(
+        renderer, SlowStep, scripted(renderer), group_size=4, max_turns=1, env_workers=1, env_call_timeout_s=0.6
+    ).run_sync([0])
     assert [t.stop_reason for t in trajectories] == ["max_turns"] * 4
 
 
@@ -166,8 +172,9 @@ def test_an_episode_that_spends_its_env_budget_is_env_budget_keeps_its_reward_an
     Tally.cuts = []
     SlowStep.STEP_SECONDS = 0.6
     try:
-        trajectories = runner(renderer, SlowStep, scripted(renderer), group_size=2, max_turns=10,
-                              env_budget_s=1.0).run_sync([0])
+        trajectories = runner(
+            renderer, SlowStep, scripted(renderer), group_size=2, max_turns=10, env_budget_s=1.0
+        ).run_sync([0])
     finally:
         SlowStep.STEP_SECONDS = 0.3
     assert [(t.stop_reason, t.num_turns) for t in trajectories] == [("env_budget", 2)] * 2
@@ -206,6 +213,7 @@ def test_time_limits_are_positive_or_none(limit):
 
 # ------------------------------------------------------------------------------------------- C. sampler failures
 
+
 class FailingSampler:
     """A backend that raises (an engine error) or never answers."""
 
@@ -235,8 +243,12 @@ def test_summarize_reports_reward_and_success_over_the_trained_episodes_only():
     def episode(reason, reward):
         return Trajectory(stop_reason=reason, reward=reward)
 
-    batch = [episode("completed", 1.0), episode("max_turns", 0.0), episode("sampler_error", 0.0),
-             episode("env_timeout", 0.0)]
+    batch = [
+        episode("completed", 1.0),
+        episode("max_turns", 0.0),
+        episode("sampler_error", 0.0),
+        episode("env_timeout", 0.0),
+    ]
     summary = summarize(batch)
     assert (summary["reward_mean"], summary["success"], summary["trained_episodes"]) == (0.5, 0.5, 2)
     assert summary["excluded_frac"] == 0.5
@@ -247,6 +259,7 @@ def test_summarize_reports_reward_and_success_over_the_trained_episodes_only():
 
 
 # ------------------------------------------------------------------------------------------- D. end-of-text
+
 
 class EndsWithEndOfText(ScriptedPolicy):
     """Scripted turns that stop on ``<|endoftext|>`` (a backend's other stop id) instead of end-of-turn."""
@@ -287,6 +300,7 @@ def test_an_end_of_text_answer_the_env_accepts_is_completed(renderer):
 
 # ------------------------------------------------------------------------------------------- E. sampling record
 
+
 class Recording(ScriptedPolicy):
     def __init__(self, renderer):
         super().__init__(lambda messages: "hello", renderer)
@@ -301,9 +315,11 @@ class Recording(ScriptedPolicy):
 def test_every_trajectory_records_how_it_was_sampled(renderer, history):
     policy = Recording(renderer)
     sampling = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=10_000, top_k=5)
-    trajectories = runner(renderer, Tally, policy, max_turns=2, max_context=4096, sampling=sampling,
-                          history=history).run_sync([0])
-    assert [t.sampling for t in trajectories] == [{"temperature": 0.7, "top_p": 0.9, "top_k": 5,
-                                                   "logprobs": "truncated"}] * len(trajectories)
+    trajectories = runner(
+        renderer, Tally, policy, max_turns=2, max_context=4096, sampling=sampling, history=history
+    ).run_sync([0])
+    assert [t.sampling for t in trajectories] == [
+        {"temperature": 0.7, "top_p": 0.9, "top_k": 5, "logprobs": "truncated"}
+    ] * len(trajectories)
     # max_new_tokens cut to the room left in the context; the other parameters kept
     assert [(p.max_new_tokens < 10_000, p.top_k, p.top_p) for p in policy.params] == [(True, 5, 0.9)] * 2

@@ -13,8 +13,15 @@ from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
-from agentgspo.learning.routing_replay import (batch_replay, decode_routing, encode_routing, find_routers,
-                                               merge_routing, record_routing, replay_routing)
+from agentgspo.learning.routing_replay import (
+    batch_replay,
+    decode_routing,
+    encode_routing,
+    find_routers,
+    merge_routing,
+    record_routing,
+    replay_routing,
+)
 from agentgspo.rollouts.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import MOE_FAMILIES, build_tiny  # tests/tiny_models.py
@@ -35,8 +42,9 @@ def _sampled_trajectories(model, *, count=4, seed=0):
     policy = HFPolicy(model, end_of_turn_id=2, pad_token_id=0, record_routing=True)
     rng = random.Random(seed)
     prompts = [[rng.randrange(3, 100) for _ in range(6 + 3 * i)] for i in range(count)]
-    turns = policy.generate(prompts, SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=10),
-                            seeds=list(range(count)))
+    turns = policy.generate(
+        prompts, SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=10), seeds=list(range(count))
+    )
     out = []
     for i, (prompt, turn) in enumerate(zip(prompts, turns)):
         t = Trajectory(group_id=i // 2, sample_id=i % 2)
@@ -124,8 +132,10 @@ def _routed_forward(model, input_ids, replay=None):
     under ``replay_routing(replay)`` when given."""
     received = []
     modules = [m for m in model.modules() if type(m).__name__.endswith("Experts")]
-    handles = [m.register_forward_pre_hook(lambda mod, args: received.append((args[1].clone(), args[2].clone())))
-               for m in modules]
+    handles = [
+        m.register_forward_pre_hook(lambda mod, args: received.append((args[1].clone(), args[2].clone())))
+        for m in modules
+    ]
     context = replay_routing(model, replay) if replay is not None else contextlib.nullcontext()
     with torch.no_grad(), context:
         outputs = model(input_ids=input_ids, output_router_logits=True, use_cache=False)
@@ -182,9 +192,11 @@ def _returning_probabilities(router):
     router.forward = forward
 
 
-@pytest.mark.parametrize("name,overrides", [("mixtral", {}), ("qwen2_moe_shared_expert", {}),
-                                            ("qwen2_moe_shared_expert", {"norm_topk_prob": True})],
-                         ids=["mixtral", "qwen2_moe", "qwen2_moe_norm_topk"])
+@pytest.mark.parametrize(
+    "name,overrides",
+    [("mixtral", {}), ("qwen2_moe_shared_expert", {}), ("qwen2_moe_shared_expert", {"norm_topk_prob": True})],
+    ids=["mixtral", "qwen2_moe", "qwen2_moe_norm_topk"],
+)
 def test_replay_weights_are_right_when_the_router_returns_probabilities(name, overrides):
     """Issue 19: the replayed weights were ``softmax(first output)``; where a router's first output is already a
     probability (transformers 5.0-5.5), that softmax is nearly uniform. Replay must still reproduce the live
@@ -203,15 +215,27 @@ def _learner(model, lr=3e-2, **config):
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model, optimizer = accelerator.prepare(model, optimizer)
-    return GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=LearnerConfig(
-        memory_estimate=False, volatility_rows=0, minibatches=2, router_aux_loss_coef=0.0, **config))
+    return GSPOLearner(
+        model,
+        optimizer,
+        accelerator,
+        pad_token_id=0,
+        config=LearnerConfig(
+            memory_estimate=False, volatility_rows=0, minibatches=2, router_aux_loss_coef=0.0, **config
+        ),
+    )
 
 
 def _gap(model, trajectories, replay):
     """Mean |logp_trainer - logp_sampler| over the sampled tokens, with or without the sampler's routing."""
     batch = collate(trajectories, 0)
-    context = replay_routing(model, batch_replay([decode_routing(t.routed_experts) for t in trajectories],
-                                                 batch.input_ids.shape[1])) if replay else torch.no_grad()
+    context = (
+        replay_routing(
+            model, batch_replay([decode_routing(t.routed_experts) for t in trajectories], batch.input_ids.shape[1])
+        )
+        if replay
+        else torch.no_grad()
+    )
     with torch.no_grad(), context:
         logp = logprobs_from_logits(forward(model, batch).logits, batch.input_ids)
     gap = (logp - batch.sampler_logprobs).abs()
@@ -232,8 +256,10 @@ def test_learner_replays_the_rollout_routing_and_the_sampler_gap_shrinks():
     assert metrics["sampler_logprob_gap"] == pytest.approx(stale_replayed, rel=1e-4)
     assert stale_replayed < stale_live
     after_live, after_replayed = _gap(model, trajectories, replay=False), _gap(model, trajectories, replay=True)
-    print(f"sampler/trainer gap: before update live {stale_live:.4f} replayed {stale_replayed:.4f}; "
-          f"after update live {after_live:.4f} replayed {after_replayed:.4f}")
+    print(
+        f"sampler/trainer gap: before update live {stale_live:.4f} replayed {stale_replayed:.4f}; "
+        f"after update live {after_live:.4f} replayed {after_replayed:.4f}"
+    )
     assert after_replayed < after_live
 
 
@@ -252,12 +278,15 @@ def test_old_policy_replay_routes_training_forwards_as_the_recompute():
     # minibatch (one row each): each training forward routes as the recompute routed that row, a row being a
     # contiguous run of positions of a recompute forward (right padding comes after it).
     assert len(calls) % layers == 0 and len(calls) > 2 * layers
-    forwards = [torch.stack(calls[f * layers:(f + 1) * layers]) for f in range(len(calls) // layers)]  # [L, N, k]
+    forwards = [torch.stack(calls[f * layers : (f + 1) * layers]) for f in range(len(calls) // layers)]  # [L, N, k]
     recompute, trained = forwards[:-2], forwards[-2:]
     for ids in trained:  # [L, T_row, k]
         rows = ids.shape[1]
-        assert any(torch.equal(ids, scored[:, start:start + rows]) for scored in recompute
-                   for start in range(scored.shape[1] - rows + 1)), "a training forward left the recompute's routing"
+        assert any(
+            torch.equal(ids, scored[:, start : start + rows])
+            for scored in recompute
+            for start in range(scored.shape[1] - rows + 1)
+        ), "a training forward left the recompute's routing"
 
 
 def test_rollout_replay_without_a_recorded_routing_is_a_clear_error():
@@ -285,8 +314,9 @@ def test_routing_record_is_compact_and_round_trips(tmp_path):
     trajectories = _sampled_trajectories(build_tiny("olmoe"), count=2)
     write_jsonl(trajectories, tmp_path / "t.jsonl")
     back = read_jsonl(tmp_path / "t.jsonl")
-    assert [decode_routing(t.routed_experts).tolist() for t in back] == \
-        [decode_routing(t.routed_experts).tolist() for t in trajectories]
+    assert [decode_routing(t.routed_experts).tolist() for t in back] == [
+        decode_routing(t.routed_experts).tolist() for t in trajectories
+    ]
     # merge keeps what an earlier turn recorded and fills rows it had not
     merged = decode_routing(merge_routing(encode_routing(ids), torch.full((3, 2, 2), 5)))
     assert merged[0].tolist() == [[0, 7], [3, 1]] and merged[1:].eq(5).all()

@@ -20,8 +20,16 @@ def _saved(tmp_path, **settings):
 def test_a_new_folder_and_the_same_settings_pass(tmp_path):
     assert check_run_folder(tmp_path / "new", {"seed": 0}, command="agentgspo x", flag_of=FLAGS) is None
     _saved(tmp_path, seed=0, lr=1e-4, max_minutes=9.0)
-    assert check_run_folder(tmp_path, {"seed": 0, "lr": 1e-4, "max_minutes": 20.0}, command="agentgspo x",
-                            flag_of=FLAGS, ignore=["max_minutes"]) is not None
+    assert (
+        check_run_folder(
+            tmp_path,
+            {"seed": 0, "lr": 1e-4, "max_minutes": 20.0},
+            command="agentgspo x",
+            flag_of=FLAGS,
+            ignore=["max_minutes"],
+        )
+        is not None
+    )
 
 
 def test_other_settings_are_refused_naming_each_and_both_ways_on(tmp_path):

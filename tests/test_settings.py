@@ -18,8 +18,11 @@ def recipe_configs() -> dict[str, type]:
     configs = {}
     for name in RECIPES:
         module = importlib.import_module(f"agentgspo.recipes.{name}")
-        configs[name] = next(value for key, value in vars(module).items()
-                             if key.endswith("Config") and isinstance(value, type) and issubclass(value, TrainConfig))
+        configs[name] = next(
+            value
+            for key, value in vars(module).items()
+            if key.endswith("Config") and isinstance(value, type) and issubclass(value, TrainConfig)
+        )
     return configs
 
 
@@ -35,7 +38,8 @@ def declarations(config_class: type) -> dict[str, type]:
                 # A redeclaration must reuse the declaration (with_defaults does): same help, same type.
                 assert spec.metadata is declared.metadata, (
                     f"{klass.__qualname__}.{spec.name} declares the setting again (declared in "
-                    f"{found[spec.name].__qualname__}); change its default with settings.with_defaults instead")
+                    f"{found[spec.name].__qualname__}); change its default with settings.with_defaults instead"
+                )
     return found
 
 
@@ -78,13 +82,28 @@ def test_with_defaults_changes_defaults_only_and_refuses_unknown_names():
 
 
 def test_flags_and_yaml_read_every_kind_of_setting_alike(tmp_path):
-    flags = load_config(TrainConfig, ["--backend", "hf", "--exclude-stop-reasons", '["env_error"]',
-                                      "--sync-each-micro-batch", "none", "--compile", "true", "--max-grad-norm", ""])
+    flags = load_config(
+        TrainConfig,
+        [
+            "--backend",
+            "hf",
+            "--exclude-stop-reasons",
+            '["env_error"]',
+            "--sync-each-micro-batch",
+            "none",
+            "--compile",
+            "true",
+            "--max-grad-norm",
+            "",
+        ],
+    )
     assert flags.exclude_stop_reasons == ("env_error",) and flags.sync_each_micro_batch is None
     assert flags.compile is True and flags.max_grad_norm is None
     yaml_file = tmp_path / "run.yaml"
-    yaml_file.write_text("backend: hf\nexclude_stop_reasons: [env_error]\nsync_each_micro_batch: null\n"
-                         "compile: true\nmax_grad_norm: null\n")
+    yaml_file.write_text(
+        "backend: hf\nexclude_stop_reasons: [env_error]\nsync_each_micro_batch: null\n"
+        "compile: true\nmax_grad_norm: null\n"
+    )
     assert load_config(TrainConfig, ["--config", str(yaml_file)]) == flags
     with pytest.raises(SystemExit):  # a Literal setting lists its choices
         load_config(TrainConfig, ["--backend", "hf", "--objective", "ppo"])

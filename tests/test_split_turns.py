@@ -68,8 +68,13 @@ def template_render(tokenizer, messages, tools=None):
 
 
 def play(renderer, history, make_env=FollowUpEnv, fn=FollowUpEnv.oracle, group_size=2, seeds=range(1)):
-    config = RolloutConfig(group_size=group_size, max_turns=12, max_context=32768, history=history,
-                           sampling=SamplingParams(max_new_tokens=4096))
+    config = RolloutConfig(
+        group_size=group_size,
+        max_turns=12,
+        max_context=32768,
+        history=history,
+        sampling=SamplingParams(max_new_tokens=4096),
+    )
     return RolloutRunner(make_env, ScriptedPolicy(fn, renderer), renderer, config).run_sync(list(seeds))
 
 
@@ -78,11 +83,12 @@ def assert_each_sample_is_the_template_render_plus_its_turn(samples, tokenizer, 
         turn = sample.metadata["episode_turn"]
         assistant_at = [i for i, m in enumerate(sample.messages) if m["role"] == "assistant"]
         before = sample.messages[: assistant_at[turn]]
-        (start, end), = sample.turn_spans
+        ((start, end),) = sample.turn_spans
         assert sample.token_ids[:start] == template_render(tokenizer, before, tools)
         content = sample.messages[assistant_at[turn]]["content"]
-        assert sample.token_ids[start:end] == tokenizer.encode(content, add_special_tokens=False) + \
-            [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        assert sample.token_ids[start:end] == tokenizer.encode(content, add_special_tokens=False) + [
+            tokenizer.convert_tokens_to_ids("<|im_end|>")
+        ]
         assert sample.loss_mask == [0] * start + [1] * (end - start)
 
 
@@ -95,7 +101,7 @@ def test_each_turn_is_sampled_in_the_context_the_template_renders_dropping_earli
     reasoning = tokenizer.encode("Seven plus five", add_special_tokens=False)
 
     def holds(ids, part):
-        return any(ids[i: i + len(part)] == part for i in range(len(ids)))
+        return any(ids[i : i + len(part)] == part for i in range(len(ids)))
 
     second_context = samples[1].token_ids[: samples[1].turn_spans[0][0]]
     assert not holds(second_context, reasoning)  # the template dropped turn 1's <think> block
@@ -146,23 +152,32 @@ def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, optimizer = accelerator.prepare(model, optimizer)
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
-                          config=LearnerConfig(minibatches=1, skip_zero_advantage=False, volatility_rows=0,
-                                               memory_estimate=False))
+    learner = GSPOLearner(
+        model,
+        optimizer,
+        accelerator,
+        pad_token_id=renderer.tokenizer.pad_token_id,
+        config=LearnerConfig(minibatches=1, skip_zero_advantage=False, volatility_rows=0, memory_estimate=False),
+    )
     learner.step(samples)
     assert computed == [pytest.approx([0.70710, 0.70710, -0.70710, -0.70710], abs=1e-4)]
     # Each sample forwarded twice (the logp_old recompute, then the update), each exactly its own ids.
     assert sorted(seen) == sorted(s.token_ids for s in samples for _ in range(2))
     batch = collate(samples, renderer.tokenizer.pad_token_id)
     for row, sample in enumerate(samples):
-        (start, end), = sample.turn_spans
+        ((start, end),) = sample.turn_spans
         assert batch.loss_mask[row].nonzero().flatten().tolist() == list(range(start, end))
 
 
 def test_an_episodes_turns_share_one_advantage_counted_once_in_its_group():
     def sample(reward, sample_id, turn, turns):
-        return Trajectory(group_id=0, sample_id=sample_id, seed=5, reward=reward,
-                          metadata={"episode_turn": turn, "episode_turns": turns})
+        return Trajectory(
+            group_id=0,
+            sample_id=sample_id,
+            seed=5,
+            reward=reward,
+            metadata={"episode_turn": turn, "episode_turns": turns},
+        )
 
     # Episode 0: three turns, reward 1; episode 1: one turn, reward 0. Per episode: z = +-0.7071 (unbiased std).
     samples = [sample(1.0, 0, k, 3) for k in range(3)] + [sample(0.0, 1, 0, 1)]
@@ -192,8 +207,9 @@ def test_sampled_split_turns_carry_the_log_probs_of_their_own_context(renderer, 
     policy = HFPolicy.from_pretrained(str(qwen3_folder), seed=0)
     env = gym.make(env_id)
     sampler = OracleThenModel(ScriptedPolicy(env.unwrapped.oracle, renderer), policy)
-    config = RolloutConfig(group_size=2, max_turns=3, max_context=32768, history="split_turns",
-                           sampling=SamplingParams(max_new_tokens=8))
+    config = RolloutConfig(
+        group_size=2, max_turns=3, max_context=32768, history="split_turns", sampling=SamplingParams(max_new_tokens=8)
+    )
     samples = RolloutRunner(lambda: gym.make(env_id), sampler, renderer, config, env_id=env_id).run_sync([0, 1])
     sampled = [s for s in samples if s.metadata["episode_turn"] >= 1]
     assert sampled

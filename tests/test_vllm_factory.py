@@ -107,12 +107,32 @@ def test_a_new_backend_is_one_module_and_one_registration_line(tiny_path, tmp_pa
 
     monkeypatch.setitem(BACKENDS, "echo", BACKENDS.get("echo", ""))  # undone after the test
     register_backend("echo", "echo_backend:EchoPolicy")
-    echo = make_backend("tiny", "echo",
-                        **backend_options(parse(["--backend", "echo", "--echo-text", "<answer>7</answer>"])))
+    echo = make_backend(
+        "tiny", "echo", **backend_options(parse(["--backend", "echo", "--echo-text", "<answer>7</answer>"]))
+    )
     assert sync_weights(echo, torch.nn.Linear(1, 1)) == 1
-    assert main(["rollout", "--policy", "tiny", "--backend", "echo", "--echo-text", "<answer>58011</answer>",
-                 "--env", "agentgspo/Calculator-v0", "--episodes", "2", "--group-size", "1",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "rollout",
+                "--policy",
+                "tiny",
+                "--backend",
+                "echo",
+                "--echo-text",
+                "<answer>58011</answer>",
+                "--env",
+                "agentgspo/Calculator-v0",
+                "--episodes",
+                "2",
+                "--group-size",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["episodes"] == 2
     records = read_jsonl(tmp_path / "trajectories.jsonl")

@@ -131,8 +131,10 @@ def test_the_budget_is_spent_when_reached_not_only_when_passed():
 
 def test_the_counters_say_the_current_episode():
     clock = FakeClock()
-    turns, budget = MaxTurns(Chatty(), max_turns=5), EnvBudget(SlowChatty(clock, step_seconds=2.0), seconds=60,
-                                                                clock=clock)
+    turns, budget = (
+        MaxTurns(Chatty(), max_turns=5),
+        EnvBudget(SlowChatty(clock, step_seconds=2.0), seconds=60, clock=clock),
+    )
     for env in (turns, budget):
         env.reset(seed=0)
         env.step("hi")

@@ -33,7 +33,7 @@ def save_checkpoint(model, tokenizer, folder: Path) -> Path:
 def learner_logprobs(model, prompt: list[int], ids: list[int], temperature: float = 1.0) -> torch.Tensor:
     """log_softmax(logits / T) of ``ids`` after ``prompt``: the learner's fp32 scoring of one sampled turn."""
     with torch.no_grad():
-        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1: -1].float() / temperature  # [n, V]
+        logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1 : -1].float() / temperature  # [n, V]
     return torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids)[:, None]).squeeze(-1)  # [n]
 
 
@@ -58,8 +58,9 @@ def gspo_step(model, trajectories, pad_token_id: int):
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW(updated.parameters(), lr=1e-2)
     prepared, optimizer = accelerator.prepare(updated, optimizer)
-    metrics = GSPOLearner(prepared, optimizer, accelerator, pad_token_id=pad_token_id,
-                          config=LearnerConfig(minibatches=1)).step(trajectories)
+    metrics = GSPOLearner(
+        prepared, optimizer, accelerator, pad_token_id=pad_token_id, config=LearnerConfig(minibatches=1)
+    ).step(trajectories)
     assert metrics["optimizer_steps"] >= 1, metrics
     return accelerator.unwrap_model(prepared).eval()
 
@@ -77,8 +78,9 @@ class PolicyServer:
         command, env = server_command(checkpoint, port=port, max_num_seqs=64, enforce_eager=True)
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
-        self.process = subprocess.Popen(command, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            command, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def wait_ready(self, timeout_s: float = 900.0) -> None:
         """Return once ``/v1/models`` answers; fail with the log's tail if the server exits first."""

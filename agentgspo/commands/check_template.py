@@ -36,12 +36,19 @@ def run(args: argparse.Namespace) -> int:
             status = "ok  " if turn["prefix"] else "FAIL"
             line = f"{status} assistant turn {turn['turn']} is a token prefix of the next rendering"
             if not turn["prefix"]:
-                line += (f": differs at token {turn['first_difference']}: sampled {turn['sampled']!r} vs "
-                         f"re-rendered {turn['re_rendered']!r}")
+                line += (
+                    f": differs at token {turn['first_difference']}: sampled {turn['sampled']!r} vs "
+                    f"re-rendered {turn['re_rendered']!r}"
+                )
             print(line)
-        verdict = "prefix-preserving" if result.prefix_preserving else (
-            "NOT prefix-preserving: re-rendering rewrites earlier turns (e.g. drops <think> blocks); train on the "
-            "sampled ids (the default, history='as_sampled') or train each turn in the context the template renders "
-            "for it (RolloutConfig(history='split_turns'); a recipe's --history split_turns)")
+        verdict = (
+            "prefix-preserving"
+            if result.prefix_preserving
+            else (
+                "NOT prefix-preserving: re-rendering rewrites earlier turns (e.g. drops <think> blocks); train on the "
+                "sampled ids (the default, history='as_sampled') or train each turn in the context the template "
+                "renders for it (RolloutConfig(history='split_turns'); a recipe's --history split_turns)"
+            )
+        )
         print(f"template: {verdict}")
     return 0 if result.prefix_preserving else 1

@@ -19,28 +19,53 @@ DEFAULT_MEMORY_LIMIT_MB = 256.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo judge`."""
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--problem", type=Path,
-                       help="problem folder in any registered format: the project's (problem.json), an "
-                            "ICPC/Kattis package (problem.yaml) or a Polygon package (problem.xml); its limits and "
-                            "checker are used")
+    where.add_argument(
+        "--problem",
+        type=Path,
+        help="problem folder in any registered format: the project's (problem.json), an "
+        "ICPC/Kattis package (problem.yaml) or a Polygon package (problem.xml); its limits and "
+        "checker are used",
+    )
     where.add_argument("--tests", type=Path, help="folder of NAME.in / NAME.ans pairs")
     parser.add_argument("--solution", required=True, type=Path, help="source file (Python 3 .py or C++ .cpp/.cc)")
     parser.add_argument("--lang", choices=["py", "cpp"], help="language (default: from the file suffix)")
-    parser.add_argument("--checker", default=None,
-                        help="with --tests: tokens (default) | float:EPS | icpc:FLAGS | testlib:PATH | openr1:PATH "
-                             "| kattis:PATH")
+    parser.add_argument(
+        "--checker",
+        default=None,
+        help="with --tests: tokens (default) | float:EPS | icpc:FLAGS | testlib:PATH | openr1:PATH | kattis:PATH",
+    )
     parser.add_argument("--interactor", type=Path, help="with --tests: interactor, run as `interactor INPUT LOG`")
-    parser.add_argument("--time-limit", type=float, default=None,
-                        help=f"CPU seconds per test (default: the package's, or {DEFAULT_TIME_LIMIT_S:g} with --tests)")
-    parser.add_argument("--memory-limit", type=float, default=None,
-                        help=f"MB per test (default: the package's, or {DEFAULT_MEMORY_LIMIT_MB:g} with --tests)")
-    parser.add_argument("--output-limit", type=float, default=None,
-                        help="MB of output per test; more is OLE (default: the package's, else 64)")
-    parser.add_argument("--testlib-h", type=Path, default=None,
-                        help="testlib.h to compile C++ testlib checkers/interactors against (default: the one beside "
-                             "the source, or $AGENTGSPO_TESTLIB_H)")
-    parser.add_argument("--backend", choices=["local", "docker", "remote"], default="local",
-                        help="sandbox backend (default local = bubblewrap; remote: $AGENTGSPO_SANDBOX_URLS)")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help=f"CPU seconds per test (default: the package's, or {DEFAULT_TIME_LIMIT_S:g} with --tests)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=float,
+        default=None,
+        help=f"MB per test (default: the package's, or {DEFAULT_MEMORY_LIMIT_MB:g} with --tests)",
+    )
+    parser.add_argument(
+        "--output-limit",
+        type=float,
+        default=None,
+        help="MB of output per test; more is OLE (default: the package's, else 64)",
+    )
+    parser.add_argument(
+        "--testlib-h",
+        type=Path,
+        default=None,
+        help="testlib.h to compile C++ testlib checkers/interactors against (default: the one beside "
+        "the source, or $AGENTGSPO_TESTLIB_H)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=["local", "docker", "remote"],
+        default="local",
+        help="sandbox backend (default local = bubblewrap; remote: $AGENTGSPO_SANDBOX_URLS)",
+    )
     parser.add_argument("--stop-on-failure", action="store_true", help="with --tests: stop at the first failing test")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -53,8 +78,10 @@ def _positive(name: str, value: float | None) -> None:
 def _tests_folder_error(folder: Path) -> str | None:
     """A hint when --tests was given a problem folder instead of its tests."""
     if (folder / "tests").is_dir() and any((folder / "tests").glob("*.in")):
-        return f"{folder} is a problem folder: pass its tests as --tests {folder / 'tests'}, or the whole " \
-               f"problem as --problem {folder}"
+        return (
+            f"{folder} is a problem folder: pass its tests as --tests {folder / 'tests'}, or the whole "
+            f"problem as --problem {folder}"
+        )
     from agentgspo.sandboxes.judge.formats import format_of
 
     if format_of(folder) is not None:
@@ -71,11 +98,23 @@ def _judge_tests(args: argparse.Namespace, source: str, lang: str):
     if args.interactor is not None and not args.interactor.exists():
         raise ValueError(f"interactor {str(args.interactor)!r} does not exist")
     extra = {"output_limit_mb": args.output_limit} if args.output_limit is not None else {}
-    limits = Limits(time_limit_s=args.time_limit or DEFAULT_TIME_LIMIT_S,
-                    memory_limit_mb=args.memory_limit or DEFAULT_MEMORY_LIMIT_MB, **extra)
+    limits = Limits(
+        time_limit_s=args.time_limit or DEFAULT_TIME_LIMIT_S,
+        memory_limit_mb=args.memory_limit or DEFAULT_MEMORY_LIMIT_MB,
+        **extra,
+    )
     header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
-    return judge(source, tests, lang=lang, checker=args.checker or "tokens", interactor=args.interactor,
-                 limits=limits, stop_on_failure=args.stop_on_failure, backend=args.backend, **header)
+    return judge(
+        source,
+        tests,
+        lang=lang,
+        checker=args.checker or "tokens",
+        interactor=args.interactor,
+        limits=limits,
+        stop_on_failure=args.stop_on_failure,
+        backend=args.backend,
+        **header,
+    )
 
 
 def _judge_package(args: argparse.Namespace, source: str, lang: str):
@@ -91,14 +130,33 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
         takers = " or ".join(f"a {f.description} ({f.marker})" for f in FORMATS.values() if "testlib_h" in f.options)
         raise ValueError(f"--testlib-h goes with --tests or {takers}")
     if found is not None and found.judge_folder is not None:  # judged whole (Kattis: groups and grading)
-        return found.judge_folder(args.problem, source, lang, backend=args.backend, time_limit_s=args.time_limit,
-                                  memory_limit_mb=args.memory_limit, output_limit_mb=args.output_limit)
+        return found.judge_folder(
+            args.problem,
+            source,
+            lang,
+            backend=args.backend,
+            time_limit_s=args.time_limit,
+            memory_limit_mb=args.memory_limit,
+            output_limit_mb=args.output_limit,
+        )
     problem = load_any_problem(args.problem, **header)
-    overrides = {key: value for key, value in (("time_limit_s", args.time_limit),
-                                               ("memory_limit_mb", args.memory_limit),
-                                               ("output_limit_mb", args.output_limit)) if value is not None}
-    return judge_problem(problem, source, lang, backend=args.backend, stop_on_failure=args.stop_on_failure,
-                         limits=problem.limits(**overrides))
+    overrides = {
+        key: value
+        for key, value in (
+            ("time_limit_s", args.time_limit),
+            ("memory_limit_mb", args.memory_limit),
+            ("output_limit_mb", args.output_limit),
+        )
+        if value is not None
+    }
+    return judge_problem(
+        problem,
+        source,
+        lang,
+        backend=args.backend,
+        stop_on_failure=args.stop_on_failure,
+        limits=problem.limits(**overrides),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,8 +164,11 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.sandboxes.judge.languages import submission_language
 
     try:
-        for name, value in (("--time-limit", args.time_limit), ("--memory-limit", args.memory_limit),
-                            ("--output-limit", args.output_limit)):
+        for name, value in (
+            ("--time-limit", args.time_limit),
+            ("--memory-limit", args.memory_limit),
+            ("--output-limit", args.output_limit),
+        ):
             _positive(name, value)
         source = args.solution.read_text()
         lang = args.lang or submission_language(args.solution, source.encode()[:200])
@@ -119,13 +180,17 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict()))
     else:
         for test in result.tests:
-            print(f"{test.name:>12}  {test.verdict.value:<4} {test.time_s:7.3f} s {test.memory_mb:8.1f} MB  "
-                  f"{test.message[:80]}")
+            print(
+                f"{test.name:>12}  {test.verdict.value:<4} {test.time_s:7.3f} s {test.memory_mb:8.1f} MB  "
+                f"{test.message[:80]}"
+            )
         if result.compile_output:
             print(result.compile_output.rstrip())
         for group in result.groups:
             score = "" if group.get("score") is None else f" score {group['score']:g}"
             print(f"group {group['name']}: {group['verdict']}{score}")
-        print(f"verdict: {result.verdict.value} ({result.passed}/{len(result.tests)} tests passed)"
-              + (f": {result.message}" if result.message else ""))
+        print(
+            f"verdict: {result.verdict.value} ({result.passed}/{len(result.tests)} tests passed)"
+            + (f": {result.message}" if result.message else "")
+        )
     return 0 if result.accepted else 1

@@ -15,8 +15,11 @@ from agentgspo.cli import port_number
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the command."""
-    parser.add_argument("--corpus", default=None,
-                        help="JSONL/JSON/Parquet file of documents with id, title, text (default: built-in KB)")
+    parser.add_argument(
+        "--corpus",
+        default=None,
+        help="JSONL/JSON/Parquet file of documents with id, title, text (default: built-in KB)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=port_number, default=8100, help="port (default 8100)")
 
@@ -43,13 +46,18 @@ def run(args: argparse.Namespace) -> int:
         sock.bind((args.host, args.port))
     except OSError as exc:
         sock.close()
-        raise ValueError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); pick "
-                         "another port (0: any free one)") from None
+        raise ValueError(
+            f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); pick "
+            "another port (0: any free one)"
+        ) from None
     sock.listen(2048)  # from here connections wait in the backlog until the server accepts them
     port = sock.getsockname()[1]  # the real one when --port 0
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-    print(f"listening on http://{host}:{port} serving {corpus} (POST /search, GET /health); make the env with "
-          f"retriever=\"http://{host}:{port}\"", flush=True)
+    print(
+        f"listening on http://{host}:{port} serving {corpus} (POST /search, GET /health); make the env with "
+        f'retriever="http://{host}:{port}"',
+        flush=True,
+    )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[sock])
     return 0

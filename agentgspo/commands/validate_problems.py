@@ -123,8 +123,11 @@ class MachineSpeed:
 
     def describe(self) -> str:
         """One line: each language's slowdown and the medians behind it."""
-        return ", ".join(f"{lang} {self.slowdown(lang):.2f}x ({self.seconds[lang]:.3f} s here, "
-                         f"{REFERENCE_CALIBRATION_S[lang]:.3f} s there)" for lang in sorted(self.seconds))
+        return ", ".join(
+            f"{lang} {self.slowdown(lang):.2f}x ({self.seconds[lang]:.3f} s here, "
+            f"{REFERENCE_CALIBRATION_S[lang]:.3f} s there)"
+            for lang in sorted(self.seconds)
+        )
 
 
 REFERENCE_SPEED = MachineSpeed(dict(REFERENCE_CALIBRATION_S))  # slowdown 1: judge in this machine's own seconds
@@ -153,11 +156,19 @@ def measure_machine_speed(backend: str = "local", runs: int = CALIBRATION_RUNS) 
 
     seconds = {}
     for lang, rounds in CALIBRATION_ROUNDS.items():
-        result = judge(calibration_program(lang), [(f"{rounds}\n", "")] * runs, lang=_LANG[lang],
-                       checker=_AnyOutput(), limits=Limits(time_limit_s=30, wall_limit_s=600), backend=backend)
+        result = judge(
+            calibration_program(lang),
+            [(f"{rounds}\n", "")] * runs,
+            lang=_LANG[lang],
+            checker=_AnyOutput(),
+            limits=Limits(time_limit_s=30, wall_limit_s=600),
+            backend=backend,
+        )
         if result.verdict != Verdict.AC:
-            raise RuntimeError(f"the {lang} calibration program got {result.verdict.value} on the {backend} backend "
-                               f"({result.message or result.compile_output}): fix the judge before validating")
+            raise RuntimeError(
+                f"the {lang} calibration program got {result.verdict.value} on the {backend} backend "
+                f"({result.message or result.compile_output}): fix the judge before validating"
+            )
         seconds[lang] = round(statistics.median(test.time_s for test in result.tests), 4)
     return MachineSpeed(seconds)
 
@@ -185,14 +196,25 @@ def validation_limits(problem, slowdown: float = 1.0):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo validate-problems`."""
-    parser.add_argument("--problems", type=Path, default=None,
-                        help="problem set folder holding NNN-slug/ problem folders (default: the built-in set)")
-    parser.add_argument("--only", nargs="+", metavar="SLUG",
-                        help="validate only these problems (full slug such as 001-even-split, or its number 001)")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="problems validated at once (default: the usable CPUs)")
-    parser.add_argument("--backend", choices=["local", "docker"], default="local",
-                        help="sandbox backend of the judge (default local = bubblewrap)")
+    parser.add_argument(
+        "--problems",
+        type=Path,
+        default=None,
+        help="problem set folder holding NNN-slug/ problem folders (default: the built-in set)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="SLUG",
+        help="validate only these problems (full slug such as 001-even-split, or its number 001)",
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="problems validated at once (default: the usable CPUs)")
+    parser.add_argument(
+        "--backend",
+        choices=["local", "docker"],
+        default="local",
+        help="sandbox backend of the judge (default local = bubblewrap)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object per problem instead of a table")
 
 
@@ -244,9 +266,12 @@ _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 def statement_sections(statement: str) -> dict[str, str]:
     """``## Heading`` -> the text up to the next ``## `` heading (headings lower-cased)."""
     matches = list(_SECTION.finditer(statement))
-    return {m.group(1).strip().lower(): statement[m.end():(matches[i + 1].start() if i + 1 < len(matches)
-                                                              else len(statement))]
-            for i, m in enumerate(matches)}
+    return {
+        m.group(1).strip().lower(): statement[
+            m.end() : (matches[i + 1].start() if i + 1 < len(matches) else len(statement))
+        ]
+        for i, m in enumerate(matches)
+    }
 
 
 def statement_examples(statement: str) -> list[tuple[str, str]]:
@@ -269,8 +294,11 @@ def check_statement(report: ProblemReport, info) -> None:
     sections = statement_sections(info.statement)
     required = ("interaction", "examples") if info.interactive else ("input", "output", "examples")
     missing = [name for name in required if name not in sections]
-    if not report.add("statement sections", not missing,
-                      f"statement.md lacks ## {', ## '.join(s.title() for s in missing)}" if missing else ""):
+    if not report.add(
+        "statement sections",
+        not missing,
+        f"statement.md lacks ## {', ## '.join(s.title() for s in missing)}" if missing else "",
+    ):
         return
     if info.interactive:
         report.add("samples", bool(info.samples), f"{len(info.samples)} sample inputs for the interactor")
@@ -281,20 +309,27 @@ def check_statement(report: ProblemReport, info) -> None:
         report.add("samples match the statement", False, f"statement.md: {exc}")
         return
     if len(examples) != len(info.samples):
-        report.add("samples match the statement", False,
-                   f"statement.md shows {len(examples)} examples, samples/ holds {len(info.samples)}")
+        report.add(
+            "samples match the statement",
+            False,
+            f"statement.md shows {len(examples)} examples, samples/ holds {len(info.samples)}",
+        )
         return
     for number, ((inp, out), case) in enumerate(zip(examples, info.samples), start=1):
         for what, shown, stored in (("input", inp, case.input), ("output", out, case.answer)):
             if _normalised(shown) != _normalised(stored):
-                report.add("samples match the statement", False,
-                           f"example {number}'s {what} in statement.md differs from {case.name}."
-                           f"{'in' if what == 'input' else 'ans'}")
+                report.add(
+                    "samples match the statement",
+                    False,
+                    f"example {number}'s {what} in statement.md differs from {case.name}."
+                    f"{'in' if what == 'input' else 'ans'}",
+                )
                 return
     report.add("samples match the statement", True, f"{len(examples)} examples")
 
 
 # ----------------------------------------------------------------------------------------------- checks
+
 
 def check_generator(report: ProblemReport, info) -> None:
     """Two runs of gen.py (different hash seeds) write the same inputs, at least MIN_HIDDEN_TESTS of them."""
@@ -309,9 +344,14 @@ def check_generator(report: ProblemReport, info) -> None:
             return
     report.hidden_tests = len(first)
     same = [(c.name, c.input) for c in first] == [(c.name, c.input) for c in second]
-    if report.add("generator deterministic", same, "" if same else
-                  f"{info.path / 'gen.py'} wrote different tests in two runs: use random.Random(SEED), "
-                  "no time, no set/dict order of str"):
+    if report.add(
+        "generator deterministic",
+        same,
+        ""
+        if same
+        else f"{info.path / 'gen.py'} wrote different tests in two runs: use random.Random(SEED), "
+        "no time, no set/dict order of str",
+    ):
         report.add(f">= {MIN_HIDDEN_TESTS} hidden tests", len(first) >= MIN_HIDDEN_TESTS, f"{len(first)} tests")
 
 
@@ -322,8 +362,9 @@ def check_references(report: ProblemReport, item, backend, speed: MachineSpeed) 
     limit = item.problem.time_limit_s
     for lang, source in item.references.items():
         slowdown = report.slowdown[lang] = round(speed.slowdown(lang), 3)
-        result = judge_problem(item.problem, source, _LANG[lang], backend=backend,
-                               limits=validation_limits(item.problem, slowdown))
+        result = judge_problem(
+            item.problem, source, _LANG[lang], backend=backend, limits=validation_limits(item.problem, slowdown)
+        )
         slowest = max(result.tests, key=lambda t: t.time_s, default=None)
         ratio = round(slowest.time_s / slowdown / limit, 3) if slowest else 0.0
         report.time_ratio[lang] = ratio
@@ -333,11 +374,18 @@ def check_references(report: ProblemReport, item, backend, speed: MachineSpeed) 
             report.add(f"reference {lang} AC", False, f"{result.verdict.value}{where}{result.compile_output[:300]}")
             continue
         report.add(f"reference {lang} AC", True, f"{len(result.tests)} tests")
-        report.add(f"reference {lang} within {MAX_TIME_RATIO:.2g} of the limit", ratio <= MAX_TIME_RATIO,
-                   f"max {slowest.time_s:.3f} s on {slowest.name}, {slowest.time_s / slowdown:.3f} s on the reference "
-                   f"machine (this one takes {slowdown:.2f}x its time) / {limit:g} s = {ratio:.2f}"
-                   + ("" if ratio <= MAX_TIME_RATIO else f"; raise time_limit_s to at least "
-                      f"{slowest.time_s / slowdown / MAX_TIME_RATIO:.1f} or make the reference faster"))
+        report.add(
+            f"reference {lang} within {MAX_TIME_RATIO:.2g} of the limit",
+            ratio <= MAX_TIME_RATIO,
+            f"max {slowest.time_s:.3f} s on {slowest.name}, {slowest.time_s / slowdown:.3f} s on the reference "
+            f"machine (this one takes {slowdown:.2f}x its time) / {limit:g} s = {ratio:.2f}"
+            + (
+                ""
+                if ratio <= MAX_TIME_RATIO
+                else f"; raise time_limit_s to at least "
+                f"{slowest.time_s / slowdown / MAX_TIME_RATIO:.1f} or make the reference faster"
+            ),
+        )
 
 
 def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
@@ -345,8 +393,14 @@ def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSp
     from agentgspo.sandboxes import Verdict, judge_problem
 
     for wrong in item.wrong:
-        result = judge_problem(item.problem, wrong.source, wrong.lang, backend=backend, stop_on_failure=True,
-                               limits=validation_limits(item.problem, speed.slowdown(wrong.lang)))
+        result = judge_problem(
+            item.problem,
+            wrong.source,
+            wrong.lang,
+            backend=backend,
+            stop_on_failure=True,
+            limits=validation_limits(item.problem, speed.slowdown(wrong.lang)),
+        )
         report.wrong_verdicts[wrong.name] = result.verdict.value
         allowed = "/".join(v.value for v in wrong.expected_verdicts)
         failed = next((t for t in result.tests if t.verdict not in (Verdict.AC, Verdict.SKIPPED)), None)
@@ -364,11 +418,20 @@ def check_jury_rejects_empty(report: ProblemReport, item, backend, speed: Machin
     """The checker or interactor rejects a solution that prints nothing (WA or PE; never AC, never JE)."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
-    result = judge_problem(item.problem, EMPTY_SOLUTION, "py", backend=backend, stop_on_failure=True,
-                           limits=validation_limits(item.problem, speed.slowdown("python")))
+    result = judge_problem(
+        item.problem,
+        EMPTY_SOLUTION,
+        "py",
+        backend=backend,
+        stop_on_failure=True,
+        limits=validation_limits(item.problem, speed.slowdown("python")),
+    )
     jury = "interactor" if item.problem.interactive else "checker"
-    report.add(f"{jury} rejects an empty output", result.verdict in (Verdict.WA, Verdict.PE),
-               f"{result.verdict.value}: {next((t.message for t in result.tests if t.message), result.message)[:200]}")
+    report.add(
+        f"{jury} rejects an empty output",
+        result.verdict in (Verdict.WA, Verdict.PE),
+        f"{result.verdict.value}: {next((t.message for t in result.tests if t.message), result.message)[:200]}",
+    )
 
 
 def validate_problem(folder: Path, backend: str = "local", speed: MachineSpeed | None = None) -> ProblemReport:
@@ -402,9 +465,14 @@ def validate_problem(folder: Path, backend: str = "local", speed: MachineSpeed |
     return report
 
 
-def validate_problemset(directory: Path | None = None, only: list[str] | None = None, jobs: int | None = None,
-                        backend: str = "local", on_done=None, speed: MachineSpeed | None = None
-                        ) -> list[ProblemReport]:
+def validate_problemset(
+    directory: Path | None = None,
+    only: list[str] | None = None,
+    jobs: int | None = None,
+    backend: str = "local",
+    on_done=None,
+    speed: MachineSpeed | None = None,
+) -> list[ProblemReport]:
     """Validate every problem of a set (``jobs`` problems at once), in folder order; ``on_done(report, done, total)``
     is called as each problem finishes. ``speed``: as ``validate_problem``'s (default: measured for each problem)."""
     from agentgspo.envs.problemset import problem_folders
@@ -434,31 +502,44 @@ def format_table(reports: list[ProblemReport]) -> str:
     for r in reports:
         rejected = sum(1 for c in r.checks if c.name.startswith("wrong_") and c.ok)
         ratio = {lang: f"{r.time_ratio[lang]:.2f}" if lang in r.time_ratio else "-" for lang in ("cpp", "python")}
-        lines.append(f"{r.slug:<28} {r.rating or '-':>6} {r.kind or '-':<11} {r.hidden_tests:>5} {ratio['cpp']:>5} "
-                     f"{ratio['python']:>5} {rejected:>2}/{len(r.wrong_verdicts):<3}  {'ok' if r.ok else 'FAIL'}")
+        lines.append(
+            f"{r.slug:<28} {r.rating or '-':>6} {r.kind or '-':<11} {r.hidden_tests:>5} {ratio['cpp']:>5} "
+            f"{ratio['python']:>5} {rejected:>2}/{len(r.wrong_verdicts):<3}  {'ok' if r.ok else 'FAIL'}"
+        )
     failures = [(r.slug, c) for r in reports for c in r.checks if not c.ok]
     if failures:
         lines.append("")
         lines += [f"FAIL {slug}: {check.name}: {check.detail}" for slug, check in failures]
     worst = max((v for r in reports for v in r.time_ratio.values()), default=0.0)
     passed = sum(r.ok for r in reports)
-    lines.append(f"\n{passed}/{len(reports)} problems valid; largest reference time / limit: {worst:.2f} "
-                 f"(cpp and py columns: the largest per problem, in reference-machine seconds; at most "
-                 f"{MAX_TIME_RATIO:.2f})")
+    lines.append(
+        f"\n{passed}/{len(reports)} problems valid; largest reference time / limit: {worst:.2f} "
+        f"(cpp and py columns: the largest per problem, in reference-machine seconds; at most "
+        f"{MAX_TIME_RATIO:.2f})"
+    )
     slowdowns = {lang: [r.slowdown[lang] for r in reports if lang in r.slowdown] for lang in ("cpp", "python")}
     if any(slowdowns.values()):
-        lines.append(f"this machine's time over the reference machine's ({REFERENCE_MACHINE}): " + ", ".join(
-            f"{lang} {min(values):.2f}-{max(values):.2f}x (median {statistics.median(values):.2f}x)"
-            for lang, values in slowdowns.items() if values) + " (calibrated before each problem)")
+        lines.append(
+            f"this machine's time over the reference machine's ({REFERENCE_MACHINE}): "
+            + ", ".join(
+                f"{lang} {min(values):.2f}-{max(values):.2f}x (median {statistics.median(values):.2f}x)"
+                for lang, values in slowdowns.items()
+                if values
+            )
+            + " (calibrated before each problem)"
+        )
         here = max((r.time_ratio[lang] * r.slowdown[lang] for r in reports for lang in r.time_ratio), default=0)
         if here > 0.5:
-            lines.append(f"note: on this machine a solution as fast as the slowest reference uses {here:.2f} of its "
-                         "limit when training or evaluating (the judge's limits are this machine's seconds there)")
+            lines.append(
+                f"note: on this machine a solution as fast as the slowest reference uses {here:.2f} of its "
+                "limit when training or evaluating (the judge's limits are this machine's seconds there)"
+            )
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate and print a table (or JSON lines); 0 when every problem is valid."""
+
     def progress(report: ProblemReport, done: int, total: int) -> None:
         print(f"[{done}/{total}] {report.slug}: {'ok' if report.ok else 'FAIL'}", file=sys.stderr, flush=True)
 

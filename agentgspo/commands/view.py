@@ -10,8 +10,11 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `view`."""
     parser.add_argument("path", help="a trajectories.jsonl, an eval's results.jsonl, or a folder holding one")
-    parser.add_argument("--tokenizer", default="tiny",
-                        help="tokenizer that produced the ids ('tiny' or a model folder); eval results need none")
+    parser.add_argument(
+        "--tokenizer",
+        default="tiny",
+        help="tokenizer that produced the ids ('tiny' or a model folder); eval results need none",
+    )
     parser.add_argument("--out", default=None, help="HTML file to write (default: beside the input, .html)")
 
 

@@ -91,8 +91,9 @@ def truncation_reward(env: gym.Env, reason: str) -> float:
         return 0.0
     reward = hook(reason)
     if isinstance(reward, bool) or not isinstance(reward, numbers.Real) or not math.isfinite(reward):
-        raise ValueError(f"{type(env.unwrapped).__name__}.on_truncation({reason!r}): expected a finite float, "
-                         f"got {reward!r}")
+        raise ValueError(
+            f"{type(env.unwrapped).__name__}.on_truncation({reason!r}): expected a finite float, got {reward!r}"
+        )
     return float(reward)
 
 
@@ -180,9 +181,7 @@ class ChatEnv(gym.Env):
         max_parse_errors: int | None = None,
     ) -> None:
         if tool_error_policy not in TOOL_ERROR_POLICIES:
-            raise ValueError(
-                f"tool_error_policy: expected one of {TOOL_ERROR_POLICIES}, got {tool_error_policy!r}"
-            )
+            raise ValueError(f"tool_error_policy: expected one of {TOOL_ERROR_POLICIES}, got {tool_error_policy!r}")
         if max_parse_errors is not None and max_parse_errors < 1:
             raise ValueError(f"max_parse_errors: expected None or >= 1, got {max_parse_errors}")
         self.toolset = ToolSet(tools)

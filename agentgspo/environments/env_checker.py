@@ -42,8 +42,9 @@ def _check_reset(env: gym.Env, seed: int) -> list[dict[str, Any]]:
 
 def _check_step(env: gym.Env, action: str, where: str) -> tuple[list, float, bool, bool, dict]:
     result = env.step(action)
-    _expect(isinstance(result, tuple) and len(result) == 5, where,
-            "(messages, reward, terminated, truncated, info)", result)
+    _expect(
+        isinstance(result, tuple) and len(result) == 5, where, "(messages, reward, terminated, truncated, info)", result
+    )
     messages, reward, terminated, truncated, info = result
     _check_messages(messages, f"{where} messages", allow_empty=True)
     # As Gymnasium's checker: Python or numpy numbers (a bool is not a reward), and a NaN or inf reward is a bug.
@@ -80,8 +81,9 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
     policy's episode.
     """
     unwrapped = env.unwrapped
-    _expect(isinstance(env.observation_space, gym.Space), "observation_space", "a gymnasium.Space",
-            env.observation_space)
+    _expect(
+        isinstance(env.observation_space, gym.Space), "observation_space", "a gymnasium.Space", env.observation_space
+    )
     _expect(isinstance(env.action_space, gym.Space), "action_space", "a gymnasium.Space", env.action_space)
 
     first = _check_reset(env, seed)
@@ -91,17 +93,33 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
     if getattr(unwrapped, "tool_schemas", None):
         _check_reset(env, seed)
         messages, *_, info = _check_step(env, "<tool_call>{not json</tool_call>", "step(malformed tool call)")
-        _expect(any(m["role"] == "tool" and "Error" in m["content"] for m in messages),
-                "step(malformed tool call) messages", "a tool message with an error", messages)
-        _expect(info.get("tool_errors", {}).get("parse_error", 0) >= 1, "step(malformed tool call) info",
-                "tool_errors['parse_error'] >= 1", info.get("tool_errors"))
+        _expect(
+            any(m["role"] == "tool" and "Error" in m["content"] for m in messages),
+            "step(malformed tool call) messages",
+            "a tool message with an error",
+            messages,
+        )
+        _expect(
+            info.get("tool_errors", {}).get("parse_error", 0) >= 1,
+            "step(malformed tool call) info",
+            "tool_errors['parse_error'] >= 1",
+            info.get("tool_errors"),
+        )
         _check_reset(env, seed)
         unknown = '<tool_call>{"name": "no_such_tool_xyz", "arguments": {}}</tool_call>'
         messages, *_, info = _check_step(env, unknown, "step(unknown tool)")
-        _expect(any(m["role"] == "tool" and "no_such_tool_xyz" in m["content"] for m in messages),
-                "step(unknown tool) messages", "a tool message naming the unknown tool", messages)
-        _expect(info.get("tool_errors", {}).get("unknown_tool", 0) >= 1, "step(unknown tool) info",
-                "tool_errors['unknown_tool'] >= 1", info.get("tool_errors"))
+        _expect(
+            any(m["role"] == "tool" and "no_such_tool_xyz" in m["content"] for m in messages),
+            "step(unknown tool) messages",
+            "a tool message naming the unknown tool",
+            messages,
+        )
+        _expect(
+            info.get("tool_errors", {}).get("unknown_tool", 0) >= 1,
+            "step(unknown tool) info",
+            "tool_errors['unknown_tool'] >= 1",
+            info.get("tool_errors"),
+        )
 
     _check_reset(env, seed)
     _check_step(env, "I do not know.", "step(plain text)")

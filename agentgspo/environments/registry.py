@@ -48,8 +48,10 @@ class EnvBudget:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"EnvBudget.{name}: expected an int >= 1, got {getattr(self, name)!r}")
         if self.max_new_tokens >= self.max_context:
-            raise ValueError(f"EnvBudget: max_new_tokens ({self.max_new_tokens}) must be below max_context "
-                             f"({self.max_context}), which also holds the prompt")
+            raise ValueError(
+                f"EnvBudget: max_new_tokens ({self.max_new_tokens}) must be below max_context "
+                f"({self.max_context}), which also holds the prompt"
+            )
 
 
 _BUDGETS: dict[str, EnvBudget] = {}
@@ -65,8 +67,10 @@ def register(env_id: str, entry_point: str | Any, *, budget: EnvBudget | None = 
     if "/" not in env_id:
         raise ValueError(f"env id {env_id!r}: expected a namespaced id like '{NAMESPACE}/{env_id}'")
     if budget is not None and not isinstance(budget, EnvBudget):
-        raise TypeError(f"register({env_id!r}): budget must be an agentgspo.environments.registry.EnvBudget, got "
-                        f"{type(budget).__name__}")
+        raise TypeError(
+            f"register({env_id!r}): budget must be an agentgspo.environments.registry.EnvBudget, got "
+            f"{type(budget).__name__}"
+        )
     if env_id in gym.registry:
         return  # idempotent: importing twice must not warn
     gym.register(id=env_id, entry_point=entry_point, **kwargs)
@@ -119,8 +123,9 @@ def accepted_env_kwargs(env_id: str) -> list[str] | None:
         if inspect.isclass(owner) and "__init__" not in vars(owner):
             continue
         parameters = list(inspect.signature(function).parameters.values())
-        names += [p.name for p in parameters if p.name != "self"
-                  and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        names += [
+            p.name for p in parameters if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             return sorted(set(names))
         if owner is gym.Env or not inspect.isclass(owner):
@@ -138,5 +143,6 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
         if key not in accepted:
             close = difflib.get_close_matches(key, accepted, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise UnknownEnvKwargError(f"env {env_id} accepts no keyword argument {key!r}.{hint} "
-                                       f"It accepts: {', '.join(accepted)}")
+            raise UnknownEnvKwargError(
+                f"env {env_id} accepts no keyword argument {key!r}.{hint} It accepts: {', '.join(accepted)}"
+            )

@@ -17,8 +17,10 @@ TOOL_CALL_CLOSE = "</tool_call>"
 THINK_CLOSE = "</think>"
 _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)(?:" + re.escape(TOOL_CALL_CLOSE) + r"|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
-_TOO_DEEP = "could not parse the tool call: its JSON is nested too deeply; write " \
-            '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+_TOO_DEEP = (
+    "could not parse the tool call: its JSON is nested too deeply; write "
+    '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+)
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,10 @@ def _parse_block(body: str) -> ToolCall | str:
     try:
         payload = json.loads(body)
     except json.JSONDecodeError as exc:
-        return f"could not parse the tool call as JSON ({exc.msg} at char {exc.pos}); write " \
-               '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+        return (
+            f"could not parse the tool call as JSON ({exc.msg} at char {exc.pos}); write "
+            '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+        )
     except RecursionError:
         return _TOO_DEEP
     if not isinstance(payload, dict):
@@ -70,7 +74,7 @@ def final_content(text: str) -> str:
     >>> final_content("<think>maybe <answer>1</answer></think> <answer>2</answer>")
     ' <answer>2</answer>'
     """
-    return text[text.rfind(THINK_CLOSE) + len(THINK_CLOSE):] if THINK_CLOSE in text else text
+    return text[text.rfind(THINK_CLOSE) + len(THINK_CLOSE) :] if THINK_CLOSE in text else text
 
 
 def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:

@@ -167,9 +167,7 @@ class Tool:
         try:
             validated = self.arguments_model.model_validate(arguments)
         except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             return ToolResult(f"Error: invalid arguments for {self.name}: {problems}", "invalid_arguments")
         kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
         try:

@@ -80,8 +80,9 @@ class ShippedSolutionAgent:
         if self.kind == "wrong":
             return task.wrong[sample % len(task.wrong)] if task.wrong else FALLBACK_WRONG
         if not task.references:
-            raise ValueError(f"problem {task.problem.name!r} ships no reference solution; the reference agent "
-                             "cannot play it")
+            raise ValueError(
+                f"problem {task.problem.name!r} ships no reference solution; the reference agent cannot play it"
+            )
         # C++ first: the problem set's required, validated reference, with the most room under the time limit
         lang = "cpp" if "cpp" in task.references else next(iter(task.references))
         return {"name": f"reference ({lang})", "lang": lang, "code": task.references[lang]}
@@ -97,8 +98,10 @@ class ShippedSolutionAgent:
         turns = sum(m["role"] == "assistant" for m in messages)
         steps = ["run_samples", "submit"] if self.kind == "reference" else ["submit"]
         if turns < len(steps):
-            return f"Using {solution['name']}.\n" + ToolCall(steps[turns], {"code": solution["code"],
-                                                                            "lang": lang}).to_text()
+            return (
+                f"Using {solution['name']}.\n"
+                + ToolCall(steps[turns], {"code": solution["code"], "lang": lang}).to_text()
+            )
         return "That was my submission."
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
@@ -107,6 +110,7 @@ class ShippedSolutionAgent:
 
 
 # ----------------------------------------------------------------------------------------------- chat endpoint
+
 
 def openai_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The env's chat history as OpenAI chat messages: an assistant turn's ``<tool_call>`` blocks become
@@ -122,9 +126,18 @@ def openai_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             if calls:
                 ids = [f"call_{turn}_{j}" for j in range(len(calls))]
                 head = message["content"].split("<tool_call>", 1)[0].strip()
-                entry = {"role": "assistant", "content": head or None, "tool_calls": [
-                    {"id": i, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for i, c in zip(ids, calls)]}
+                entry = {
+                    "role": "assistant",
+                    "content": head or None,
+                    "tool_calls": [
+                        {
+                            "id": i,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        }
+                        for i, c in zip(ids, calls)
+                    ],
+                }
                 pending = ids
             else:
                 pending = []
@@ -152,17 +165,16 @@ def reply_text(message: dict[str, Any]) -> str:
         if isinstance(arguments, dict):
             parts.append(ToolCall(str(function.get("name", "")), arguments).to_text())
         else:  # keep the malformed call visible: the env answers it with a parse error
-            parts.append(f"<tool_call>{{\"name\": {json.dumps(function.get('name'))}, \"arguments\": {raw}}}"
-                         "</tool_call>")
+            parts.append(f'<tool_call>{{"name": {json.dumps(function.get("name"))}, "arguments": {raw}}}</tool_call>')
     return "\n".join(p for p in parts if p)
 
 
 _REFUSAL_FIXES = {
     401: "the endpoint refused the API key: put the right key in the environment variable --chat-api-key-env names "
-         "(default OPENAI_API_KEY)",
+    "(default OPENAI_API_KEY)",
     403: "the key may not use this model or endpoint: check the key (--chat-api-key-env) and --chat-model",
     404: "check --chat-url (the API base with its /v1, e.g. http://127.0.0.1:8000/v1) and --chat-model (a model the "
-         "server serves: GET <chat-url>/models lists them)",
+    "server serves: GET <chat-url>/models lists them)",
 }
 
 
@@ -189,8 +201,18 @@ class ChatEndpointAgent:
 
     logprob_semantics = "none"
 
-    def __init__(self, base_url: str, model: str, renderer: Any, tools: list[dict[str, Any]] | None = None, *,
-                 api_key: str | None = None, timeout_s: float = 600.0, retries: int = 3, max_concurrency: int = 16):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        renderer: Any,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+        retries: int = 3,
+        max_concurrency: int = 16,
+    ):
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"--chat-url {base_url!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -203,9 +225,13 @@ class ChatEndpointAgent:
 
     def request_body(self, request: SampleRequest) -> dict[str, Any]:
         """The JSON body for one turn."""
-        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(request.messages),
-                                "max_tokens": request.params.max_new_tokens,
-                                "temperature": request.params.temperature, "top_p": request.params.top_p}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": openai_messages(request.messages),
+            "max_tokens": request.params.max_new_tokens,
+            "temperature": request.params.temperature,
+            "top_p": request.params.top_p,
+        }
         if request.params.top_k > 0:
             body["top_k"] = request.params.top_k
         if request.seed is not None:
@@ -236,13 +262,14 @@ class ChatEndpointAgent:
                     if is_context_overflow(status, response.text):  # no room for a reply: as a policy's overflow
                         return SampledTurn(token_ids=[], logprobs=[], finish_reason="context")
                     if status in _REFUSAL_FIXES:
-                        raise PolicyConfigurationError(f"chat endpoint {self.url} refused the request: {error}; "
-                                                       f"{_REFUSAL_FIXES[status]}")
+                        raise PolicyConfigurationError(
+                            f"chat endpoint {self.url} refused the request: {error}; {_REFUSAL_FIXES[status]}"
+                        )
                     if status not in (408, 429) and status < 500:
                         raise RuntimeError(f"chat endpoint {self.url} refused the request: {error}")
                 if attempt == self.retries:
                     raise RuntimeError(f"chat endpoint {self.url} failed {self.retries + 1} times: {error}")
-                await asyncio.sleep(min(2.0 ** attempt, 30.0))
+                await asyncio.sleep(min(2.0**attempt, 30.0))
         choice = response.json()["choices"][0]
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
         return _text_turn(self.renderer, reply_text(choice.get("message") or {}), request, finish)

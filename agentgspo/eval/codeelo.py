@@ -61,8 +61,9 @@ class Contest(BaseModel):
         field = "score" if self.scoring == "points" else "solved"
         missing = [i for i, p in enumerate(self.participants) if getattr(p, field) is None]
         if missing:
-            raise ValueError(f"contest {self.name!r} ({self.scoring} scoring): participants {missing[:5]} have no "
-                             f"{field!r}")
+            raise ValueError(
+                f"contest {self.name!r} ({self.scoring} scoring): participants {missing[:5]} have no {field!r}"
+            )
         return self
 
     def penalty(self) -> float:
@@ -83,8 +84,9 @@ def load_standings(path: str | Path) -> Standings:
     """Read and validate a standings file; errors name the file and the field."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"standings file {str(path)!r} does not exist; pass a JSON file as described in "
-                                "docs/eval.md (--standings)")
+        raise FileNotFoundError(
+            f"standings file {str(path)!r} does not exist; pass a JSON file as described in docs/eval.md (--standings)"
+        )
     try:
         return Standings.model_validate(json.loads(path.read_text()))
     except (json.JSONDecodeError, ValidationError) as exc:
@@ -134,26 +136,39 @@ def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[
     as ``clamped``, so a reader knows that contest's rating is a bound."""
     from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
 
-    attempts: dict[tuple[str, int], list[str]] = {(r["problem_id"], r["sample"]): r["verdicts"] for r in results
-                                                  if r.get("stop_reason") not in UNCOUNTED_STOPS}
+    attempts: dict[tuple[str, int], list[str]] = {
+        (r["problem_id"], r["sample"]): r["verdicts"] for r in results if r.get("stop_reason") not in UNCOUNTED_STOPS
+    }
     samples = sorted({r["sample"] for r in results})
     evaluated = {r["problem_id"] for r in results}
     contests = []
     for contest in standings.contests:
         missing = [p.id for p in contest.problems if p.id not in evaluated]
         if missing:
-            raise ValueError(f"standings contest {contest.name!r}: problems {missing[:5]} were not evaluated; "
-                             "evaluate them too (--problems) or drop them from the standings file")
+            raise ValueError(
+                f"standings contest {contest.name!r}: problems {missing[:5]} were not evaluated; "
+                "evaluate them too (--problems) or drop them from the standings file"
+            )
         ratings = [p.rating for p in contest.participants]
         complete = [s for s in samples if all((p.id, s) in attempts for p in contest.problems)]
         places = [contest_place(contest, {p.id: attempts[(p.id, s)] for p in contest.problems}) for s in complete]
         lowest, highest = expected_place(SEARCH_RANGE[1], ratings), expected_place(SEARCH_RANGE[0], ratings)
         per_sample = [rating_for_place(place, ratings) for place in places]
-        contests.append({"name": contest.name, "participants": len(ratings), "places": places,
-                         "rating": sum(per_sample) / len(per_sample) if per_sample else None,
-                         "dropped": len(samples) - len(complete),
-                         "clamped": sum(not lowest < place < highest for place in places)})
+        contests.append(
+            {
+                "name": contest.name,
+                "participants": len(ratings),
+                "places": places,
+                "rating": sum(per_sample) / len(per_sample) if per_sample else None,
+                "dropped": len(samples) - len(complete),
+                "clamped": sum(not lowest < place < highest for place in places),
+            }
+        )
     rated = [c["rating"] for c in contests if c["rating"] is not None]
-    return {"rating": sum(rated) / len(rated) if rated else None, "contests": contests,
-            "clamped": sum(c["clamped"] for c in contests), "dropped": sum(c["dropped"] for c in contests),
-            "method": "CodeElo (arXiv 2501.01257): expected-place equation per contest, mean over contests"}
+    return {
+        "rating": sum(rated) / len(rated) if rated else None,
+        "contests": contests,
+        "clamped": sum(c["clamped"] for c in contests),
+        "dropped": sum(c["dropped"] for c in contests),
+        "method": "CodeElo (arXiv 2501.01257): expected-place equation per contest, mean over contests",
+    }

@@ -41,9 +41,20 @@ class EvalHook:
         concurrency, seed: as in ``agentgspo eval``.
     """
 
-    def __init__(self, out: str | Path, *, problems: str | None = "builtin", held_out: Sequence[str] | None = None,
-                 every: int = 50, samples: int = 1, ks: Sequence[int] = (1,), config: RolloutConfig | None = None,
-                 env_kwargs: dict[str, Any] | None = None, concurrency: int = 4, seed: int = 0):
+    def __init__(
+        self,
+        out: str | Path,
+        *,
+        problems: str | None = "builtin",
+        held_out: Sequence[str] | None = None,
+        every: int = 50,
+        samples: int = 1,
+        ks: Sequence[int] = (1,),
+        config: RolloutConfig | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        concurrency: int = 4,
+        seed: int = 0,
+    ):
         if every < 1:
             raise ValueError(f"every: expected >= 1, got {every}")
         if max(ks) > samples:
@@ -65,11 +76,30 @@ class EvalHook:
             return None
         renderer = renderer or policy.renderer
         folder = self.out / f"step_{step:06d}"
-        store = ResultsStore(folder, {"step": step, "problems": [self.tasks[i].metadata["id"] for i in self.indices],
-                                      "env_kwargs": self.env_kwargs, "seed": self.seed})
-        _, summary, _ = evaluate(policy, renderer, store, self.tasks, self.env_kwargs, indices=self.indices,
-                                 samples=self.samples, ks=self.ks, config=self.config, concurrency=self.concurrency,
-                                 seed=self.seed, agent_name="policy", progress=False)
+        store = ResultsStore(
+            folder,
+            {
+                "step": step,
+                "problems": [self.tasks[i].metadata["id"] for i in self.indices],
+                "env_kwargs": self.env_kwargs,
+                "seed": self.seed,
+            },
+        )
+        _, summary, _ = evaluate(
+            policy,
+            renderer,
+            store,
+            self.tasks,
+            self.env_kwargs,
+            indices=self.indices,
+            samples=self.samples,
+            ks=self.ks,
+            config=self.config,
+            concurrency=self.concurrency,
+            seed=self.seed,
+            agent_name="policy",
+            progress=False,
+        )
         (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         metrics = {f"eval/{k}": v for k, v in summary.items() if k.startswith("pass@") and v is not None}
         metrics["eval/judge_error_rate"] = summary["judge_error_rate"]

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 COLOURS = {"trained": "#c8f7c5", "masked": "#f7c5c5", "prompt": "#dde6f7", "env": "#f7e7c5"}
-LABELS = {"trained": "sampled by the policy, trained by the loss (mask 1)",
-          "masked": "sampled, excluded from the loss (mask 0)",
-          "prompt": "prompt: system and statement (mask 0)",
-          "env": "tool outputs and template glue (mask 0)"}
+LABELS = {
+    "trained": "sampled by the policy, trained by the loss (mask 1)",
+    "masked": "sampled, excluded from the loss (mask 0)",
+    "prompt": "prompt: system and statement (mask 0)",
+    "env": "tool outputs and template glue (mask 0)",
+}
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; max-width: 1200px; color: #222; }
@@ -49,8 +51,9 @@ def legend() -> str:
 
 def tokens_html(segments: Iterable[Sequence[Any]]) -> str:
     """``<pre class="tokens">`` with one coloured span per ``[kind, text, n_ids]`` run."""
-    spans = "".join(f'<span class="seg seg-{escape(kind)}" data-ids="{int(n)}">{escape(text)}</span>'
-                    for kind, text, n in segments)
+    spans = "".join(
+        f'<span class="seg seg-{escape(kind)}" data-ids="{int(n)}">{escape(text)}</span>' for kind, text, n in segments
+    )
     return f'<pre class="tokens">{spans}</pre>'
 
 
@@ -58,22 +61,31 @@ def final_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages after the last assistant turn: the env's answer to the episode's last action (e.g. the
     accepted verdict), which no later turn reads, so it is not in the token sequence."""
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=len(messages) - 1)
-    return list(messages[last + 1:])
+    return list(messages[last + 1 :])
 
 
-def attempt_html(title: str, facts: dict[str, Any], segments: Iterable[Sequence[Any]], verdict: str = "",
-                 after: Sequence[dict[str, Any]] = ()) -> str:
+def attempt_html(
+    title: str,
+    facts: dict[str, Any],
+    segments: Iterable[Sequence[Any]],
+    verdict: str = "",
+    after: Sequence[dict[str, Any]] = (),
+) -> str:
     """One collapsible attempt: a summary line (title, verdict, facts), its coloured token sequence, and the
     messages ``after`` the last turn (shown apart: they are not in the token sequence)."""
     details = ", ".join(f"{escape(k)} {escape(v)}" for k, v in facts.items() if v not in (None, ""))
     badge = f' <span class="verdict-{escape(verdict)}">{escape(verdict)}</span>' if verdict else ""
-    tail = "".join(f'<pre class="after-episode">{escape(m.get("role"))}'
-                   f'{" (" + escape(m["name"]) + ")" if m.get("name") else ""}: {escape(m.get("content"))}</pre>'
-                   for m in after)
+    tail = "".join(
+        f'<pre class="after-episode">{escape(m.get("role"))}'
+        f"{' (' + escape(m['name']) + ')' if m.get('name') else ''}: {escape(m.get('content'))}</pre>"
+        for m in after
+    )
     if tail:
         tail = "<p>After the last turn (not in the token sequence, not trained):</p>" + tail
-    return (f'<details class="attempt" data-verdict="{escape(verdict)}"><summary>{escape(title)}{badge} '
-            f'({details})</summary>{tokens_html(segments)}{tail}</details>')
+    return (
+        f'<details class="attempt" data-verdict="{escape(verdict)}"><summary>{escape(title)}{badge} '
+        f"({details})</summary>{tokens_html(segments)}{tail}</details>"
+    )
 
 
 def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -95,5 +107,7 @@ def _cell(value: Any) -> str:
 
 def page(title: str, body: str) -> str:
     """A complete HTML document with the inline style."""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f'<link rel="icon" href="data:,"><style>{STYLE}</style></head><body>{body}</body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f'<link rel="icon" href="data:,"><style>{STYLE}</style></head><body>{body}</body></html>\n'
+    )

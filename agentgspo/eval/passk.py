@@ -16,8 +16,10 @@ from collections.abc import Iterable, Sequence
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k of one problem with ``n`` samples, ``c`` correct; ValueError unless 0 <= c <= n, 1 <= k <= n."""
     if not (0 <= c <= n and 1 <= k <= n):
-        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}"
-                         + ("; sample at least k times per problem (--samples >= k)" if k > n else ""))
+        raise ValueError(
+            f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}"
+            + ("; sample at least k times per problem (--samples >= k)" if k > n else "")
+        )
     if n - c < k:
         return 1.0
     product = 1.0
@@ -41,8 +43,10 @@ def parse_ks(text: str, samples: int) -> list[int]:
     if not ks or ks[0] < 1:
         raise ValueError(f"--k {text!r}: expected comma-separated positive integers, e.g. 1,5")
     if ks[-1] > samples:
-        raise ValueError(f"--k {text!r}: pass@{ks[-1]} needs at least {ks[-1]} samples per problem; "
-                         f"raise --samples (now {samples}) or lower --k")
+        raise ValueError(
+            f"--k {text!r}: pass@{ks[-1]} needs at least {ks[-1]} samples per problem; "
+            f"raise --samples (now {samples}) or lower --k"
+        )
     return ks
 
 

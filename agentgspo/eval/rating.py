@@ -93,10 +93,14 @@ class RatingFit:
             return "no rated problems: no rating estimate"
         if self.estimate is None:
             bound = f">= {self.low:.0f}" if self.low is not None else f"<= {self.high:.0f}"
-            return (f"estimated rating {bound} (every problem {'solved' if self.low is not None else 'failed'}; "
-                    f"95% one-sided bound, {self.problems} rated problems)")
-        return (f"estimated rating {self.estimate:.0f} (95% CI {self.low:.0f} to {self.high:.0f}; maximum-likelihood "
-                f"fit over {self.problems} rated problems, not a contest rating)")
+            return (
+                f"estimated rating {bound} (every problem {'solved' if self.low is not None else 'failed'}; "
+                f"95% one-sided bound, {self.problems} rated problems)"
+            )
+        return (
+            f"estimated rating {self.estimate:.0f} (95% CI {self.low:.0f} to {self.high:.0f}; maximum-likelihood "
+            f"fit over {self.problems} rated problems, not a contest rating)"
+        )
 
 
 def fit_rating(outcomes: Sequence[tuple[float, float]]) -> RatingFit:
@@ -140,6 +144,7 @@ def problem_outcomes(attempts: Sequence[tuple[str, float | None, bool]]) -> list
 
 
 # ----------------------------------------------------------------------------------------------- CodeElo
+
 
 def expected_place(rating: float, participant_ratings: Sequence[float]) -> float:
     """``1 + sum_i 1 / (1 + 10^((R - r_i) / 400))``: the place a contestant rated ``rating`` is expected to take."""

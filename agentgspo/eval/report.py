@@ -23,7 +23,7 @@ def _svg(figure: Any) -> str:
     figure.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(figure)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def plots(summary: dict[str, Any]) -> dict[str, str]:
@@ -50,15 +50,24 @@ def plots(summary: dict[str, Any]) -> dict[str, str]:
 
 def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str, Any]]:
     passes = [(k, v) for k, v in summary.items() if k.startswith("pass@")]
-    rows = [("agent", config.get("agent_label")), ("problems", config.get("problems")),
-            ("problems evaluated", summary["problems"]), ("attempts", summary["attempts"]), *passes,
-            ("endings (share of attempts)", _shares(summary.get("stop_frac") or {})),
-            ("judge-error rate", summary["judge_error_rate"]),
-            ("excluded attempts (not counted in pass@k)", summary["excluded"] or 0),
-            ("rating", summary["rating_fit"]["description"])]
+    rows = [
+        ("agent", config.get("agent_label")),
+        ("problems", config.get("problems")),
+        ("problems evaluated", summary["problems"]),
+        ("attempts", summary["attempts"]),
+        *passes,
+        ("endings (share of attempts)", _shares(summary.get("stop_frac") or {})),
+        ("judge-error rate", summary["judge_error_rate"]),
+        ("excluded attempts (not counted in pass@k)", summary["excluded"] or 0),
+        ("rating", summary["rating_fit"]["description"]),
+    ]
     if summary.get("problems_without_counted_attempts"):
-        rows.append(("problems with every attempt excluded (not in pass@k)",
-                     ", ".join(summary["problems_without_counted_attempts"])))
+        rows.append(
+            (
+                "problems with every attempt excluded (not in pass@k)",
+                ", ".join(summary["problems_without_counted_attempts"]),
+            )
+        )
     if summary.get("skipped_rows"):  # the source's rows that cannot be judged here (eval command)
         rows.append(("source rows skipped (cannot be judged here)", len(summary["skipped_rows"])))
     if summary.get("dropped_duplicates"):  # ResultsStore.dropped_duplicates, when the caller passes it on
@@ -72,22 +81,33 @@ def _shares(stop_frac: dict[str, float]) -> str:
     """``completed 62.5%, max_turns 25.0%, sampler_error 12.5%``: each ending's share, not-counted ones marked."""
     from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
 
-    return ", ".join(f"{reason}{' (not counted)' if reason in UNCOUNTED_STOPS else ''} {share:.1%}"
-                     for reason, share in stop_frac.items()) or "none"
+    return (
+        ", ".join(
+            f"{reason}{' (not counted)' if reason in UNCOUNTED_STOPS else ''} {share:.1%}"
+            for reason, share in stop_frac.items()
+        )
+        or "none"
+    )
 
 
 def _codeelo_text(codeelo: dict[str, Any]) -> str:
     """The CodeElo headline: the rating, and what it rests on when samples were dropped or clamped."""
     if codeelo["rating"] is None:
-        return (f"none: every sample of every contest met an ending not counted in pass@k (a judge, env or sampler "
-                f"error...) ({codeelo['method']})")
+        return (
+            f"none: every sample of every contest met an ending not counted in pass@k (a judge, env or sampler "
+            f"error...) ({codeelo['method']})"
+        )
     notes = []
     if codeelo.get("clamped"):
-        notes.append(f"{codeelo['clamped']} participation(s) ahead of or behind every rated participant: the search "
-                     "bound stands in, so the rating is a bound there")
+        notes.append(
+            f"{codeelo['clamped']} participation(s) ahead of or behind every rated participant: the search "
+            "bound stands in, so the rating is a bound there"
+        )
     if codeelo.get("dropped"):
-        notes.append(f"{codeelo['dropped']} participation(s) left out for endings not counted in pass@k (judge, env "
-                     "or sampler errors...)")
+        notes.append(
+            f"{codeelo['dropped']} participation(s) left out for endings not counted in pass@k (judge, env "
+            "or sampler errors...)"
+        )
     return f"{codeelo['rating']:.0f} ({codeelo['method']}{''.join('; ' + n for n in notes)})"
 
 
@@ -108,18 +128,41 @@ def markdown(summary: dict[str, Any], config: dict[str, Any]) -> str:
     """``report.md``: headline numbers, the plots (linked files), breakdowns, per-problem results."""
     lines = [f"# Eval report: {_md_cell(config.get('agent_label'), table=False)}", ""]
     lines += [f"- **{k}**: {_md_cell(v, table=False)}" for k, v in _headline(summary, config)]
-    lines += ["", f"![pass@1 by rating]({PLOTS[0]})", f"![verdict mix]({PLOTS[1]})", "",
-              "## By rating", _md_table(summary["by_rating"], ["group", "problems", "attempts", "pass@1"]), "",
-              "## By tag", _md_table(summary["by_tag"], ["group", "problems", "attempts", "pass@1"]), "",
-              "## Verdicts", f"Final verdict per attempt: {_md_cell(summary['verdicts'], table=False)}", "",
-              f"Every submission: {_md_cell(summary['submission_verdicts'], table=False)}", "",
-              "## Problems", _md_table(summary["per_problem"], ["problem_id", "title", "rating", "tags", "attempts",
-                                                              "accepted", "verdicts"]), ""]
+    lines += [
+        "",
+        f"![pass@1 by rating]({PLOTS[0]})",
+        f"![verdict mix]({PLOTS[1]})",
+        "",
+        "## By rating",
+        _md_table(summary["by_rating"], ["group", "problems", "attempts", "pass@1"]),
+        "",
+        "## By tag",
+        _md_table(summary["by_tag"], ["group", "problems", "attempts", "pass@1"]),
+        "",
+        "## Verdicts",
+        f"Final verdict per attempt: {_md_cell(summary['verdicts'], table=False)}",
+        "",
+        f"Every submission: {_md_cell(summary['submission_verdicts'], table=False)}",
+        "",
+        "## Problems",
+        _md_table(
+            summary["per_problem"], ["problem_id", "title", "rating", "tags", "attempts", "accepted", "verdicts"]
+        ),
+        "",
+    ]
     if summary.get("codeelo"):
-        lines += ["## CodeElo", _md_table(summary["codeelo"]["contests"], ["name", "participants", "places",
-                                                                          "rating", "dropped", "clamped"]), ""]
-    lines += ["Each attempt's conversation, with the tokens the loss would train coloured apart from prompts and "
-              "tool outputs, is in report.html.", ""]
+        lines += [
+            "## CodeElo",
+            _md_table(
+                summary["codeelo"]["contests"], ["name", "participants", "places", "rating", "dropped", "clamped"]
+            ),
+            "",
+        ]
+    lines += [
+        "Each attempt's conversation, with the tokens the loss would train coloured apart from prompts and "
+        "tool outputs, is in report.html.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -127,35 +170,63 @@ def attempts_html(results: Sequence[dict[str, Any]]) -> str:
     """Every attempt, sorted by problem then sample."""
     parts = []
     for r in sorted(results, key=lambda r: (r["index"], r["sample"])):
-        facts = {"sample": r["sample"], "rating": r["rating"], "reward": round(float(r["reward"]), 3),
-                 "stop": r["stop_reason"], "turns": r["turns"], "submissions": " ".join(r["verdicts"]) or None,
-                 "trained ids": r["sampled_tokens"], "error": r.get("error")}
-        parts.append(html.attempt_html(f"{r['problem_id']} {r['title'] or ''}", facts, r["segments"], r["verdict"],
-                                       html.final_messages(r["trajectory"]["messages"])))
+        facts = {
+            "sample": r["sample"],
+            "rating": r["rating"],
+            "reward": round(float(r["reward"]), 3),
+            "stop": r["stop_reason"],
+            "turns": r["turns"],
+            "submissions": " ".join(r["verdicts"]) or None,
+            "trained ids": r["sampled_tokens"],
+            "error": r.get("error"),
+        }
+        parts.append(
+            html.attempt_html(
+                f"{r['problem_id']} {r['title'] or ''}",
+                facts,
+                r["segments"],
+                r["verdict"],
+                html.final_messages(r["trajectory"]["messages"]),
+            )
+        )
     return "".join(parts)
 
 
-def html_report(summary: dict[str, Any], config: dict[str, Any], results: Sequence[dict[str, Any]],
-                svgs: dict[str, str]) -> str:
+def html_report(
+    summary: dict[str, Any], config: dict[str, Any], results: Sequence[dict[str, Any]], svgs: dict[str, str]
+) -> str:
     """``report.html`` (see the module docstring)."""
-    headline = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(html._cell(v))}</td></tr>"
-                       for k, v in _headline(summary, config))
-    body = [f"<h1>Eval report: {html.escape(config.get('agent_label'))}</h1>", f"<table>{headline}</table>",
-            '<div class="plots">' + "".join(svgs.values()) + "</div>",
-            "<h2>By rating</h2>", html.table_html(summary["by_rating"], ["group", "problems", "attempts", "pass@1"]),
-            "<h2>By tag</h2>", html.table_html(summary["by_tag"], ["group", "problems", "attempts", "pass@1"]),
-            "<h2>Problems</h2>", html.table_html(summary["per_problem"], ["problem_id", "title", "rating", "tags",
-                                                                         "attempts", "accepted", "verdicts"])]
+    headline = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(html._cell(v))}</td></tr>"
+        for k, v in _headline(summary, config)
+    )
+    body = [
+        f"<h1>Eval report: {html.escape(config.get('agent_label'))}</h1>",
+        f"<table>{headline}</table>",
+        '<div class="plots">' + "".join(svgs.values()) + "</div>",
+        "<h2>By rating</h2>",
+        html.table_html(summary["by_rating"], ["group", "problems", "attempts", "pass@1"]),
+        "<h2>By tag</h2>",
+        html.table_html(summary["by_tag"], ["group", "problems", "attempts", "pass@1"]),
+        "<h2>Problems</h2>",
+        html.table_html(
+            summary["per_problem"], ["problem_id", "title", "rating", "tags", "attempts", "accepted", "verdicts"]
+        ),
+    ]
     if summary.get("codeelo"):
-        body += ["<h2>CodeElo</h2>", html.table_html(summary["codeelo"]["contests"],
-                                                     ["name", "participants", "places", "rating", "dropped",
-                                                      "clamped"])]
+        body += [
+            "<h2>CodeElo</h2>",
+            html.table_html(
+                summary["codeelo"]["contests"], ["name", "participants", "places", "rating", "dropped", "clamped"]
+            ),
+        ]
     body += ["<h2>Attempts</h2>", html.legend(), attempts_html(results)]
     return html.page(f"Eval report: {config.get('agent_label')}", "".join(body))
 
 
-def write_report(out: str | Path, summary: dict[str, Any], config: dict[str, Any],
-                 results: Sequence[dict[str, Any]]) -> dict[str, Path]:
+def write_report(
+    out: str | Path, summary: dict[str, Any], config: dict[str, Any], results: Sequence[dict[str, Any]]
+) -> dict[str, Path]:
     """Write summary.json, the plots, report.md and report.html into ``out``; returns their paths."""
     out = Path(out)
     svgs = plots(summary)

@@ -33,35 +33,61 @@ def final_verdict(accepted: bool, submissions: Sequence[dict[str, Any]], stop_re
     return "JE" if stop_reason == "judge_error" else "none"
 
 
-def attempt_result(task: Any, index: int, sample: int, trajectory: Any, env: Any, renderer: Any,
-                   seconds: float, agent: str) -> dict[str, Any]:
+def attempt_result(
+    task: Any, index: int, sample: int, trajectory: Any, env: Any, renderer: Any, seconds: float, agent: str
+) -> dict[str, Any]:
     """One results.jsonl line: the problem's metadata, the outcome, the trajectory and its decoded segments."""
     submissions = list(getattr(env, "submissions", None) or [])
     accepted = bool(getattr(env, "accepted", False))
     record = trajectory.to_record().model_dump(mode="json")
     meta = task.metadata
     return {
-        "problem_id": meta["id"], "index": index, "sample": sample, "agent": agent, "title": meta.get("title"),
-        "rating": meta.get("rating"), "tags": meta.get("tags", []), "source": meta.get("source"),
-        "accepted": accepted, "reward": trajectory.reward,
+        "problem_id": meta["id"],
+        "index": index,
+        "sample": sample,
+        "agent": agent,
+        "title": meta.get("title"),
+        "rating": meta.get("rating"),
+        "tags": meta.get("tags", []),
+        "source": meta.get("source"),
+        "accepted": accepted,
+        "reward": trajectory.reward,
         "verdict": final_verdict(accepted, submissions, trajectory.stop_reason),
-        "verdicts": [str(s["verdict"]) for s in submissions], "submissions": submissions,
-        "judge_errors": int(getattr(env, "judge_errors", 0) or 0), "stop_reason": trajectory.stop_reason,
-        "error": trajectory.metadata.get("error"), "turns": trajectory.num_turns,
-        "sampled_tokens": trajectory.num_sampled_tokens, "seconds": round(seconds, 3),
-        "segments": segments(record, renderer.decode), "trajectory": record,
+        "verdicts": [str(s["verdict"]) for s in submissions],
+        "submissions": submissions,
+        "judge_errors": int(getattr(env, "judge_errors", 0) or 0),
+        "stop_reason": trajectory.stop_reason,
+        "error": trajectory.metadata.get("error"),
+        "turns": trajectory.num_turns,
+        "sampled_tokens": trajectory.num_sampled_tokens,
+        "seconds": round(seconds, 3),
+        "segments": segments(record, renderer.decode),
+        "trajectory": record,
     }
 
 
-def pending_attempts(problem_ids: Sequence[str], indices: Sequence[int], samples: int,
-                     done: set[tuple[str, int]]) -> list[tuple[int, int]]:
+def pending_attempts(
+    problem_ids: Sequence[str], indices: Sequence[int], samples: int, done: set[tuple[str, int]]
+) -> list[tuple[int, int]]:
     """``(index, sample)`` of every attempt of ``indices`` x ``range(samples)`` not in ``done``."""
     return [(i, s) for i in indices for s in range(samples) if (problem_ids[i], s) not in done]
 
 
-async def run_attempts(make_env: Callable[[], Any], tasks: Sequence[Any], agent: Any, renderer: Any,
-                       store: ResultsStore, *, indices: Sequence[int], samples: int, config: RolloutConfig,
-                       concurrency: int = 4, seed: int = 0, agent_name: str = "", progress: bool = True) -> int:
+async def run_attempts(
+    make_env: Callable[[], Any],
+    tasks: Sequence[Any],
+    agent: Any,
+    renderer: Any,
+    store: ResultsStore,
+    *,
+    indices: Sequence[int],
+    samples: int,
+    config: RolloutConfig,
+    concurrency: int = 4,
+    seed: int = 0,
+    agent_name: str = "",
+    progress: bool = True,
+) -> int:
     """Play the missing attempts; returns how many were played. ``config.group_size`` is ignored (one per run)."""
     if concurrency < 1:
         raise ValueError(f"--concurrency: expected >= 1, got {concurrency}")
@@ -88,8 +114,11 @@ async def run_attempts(make_env: Callable[[], Any], tasks: Sequence[Any], agent:
             trajectory = (await runner.run([index], sampling_seed=seed * SEED_STRIDE + sample))[0]
             trajectory.group_id, trajectory.sample_id = index, sample
             env = made[0].unwrapped if made else None
-            store.append(attempt_result(tasks[index], index, sample, trajectory, env, renderer,
-                                        time.perf_counter() - started, agent_name))
+            store.append(
+                attempt_result(
+                    tasks[index], index, sample, trajectory, env, renderer, time.perf_counter() - started, agent_name
+                )
+            )
             bar.update(1)
 
     try:
@@ -103,8 +132,9 @@ def _progress_bar(total: int, enabled: bool) -> Any:
     """A tqdm bar on stderr (disabled: a no-op object)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="eval attempts", unit="attempt", file=sys.stderr, disable=not enabled,
-                dynamic_ncols=True)
+    return tqdm(
+        total=total, desc="eval attempts", unit="attempt", file=sys.stderr, disable=not enabled, dynamic_ncols=True
+    )
 
 
 def select_indices(tasks: Sequence[Any], only: str | Sequence[str] | None) -> list[int]:
@@ -134,22 +164,47 @@ def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, An
     env = make(ENV_ID, **env_kwargs)
     try:
         problem_set = getattr(env.unwrapped, "problem_set", None)
-        return (list(env.unwrapped.tasks), env.unwrapped.tool_schemas,
-                list(getattr(problem_set, "skipped_rows", [])))
+        return (list(env.unwrapped.tasks), env.unwrapped.tool_schemas, list(getattr(problem_set, "skipped_rows", [])))
     finally:
         env.close()
 
 
-def evaluate(agent: Any, renderer: Any, store: ResultsStore, tasks: Sequence[Any], env_kwargs: dict[str, Any], *,
-             indices: Sequence[int], samples: int, ks: Sequence[int], config: RolloutConfig, concurrency: int = 4,
-             seed: int = 0, agent_name: str = "", progress: bool = True) -> tuple[int, dict[str, Any], list[dict]]:
+def evaluate(
+    agent: Any,
+    renderer: Any,
+    store: ResultsStore,
+    tasks: Sequence[Any],
+    env_kwargs: dict[str, Any],
+    *,
+    indices: Sequence[int],
+    samples: int,
+    ks: Sequence[int],
+    config: RolloutConfig,
+    concurrency: int = 4,
+    seed: int = 0,
+    agent_name: str = "",
+    progress: bool = True,
+) -> tuple[int, dict[str, Any], list[dict]]:
     """Play the missing attempts, then summarise the wanted ones: ``(played, summary, results)``."""
     from agentgspo.eval.summary import summarize
     from agentgspo.environments.registry import make
 
-    played = asyncio.run(run_attempts(lambda: make(ENV_ID, **env_kwargs), tasks, agent, renderer, store,
-                                      indices=indices, samples=samples, config=config, concurrency=concurrency,
-                                      seed=seed, agent_name=agent_name, progress=progress))
+    played = asyncio.run(
+        run_attempts(
+            lambda: make(ENV_ID, **env_kwargs),
+            tasks,
+            agent,
+            renderer,
+            store,
+            indices=indices,
+            samples=samples,
+            config=config,
+            concurrency=concurrency,
+            seed=seed,
+            agent_name=agent_name,
+            progress=progress,
+        )
+    )
     wanted = {(tasks[i].metadata["id"], s) for i in indices for s in range(samples)}
     results = [r for r in store.results if (r["problem_id"], r["sample"]) in wanted]
     return played, summarize(results, ks), results

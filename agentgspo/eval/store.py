@@ -63,8 +63,10 @@ def _lock_folder(folder: Path) -> str | None:
             os.close(fd)
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 return None  # e.g. ENOLCK: a file system without locks
-            raise ValueError(f"{folder} is in use by another eval (pid {holder or '?'}), which holds {folder / LOCK} "
-                             "until it ends; wait for it, or pass another --out") from None
+            raise ValueError(
+                f"{folder} is in use by another eval (pid {holder or '?'}), which holds {folder / LOCK} "
+                "until it ends; wait for it, or pass another --out"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         _held[key] = [fd, 1]
@@ -101,8 +103,9 @@ class ResultsStore:
         try:
             self.out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ValueError(f"--out {str(out)!r}: cannot create the output folder ({exc.strerror}); pass a "
-                             "writable folder") from None
+            raise ValueError(
+                f"--out {str(out)!r}: cannot create the output folder ({exc.strerror}); pass a writable folder"
+            ) from None
         self.path = self.out / RESULTS
         self._lock = threading.Lock()
         self.dropped_duplicates = self.requeued = 0
@@ -122,16 +125,23 @@ class ResultsStore:
         config_path = self.out / CONFIG
         has_results = self.path.exists() and self.path.stat().st_size > 0
         if has_results and not config_path.exists():
-            raise ValueError(f"{self.path} holds results but {config_path}, which records the settings they were "
-                             f"made with, is missing: nothing to check this run's settings against. Pass another "
-                             f"--out for a new eval, or restore {config_path.name} to resume this one")
+            raise ValueError(
+                f"{self.path} holds results but {config_path}, which records the settings they were "
+                f"made with, is missing: nothing to check this run's settings against. Pass another "
+                f"--out for a new eval, or restore {config_path.name} to resume this one"
+            )
         if config_path.exists():
             stored = json.loads(config_path.read_text()).get("identity")
             if has_results and stored != json.loads(json.dumps(identity)):
-                changed = sorted(k for k in set(stored or {}) | set(identity)
-                                 if (stored or {}).get(k) != json.loads(json.dumps(identity)).get(k))
-                raise ValueError(f"{self.out} holds an eval with other settings ({', '.join(changed)} differ); "
-                                 "rerun with the same options to resume it, or pass another --out")
+                changed = sorted(
+                    k
+                    for k in set(stored or {}) | set(identity)
+                    if (stored or {}).get(k) != json.loads(json.dumps(identity)).get(k)
+                )
+                raise ValueError(
+                    f"{self.out} holds an eval with other settings ({', '.join(changed)} differ); "
+                    "rerun with the same options to resume it, or pass another --out"
+                )
         config_path.write_text(json.dumps({"identity": identity, "settings": settings or {}}, indent=2) + "\n")
         self.results = self._first_of_each(self._read())
 
@@ -150,8 +160,11 @@ class ResultsStore:
         self.dropped_duplicates = duplicates
         self.requeued = sum(not _final(r) for r in results)
         if self.dropped_duplicates:
-            print(f"eval: {self.path} holds {self.dropped_duplicates} duplicate attempt line(s) (same problem_id and "
-                  "sample, e.g. from two runs into one --out); the first line of each is used", file=sys.stderr)
+            print(
+                f"eval: {self.path} holds {self.dropped_duplicates} duplicate attempt line(s) (same problem_id and "
+                "sample, e.g. from two runs into one --out); the first line of each is used",
+                file=sys.stderr,
+            )
         return results
 
     def _read(self) -> list[dict[str, Any]]:
@@ -167,8 +180,9 @@ class ResultsStore:
                     results.append(json.loads(line))
                 except json.JSONDecodeError:
                     if end < len(data):  # not the last line: the file is damaged, not just cut short
-                        raise ValueError(f"{self.path}:{number} is not valid JSON; delete that line to rerun the "
-                                         "attempt") from None
+                        raise ValueError(
+                            f"{self.path}:{number} is not valid JSON; delete that line to rerun the attempt"
+                        ) from None
                     with open(self.path, "r+b") as f:
                         f.truncate(offset)
                     return results

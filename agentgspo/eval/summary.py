@@ -47,22 +47,35 @@ def summarize(results: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str,
             by_tag[tag].append(nc)
 
     def table(groups: dict[str, list[tuple[int, int]]]) -> list[dict[str, Any]]:
-        return [{"group": g, "problems": len(v), "attempts": sum(n for n, _ in v), **pass_at_ks(v, [1])}
-                for g, v in groups.items()]
+        return [
+            {"group": g, "problems": len(v), "attempts": sum(n for n, _ in v), **pass_at_ks(v, [1])}
+            for g, v in groups.items()
+        ]
 
     attempts_with_judge_errors = sum(1 for r in results if r["judge_errors"] or r["stop_reason"] == "judge_error")
     fit = fit_rating(problem_outcomes([(r["problem_id"], r["rating"], r["accepted"]) for r in counted]))
     problems = []
     for problem_id, (n, c) in counts.items():
         row = meta[problem_id]
-        problems.append({"problem_id": problem_id, "title": row["title"], "rating": row["rating"],
-                         "tags": row["tags"], "attempts": n, "accepted": c,
-                         "verdicts": dict(Counter(r["verdict"] for r in counted if r["problem_id"] == problem_id))})
+        problems.append(
+            {
+                "problem_id": problem_id,
+                "title": row["title"],
+                "rating": row["rating"],
+                "tags": row["tags"],
+                "attempts": n,
+                "accepted": c,
+                "verdicts": dict(Counter(r["verdict"] for r in counted if r["problem_id"] == problem_id)),
+            }
+        )
     # Problems whose every attempt was excluded are out of pass@k's mean: name them, so none is lost unseen.
     without_counted = sorted({r["problem_id"] for r in results} - set(counts))
     return {
-        "problems": len(counts), "attempts": len(results), "counted_attempts": len(counted),
-        "excluded": dict(excluded), "problems_without_counted_attempts": without_counted,
+        "problems": len(counts),
+        "attempts": len(results),
+        "counted_attempts": len(counted),
+        "excluded": dict(excluded),
+        "problems_without_counted_attempts": without_counted,
         **pass_at_ks(list(counts.values()), ks),
         "stop_frac": {reason: n / len(results) for reason, n in endings.most_common()},
         "by_rating": sorted(table(by_rating), key=lambda t: (t["group"] == "unrated", t["group"].zfill(6))),

@@ -32,10 +32,22 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
         for line in path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
-                facts = {"sample": r["sample"], "reward": r["reward"], "stop": r["stop_reason"],
-                         "turns": r["turns"], "trained ids": r["sampled_tokens"]}
-                items.append((f"{r['problem_id']} {r.get('title') or ''}", facts, r["segments"], r["verdict"],
-                               html.final_messages(r["trajectory"]["messages"])))
+                facts = {
+                    "sample": r["sample"],
+                    "reward": r["reward"],
+                    "stop": r["stop_reason"],
+                    "turns": r["turns"],
+                    "trained ids": r["sampled_tokens"],
+                }
+                items.append(
+                    (
+                        f"{r['problem_id']} {r.get('title') or ''}",
+                        facts,
+                        r["segments"],
+                        r["verdict"],
+                        html.final_messages(r["trajectory"]["messages"]),
+                    )
+                )
         return items
     from agentgspo.eval.agents import load_renderer
     from agentgspo.rollouts.trajectory import read_jsonl
@@ -44,8 +56,15 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
     items = []
     for t in read_jsonl(path):
         record = t.to_record().model_dump(mode="json")
-        facts = {"seed": t.seed, "group": t.group_id, "sample": t.sample_id, "reward": round(t.reward, 4),
-                 "stop": t.stop_reason, "turns": t.num_turns, "trained ids": t.num_sampled_tokens}
+        facts = {
+            "seed": t.seed,
+            "group": t.group_id,
+            "sample": t.sample_id,
+            "reward": round(t.reward, 4),
+            "stop": t.stop_reason,
+            "turns": t.num_turns,
+            "trained ids": t.num_sampled_tokens,
+        }
         items.append((t.env_id or "trajectory", facts, segments(record, decode), "", html.final_messages(t.messages)))
     return items
 
@@ -57,11 +76,15 @@ def view_page(path: str | Path, tokenizer: str = "tiny") -> str:
         candidates = [path / "results.jsonl", path / "trajectories.jsonl"]
         path = next((c for c in candidates if c.is_file()), candidates[0])
     if not path.is_file():
-        raise FileNotFoundError(f"{str(path)!r} does not exist; pass a trajectories.jsonl, a results.jsonl or a "
-                                "folder holding one")
+        raise FileNotFoundError(
+            f"{str(path)!r} does not exist; pass a trajectories.jsonl, a results.jsonl or a folder holding one"
+        )
     items = trajectory_items(path, tokenizer)
     trained = sum(int(n) for _, _, segs, *_ in items for kind, _, n in segs if kind == "trained")
-    body = [f"<h1>{html.escape(path)}</h1>",
-            f"<p>{len(items)} trajectories; {trained} ids trained by the loss (mask 1).</p>", html.legend(),
-            "".join(html.attempt_html(*item) for item in items)]
+    body = [
+        f"<h1>{html.escape(path)}</h1>",
+        f"<p>{len(items)} trajectories; {trained} ids trained by the loss (mask 1).</p>",
+        html.legend(),
+        "".join(html.attempt_html(*item) for item in items),
+    ]
     return html.page(f"trajectories: {path.name}", "".join(body))

@@ -44,10 +44,26 @@ import torch
 from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective.loss import (GRPO_EPS, GSPO_EPS, TOKEN, TURN, grpo_loss, gspo_loss, gspo_token_loss,
-                                     gspo_turn_loss, kl_k3)
-from agentgspo.learning.routing_replay import (REPLAY_SOURCES, batch_replay, decode_routing, find_routers,
-                                               record_routing, replay_routing, split_recorded)
+from agentgspo.objective.loss import (
+    GRPO_EPS,
+    GSPO_EPS,
+    TOKEN,
+    TURN,
+    grpo_loss,
+    gspo_loss,
+    gspo_token_loss,
+    gspo_turn_loss,
+    kl_k3,
+)
+from agentgspo.learning.routing_replay import (
+    REPLAY_SOURCES,
+    batch_replay,
+    decode_routing,
+    find_routers,
+    record_routing,
+    replay_routing,
+    split_recorded,
+)
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.objective.split_turns import episode_advantages
 from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
@@ -70,65 +86,98 @@ class LearnerConfig:
     flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back."""
 
     objective: Literal["gspo", "gspo_token", "grpo"] = _setting(
-        "gspo", "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the token-ratio baseline, "
-                "with its own clip band 0.2 / 0.27)")
+        "gspo",
+        "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the token-ratio baseline, "
+        "with its own clip band 0.2 / 0.27)",
+    )
     eps_low: float | None = _setting(
-        None, "lower clip range of the ratio (empty: the objective's, paper §5.1: 3e-4 for gspo and gspo_token, 0.2 "
-              "for grpo); config.json records the value used")
+        None,
+        "lower clip range of the ratio (empty: the objective's, paper §5.1: 3e-4 for gspo and gspo_token, 0.2 "
+        "for grpo); config.json records the value used",
+    )
     eps_high: float | None = _setting(
-        None, "upper clip range of the ratio (empty: the objective's, paper §5.1: 4e-4 for gspo and gspo_token, "
-              "0.27 for grpo)")
+        None,
+        "upper clip range of the ratio (empty: the objective's, paper §5.1: 4e-4 for gspo and gspo_token, "
+        "0.27 for grpo)",
+    )
     minibatches: int = _setting(4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)")
     micro_batch_tokens: int = _setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
     logp_old: Literal["recompute", "sampler"] = _setting(
-        "recompute", "'recompute' (score the batch with the policy before updating) or 'sampler' (reuse the "
-                     "sampler's log-probs, paper §5.4; saves a forward pass)")
+        "recompute",
+        "'recompute' (score the batch with the policy before updating) or 'sampler' (reuse the "
+        "sampler's log-probs, paper §5.4; saves a forward pass)",
+    )
     temperature: float = _setting(1.0, "sampling temperature; the learner scores softmax(logits / T)")
     max_grad_norm: float | None = _setting(1.0, "gradient clipping norm (empty: off)")
-    kl_coef: float = _setting(0.0, "weight of a k3 KL penalty to a frozen reference model (0: off, the paper's "
-                                   "authors' advice)")
+    kl_coef: float = _setting(
+        0.0, "weight of a k3 KL penalty to a frozen reference model (0: off, the paper's authors' advice)"
+    )
     router_aux_loss_coef: float | None = _setting(
-        None, "MoE router load-balancing loss weight (empty: the model config's value; 0: off)")
+        None, "MoE router load-balancing loss weight (empty: the model config's value; 0: off)"
+    )
     volatility_rows: int = _setting(16, "MoE: trajectories of the routing-volatility metric (0: off)")
-    skip_zero_advantage: bool = _setting(True, "do not forward trajectories with A = 0 (exact for the objective: "
-                                               "they contribute nothing; saves compute)")
+    skip_zero_advantage: bool = _setting(
+        True, "do not forward trajectories with A = 0 (exact for the objective: they contribute nothing; saves compute)"
+    )
     exclude_stop_reasons: tuple[str, ...] = _setting(
-        EXCLUDED_STOPS, "stop reasons whose episodes carry no signal about the policy (a crashed env, a failed "
-                        "verifier, a sampler failure): left out of the groups' advantages and of the loss (default: "
-                        "those agentgspo.rollouts.trajectory.ENDINGS marks untrained)")
+        EXCLUDED_STOPS,
+        "stop reasons whose episodes carry no signal about the policy (a crashed env, a failed "
+        "verifier, a sampler failure): left out of the groups' advantages and of the loss (default: "
+        "those agentgspo.rollouts.trajectory.ENDINGS marks untrained)",
+    )
     split_turns_weight: Literal["episode", "turn"] = _setting(
-        "episode", "--history split_turns: 'episode' (each episode weighs 1/N, its K turn samples 1/K each: the "
-                   "paper's per-trajectory mean, Eq. 5) or 'turn' (each turn sample weighs 1/N: long episodes weigh "
-                   "more)")
+        "episode",
+        "--history split_turns: 'episode' (each episode weighs 1/N, its K turn samples 1/K each: the "
+        "paper's per-trajectory mean, Eq. 5) or 'turn' (each turn sample weighs 1/N: long episodes weigh "
+        "more)",
+    )
     turn_baseline: Literal["episode", "turn"] = _setting(
-        "episode", "--credit turn: 'episode' (each turn's return-to-go against the group's mean episode return, "
-                   "scaled by its std: equals Eq. 6 when only the end is rewarded) or 'turn' (against the group's "
-                   "returns-to-go at the same turn, over the episodes that reached it)")
-    compile: bool = _setting(False, "torch.compile the region from the logits to the loss, so the [B, T, V] fp32 "
-                                    "upcast is fused instead of stored (a GPU win; the model itself is compiled by "
-                                    "accelerate's dynamo_backend)")
+        "episode",
+        "--credit turn: 'episode' (each turn's return-to-go against the group's mean episode return, "
+        "scaled by its std: equals Eq. 6 when only the end is rewarded) or 'turn' (against the group's "
+        "returns-to-go at the same turn, over the episodes that reached it)",
+    )
+    compile: bool = _setting(
+        False,
+        "torch.compile the region from the logits to the loss, so the [B, T, V] fp32 "
+        "upcast is fused instead of stored (a GPU win; the model itself is compiled by "
+        "accelerate's dynamo_backend)",
+    )
     activation_checkpointing: bool = _setting(
-        False, "recompute each decoder layer in the backward (Hugging Face gradient_checkpointing_enable, "
-               "non-reentrant): less memory for about one more forward; long episodes need it at 30B")
+        False,
+        "recompute each decoder layer in the backward (Hugging Face gradient_checkpointing_enable, "
+        "non-reentrant): less memory for about one more forward; long episodes need it at 30B",
+    )
     sync_each_micro_batch: bool | None = _setting(
-        None, "reduce gradients after every micro-batch (true) or only after a minibatch's last one (false); empty: "
-              "true when the policy is sharded (FSDP2, DeepSpeed), false under DDP")
+        None,
+        "reduce gradients after every micro-batch (true) or only after a minibatch's last one (false); empty: "
+        "true when the policy is sharded (FSDP2, DeepSpeed), false under DDP",
+    )
     allow_low_precision_params: bool = _setting(
-        False, "train parameters stored in bf16/fp16 with a torch optimizer (AdamW on bf16 weights rounds away "
-               "updates below the weight's resolution: keep fp32 master weights and compute in bf16 instead)")
-    memory_estimate: bool = _setting(True, "print the estimated memory per process when the learner is built "
-                                           "(agentgspo.learning.memory)")
+        False,
+        "train parameters stored in bf16/fp16 with a torch optimizer (AdamW on bf16 weights rounds away "
+        "updates below the weight's resolution: keep fp32 master weights and compute in bf16 instead)",
+    )
+    memory_estimate: bool = _setting(
+        True, "print the estimated memory per process when the learner is built (agentgspo.learning.memory)"
+    )
     unit: Literal["trajectory", "turn"] = _setting(
-        "trajectory", "what one GSPO ratio covers: 'trajectory' (every assistant token, tool outputs masked, Eq. 7) "
-                      "or 'turn' (each assistant turn its own ratio and clip, weighing 1/K of its trajectory); "
-                      "objective gspo only")
+        "trajectory",
+        "what one GSPO ratio covers: 'trajectory' (every assistant token, tool outputs masked, Eq. 7) "
+        "or 'turn' (each assistant turn its own ratio and clip, weighing 1/K of its trajectory); "
+        "objective gspo only",
+    )
     credit: Literal["trajectory", "turn"] = _setting(
-        "trajectory", "'trajectory' (one advantage per episode, Eq. 6) or 'turn' (per-turn return-to-go advantages "
-                      "from each step's reward; with gspo_token, grpo or --unit turn)")
+        "trajectory",
+        "'trajectory' (one advantage per episode, Eq. 6) or 'turn' (per-turn return-to-go advantages "
+        "from each step's reward; with gspo_token, grpo or --unit turn)",
+    )
     routing_replay: Literal["off", "rollout", "old_policy"] = _setting(
-        "off", "MoE: 'off', 'rollout' (R3: replay the sampler's expert choices; the hf backend records them) or "
-               "'old_policy' (the paper's Routing Replay: the logp_old recompute's); the replayed experts' weights "
-               "come from the live router")
+        "off",
+        "MoE: 'off', 'rollout' (R3: replay the sampler's expert choices; the hf backend records them) or "
+        "'old_policy' (the paper's Routing Replay: the logp_old recompute's); the replayed experts' weights "
+        "come from the live router",
+    )
 
     @classmethod
     def from_settings(cls, settings: Any) -> LearnerConfig:
@@ -140,12 +189,16 @@ class LearnerConfig:
             if getattr(self, name) not in ("trajectory", "turn"):
                 raise ValueError(f"{name}: expected 'trajectory' or 'turn', got {getattr(self, name)!r}")
         if self.unit == "turn" and self.objective != "gspo":
-            raise ValueError(f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has token "
-                             "ratios already: use objective='gspo' or unit='trajectory'")
+            raise ValueError(
+                f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has token "
+                "ratios already: use objective='gspo' or unit='trajectory'"
+            )
         if self.credit == "turn" and self.objective == "gspo" and self.unit == "trajectory":
-            raise ValueError("credit='turn' with objective='gspo' and unit='trajectory': one trajectory ratio "
-                             "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
-                             "or credit='trajectory'")
+            raise ValueError(
+                "credit='turn' with objective='gspo' and unit='trajectory': one trajectory ratio "
+                "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
+                "or credit='trajectory'"
+            )
         for name in ("split_turns_weight", "turn_baseline"):
             if getattr(self, name) not in ("episode", "turn"):
                 raise ValueError(f"{name}: expected 'episode' or 'turn', got {getattr(self, name)!r}")
@@ -155,8 +208,10 @@ class LearnerConfig:
         if self.routing_replay not in REPLAY_SOURCES:
             raise ValueError(f"routing_replay: expected one of {REPLAY_SOURCES}, got {self.routing_replay!r}")
         if self.routing_replay == "old_policy" and self.logp_old != "recompute":
-            raise ValueError("routing_replay='old_policy' replays the routing of the logp_old recompute; set "
-                             "logp_old='recompute' or use routing_replay='rollout'")
+            raise ValueError(
+                "routing_replay='old_policy' replays the routing of the logp_old recompute; set "
+                "logp_old='recompute' or use routing_replay='rollout'"
+            )
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
         if self.logp_old not in ("recompute", "sampler"):
@@ -168,8 +223,10 @@ class LearnerConfig:
         if self.minibatches < 1 or self.micro_batch_tokens < 1:
             raise ValueError("minibatches and micro_batch_tokens must be >= 1")
         if self.temperature <= 0:
-            raise ValueError(f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "
-                             f"{self.temperature}; for greedy rollouts train with T=1")
+            raise ValueError(
+                f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "
+                f"{self.temperature}; for greedy rollouts train with T=1"
+            )
 
 
 @dataclass
@@ -260,8 +317,10 @@ class _Means:
 
 def _compute_dtype_name(accelerator: Any, model: Any) -> str:
     """``bf16`` when the policy computes in bf16 (autocast, FSDP2 mixed precision or bf16 weights), else ``no``."""
-    if str(getattr(accelerator, "mixed_precision", "no")) == "bf16" or \
-            getattr(model, "agentgspo_mixed_precision", "no") == "bf16":
+    if (
+        str(getattr(accelerator, "mixed_precision", "no")) == "bf16"
+        or getattr(model, "agentgspo_mixed_precision", "no") == "bf16"
+    ):
         return "bf16"
     return "bf16" if next(model.parameters()).dtype == torch.bfloat16 else "no"
 
@@ -299,16 +358,24 @@ def enable_activation_checkpointing(model: Any) -> None:
     training mode.
     """
     if not getattr(model, "supports_gradient_checkpointing", False):
-        raise ValueError(f"activation_checkpointing: {type(model).__name__} does not support gradient "
-                         "checkpointing (supports_gradient_checkpointing is False); turn the setting off")
+        raise ValueError(
+            f"activation_checkpointing: {type(model).__name__} does not support gradient "
+            "checkpointing (supports_gradient_checkpointing is False); turn the setting off"
+        )
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
 
 
 #: Float attributes of Hugging Face modules that make a training-mode forward random: attention and hidden dropout,
 #: Mixtral-style router jitter (``jitter_noise`` / ``router_jitter_noise``).
-STOCHASTIC_ATTRIBUTES = ("attention_dropout", "hidden_dropout", "activation_dropout", "dropout", "jitter_noise",
-                         "router_jitter_noise")
+STOCHASTIC_ATTRIBUTES = (
+    "attention_dropout",
+    "hidden_dropout",
+    "activation_dropout",
+    "dropout",
+    "jitter_noise",
+    "router_jitter_noise",
+)
 
 
 def disable_stochastic_layers(model: torch.nn.Module) -> list[str]:
@@ -333,8 +400,9 @@ def disable_stochastic_layers(model: torch.nn.Module) -> list[str]:
 
 def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
     """Top-k expert ids per (layer, token) at the batch's real tokens: ``[L, N, k]``."""
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
-                output_router_logits=True)
+    out = model(
+        input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, output_router_logits=True
+    )
     real = batch.attention_mask.reshape(-1).bool()  # [B*T]
     return torch.stack([logits[real].topk(k, dim=-1).indices.sort(-1).values for logits in out.router_logits])
 
@@ -379,8 +447,18 @@ class GSPOLearner:
     how its clip fractions, low/high split and ratios are weighted across micro-batches and ranks.
     """
 
-    def __init__(self, model: Any, optimizer: Any, accelerator: Any, *, pad_token_id: int,
-                 config: LearnerConfig | None = None, scheduler: Any = None, ref_model: Any = None, seed: int = 0):
+    def __init__(
+        self,
+        model: Any,
+        optimizer: Any,
+        accelerator: Any,
+        *,
+        pad_token_id: int,
+        config: LearnerConfig | None = None,
+        scheduler: Any = None,
+        ref_model: Any = None,
+        seed: int = 0,
+    ):
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.accelerator = accelerator
         self.pad_token_id = pad_token_id
@@ -394,14 +472,18 @@ class GSPOLearner:
         if self.config.routing_replay != "off":
             find_routers(base)  # a clear error for a model without a supported router
         coef = self.config.router_aux_loss_coef
-        self.aux_coef = (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) \
-            if self.is_moe else 0.0
+        self.aux_coef = (
+            (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) if self.is_moe else 0.0
+        )
         self.generator = torch.Generator().manual_seed(seed)
         self._replays: dict[int, torch.Tensor] = {}  # id(trajectory) -> [T, L, k] experts replayed in this step
         # The loss this config trains with; what it clips per (loss.clip_unit) decides how its diagnostics are logged.
         self.loss_fn = gspo_turn_loss if self.config.unit == "turn" else OBJECTIVES[self.config.objective]
-        self._objective = torch.compile(self._objective_from_logits, dynamic=True) if self.config.compile \
+        self._objective = (
+            torch.compile(self._objective_from_logits, dynamic=True)
+            if self.config.compile
             else self._objective_from_logits
+        )
         self.deepspeed = is_deepspeed(accelerator)
         check_deepspeed_processes(accelerator)
         self.sharded = is_sharded(model) or self.deepspeed
@@ -414,8 +496,10 @@ class GSPOLearner:
         disabled = disable_stochastic_layers(base)
         if disabled:
             kinds = Counter(change.rsplit(".", 1)[1] for change in disabled)
-            accelerator.print("learner: set to 0 for its forwards (logp_old and logp must be one deterministic "
-                              f"function of the weights): {', '.join(f'{k} x{n}' for k, n in kinds.items())}")
+            accelerator.print(
+                "learner: set to 0 for its forwards (logp_old and logp must be one deterministic "
+                f"function of the weights): {', '.join(f'{k} x{n}' for k, n in kinds.items())}"
+            )
         keep_compute_dtype_outputs(accelerator, model)
         if self.config.activation_checkpointing:
             enable_activation_checkpointing(base)
@@ -426,14 +510,19 @@ class GSPOLearner:
         """Refuse bf16/fp16 parameters under a torch optimizer (AdamW would round small updates away)."""
         if self.config.allow_low_precision_params or self.deepspeed:  # DeepSpeed keeps its own fp32 master copy
             return
-        low = {p.dtype for group in self.optimizer.param_groups for p in group["params"]
-               if p.dtype in (torch.bfloat16, torch.float16)}
+        low = {
+            p.dtype
+            for group in self.optimizer.param_groups
+            for p in group["params"]
+            if p.dtype in (torch.bfloat16, torch.float16)
+        }
         if low:
             raise ValueError(
                 f"the optimizer updates {sorted(map(str, low))} parameters: AdamW on bf16/fp16 weights rounds away "
                 "updates smaller than the weight's resolution (bf16 near 1.0: 2^-8), e.g. all of them at lr 1e-6. "
                 "Load the policy in float32 and compute in bf16 with Accelerator(mixed_precision='bf16') or "
-                "shard_policy(..., mixed_precision='bf16'); or set LearnerConfig(allow_low_precision_params=True)")
+                "shard_policy(..., mixed_precision='bf16'); or set LearnerConfig(allow_low_precision_params=True)"
+            )
 
     def _check_accumulation_and_clipping(self) -> None:
         """Refuse accelerate's own gradient accumulation (``accelerator.backward`` would divide every loss by its
@@ -446,22 +535,27 @@ class GSPOLearner:
                 "--gradient_accumulation_steps`, ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Accelerator(...)): "
                 "accelerator.backward would divide every loss by it, rescaling the paper's per-trajectory mean. "
                 "Set it to 1; the learner accumulates over its own micro-batches (lower "
-                "LearnerConfig.micro_batch_tokens for less memory per forward)")
+                "LearnerConfig.micro_batch_tokens for less memory per forward)"
+            )
         if self.deepspeed:
             clipping = float(self.model.gradient_clipping() or 0.0)
             wanted = float(self.config.max_grad_norm or 0.0)
             if clipping != wanted:
-                raise ValueError(f"DeepSpeed clips gradients at {clipping} (its config's gradient_clipping; 0 is off) "
-                                 f"but max_grad_norm is {self.config.max_grad_norm}: DeepSpeed ignores "
-                                 "clip_grad_norm_. Build the engine with shard_policy(..., max_grad_norm=...) or set "
-                                 "gradient_clipping in the DeepSpeed config to the same value")
+                raise ValueError(
+                    f"DeepSpeed clips gradients at {clipping} (its config's gradient_clipping; 0 is off) "
+                    f"but max_grad_norm is {self.config.max_grad_norm}: DeepSpeed ignores "
+                    "clip_grad_norm_. Build the engine with shard_policy(..., max_grad_norm=...) or set "
+                    "gradient_clipping in the DeepSpeed config to the same value"
+                )
 
     def _print_memory_estimate(self, base: Any) -> None:
         """Print :func:`agentgspo.learning.memory.estimate_memory` for this run on the main process."""
         from agentgspo.learning.memory import estimate_for_model
 
         estimate = estimate_for_model(
-            base, processes=self.accelerator.num_processes, sharded=self.sharded,
+            base,
+            processes=self.accelerator.num_processes,
+            sharded=self.sharded,
             micro_batch_tokens=self.config.micro_batch_tokens,
             activation_checkpointing=self.config.activation_checkpointing,
             mixed_precision=_compute_dtype_name(self.accelerator, base),
@@ -488,8 +582,10 @@ class GSPOLearner:
             self.generator.set_state(state["generator"])
             return
         if len(per_rank) != self.accelerator.num_processes:
-            raise ValueError(f"learner state saved by {len(per_rank)} processes cannot resume exactly on "
-                             f"{self.accelerator.num_processes}; resume with the same number of processes")
+            raise ValueError(
+                f"learner state saved by {len(per_rank)} processes cannot resume exactly on "
+                f"{self.accelerator.num_processes}; resume with the same number of processes"
+            )
         self.generator.set_state(per_rank[self.accelerator.process_index].clone())
 
     @torch.no_grad()
@@ -534,9 +630,18 @@ class GSPOLearner:
                 sync = p == minibatch.passes - 1  # gradients are reduced after the minibatch's last micro-batch
                 if p < len(minibatch.micro_batches):
                     minibatch_loss += self._micro_step(
-                        trajectories, minibatch.micro_batches[p], old, credit.advantages, credit.weights,
-                        num_sequences=minibatch.num_sequences, forwarded=minibatch.forwarded, scale=1.0, sync=sync,
-                        means=means, prefixes=prefixes)
+                        trajectories,
+                        minibatch.micro_batches[p],
+                        old,
+                        credit.advantages,
+                        credit.weights,
+                        num_sequences=minibatch.num_sequences,
+                        forwarded=minibatch.forwarded,
+                        scale=1.0,
+                        sync=sync,
+                        means=means,
+                        prefixes=prefixes,
+                    )
                 else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
                     self._placeholder_step(sync, means, prefixes)
             means.add("loss", minibatch_loss)
@@ -565,8 +670,7 @@ class GSPOLearner:
         # Each sample's weight in the 1/N mean (split_turns: 1/K per turn of an episode, the paper's 1/N per
         # episode): min(s A w, clip(s) A w) = w min(s A, clip(s) A) for w > 0, so scaling A by w is exact.
         advantages = advantages * weights.reshape(n, *([1] * (advantages.dim() - 1))) if n else advantages
-        keep = [i for i in included
-                if signal[i] or not config.skip_zero_advantage or config.kl_coef > 0]
+        keep = [i for i in included if signal[i] or not config.skip_zero_advantage or config.kl_coef > 0]
         return _Credit(included=included, keep=keep, weights=weights, advantages=advantages, stats=stats)
 
     def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
@@ -577,20 +681,25 @@ class GSPOLearner:
         for t in trajectories:
             where = f"trajectory (group {t.group_id}, sample {t.sample_id})"
             if t.sampling is not None and t.sampling.get("temperature") != temperature:
-                raise ValueError(f"{where} was sampled at temperature {t.sampling.get('temperature')} but the learner "
-                                 f"scores softmax(logits / {temperature}) (LearnerConfig.temperature): the ratios "
-                                 "would compare two different policies. Sample and learn at one temperature "
-                                 "(a recipe's --temperature sets both)")
+                raise ValueError(
+                    f"{where} was sampled at temperature {t.sampling.get('temperature')} but the learner "
+                    f"scores softmax(logits / {temperature}) (LearnerConfig.temperature): the ratios "
+                    "would compare two different policies. Sample and learn at one temperature "
+                    "(a recipe's --temperature sets both)"
+                )
             if self.config.logp_old == "sampler":
                 why = sampler_logprobs_mismatch(t.sampling, temperature)
                 if why is not None:
-                    raise ValueError(f"logp_old='sampler': {where}: {why}. Its log-probs are not what the learner "
-                                     "computes, so every sequence ratio would be off by that gap (with GSPO's 3e-4 "
-                                     "band, clipping whole sequences silently). Use logp_old='recompute' "
-                                     "(--logp-old recompute), or sample with top_p=1 and top_k=0")
+                    raise ValueError(
+                        f"logp_old='sampler': {where}: {why}. Its log-probs are not what the learner "
+                        "computes, so every sequence ratio would be off by that gap (with GSPO's 3e-4 "
+                        "band, clipping whole sequences silently). Use logp_old='recompute' "
+                        "(--logp-old recompute), or sample with top_p=1 and top_k=0"
+                    )
 
-    def _advantages(self, trajectories: Sequence[Trajectory], included: list[int]
-                    ) -> tuple[torch.Tensor, dict[str, float]]:
+    def _advantages(
+        self, trajectories: Sequence[Trajectory], included: list[int]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
         """``[N]`` group advantages (Eq. 6 over episodes), or ``[N, K]`` per turn (``credit="turn"``); excluded
         episodes stay at 0."""
         advantages = torch.zeros(len(trajectories), dtype=torch.float64)  # [N]
@@ -603,29 +712,38 @@ class GSPOLearner:
         advantages[included], stats = episode_advantages([trajectories[i] for i in included])
         return advantages, stats
 
-    def _turn_credit(self, trajectories: Sequence[Trajectory], included: list[int]
-                     ) -> tuple[torch.Tensor, dict[str, float]]:
+    def _turn_credit(
+        self, trajectories: Sequence[Trajectory], included: list[int]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
         """Per-turn advantages ``[N, K]`` (``credit="turn"``; rows not included are 0) from each episode's step
         rewards; a clear error where they are missing or disagree with the episode's reward."""
         seen = set()
         for i in included:
             t = trajectories[i]
             if len(t.turn_rewards) != t.num_turns:
-                raise ValueError(f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has "
-                                 f"{len(t.turn_rewards)} turn rewards for {t.num_turns} turns; it was recorded without "
-                                 "per-turn rewards (an older rollout): sample again or use credit='trajectory'")
+                raise ValueError(
+                    f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has "
+                    f"{len(t.turn_rewards)} turn rewards for {t.num_turns} turns; it was recorded without "
+                    "per-turn rewards (an older rollout): sample again or use credit='trajectory'"
+                )
             if abs(sum(t.turn_rewards) - t.reward) > 1e-6 * max(1.0, abs(t.reward)):
-                raise ValueError(f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has reward "
-                                 f"{t.reward} but its turn rewards sum to {sum(t.turn_rewards)} (a group reward "
-                                 "function changed it?); per-turn credit would ignore that change: use "
-                                 "credit='trajectory'")
+                raise ValueError(
+                    f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has reward "
+                    f"{t.reward} but its turn rewards sum to {sum(t.turn_rewards)} (a group reward "
+                    "function changed it?); per-turn credit would ignore that change: use "
+                    "credit='trajectory'"
+                )
             if (t.group_id, t.sample_id) in seen:
-                raise ValueError("credit='turn' needs whole episodes; these are split_turns samples (one turn each): "
-                                 "use credit='trajectory' with history='split_turns'")
+                raise ValueError(
+                    "credit='turn' needs whole episodes; these are split_turns samples (one turn each): "
+                    "use credit='trajectory' with history='split_turns'"
+                )
             seen.add((t.group_id, t.sample_id))
-        per_turn, stats = turn_advantages([trajectories[i].turn_rewards for i in included],
-                                          torch.tensor([trajectories[i].group_id for i in included]),
-                                          baseline=self.config.turn_baseline)  # [n, K]
+        per_turn, stats = turn_advantages(
+            [trajectories[i].turn_rewards for i in included],
+            torch.tensor([trajectories[i].group_id for i in included]),
+            baseline=self.config.turn_baseline,
+        )  # [n, K]
         advantages = torch.zeros(len(trajectories), max(per_turn.shape[1], 1), dtype=torch.float64)  # [N, K]
         advantages[included, : per_turn.shape[1]] = per_turn.to(torch.float64)
         return advantages, stats
@@ -642,47 +760,66 @@ class GSPOLearner:
         included, kept = set(credit.included), set(credit.keep)
         chunks, bucketed = [], []  # per minibatch: its included rows, its forwarded rows in micro-batches
         for m in range(config.minibatches):
-            chunk = [i for i in order[m::config.minibatches] if i in included]
+            chunk = [i for i in order[m :: config.minibatches] if i in included]
             rows = [i for i in chunk if i in kept]
             chunks.append(chunk)
-            bucketed.append([[rows[j] for j in bucket] for bucket in
-                             length_buckets([len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens)])
+            bucketed.append(
+                [
+                    [rows[j] for j in bucket]
+                    for bucket in length_buckets(
+                        [len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens
+                    )
+                ]
+            )
         score_buckets = [bucket for buckets in bucketed for bucket in buckets]
         wants_probe = bool(self.is_moe and config.volatility_rows and credit.keep)
-        agreed = self._agree([len(score_buckets), int(wants_probe)]
-                             + [x for chunk, buckets in zip(chunks, bucketed)
-                                for x in (sum(map(len, buckets)), float(credit.weights[chunk].sum()) if chunk else 0.0,
-                                          len(buckets))])
+        agreed = self._agree(
+            [len(score_buckets), int(wants_probe)]
+            + [
+                x
+                for chunk, buckets in zip(chunks, bucketed)
+                for x in (sum(map(len, buckets)), float(credit.weights[chunk].sum()) if chunk else 0.0, len(buckets))
+            ]
+        )
         minibatches = []
         for m, buckets in enumerate(bucketed):
             trainable, weight_sum, most_buckets = agreed.sums[2 + 3 * m], agreed.sums[3 + 3 * m], agreed.most[4 + 3 * m]
-            minibatches.append(_Minibatch(
-                micro_batches=buckets, trainable=trainable,
-                # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
-                # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5); N counts weights.
-                num_sequences=weight_sum / ranks,
-                # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
-                # gradients), so a rank holding fewer rows, or none, does not change its weight.
-                forwarded=trainable / ranks,
-                # DDP only needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need them all.
-                passes=most_buckets if self.lockstep else max(len(buckets), 1)))
+            minibatches.append(
+                _Minibatch(
+                    micro_batches=buckets,
+                    trainable=trainable,
+                    # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
+                    # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5); N counts weights.
+                    num_sequences=weight_sum / ranks,
+                    # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
+                    # gradients), so a rank holding fewer rows, or none, does not change its weight.
+                    forwarded=trainable / ranks,
+                    # DDP needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need all.
+                    passes=most_buckets if self.lockstep else max(len(buckets), 1),
+                )
+            )
         recompute = config.logp_old == "recompute"
-        return _Plan(minibatches=minibatches, score_buckets=score_buckets,
-                     score_passes=agreed.most[0] if self.lockstep and recompute else len(score_buckets),
-                     probe_routing=agreed.most[1] > 0 if self.lockstep else wants_probe)
+        return _Plan(
+            minibatches=minibatches,
+            score_buckets=score_buckets,
+            score_passes=agreed.most[0] if self.lockstep and recompute else len(score_buckets),
+            probe_routing=agreed.most[1] > 0 if self.lockstep else wants_probe,
+        )
 
     def _agree(self, local: list[int]) -> _Agreed:
         """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
         if self.accelerator.num_processes == 1:
             return _Agreed(sums=[float(x) for x in local], most=list(local))
-        gathered = self.accelerator.gather(torch.tensor([local], dtype=torch.float64,
-                                                        device=self.accelerator.device)).cpu()  # [W, K]
+        gathered = self.accelerator.gather(
+            torch.tensor([local], dtype=torch.float64, device=self.accelerator.device)
+        ).cpu()  # [W, K]
         return _Agreed(sums=gathered.sum(0).tolist(), most=[int(x) for x in gathered.max(0).values.tolist()])
 
     # ------------------------------------------------------------------- logp_old, routing replay, placeholders
 
-    def _old_logprobs(self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan
-                      ) -> tuple[dict[int, torch.Tensor], tuple[float, int]]:
+    def _old_logprobs(
+        self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan
+    ) -> tuple[dict[int, torch.Tensor], tuple[float, int]]:
         """logp_old of every kept row (the policy that sampled, scored before any update of this batch), and the
         summed |recompute - sampler| gap over its sampled tokens with their count. Records the routing to replay
         (``routing_replay``) on the way. In lockstep a rank that has scored its own rows runs placeholder passes."""
@@ -711,8 +848,9 @@ class GSPOLearner:
                 old[i] = logp[r, : len(trajectories[i].token_ids)]
         return old, (gap_sum, gap_tokens)
 
-    def _score_recording_routing(self, trajectories: Sequence[Trajectory], rows: list[int], batch: Batch
-                                 ) -> torch.Tensor:
+    def _score_recording_routing(
+        self, trajectories: Sequence[Trajectory], rows: list[int], batch: Batch
+    ) -> torch.Tensor:
         """The logp_old recompute of ``batch`` under ``routing_replay="old_policy"`` (the paper's Routing Replay):
         each row's top-k expert choices are kept to replay in the training forwards."""
         with record_routing(self.accelerator.unwrap_model(self.model)) as calls:
@@ -728,10 +866,12 @@ class GSPOLearner:
         for i in rows:
             t = trajectories[i]
             if t.routed_experts is None:
-                raise ValueError(f"routing_replay='rollout': trajectory (group {t.group_id}, sample {t.sample_id}) has "
-                                 "no recorded routing; sample with HFPolicy(record_routing=True) (vLLM backends do "
-                                 "not record it here: vLLM's routed-expert output needs its V2 runner with Triton), "
-                                 "or use routing_replay='old_policy'")
+                raise ValueError(
+                    f"routing_replay='rollout': trajectory (group {t.group_id}, sample {t.sample_id}) has "
+                    "no recorded routing; sample with HFPolicy(record_routing=True) (vLLM backends do "
+                    "not record it here: vLLM's routed-expert output needs its V2 runner with Triton), "
+                    "or use routing_replay='old_policy'"
+                )
             routings[id(t)] = decode_routing(t.routed_experts)
         return routings
 
@@ -740,18 +880,25 @@ class GSPOLearner:
         replay is off and for placeholder micro-batches (no recorded routing)."""
         if not self._replays or any(id(t) not in self._replays for t in batch_trajectories):
             return contextlib.nullcontext()
-        return replay_routing(self.accelerator.unwrap_model(self.model),
-                              batch_replay([self._replays[id(t)] for t in batch_trajectories],
-                                           batch.input_ids.shape[1]))
+        return replay_routing(
+            self.accelerator.unwrap_model(self.model),
+            batch_replay([self._replays[id(t)] for t in batch_trajectories], batch.input_ids.shape[1]),
+        )
 
-    def _placeholder_rows(self, device: Any) -> tuple[list[Trajectory], list[int], dict[int, torch.Tensor],
-                                                       torch.Tensor, torch.Tensor]:
+    def _placeholder_rows(
+        self, device: Any
+    ) -> tuple[list[Trajectory], list[int], dict[int, torch.Tensor], torch.Tensor, torch.Tensor]:
         """(trajectories, rows, logp_old, advantages, weights) of a zero-weight micro-batch: two padding tokens,
         A = 0."""
         placeholder = Trajectory()
         placeholder.append_forced([self.pad_token_id] * 2)
-        return [placeholder], [0], {0: torch.zeros(2, device=device)}, torch.zeros(1, dtype=torch.float64), \
-            torch.ones(1, dtype=torch.float64)
+        return (
+            [placeholder],
+            [0],
+            {0: torch.zeros(2, device=device)},
+            torch.zeros(1, dtype=torch.float64),
+            torch.ones(1, dtype=torch.float64),
+        )
 
     def _placeholder_batch(self) -> Batch:
         """A two-token batch for a no-grad pass a rank runs only to keep the collectives in step."""
@@ -761,14 +908,33 @@ class GSPOLearner:
     def _placeholder_step(self, sync: bool, means: _Means, prefixes: tuple[str, ...]) -> None:
         """A zero-weight micro-batch (a forward and a backward of ``0 * loss``) that a rank with nothing (more) to
         train runs so that its collectives pair with the other ranks' (FSDP2, DeepSpeed; DDP's one backward)."""
-        self._micro_step(*self._placeholder_rows(self.accelerator.device), num_sequences=1.0, forwarded=1,
-                         scale=0.0, sync=sync, means=means, prefixes=prefixes)
+        self._micro_step(
+            *self._placeholder_rows(self.accelerator.device),
+            num_sequences=1.0,
+            forwarded=1,
+            scale=0.0,
+            sync=sync,
+            means=means,
+            prefixes=prefixes,
+        )
 
     # -------------------------------------------------------------------- one micro-batch: forward, loss, backward
 
-    def _micro_step(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                    advantages: torch.Tensor, weights: torch.Tensor, *, num_sequences: float, forwarded: float,
-                    scale: float, sync: bool, means: _Means, prefixes: tuple[str, ...] = ("",)) -> float:
+    def _micro_step(
+        self,
+        trajectories: Sequence[Trajectory],
+        rows: list[int],
+        old: dict[int, torch.Tensor],
+        advantages: torch.Tensor,
+        weights: torch.Tensor,
+        *,
+        num_sequences: float,
+        forwarded: float,
+        scale: float,
+        sync: bool,
+        means: _Means,
+        prefixes: tuple[str, ...] = ("",),
+    ) -> float:
         """Forward, loss and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go
         to ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's)."""
         batch, old_logprobs, adv, turn_ids = self._loss_inputs(trajectories, rows, old, advantages)
@@ -776,19 +942,33 @@ class GSPOLearner:
             outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
             # Compiled, N is a tensor so that a new minibatch size does not recompile.
             n = torch.tensor(float(num_sequences), device=adv.device) if self.config.compile else num_sequences
-            loss, diagnostics, logprobs = self._objective(outputs.logits, batch.input_ids, old_logprobs, adv,
-                                                          batch.loss_mask, n, turn_ids)  # [], {...}, [B, T]
+            loss, diagnostics, logprobs = self._objective(
+                outputs.logits, batch.input_ids, old_logprobs, adv, batch.loss_mask, n, turn_ids
+            )  # [], {...}, [B, T]
             # A zero-weight placeholder's penalties are not the policy's: they stay out of the logged means.
-            total = self._with_penalties(loss, outputs, logprobs, batch, weights[rows], num_sequences=num_sequences,
-                                         share=len(rows) / forwarded, means=means if scale else _Means())
+            total = self._with_penalties(
+                loss,
+                outputs,
+                logprobs,
+                batch,
+                weights[rows],
+                num_sequences=num_sequences,
+                share=len(rows) / forwarded,
+                means=means if scale else _Means(),
+            )
             self.accelerator.backward(total * scale)
         if scale == 0.0:
             return 0.0
         self._record(diagnostics, outputs.logits, batch, means, prefixes)
         return loss.detach().item()
 
-    def _loss_inputs(self, trajectories: Sequence[Trajectory], rows: list[int], old: dict[int, torch.Tensor],
-                     advantages: torch.Tensor) -> tuple[Batch, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def _loss_inputs(
+        self,
+        trajectories: Sequence[Trajectory],
+        rows: list[int],
+        old: dict[int, torch.Tensor],
+        advantages: torch.Tensor,
+    ) -> tuple[Batch, torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """One micro-batch as the loss takes it: the collated rows, their logp_old ``[B, T]``, their advantages and
         ``turn_ids`` ``[B, T]`` (each sampled token's turn; ``None`` unless the loss clips per turn). Per-turn
         advantages (``credit="turn"``, ``[B, K]``) go as they are to a loss clipping per turn and as each token's
@@ -810,22 +990,45 @@ class GSPOLearner:
             adv = token_advantages(adv.nan_to_num(0.0), turn_ids)  # [B, T]
         return batch, old_logprobs, adv, turn_ids if clip_unit is TURN else None
 
-    def _objective_from_logits(self, logits: torch.Tensor, input_ids: torch.Tensor, old_logprobs: torch.Tensor,
-                               advantages: torch.Tensor, loss_mask: torch.Tensor, num_sequences: int | torch.Tensor,
-                               turn_ids: torch.Tensor | None = None
-                               ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    def _objective_from_logits(
+        self,
+        logits: torch.Tensor,
+        input_ids: torch.Tensor,
+        old_logprobs: torch.Tensor,
+        advantages: torch.Tensor,
+        loss_mask: torch.Tensor,
+        num_sequences: int | torch.Tensor,
+        turn_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles.
         ``turn_ids`` ``[B, T]`` (a loss clipping per turn): each trained token's assistant-turn index."""
         config = self.config
         logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
         turns = () if turn_ids is None else (turn_ids,)
-        loss, diagnostics = self.loss_fn(logprobs, old_logprobs, advantages, loss_mask, *turns,
-                                         eps_low=config.eps_low, eps_high=config.eps_high, num_sequences=num_sequences)
+        loss, diagnostics = self.loss_fn(
+            logprobs,
+            old_logprobs,
+            advantages,
+            loss_mask,
+            *turns,
+            eps_low=config.eps_low,
+            eps_high=config.eps_high,
+            num_sequences=num_sequences,
+        )
         return loss, diagnostics, logprobs
 
-    def _with_penalties(self, loss: torch.Tensor, outputs: Any, logprobs: torch.Tensor, batch: Batch,
-                        row_weights: torch.Tensor, *, num_sequences: float, share: float, means: _Means
-                        ) -> torch.Tensor:
+    def _with_penalties(
+        self,
+        loss: torch.Tensor,
+        outputs: Any,
+        logprobs: torch.Tensor,
+        batch: Batch,
+        row_weights: torch.Tensor,
+        *,
+        num_sequences: float,
+        share: float,
+        means: _Means,
+    ) -> torch.Tensor:
         """``loss`` plus the MoE router load-balancing loss and the k3 KL penalty, each logged to ``means``.
 
         The aux loss is weighted by ``share``, the micro-batch's share of the rows forwarded in this minibatch (over
@@ -844,8 +1047,14 @@ class GSPOLearner:
             means.add("kl", float(kl.mean()), rows)
         return total
 
-    def _record(self, diagnostics: dict[str, torch.Tensor], logits: torch.Tensor, batch: Batch, means: _Means,
-                prefixes: tuple[str, ...]) -> None:
+    def _record(
+        self,
+        diagnostics: dict[str, torch.Tensor],
+        logits: torch.Tensor,
+        batch: Batch,
+        means: _Means,
+        prefixes: tuple[str, ...],
+    ) -> None:
         """One micro-batch's diagnostics into ``means``. Each clip fraction the loss reports is weighted by the count
         it is a share of; ``clip_frac_low``, ``clip_frac_high`` and ``ratio_mean`` by the count of the loss's own clip
         unit (sequences for GSPO, turns for ``unit="turn"``, tokens for GSPO-token and GRPO: ``loss.clip_unit``)."""
@@ -859,8 +1068,9 @@ class GSPOLearner:
             means.extreme(prefix + "ratio_max", float(diagnostics["ratio_max"]), max)
         tokens = float(diagnostics["num_tokens"])
         means.count("trained_tokens", tokens)
-        entropy = token_entropy(logits[:, :-1].detach(), temperature=self.config.temperature,
-                                loss_mask=batch.loss_mask[:, 1:])
+        entropy = token_entropy(
+            logits[:, :-1].detach(), temperature=self.config.temperature, loss_mask=batch.loss_mask[:, 1:]
+        )
         means.add("entropy", float(entropy), tokens)
 
     @contextlib.contextmanager
@@ -938,8 +1148,9 @@ class GSPOLearner:
         with torch.no_grad():
             return _expert_choices(self._local_model(), batch, k)
 
-    def _routing_volatility(self, means: _Means, probe: _RoutingProbe | None, optimizer_steps: int,
-                            keep: list[int]) -> None:
+    def _routing_volatility(
+        self, means: _Means, probe: _RoutingProbe | None, optimizer_steps: int, keep: list[int]
+    ) -> None:
         """Log the share of the probe's expert choices that changed: per update (the paper's figure, §4.3: the share
         one update changes) and over the whole step's ``minibatches`` updates."""
         if probe is None or probe.first is None:
@@ -949,8 +1160,15 @@ class GSPOLearner:
             means.add("routing_volatility", routing_volatility(probe.before, probe.first), probe.before.numel())
             means.add("routing_volatility_step", routing_volatility(probe.before, last), probe.before.numel())
 
-    def _metrics(self, means: _Means, trajectories: Sequence[Trajectory], credit: _Credit, gap: tuple[float, int],
-                 optimizer_steps: int, started: float) -> dict[str, float]:
+    def _metrics(
+        self,
+        means: _Means,
+        trajectories: Sequence[Trajectory],
+        credit: _Credit,
+        gap: tuple[float, int],
+        optimizer_steps: int,
+        started: float,
+    ) -> dict[str, float]:
         """The step's metrics over all ranks: the micro-batches' diagnostics, the sampler gap, the batch's counts."""
         gap_sum, gap_tokens = gap
         if gap_tokens:
@@ -960,11 +1178,20 @@ class GSPOLearner:
         means.count("excluded_sequences", len(trajectories) - len(credit.included))
         metrics = self._over_ranks(means).result()
         # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
-        for name in ("loss", "clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high",
-                     "zero_variance_frac"):
+        for name in (
+            "loss",
+            "clip_frac_seq",
+            "clip_frac_token",
+            "clip_frac_low",
+            "clip_frac_high",
+            "zero_variance_frac",
+        ):
             metrics.setdefault(name, 0.0)
-        metrics.update(optimizer_steps=optimizer_steps, lr=self.optimizer.param_groups[0]["lr"],
-                       learner_seconds=time.perf_counter() - started)
+        metrics.update(
+            optimizer_steps=optimizer_steps,
+            lr=self.optimizer.param_groups[0]["lr"],
+            learner_seconds=time.perf_counter() - started,
+        )
         return metrics
 
     def _over_ranks(self, means: _Means) -> _Means:

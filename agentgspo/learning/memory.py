@@ -47,8 +47,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["MODEL_PRESETS", "SHARDINGS", "MemoryEstimate", "estimate_for_model", "estimate_memory",
-           "load_model_config", "measure_saved_activation_bytes"]
+__all__ = [
+    "MODEL_PRESETS",
+    "SHARDINGS",
+    "MemoryEstimate",
+    "estimate_for_model",
+    "estimate_memory",
+    "load_model_config",
+    "measure_saved_activation_bytes",
+]
 
 SHARDINGS = ("ddp", "fsdp2", "zero2", "zero3")
 GIB = 1024**3
@@ -59,12 +66,27 @@ LOGPROB_CHUNK_ROWS = 512  # agentgspo.objective.logprobs.DEFAULT_CHUNK_SIZE
 # card). Only the fields that shape the parameters and activations are needed here.
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "qwen3-30b-a3b": {
-        "model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], "vocab_size": 151936,
-        "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
-        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
-        "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True,
-        "tie_word_embeddings": False, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "attention_bias": False,
+        "model_type": "qwen3_moe",
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "vocab_size": 151936,
+        "hidden_size": 2048,
+        "intermediate_size": 6144,
+        "moe_intermediate_size": 768,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "norm_topk_prob": True,
+        "tie_word_embeddings": False,
+        "max_position_embeddings": 40960,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "router_aux_loss_coef": 0.001,
+        "attention_bias": False,
     },
 }
 
@@ -92,8 +114,14 @@ class MemoryEstimate:
     @property
     def total_bytes(self) -> float:
         """Peak estimate: model states plus one micro-batch's activations plus the fixed overhead."""
-        return (self.parameter_bytes + self.gradient_bytes + self.optimizer_bytes + self.activation_bytes
-                + self.logits_bytes + self.overhead_bytes)
+        return (
+            self.parameter_bytes
+            + self.gradient_bytes
+            + self.optimizer_bytes
+            + self.activation_bytes
+            + self.logits_bytes
+            + self.overhead_bytes
+        )
 
     @property
     def fits(self) -> bool | None:
@@ -102,28 +130,50 @@ class MemoryEstimate:
 
     def as_dict(self) -> dict[str, Any]:
         """The estimate in GiB (and its inputs), for JSON output."""
-        gib = {name: round(getattr(self, name) / GIB, 2) for name in (
-            "parameter_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes", "logits_bytes",
-            "overhead_bytes", "total_bytes")}
-        return {"model": self.model, "parameters": self.parameters, "processes": self.processes,
-                "sharding": self.sharding, "compute_dtype": self.compute_dtype,
-                "micro_batch_tokens": self.micro_batch_tokens,
-                "activation_checkpointing": self.activation_checkpointing,
-                **{k.replace("_bytes", "_gib"): v for k, v in gib.items()},
-                "gpu_memory_gib": None if self.gpu_memory_bytes is None else round(self.gpu_memory_bytes / GIB, 2),
-                "fits": self.fits}
+        gib = {
+            name: round(getattr(self, name) / GIB, 2)
+            for name in (
+                "parameter_bytes",
+                "gradient_bytes",
+                "optimizer_bytes",
+                "activation_bytes",
+                "logits_bytes",
+                "overhead_bytes",
+                "total_bytes",
+            )
+        }
+        return {
+            "model": self.model,
+            "parameters": self.parameters,
+            "processes": self.processes,
+            "sharding": self.sharding,
+            "compute_dtype": self.compute_dtype,
+            "micro_batch_tokens": self.micro_batch_tokens,
+            "activation_checkpointing": self.activation_checkpointing,
+            **{k.replace("_bytes", "_gib"): v for k, v in gib.items()},
+            "gpu_memory_gib": None if self.gpu_memory_bytes is None else round(self.gpu_memory_bytes / GIB, 2),
+            "fits": self.fits,
+        }
 
     def report(self) -> str:
         """A few lines for a log: each component per process and whether it fits."""
-        rows = [("parameters (fp32 master + compute copies)", self.parameter_bytes),
-                ("gradients", self.gradient_bytes), ("optimizer state (AdamW, fp32)", self.optimizer_bytes),
-                (f"activations per micro-batch ({self.micro_batch_tokens} tokens"
-                 f"{', checkpointed' if self.activation_checkpointing else ''})", self.activation_bytes),
-                ("logits + log-prob scratch per micro-batch", self.logits_bytes)]
+        rows = [
+            ("parameters (fp32 master + compute copies)", self.parameter_bytes),
+            ("gradients", self.gradient_bytes),
+            ("optimizer state (AdamW, fp32)", self.optimizer_bytes),
+            (
+                f"activations per micro-batch ({self.micro_batch_tokens} tokens"
+                f"{', checkpointed' if self.activation_checkpointing else ''})",
+                self.activation_bytes,
+            ),
+            ("logits + log-prob scratch per micro-batch", self.logits_bytes),
+        ]
         if self.overhead_bytes:
             rows.append(("fixed overhead", self.overhead_bytes))
-        lines = [f"memory estimate per process: {self.model}, {self.parameters / 1e9:.2f}B parameters, "
-                 f"{self.processes} process(es), {self.sharding}, {self.compute_dtype} compute"]
+        lines = [
+            f"memory estimate per process: {self.model}, {self.parameters / 1e9:.2f}B parameters, "
+            f"{self.processes} process(es), {self.sharding}, {self.compute_dtype} compute"
+        ]
         lines += [f"  {name:<62} {value / GIB:9.2f} GiB" for name, value in rows]
         total = f"  {'total':<62} {self.total_bytes / GIB:9.2f} GiB"
         if self.gpu_memory_bytes is not None:
@@ -148,8 +198,10 @@ def load_model_config(name_or_path: str) -> Any:
         if "model_type" not in values:
             raise ValueError(f"{path}: a model config needs a model_type (e.g. qwen3_moe)")
         return AutoConfig.for_model(values.pop("model_type"), **values)
-    raise ValueError(f"model config {name_or_path!r}: expected a preset ({', '.join(sorted(MODEL_PRESETS))}), a "
-                     "folder holding config.json, or a config.json file")
+    raise ValueError(
+        f"model config {name_or_path!r}: expected a preset ({', '.join(sorted(MODEL_PRESETS))}), a "
+        "folder holding config.json, or a config.json file"
+    )
 
 
 def _meta_model(config: Any) -> torch.nn.Module:
@@ -177,8 +229,7 @@ def _activation_bytes_per_token(config: Any, compute_bytes: int) -> list[float]:
     q = text.num_attention_heads
     kv = getattr(text, "num_key_value_heads", None) or q
     d = getattr(text, "head_dim", None) or h // q
-    attention = 4 * h + 2 * b * h + b * (q + 2 * kv) * d + 4 * (q + kv) * d + b * (q + kv) * d + 2 * b * q * d \
-        + 4 * q
+    attention = 4 * h + 2 * b * h + b * (q + 2 * kv) * d + 4 * (q + kv) * d + b * (q + kv) * d + 2 * b * q * d + 4 * q
     experts = getattr(text, "num_experts", None) or getattr(text, "num_local_experts", None) or 0
     k = getattr(text, "num_experts_per_tok", None) or 0
     expert_width = getattr(text, "moe_intermediate_size", None) or getattr(text, "intermediate_size", 0)
@@ -195,10 +246,18 @@ def _activation_bytes_per_token(config: Any, compute_bytes: int) -> list[float]:
     return per_layer
 
 
-def estimate_memory(config: Any, *, processes: int = 1, sharding: str = "fsdp2", micro_batch_tokens: int = 8192,
-                    compute_dtype: str = "bf16", activation_checkpointing: bool = False,
-                    gpu_memory_gb: float | None = None, overhead_gb: float = 0.0,
-                    name: str | None = None) -> MemoryEstimate:
+def estimate_memory(
+    config: Any,
+    *,
+    processes: int = 1,
+    sharding: str = "fsdp2",
+    micro_batch_tokens: int = 8192,
+    compute_dtype: str = "bf16",
+    activation_checkpointing: bool = False,
+    gpu_memory_gb: float | None = None,
+    overhead_gb: float = 0.0,
+    name: str | None = None,
+) -> MemoryEstimate:
     """Per-process memory of training the causal LM of ``config`` with the GSPO learner (module docstring).
 
     Args:
@@ -221,28 +280,66 @@ def estimate_memory(config: Any, *, processes: int = 1, sharding: str = "fsdp2",
         raise ValueError(f"processes and micro_batch_tokens must be >= 1, got {processes} and {micro_batch_tokens}")
     model = _meta_model(config)
     total, largest_layer, outside = _parameter_counts(model)
-    return _estimate(total, largest_layer, outside, config, processes=processes, sharding=sharding,
-                     micro_batch_tokens=micro_batch_tokens, compute_dtype=compute_dtype,
-                     activation_checkpointing=activation_checkpointing, gpu_memory_gb=gpu_memory_gb,
-                     overhead_gb=overhead_gb, name=name or type(model).__name__)
+    return _estimate(
+        total,
+        largest_layer,
+        outside,
+        config,
+        processes=processes,
+        sharding=sharding,
+        micro_batch_tokens=micro_batch_tokens,
+        compute_dtype=compute_dtype,
+        activation_checkpointing=activation_checkpointing,
+        gpu_memory_gb=gpu_memory_gb,
+        overhead_gb=overhead_gb,
+        name=name or type(model).__name__,
+    )
 
 
-def estimate_for_model(model: torch.nn.Module, *, processes: int, sharded: bool, micro_batch_tokens: int,
-                       activation_checkpointing: bool, mixed_precision: str) -> MemoryEstimate:
+def estimate_for_model(
+    model: torch.nn.Module,
+    *,
+    processes: int,
+    sharded: bool,
+    micro_batch_tokens: int,
+    activation_checkpointing: bool,
+    mixed_precision: str,
+) -> MemoryEstimate:
     """:func:`estimate_memory` for a live policy (the learner prints it at start): FSDP2 when ``sharded``, else DDP.
 
     Parameter counts are read from the model itself (global shapes: a sharded parameter counts in full)."""
     total, largest_layer, outside = _parameter_counts(model)
-    return _estimate(total, largest_layer, outside, model.config, processes=processes,
-                     sharding="fsdp2" if sharded and processes > 1 else "ddp", micro_batch_tokens=micro_batch_tokens,
-                     compute_dtype="bf16" if mixed_precision == "bf16" else "fp32",
-                     activation_checkpointing=activation_checkpointing, gpu_memory_gb=None, overhead_gb=0.0,
-                     name=getattr(model.config, "_name_or_path", "") or type(model).__name__)
+    return _estimate(
+        total,
+        largest_layer,
+        outside,
+        model.config,
+        processes=processes,
+        sharding="fsdp2" if sharded and processes > 1 else "ddp",
+        micro_batch_tokens=micro_batch_tokens,
+        compute_dtype="bf16" if mixed_precision == "bf16" else "fp32",
+        activation_checkpointing=activation_checkpointing,
+        gpu_memory_gb=None,
+        overhead_gb=0.0,
+        name=getattr(model.config, "_name_or_path", "") or type(model).__name__,
+    )
 
 
-def _estimate(total: int, largest_layer: int, outside: int, config: Any, *, processes: int, sharding: str,
-              micro_batch_tokens: int, compute_dtype: str, activation_checkpointing: bool,
-              gpu_memory_gb: float | None, overhead_gb: float, name: str) -> MemoryEstimate:
+def _estimate(
+    total: int,
+    largest_layer: int,
+    outside: int,
+    config: Any,
+    *,
+    processes: int,
+    sharding: str,
+    micro_batch_tokens: int,
+    compute_dtype: str,
+    activation_checkpointing: bool,
+    gpu_memory_gb: float | None,
+    overhead_gb: float,
+    name: str,
+) -> MemoryEstimate:
     """The formulas of the module docstring."""
     b = 2 if compute_dtype == "bf16" else 4
     w = processes
@@ -270,11 +367,22 @@ def _estimate(total: int, largest_layer: int, outside: int, config: Any, *, proc
     activations = per_token * micro_batch_tokens + recompute
     logits = 2 * b * vocab * micro_batch_tokens + 2 * 4 * LOGPROB_CHUNK_ROWS * vocab
     return MemoryEstimate(
-        model=name, parameters=total, processes=processes, sharding=sharding if processes > 1 else "none",
-        compute_dtype=compute_dtype, micro_batch_tokens=micro_batch_tokens,
-        activation_checkpointing=activation_checkpointing, parameter_bytes=params, gradient_bytes=grads,
-        optimizer_bytes=optimizer, activation_bytes=activations, recompute_bytes=recompute, logits_bytes=logits,
-        overhead_bytes=overhead_gb * GIB, gpu_memory_bytes=None if gpu_memory_gb is None else gpu_memory_gb * GIB)
+        model=name,
+        parameters=total,
+        processes=processes,
+        sharding=sharding if processes > 1 else "none",
+        compute_dtype=compute_dtype,
+        micro_batch_tokens=micro_batch_tokens,
+        activation_checkpointing=activation_checkpointing,
+        parameter_bytes=params,
+        gradient_bytes=grads,
+        optimizer_bytes=optimizer,
+        activation_bytes=activations,
+        recompute_bytes=recompute,
+        logits_bytes=logits,
+        overhead_bytes=overhead_gb * GIB,
+        gpu_memory_bytes=None if gpu_memory_gb is None else gpu_memory_gb * GIB,
+    )
 
 
 def measure_saved_activation_bytes(model: torch.nn.Module, run: Callable[[], torch.Tensor]) -> int:

@@ -52,8 +52,14 @@ class _GatherRows(torch.autograd.Function):
         return per_row.to(grad.dtype), None, None, None
 
 
-def _grouped_linear(x: torch.Tensor, weight: torch.Tensor, offsets: torch.Tensor, bias: torch.Tensor | None,
-                    expert_ids: torch.Tensor, transposed: bool) -> torch.Tensor:
+def _grouped_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    offsets: torch.Tensor,
+    bias: torch.Tensor | None,
+    expert_ids: torch.Tensor,
+    transposed: bool,
+) -> torch.Tensor:
     """Rows of ``x`` grouped by expert (``offsets``: cumulative row counts) times their expert's weight (+ bias).
 
     ``weight`` is ``[E, out, in]`` (``[E, in, out]`` when ``transposed``), as the experts module stores it.
@@ -63,15 +69,18 @@ def _grouped_linear(x: torch.Tensor, weight: torch.Tensor, offsets: torch.Tensor
     return out + bias[expert_ids] if bias is not None else out
 
 
-def agentgspo_experts_forward(self: torch.nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
-                              top_k_weights: torch.Tensor) -> torch.Tensor:
+def agentgspo_experts_forward(
+    self: torch.nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+) -> torch.Tensor:
     """Experts forward for a ``@use_experts_implementation`` module: ``[T, H]`` tokens -> ``[T, H]`` output.
 
     ``top_k_index`` / ``top_k_weights`` are ``[T, k]`` (the router's choices and their weights).
     """
     if getattr(self, "_is_expert_parallel", False):
-        raise NotImplementedError(f"experts_implementation={EXPERTS_IMPLEMENTATION!r} does not support expert "
-                                  "parallelism; use experts_implementation='grouped_mm' with expert parallel plans")
+        raise NotImplementedError(
+            f"experts_implementation={EXPERTS_IMPLEMENTATION!r} does not support expert "
+            "parallelism; use experts_implementation='grouped_mm' with expert parallel plans"
+        )
     num_tokens, hidden = hidden_states.shape
     k = top_k_index.size(-1)
     expert_ids, perm = torch.sort(top_k_index.reshape(-1), stable=True)  # [S], [S]: pairs in expert order
@@ -103,9 +112,13 @@ def register() -> None:
     try:
         from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
     except ImportError as exc:
-        raise ImportError(f"experts_implementation={EXPERTS_IMPLEMENTATION!r} needs transformers>=5 (its "
-                          "ExpertsInterface); upgrade transformers or keep the model's default experts") from exc
+        raise ImportError(
+            f"experts_implementation={EXPERTS_IMPLEMENTATION!r} needs transformers>=5 (its "
+            "ExpertsInterface); upgrade transformers or keep the model's default experts"
+        ) from exc
     if not hasattr(torch.nn.functional, "grouped_mm"):
-        raise ImportError(f"experts_implementation={EXPERTS_IMPLEMENTATION!r} needs torch>=2.10 "
-                          f"(torch.nn.functional.grouped_mm); this is torch {torch.__version__}")
+        raise ImportError(
+            f"experts_implementation={EXPERTS_IMPLEMENTATION!r} needs torch>=2.10 "
+            f"(torch.nn.functional.grouped_mm); this is torch {torch.__version__}"
+        )
     ALL_EXPERTS_FUNCTIONS.register(EXPERTS_IMPLEMENTATION, agentgspo_experts_forward)

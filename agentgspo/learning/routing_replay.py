@@ -41,8 +41,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-ROUTERS = {"Qwen3MoeTopKRouter": "norm_topk_prob", "OlmoeTopKRouter": "norm_topk_prob",
-           "Qwen2MoeTopKRouter": "norm_topk_prob", "MixtralTopKRouter": True}
+ROUTERS = {
+    "Qwen3MoeTopKRouter": "norm_topk_prob",
+    "OlmoeTopKRouter": "norm_topk_prob",
+    "Qwen2MoeTopKRouter": "norm_topk_prob",
+    "MixtralTopKRouter": True,
+}
 REPLAY_SOURCES = ("off", "rollout", "old_policy")
 NOT_RECORDED = -1
 
@@ -52,8 +56,10 @@ def find_routers(model: Any) -> list[torch.nn.Module]:
     base = getattr(model, "module", model)
     routers = [m for m in base.modules() if type(m).__name__ in ROUTERS]
     if not routers:
-        raise ValueError(f"routing replay: {type(base).__name__} has no supported MoE router (supported: "
-                         f"{sorted(ROUTERS)} from transformers 5); turn routing replay off for this model")
+        raise ValueError(
+            f"routing replay: {type(base).__name__} has no supported MoE router (supported: "
+            f"{sorted(ROUTERS)} from transformers 5); turn routing replay off for this model"
+        )
     return routers
 
 
@@ -72,6 +78,7 @@ def record_routing(model: Any) -> Iterator[list[list[torch.Tensor]]]:
     def hook(layer: int):
         def record(module: Any, args: Any, output: Any) -> None:
             calls[layer].append(output[2].detach().to("cpu", torch.int16))
+
         return record
 
     handles = [router.register_forward_hook(hook(layer)) for layer, router in enumerate(routers)]
@@ -89,8 +96,9 @@ def recompute_router_logits(router: torch.nn.Module, hidden: torch.Tensor) -> to
     return F.linear(hidden.reshape(-1, router.hidden_dim), router.weight)  # [N, E]
 
 
-def replayed_weights(router_logits: torch.Tensor, live_ids: torch.Tensor, replay_ids: torch.Tensor,
-                     normalise: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def replayed_weights(
+    router_logits: torch.Tensor, live_ids: torch.Tensor, replay_ids: torch.Tensor, normalise: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(weights [N, k] fp32, ids [N, k])``: the replayed ids (live ones where a row holds ``NOT_RECORDED``),
     weighted by the softmax of the router's *logits* (fp32) gathered at them (renormalised over the k when
     ``normalise``); differentiable in the logits. The caller casts to the dtype the live router's weights had."""
@@ -115,8 +123,10 @@ def replay_routing(model: Any, replay: torch.Tensor) -> Iterator[None]:
     router's input (:func:`recompute_router_logits`), never from ``first``, in the dtype of the live weights."""
     routers = find_routers(model)
     if replay.dim() != 3 or replay.shape[0] != len(routers) or replay.shape[2] != routers[0].top_k:
-        raise ValueError(f"routing replay: expected expert ids [layers={len(routers)}, tokens, k="
-                         f"{routers[0].top_k}], got {tuple(replay.shape)}; was the routing recorded with this model?")
+        raise ValueError(
+            f"routing replay: expected expert ids [layers={len(routers)}, tokens, k="
+            f"{routers[0].top_k}], got {tuple(replay.shape)}; was the routing recorded with this model?"
+        )
 
     def hook(layer: int, normalise: bool):
         def replace(module: Any, args: Any, kwargs: dict[str, Any], output: Any) -> Any:
@@ -124,14 +134,19 @@ def replay_routing(model: Any, replay: torch.Tensor) -> Iterator[None]:
             hidden = args[0] if args else kwargs["hidden_states"]
             logits = recompute_router_logits(module, hidden)  # [N, E]
             if replay.shape[1] != logits.shape[0]:
-                raise ValueError(f"routing replay: the forward routes {logits.shape[0]} tokens but "
-                                 f"{replay.shape[1]} recorded rows were given")
+                raise ValueError(
+                    f"routing replay: the forward routes {logits.shape[0]} tokens but "
+                    f"{replay.shape[1]} recorded rows were given"
+                )
             weights, ids = replayed_weights(logits, live_ids, replay[layer].to(logits.device), normalise)
             return first, weights.to(live_weights.dtype), ids
+
         return replace
 
-    handles = [router.register_forward_hook(hook(layer, _normalises(router)), with_kwargs=True)
-               for layer, router in enumerate(routers)]
+    handles = [
+        router.register_forward_hook(hook(layer, _normalises(router)), with_kwargs=True)
+        for layer, router in enumerate(routers)
+    ]
     try:
         yield
     finally:
@@ -194,8 +209,12 @@ def split_recorded(calls: list[list[torch.Tensor]], lengths: Sequence[int], widt
     return [per_layer[row, :n].clone() for row, n in enumerate(lengths)]
 
 
-def sampled_routing(calls: list[list[torch.Tensor]], prompts: Sequence[Sequence[int]], turns: Sequence[Any],
-                    fed: Sequence[Sequence[int]]) -> list[torch.Tensor]:
+def sampled_routing(
+    calls: list[list[torch.Tensor]],
+    prompts: Sequence[Sequence[int]],
+    turns: Sequence[Any],
+    fed: Sequence[Sequence[int]],
+) -> list[torch.Tensor]:
     """Each row's ``[len(prompt) + len(sampled), L, k]`` ids from a KV-cached sampling loop recorded by
     :func:`record_routing`: call 0 is the left-padded prefill (``[B * width, k]`` per layer), call ``1 + j`` fed the
     j-th sampled id of the rows ``fed[j]`` (``[len(fed[j]), k]``). A sampled id never fed (the last) stays -1."""
@@ -205,7 +224,7 @@ def sampled_routing(calls: list[list[torch.Tensor]], prompts: Sequence[Sequence[
     out = []
     for row, (prompt, turn) in enumerate(zip(prompts, turns)):
         ids = torch.full((len(prompt) + len(turn.token_ids), layers, k), NOT_RECORDED, dtype=torch.long)
-        ids[: len(prompt)] = prefill[:, row, width - len(prompt):].permute(1, 0, 2)
+        ids[: len(prompt)] = prefill[:, row, width - len(prompt) :].permute(1, 0, 2)
         out.append(ids)
     for j, rows in enumerate(fed):
         step = torch.stack([layer[1 + j] for layer in calls]).long()  # [L, b, k]

@@ -34,8 +34,18 @@ from typing import Any
 
 import torch
 
-__all__ = ["MIXED_PRECISION", "check_deepspeed_processes", "full_state_dict", "is_deepspeed", "is_sharded",
-           "load_sampler_weights", "prepare_deepspeed", "prepare_policy", "save_full_weights", "shard_policy"]
+__all__ = [
+    "MIXED_PRECISION",
+    "check_deepspeed_processes",
+    "full_state_dict",
+    "is_deepspeed",
+    "is_sharded",
+    "load_sampler_weights",
+    "prepare_deepspeed",
+    "prepare_policy",
+    "save_full_weights",
+    "shard_policy",
+]
 
 MIXED_PRECISION = ("no", "bf16")
 _CHECKPOINT_DIR = "fsdp2_sharded"  # inside an accelerate save_state folder
@@ -52,16 +62,23 @@ def _layer_classes(model: torch.nn.Module) -> set[str]:
     """Class names of the blocks to shard one by one: Hugging Face models list them in ``_no_split_modules``."""
     names = set(getattr(model, "_no_split_modules", None) or [])
     if not names:
-        raise ValueError(f"{type(model).__name__} names no decoder layer class (_no_split_modules is empty); pass "
-                         "layer_classes=... to shard_policy")
+        raise ValueError(
+            f"{type(model).__name__} names no decoder layer class (_no_split_modules is empty); pass "
+            "layer_classes=... to shard_policy"
+        )
     return names
 
 
-def shard_policy(accelerator: Any, model: torch.nn.Module,
-                 make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer], *,
-                 mixed_precision: str = "no", reshard_after_forward: bool = True,
-                 layer_classes: Iterable[str] | None = None,
-                 max_grad_norm: float | None = None) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+def shard_policy(
+    accelerator: Any,
+    model: torch.nn.Module,
+    make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer],
+    *,
+    mixed_precision: str = "no",
+    reshard_after_forward: bool = True,
+    layer_classes: Iterable[str] | None = None,
+    max_grad_norm: float | None = None,
+) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
     """Shard ``model`` with FSDP2 over all processes and build its optimizer on the shards.
 
     Under an accelerate FSDP2 launch (``accelerator.is_fsdp2``; its config sets the mixed precision and the wrap
@@ -95,17 +112,24 @@ def shard_policy(accelerator: Any, model: torch.nn.Module,
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     if not dist.is_available() or not dist.is_initialized():
-        raise RuntimeError("shard_policy needs a process group: start the script with `accelerate launch --multi_gpu "
-                           "--num_processes N` (CPU: create Accelerator(cpu=True)) or torchrun")
+        raise RuntimeError(
+            "shard_policy needs a process group: start the script with `accelerate launch --multi_gpu "
+            "--num_processes N` (CPU: create Accelerator(cpu=True)) or torchrun"
+        )
     if is_sharded(model):
         raise ValueError("shard_policy: the model is already sharded (fully_shard was applied); pass the original")
     device = accelerator.device
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
-        if mixed_precision == "bf16" else MixedPrecisionPolicy()
+    policy = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if mixed_precision == "bf16"
+        else MixedPrecisionPolicy()
+    )
     if any(p.dtype != torch.float32 for p in model.parameters()):
-        raise ValueError("shard_policy: load the policy in float32 (the sharded parameters are the optimizer's "
-                         "master weights); mixed_precision='bf16' computes in bf16")
+        raise ValueError(
+            "shard_policy: load the policy in float32 (the sharded parameters are the optimizer's "
+            "master weights); mixed_precision='bf16' computes in bf16"
+        )
     model.to(device)
     classes = set(layer_classes) if layer_classes is not None else _layer_classes(model)
     layers = [m for m in model.modules() if type(m).__name__ in classes]
@@ -120,10 +144,16 @@ def shard_policy(accelerator: Any, model: torch.nn.Module,
     return model, optimizer
 
 
-def prepare_policy(accelerator: Any, model: torch.nn.Module,
-                   make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer],
-                   make_scheduler: Callable[[torch.optim.Optimizer], Any], *, sharding: str = "none",
-                   mixed_precision: str = "no", max_grad_norm: float | None = None) -> tuple[Any, Any, Any]:
+def prepare_policy(
+    accelerator: Any,
+    model: torch.nn.Module,
+    make_optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer],
+    make_scheduler: Callable[[torch.optim.Optimizer], Any],
+    *,
+    sharding: str = "none",
+    mixed_precision: str = "no",
+    max_grad_norm: float | None = None,
+) -> tuple[Any, Any, Any]:
     """The policy made ready to train: ``(model, optimizer, scheduler)``.
 
     ``sharding="fsdp2"`` (or an accelerate FSDP2 launch) shards it with :func:`shard_policy`, the optimizer built on
@@ -132,14 +162,17 @@ def prepare_policy(accelerator: Any, model: torch.nn.Module,
     mixed precision (``accelerate launch --mixed_precision bf16``): an error says so.
     """
     if sharding == "fsdp2" or getattr(accelerator, "is_fsdp2", False):
-        model, optimizer = shard_policy(accelerator, model, make_optimizer, mixed_precision=mixed_precision,
-                                        max_grad_norm=max_grad_norm)
+        model, optimizer = shard_policy(
+            accelerator, model, make_optimizer, mixed_precision=mixed_precision, max_grad_norm=max_grad_norm
+        )
         scheduler = make_scheduler(optimizer)
         accelerator.register_for_checkpointing(scheduler)
         return model, optimizer, scheduler
     if mixed_precision != "no" and accelerator.mixed_precision == "no":
-        raise ValueError("--mixed-precision bf16 without FSDP2: launch with `accelerate launch --mixed_precision bf16` "
-                         "(or --sharding fsdp2)")
+        raise ValueError(
+            "--mixed-precision bf16 without FSDP2: launch with `accelerate launch --mixed_precision bf16` "
+            "(or --sharding fsdp2)"
+        )
     optimizer = make_optimizer(model.parameters())
     return accelerator.prepare(model, optimizer, make_scheduler(optimizer))
 
@@ -169,7 +202,8 @@ def check_deepspeed_processes(accelerator: Any) -> None:
             f"DeepSpeed runs {world} processes but accelerate sees {accelerator.num_processes} (device "
             f"{accelerator.device}): accelerate's DeepSpeed integration needs a GPU (CUDA, XPU, NPU, ...) backend and "
             "has none here. On CPU use FSDP2 (agentgspo.learning.sharding.shard_policy under "
-            "`accelerate launch --multi_gpu`) or a single DeepSpeed process")
+            "`accelerate launch --multi_gpu`) or a single DeepSpeed process"
+        )
 
 
 def prepare_deepspeed(accelerator: Any, *, max_grad_norm: float | None = None) -> None:
@@ -184,19 +218,26 @@ def prepare_deepspeed(accelerator: Any, *, max_grad_norm: float | None = None) -
     """
     check_deepspeed_processes(accelerator)
     config = accelerator.state.deepspeed_plugin.deepspeed_config
-    for key, value in (("train_micro_batch_size_per_gpu", 1), ("gradient_accumulation_steps", 1),
-                       ("train_batch_size", accelerator.num_processes)):
+    for key, value in (
+        ("train_micro_batch_size_per_gpu", 1),
+        ("gradient_accumulation_steps", 1),
+        ("train_batch_size", accelerator.num_processes),
+    ):
         if config.get(key) in (None, "auto"):
             config[key] = value
     clipping = float(max_grad_norm or 0.0)
     if config.get("gradient_clipping") in (None, "auto"):
         config["gradient_clipping"] = clipping
     elif float(config["gradient_clipping"]) != clipping:
-        raise ValueError(f"DeepSpeed gradient_clipping is {config['gradient_clipping']} but max_grad_norm is "
-                         f"{max_grad_norm}: set one value (the DeepSpeed config's 'auto' takes max_grad_norm)")
+        raise ValueError(
+            f"DeepSpeed gradient_clipping is {config['gradient_clipping']} but max_grad_norm is "
+            f"{max_grad_norm}: set one value (the DeepSpeed config's 'auto' takes max_grad_norm)"
+        )
     if config["gradient_accumulation_steps"] != 1:
-        raise ValueError(f"DeepSpeed gradient_accumulation_steps is {config['gradient_accumulation_steps']}: set it to "
-                         "1; the learner accumulates over its own micro-batches (LearnerConfig.micro_batch_tokens)")
+        raise ValueError(
+            f"DeepSpeed gradient_accumulation_steps is {config['gradient_accumulation_steps']}: set it to "
+            "1; the learner accumulates over its own micro-batches (LearnerConfig.micro_batch_tokens)"
+        )
 
 
 def _register_checkpointing(accelerator: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -210,14 +251,17 @@ def _register_checkpointing(accelerator: Any, model: torch.nn.Module, optimizer:
 
     def save(models: list, weights: list, output_dir: str) -> None:
         model_state, optimizer_state = get_state_dict(model, optimizer)
-        dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(Path(output_dir,
-                                                                                              _CHECKPOINT_DIR)))
+        dcp.save(
+            {"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(Path(output_dir, _CHECKPOINT_DIR))
+        )
 
     def load(models: list, input_dir: str) -> None:
         path = Path(input_dir, _CHECKPOINT_DIR)
         if not path.is_dir():
-            raise FileNotFoundError(f"{input_dir} holds no FSDP2 sharded state ({_CHECKPOINT_DIR}/): it was not saved "
-                                    "by a sharded run; resume it with the sharding it was saved with")
+            raise FileNotFoundError(
+                f"{input_dir} holds no FSDP2 sharded state ({_CHECKPOINT_DIR}/): it was not saved "
+                "by a sharded run; resume it with the sharding it was saved with"
+            )
         model_state, optimizer_state = get_state_dict(model, optimizer)
         state = {"model": model_state, "optimizer": optimizer_state}
         dcp.load(state, checkpoint_id=str(path))
@@ -270,7 +314,9 @@ def load_sampler_weights(sampler_model: torch.nn.Module, state: dict[str, torch.
     own = sampler_model.state_dict()
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or unexpected:
-        raise ValueError(f"sampler weights do not match the policy: missing {missing[:5]}, unexpected "
-                         f"{unexpected[:5]}; build the sampler from the same config as the trained policy")
+        raise ValueError(
+            f"sampler weights do not match the policy: missing {missing[:5]}, unexpected "
+            f"{unexpected[:5]}; build the sampler from the same config as the trained policy"
+        )
     for name, tensor in own.items():
         tensor.copy_(state[name])

@@ -85,7 +85,10 @@ def _group_index(groups: int | torch.Tensor, n: int, device: torch.device) -> to
 
 
 def turn_advantages(
-    turn_rewards: Sequence[Sequence[float]], groups: int | torch.Tensor, *, eps: float = 1e-6,
+    turn_rewards: Sequence[Sequence[float]],
+    groups: int | torch.Tensor,
+    *,
+    eps: float = 1e-6,
     baseline: str = "episode",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Per-turn advantages from the rewards each ``step`` returned, against the group's episode returns
@@ -153,8 +156,11 @@ def turn_advantages(
     zero_variance = r_max == r_min  # [G]
     scale = torch.where(zero_variance, 0.0, 1.0 / (std + eps))[group_index]  # [N]
     num_zero = int(zero_variance.sum())
-    stats = {"num_groups": num_groups, "zero_variance_groups": num_zero,
-             "zero_variance_frac": num_zero / num_groups if num_groups else 0.0}
+    stats = {
+        "num_groups": num_groups,
+        "zero_variance_groups": num_zero,
+        "zero_variance_frac": num_zero / num_groups if num_groups else 0.0,
+    }
     advantages = (to_go - mean[group_index][:, None]) * scale[:, None]  # [N, K], A_ik
     if baseline == "turn":
         advantages = _per_turn_baseline(to_go, present, group_index, num_groups, eps)  # [N, K]
@@ -162,8 +168,9 @@ def turn_advantages(
     return advantages, stats
 
 
-def _per_turn_baseline(to_go: torch.Tensor, present: torch.Tensor, group_index: torch.Tensor, num_groups: int,
-                       eps: float) -> torch.Tensor:
+def _per_turn_baseline(
+    to_go: torch.Tensor, present: torch.Tensor, group_index: torch.Tensor, num_groups: int, eps: float
+) -> torch.Tensor:
     """``(G_ik - mean_gk) / (std_gk + eps)`` over the episodes of group g that reached turn k (0 where those are all
     equal); ``to_go`` and ``present`` are ``[N, K]``."""
     k = to_go.shape[1]
@@ -173,10 +180,12 @@ def _per_turn_baseline(to_go: torch.Tensor, present: torch.Tensor, group_index: 
     mean = torch.zeros_like(count).index_add_(0, group_index, to_go * reached) / count.clamp(min=1)  # [G, K]
     centered = (to_go - mean[group_index]) * reached  # [N, K]
     std = (torch.zeros_like(count).index_add_(0, group_index, centered**2) / (count - 1).clamp(min=1)).sqrt()
-    high = torch.full_like(count, -torch.inf).scatter_reduce_(0, index, torch.where(present, to_go, -torch.inf),
-                                                              "amax")  # [G, K]
-    low = torch.full_like(count, torch.inf).scatter_reduce_(0, index, torch.where(present, to_go, torch.inf),
-                                                            "amin")  # [G, K]
+    high = torch.full_like(count, -torch.inf).scatter_reduce_(
+        0, index, torch.where(present, to_go, -torch.inf), "amax"
+    )  # [G, K]
+    low = torch.full_like(count, torch.inf).scatter_reduce_(
+        0, index, torch.where(present, to_go, torch.inf), "amin"
+    )  # [G, K]
     scale = torch.where((high == low) | (count == 0), 0.0, 1.0 / (std + eps))  # [G, K]
     return centered * scale[group_index]  # [N, K]
 
@@ -188,8 +197,10 @@ def token_advantages(turn_adv: torch.Tensor, turn_ids: torch.Tensor) -> torch.Te
     The result feeds ``gspo_token_loss`` (or ``grpo_loss``) as ``[B, T]`` advantages.
     """
     if turn_adv.dim() != 2 or turn_ids.dim() != 2 or turn_adv.shape[0] != turn_ids.shape[0]:
-        raise ValueError(f"expected turn advantages [B, K] and turn_ids [B, T], got {tuple(turn_adv.shape)} and "
-                         f"{tuple(turn_ids.shape)}")
+        raise ValueError(
+            f"expected turn advantages [B, K] and turn_ids [B, T], got {tuple(turn_adv.shape)} and "
+            f"{tuple(turn_ids.shape)}"
+        )
     if bool((turn_ids >= turn_adv.shape[1]).any()):
         raise ValueError(f"turn_ids reach {int(turn_ids.max())} but only {turn_adv.shape[1]} turn advantages exist")
     index = turn_ids.clamp(min=0).long()  # [B, T]

@@ -28,8 +28,9 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """The same batch on ``device``."""
-        return Batch(*(t.to(device) for t in (self.input_ids, self.attention_mask, self.loss_mask,
-                                               self.sampler_logprobs)))
+        return Batch(
+            *(t.to(device) for t in (self.input_ids, self.attention_mask, self.loss_mask, self.sampler_logprobs))
+        )
 
     @property
     def num_tokens(self) -> int:
@@ -73,8 +74,9 @@ def length_buckets(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     return buckets
 
 
-def score(model: Any, batch: Batch, *, temperature: float = 1.0,
-          output_router_logits: bool = False) -> tuple[torch.Tensor, Any]:
+def score(
+    model: Any, batch: Batch, *, temperature: float = 1.0, output_router_logits: bool = False
+) -> tuple[torch.Tensor, Any]:
     """The model's fp32 log-prob of every token given its prefix, aligned with ``batch.input_ids``.
 
     Returns ``(logprobs [B, T], outputs)``; ``outputs`` is the model's output (``aux_loss`` for MoE models when
@@ -90,8 +92,9 @@ def forward(model: Any, batch: Batch, *, output_router_logits: bool = False) -> 
     return model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, **kwargs)
 
 
-def logprobs_from_logits(logits: torch.Tensor, input_ids: torch.Tensor, *, temperature: float = 1.0,
-                         fused: bool = False) -> torch.Tensor:
+def logprobs_from_logits(
+    logits: torch.Tensor, input_ids: torch.Tensor, *, temperature: float = 1.0, fused: bool = False
+) -> torch.Tensor:
     """fp32 log-prob of every token of ``input_ids`` ``[B, T]`` from the logits ``[B, T, V]`` of its prefixes.
 
     Position t-1's logits score token t; column 0 is 0. ``fused`` uses :func:`fused_token_logprobs` (for a

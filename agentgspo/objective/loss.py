@@ -55,8 +55,20 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["GRPO_EPS", "GSPO_EPS", "ClipUnit", "SEQUENCE", "TURN", "TOKEN", "clips_per", "gspo_loss", "gspo_turn_loss",
-           "gspo_token_loss", "grpo_loss", "kl_k3"]
+__all__ = [
+    "GRPO_EPS",
+    "GSPO_EPS",
+    "ClipUnit",
+    "SEQUENCE",
+    "TURN",
+    "TOKEN",
+    "clips_per",
+    "gspo_loss",
+    "gspo_turn_loss",
+    "gspo_token_loss",
+    "grpo_loss",
+    "kl_k3",
+]
 
 # The clip bands of paper §5.1 (v2), (eps_low, eps_high), written here once: GSPO's on the sequence ratio (and
 # GSPO-token's), and the GRPO baseline's on the token ratio.
@@ -94,8 +106,10 @@ def clips_per(unit: ClipUnit, *, reports: tuple[ClipUnit, ...] = (SEQUENCE, TOKE
     function itself is returned unchanged.
     """
     if unit not in reports:
-        raise ValueError(f"clips_per: the clip unit {unit.name!r} must be among the reported fractions, got "
-                         f"{[u.name for u in reports]}")
+        raise ValueError(
+            f"clips_per: the clip unit {unit.name!r} must be among the reported fractions, got "
+            f"{[u.name for u in reports]}"
+        )
 
     def declare(loss: _Loss) -> _Loss:
         loss.clip_unit, loss.clip_fractions = unit, tuple(reports)
@@ -200,8 +214,9 @@ def gspo_turn_loss(
     """
     mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
     if turn_ids.shape != logp.shape or turn_ids.is_floating_point():
-        raise ValueError(f"expected integer turn_ids of shape {tuple(logp.shape)}, got {turn_ids.dtype} "
-                         f"{tuple(turn_ids.shape)}")
+        raise ValueError(
+            f"expected integer turn_ids of shape {tuple(logp.shape)}, got {turn_ids.dtype} {tuple(turn_ids.shape)}"
+        )
     turn = torch.where(mask, turn_ids.to(logp.device), 0)  # [B, T]
     if bool((turn < 0).any()):
         raise ValueError("turn_ids: every token with loss_mask 1 needs its turn index (>= 0), got a negative one")
@@ -370,8 +385,10 @@ def _per_turn_advantages(advantages: torch.Tensor, batch: int, num_turns: int, l
     if advantages.shape == (batch,):
         advantages = advantages[:, None].expand(batch, num_turns)  # [B, K]
     if advantages.dim() != 2 or advantages.shape[0] != batch or advantages.shape[1] < num_turns:
-        raise ValueError(f"expected advantages of shape [B] = ({batch},) or [B, K] with K >= {num_turns} turns, "
-                         f"got {tuple(advantages.shape)}")
+        raise ValueError(
+            f"expected advantages of shape [B] = ({batch},) or [B, K] with K >= {num_turns} turns, "
+            f"got {tuple(advantages.shape)}"
+        )
     return advantages[:, :num_turns].detach().to(device=logp.device, dtype=logp.dtype)  # [B, K]
 
 

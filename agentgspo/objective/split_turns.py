@@ -46,9 +46,11 @@ def episode_advantages(trajectories: Sequence[Any]) -> tuple[torch.Tensor, dict[
         if key not in first_of:
             first_of[key], number[key] = i, len(number)
         elif trajectories[first_of[key]].reward != trajectory.reward:
-            raise ValueError(f"samples of one episode (group {trajectory.group_id}, sample {trajectory.sample_id}) "
-                             f"carry different rewards {trajectories[first_of[key]].reward} and {trajectory.reward}; "
-                             "each split_turns sample must carry its episode's reward")
+            raise ValueError(
+                f"samples of one episode (group {trajectory.group_id}, sample {trajectory.sample_id}) "
+                f"carry different rewards {trajectories[first_of[key]].reward} and {trajectory.reward}; "
+                "each split_turns sample must carry its episode's reward"
+            )
         episode_of.append(number[key])
     heads = list(first_of.values())
     rewards = torch.tensor([trajectories[i].reward for i in heads], dtype=torch.float64)  # [E]

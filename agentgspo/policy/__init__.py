@@ -3,4 +3,3 @@
 from agentgspo.policy.base import PolicyBackend, SampledTurn, SampleRequest, SamplingParams, ScriptedPolicy
 
 __all__ = ["PolicyBackend", "SampleRequest", "SampledTurn", "SamplingParams", "ScriptedPolicy"]
-

@@ -49,8 +49,12 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--backend`` and every registered backend's own options to ``parser``."""
     group = parser.add_argument_group("policy backend")
     classes = {name: backend_class(name) for name in BACKENDS}
-    group.add_argument("--backend", choices=list(BACKENDS), default=next(iter(BACKENDS)),
-                       help="who samples: " + ", ".join(f"{name} ({cls.summary})" for name, cls in classes.items()))
+    group.add_argument(
+        "--backend",
+        choices=list(BACKENDS),
+        default=next(iter(BACKENDS)),
+        help="who samples: " + ", ".join(f"{name} ({cls.summary})" for name, cls in classes.items()),
+    )
     for cls in classes.values():
         cls.add_arguments(group)
 

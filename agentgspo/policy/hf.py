@@ -78,8 +78,17 @@ class HFPolicy:
             :mod:`agentgspo.learning.routing_replay`).
     """
 
-    def __init__(self, model: Any, *, end_of_turn_id: int, pad_token_id: int, max_batch_size: int = 256,
-                 seed: int = 0, stop_ids: Sequence[int] = (), record_routing: bool = False):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        end_of_turn_id: int,
+        pad_token_id: int,
+        max_batch_size: int = 256,
+        seed: int = 0,
+        stop_ids: Sequence[int] = (),
+        record_routing: bool = False,
+    ):
         self.model = model
         self.logprob_semantics = "full"
         self.record_routing = record_routing
@@ -117,9 +126,16 @@ class HFPolicy:
         return {"seed": seed}
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, *, dtype: str | torch.dtype = torch.float32, device: str = "cpu",
-                        attn_implementation: str | None = None, experts_implementation: str | None = None,
-                        **kwargs: Any) -> HFPolicy:
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        *,
+        dtype: str | torch.dtype = torch.float32,
+        device: str = "cpu",
+        attn_implementation: str | None = None,
+        experts_implementation: str | None = None,
+        **kwargs: Any,
+    ) -> HFPolicy:
         """Load ``path``: ``"tiny"`` (the embedded tiny policy), a folder saved with ``save_pretrained`` or a hub id
         in the local cache (:func:`agentgspo.policy.loading.resolve_checkpoint`).
 
@@ -130,8 +146,13 @@ class HFPolicy:
         """
         path = resolve_checkpoint(path)  # "tiny", a model folder or a cached hub id; else an error naming the forms
         tokenizer = load_tokenizer(path)
-        model = load_model(path, dtype=dtype, device=device, attn_implementation=attn_implementation,
-                           experts_implementation=experts_implementation)
+        model = load_model(
+            path,
+            dtype=dtype,
+            device=device,
+            attn_implementation=attn_implementation,
+            experts_implementation=experts_implementation,
+        )
         renderer = ChatRenderer(tokenizer)
         kwargs.setdefault("stop_ids", stop_ids_of(tokenizer, model.generation_config))
         policy = cls(model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id, **kwargs)
@@ -139,8 +160,9 @@ class HFPolicy:
         return policy
 
     @torch.no_grad()
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
-                 seeds: Sequence[int | None] | None = None) -> list[SampledTurn]:
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, seeds: Sequence[int | None] | None = None
+    ) -> list[SampledTurn]:
         """Sample one turn for each prompt (a batch), stopping each row at its end-of-turn id.
 
         Row r's draws are a function of ``seeds[r]`` (see :func:`counter_uniform`); rows without a seed get one
@@ -161,15 +183,20 @@ class HFPolicy:
                 turn.routed_experts = routing
             return turns
 
-    def _generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
-                  seeds: Sequence[int], fed: list[list[int]] | None = None) -> list[SampledTurn]:
+    def _generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        seeds: Sequence[int],
+        fed: list[list[int]] | None = None,
+    ) -> list[SampledTurn]:
         batch, width = len(prompts), max(len(p) for p in prompts)
         version = self.version  # the weights that sample this batch (a sync waits for the lock)
         input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((batch, width), dtype=torch.long)
         for row, prompt in enumerate(prompts):  # left padding: every row's next token is at the same column
-            input_ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-            attention_mask[row, width - len(prompt):] = 1
+            input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            attention_mask[row, width - len(prompt) :] = 1
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [B, L]
         row_seeds = torch.tensor([s & 0x7FFFFFFFFFFFFFFF for s in seeds], dtype=torch.long, device=self.device)
@@ -178,8 +205,13 @@ class HFPolicy:
         try:
             # logits_to_keep=1: the prefill builds logits for the last position only ([B, 1, V], not [B, L, V]:
             # tens of GB at long prompts with a 152K vocabulary).
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             use_cache=True, logits_to_keep=1)
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                use_cache=True,
+                logits_to_keep=1,
+            )
             past, logits = out.past_key_values, out.logits[:, -1]  # [B, V]
             next_position = position_ids[:, -1:] + 1  # [B, 1]
             live = list(range(batch))  # original row of each row still generating
@@ -218,14 +250,23 @@ class HFPolicy:
                 attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(live), 1))], dim=1)
                 if fed is not None:
                     fed.append(list(live))
-                out = self.model(input_ids=token[:, None], attention_mask=attention_mask,
-                                 position_ids=next_position, past_key_values=past, use_cache=True)
+                out = self.model(
+                    input_ids=token[:, None],
+                    attention_mask=attention_mask,
+                    position_ids=next_position,
+                    past_key_values=past,
+                    use_cache=True,
+                )
                 past, logits = out.past_key_values, out.logits[:, -1]
                 next_position = next_position + 1
         finally:
             self.model.train(was_training)
-        return [SampledTurn(ids[row], logps[row], "stop" if ids[row][-1] in self.stop_ids else "length",
-                            policy_version=version) for row in range(batch)]
+        return [
+            SampledTurn(
+                ids[row], logps[row], "stop" if ids[row][-1] in self.stop_ids else "length", policy_version=version
+            )
+            for row in range(batch)
+        ]
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Sample with ``model``'s weights (after an optimizer step); returns the new version. Sharing the
@@ -252,15 +293,16 @@ class HFPolicy:
             while len(self._pending) != seen and len(self._pending) < self.max_batch_size:
                 seen = len(self._pending)
                 await asyncio.sleep(0.001)
-            todo, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size:]
+            todo, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size :]
             todo = [(r, f) for r, f in todo if not f.cancelled()]
             by_params: dict[SamplingParams, list[tuple[SampleRequest, asyncio.Future]]] = {}
             for request, future in todo:
                 by_params.setdefault(request.params, []).append((request, future))
             for params, group in by_params.items():
                 try:
-                    turns = await asyncio.to_thread(self.generate, [r.prompt_ids for r, _ in group], params,
-                                                    [r.seed for r, _ in group])
+                    turns = await asyncio.to_thread(
+                        self.generate, [r.prompt_ids for r, _ in group], params, [r.seed for r, _ in group]
+                    )
                 except Exception as exc:  # a backend failure reaches every waiting episode
                     for _, future in group:
                         if not future.done():

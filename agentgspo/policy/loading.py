@@ -85,8 +85,10 @@ def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
 def check_attention(attn_implementation: str | None) -> str | None:
     """``attn_implementation`` if transformers knows it (or None); else an error naming the accepted ones."""
     if attn_implementation is not None and attn_implementation not in ATTENTION_IMPLEMENTATIONS:
-        raise ValueError(f"attention implementation {attn_implementation!r}: expected one of "
-                         f"{', '.join(ATTENTION_IMPLEMENTATIONS)} (or none: the model's default)")
+        raise ValueError(
+            f"attention implementation {attn_implementation!r}: expected one of "
+            f"{', '.join(ATTENTION_IMPLEMENTATIONS)} (or none: the model's default)"
+        )
     return attn_implementation
 
 
@@ -107,9 +109,11 @@ def load_tokenizer(folder: str | Path) -> Any:
         fast = PreTrainedTokenizerFast.from_pretrained(folder)
         if _round_trips(fast):
             return fast
-    raise ValueError(f"tokenizer in {str(folder)!r} does not give text back: decode(encode({ROUND_TRIP_PROBE!r})) "
-                     f"== {tokenizer.decode(_encode(tokenizer, ROUND_TRIP_PROBE))!r}; training on it would "
-                     "corrupt every turn. Check its tokenizer.json pre-tokenizer and decoder")
+    raise ValueError(
+        f"tokenizer in {str(folder)!r} does not give text back: decode(encode({ROUND_TRIP_PROBE!r})) "
+        f"== {tokenizer.decode(_encode(tokenizer, ROUND_TRIP_PROBE))!r}; training on it would "
+        "corrupt every turn. Check its tokenizer.json pre-tokenizer and decoder"
+    )
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:
@@ -120,8 +124,14 @@ def _round_trips(tokenizer: Any) -> bool:
     return tokenizer.decode(_encode(tokenizer, ROUND_TRIP_PROBE)) == ROUND_TRIP_PROBE
 
 
-def load_model(folder: str | Path, *, dtype: str | torch.dtype = torch.float32, device: str = "cpu",
-               attn_implementation: str | None = None, experts_implementation: str | None = None) -> Any:
+def load_model(
+    folder: str | Path,
+    *,
+    dtype: str | torch.dtype = torch.float32,
+    device: str = "cpu",
+    attn_implementation: str | None = None,
+    experts_implementation: str | None = None,
+) -> Any:
     """The checkpoint's causal LM on ``device`` with parameters in ``dtype``, in eval mode.
 
     ``attn_implementation``: one of :data:`ATTENTION_IMPLEMENTATIONS` (None: transformers' default).
@@ -129,7 +139,6 @@ def load_model(folder: str | Path, *, dtype: str | torch.dtype = torch.float32, 
     grouped GEMMs with a deterministic backward, :mod:`agentgspo.learning.moe`); None keeps transformers' default.
     """
     from transformers import AutoModelForCausalLM
-
 
     options: dict[str, Any] = {"dtype": parse_dtype(dtype)}
     if check_attention(attn_implementation) is not None:
@@ -145,8 +154,10 @@ def load_model(folder: str | Path, *, dtype: str | torch.dtype = torch.float32, 
 # ----------------------------------------------------------------------------------------------- names
 
 POLICY_NAMES = {"tiny": "the embedded tiny MoE", "oracle": "the env's scripted expert (agentgspo rollout)"}
-MODEL_FOLDER_HOLDS = ("config.json, the weights (model.safetensors) and the tokenizer (tokenizer.json, "
-                      "tokenizer_config.json), as written by save_pretrained")
+MODEL_FOLDER_HOLDS = (
+    "config.json, the weights (model.safetensors) and the tokenizer (tokenizer.json, "
+    "tokenizer_config.json), as written by save_pretrained"
+)
 
 
 def model_folder(policy: str | Path) -> Path:
@@ -166,19 +177,27 @@ def model_folder(policy: str | Path) -> Path:
             return model_folder(cached_snapshot(text))
         close = difflib.get_close_matches(text, list(POLICY_NAMES), n=1, cutoff=0.6)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise FileNotFoundError(f"policy {text!r}: no such name or folder.{hint} Expected {accepted}, or a model "
-                                f"folder holding {MODEL_FOLDER_HOLDS}")
+        raise FileNotFoundError(
+            f"policy {text!r}: no such name or folder.{hint} Expected {accepted}, or a model "
+            f"folder holding {MODEL_FOLDER_HOLDS}"
+        )
     if not path.is_dir():
         raise ValueError(f"policy {text!r} is a file; pass the folder that holds {MODEL_FOLDER_HOLDS}")
     if not (path / "config.json").is_file():
         trained = path / "final"
-        hint = f" This looks like a run folder: its trained policy is {str(trained)!r}." \
-            if (trained / "config.json").is_file() else ""
-        raise ValueError(f"policy folder {text!r} holds no model (no config.json).{hint} A model folder holds "
-                         f"{MODEL_FOLDER_HOLDS}")
+        hint = (
+            f" This looks like a run folder: its trained policy is {str(trained)!r}."
+            if (trained / "config.json").is_file()
+            else ""
+        )
+        raise ValueError(
+            f"policy folder {text!r} holds no model (no config.json).{hint} A model folder holds {MODEL_FOLDER_HOLDS}"
+        )
     if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
-        raise ValueError(f"policy folder {text!r} holds a model but no tokenizer: save it there too "
-                         "(tokenizer.save_pretrained(folder)); a model folder holds " + MODEL_FOLDER_HOLDS)
+        raise ValueError(
+            f"policy folder {text!r} holds a model but no tokenizer: save it there too "
+            "(tokenizer.save_pretrained(folder)); a model folder holds " + MODEL_FOLDER_HOLDS
+        )
     return path
 
 

@@ -16,8 +16,14 @@ from typing import Any
 
 SETTINGS_FILE = "agentgspo.json"
 # The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollouts.rollout's).
-LIMIT_DEFAULTS: dict[str, Any] = {"max_turns": 8, "max_new_tokens": 128, "max_context": 1024,
-                                  "temperature": 1.0, "top_p": 1.0, "top_k": 0}
+LIMIT_DEFAULTS: dict[str, Any] = {
+    "max_turns": 8,
+    "max_new_tokens": 128,
+    "max_context": 1024,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": 0,
+}
 
 
 @dataclass
@@ -61,8 +67,10 @@ def read_policy_settings(folder: str | Path) -> PolicySettings | None:
         known = {f.name for f in fields(PolicySettings)}
         return PolicySettings(**{k: v for k, v in data.items() if k in known})
     except (json.JSONDecodeError, TypeError) as exc:
-        raise ValueError(f"{path}: not a valid policy settings file ({exc}); delete it to play the policy with the "
-                         "env's budget, or fix it") from None
+        raise ValueError(
+            f"{path}: not a valid policy settings file ({exc}); delete it to play the policy with the "
+            "env's budget, or fix it"
+        ) from None
 
 
 @dataclass
@@ -81,8 +89,14 @@ class EpisodeSettings:
     sources: dict[str, str]
 
 
-def resolve_episode_settings(env_id: str | None, explicit: dict[str, Any], env_kwargs: dict[str, Any] | None,
-                             policy: PolicySettings | None, *, policy_label: str = "the policy") -> EpisodeSettings:
+def resolve_episode_settings(
+    env_id: str | None,
+    explicit: dict[str, Any],
+    env_kwargs: dict[str, Any] | None,
+    policy: PolicySettings | None,
+    *,
+    policy_label: str = "the policy",
+) -> EpisodeSettings:
     """Each rollout setting from, in order: ``explicit`` (flags given; ``None`` values are not given), the policy's
     record (only when ``env_id`` is the env it was trained on, or ``None``), the env's budget, the defaults.
 
@@ -92,8 +106,10 @@ def resolve_episode_settings(env_id: str | None, explicit: dict[str, Any], env_k
 
     if env_id is None:
         if policy is None:
-            raise ValueError("--env is required: name a registered env id, e.g. --env agentgspo/Calculator-v0 "
-                             f"({policy_label} records no env it was trained on)")
+            raise ValueError(
+                "--env is required: name a registered env id, e.g. --env agentgspo/Calculator-v0 "
+                f"({policy_label} records no env it was trained on)"
+            )
         env_id = policy.env_id
     same_env = policy is not None and policy.env_id == env_id
     kwargs = {**(policy.env_kwargs if same_env else {}), **(env_kwargs or {})}

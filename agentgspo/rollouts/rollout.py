@@ -152,9 +152,11 @@ class RolloutConfig:
 
     def __post_init__(self, episode_timeout_s: float | None) -> None:
         if episode_timeout_s is not None:
-            raise TypeError(f"episode_timeout_s={episode_timeout_s} was removed: it counted time waiting for the "
-                            "sampler against the episode. Set env_call_timeout_s (one env call), env_budget_s (time "
-                            "inside env calls per episode) and sampler_timeout_s (one policy.sample call) instead")
+            raise TypeError(
+                f"episode_timeout_s={episode_timeout_s} was removed: it counted time waiting for the "
+                "sampler against the episode. Set env_call_timeout_s (one env call), env_budget_s (time "
+                "inside env calls per episode) and sampler_timeout_s (one policy.sample call) instead"
+            )
         if self.history not in HISTORY_MODES:
             raise ValueError(f"history: expected one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
         for name in ("group_size", "max_turns", "max_context", "env_workers"):
@@ -178,9 +180,16 @@ class RolloutRunner:
             rewards that compare the G samples (it may modify their ``reward``).
     """
 
-    def __init__(self, make_env: Callable[[], gym.Env], policy: PolicyBackend, renderer: ChatRenderer,
-                 config: RolloutConfig | None = None, *, env_id: str = "",
-                 group_hook: Callable[[list[Trajectory]], None] | None = None):
+    def __init__(
+        self,
+        make_env: Callable[[], gym.Env],
+        policy: PolicyBackend,
+        renderer: ChatRenderer,
+        config: RolloutConfig | None = None,
+        *,
+        env_id: str = "",
+        group_hook: Callable[[list[Trajectory]], None] | None = None,
+    ):
         self.make_env = make_env
         self.policy = policy
         self.renderer = renderer
@@ -191,8 +200,9 @@ class RolloutRunner:
         self._runs = 0  # runs in progress: concurrent runs share the pool; the last one to finish shuts it down
         self._runs_lock = threading.Lock()  # runs may also come from several threads (run_sync)
 
-    async def _env_call(self, fn: Callable[[], Any], budget: TimeBudget,
-                        late: Callable[[Any], Any] | None = None) -> Any:
+    async def _env_call(
+        self, fn: Callable[[], Any], budget: TimeBudget, late: Callable[[Any], Any] | None = None
+    ) -> Any:
         """``fn()`` on a worker; the seconds it runs (on the worker, not queued for one) are added to ``budget``.
         Past ``env_call_timeout_s`` (counted from when a worker starts it): :class:`EnvCallTimeout`, and
         ``late(result)`` runs if the call returns after all."""
@@ -220,8 +230,9 @@ class RolloutRunner:
             self._pool.add_worker()  # the stuck call keeps its thread; keep the pool's capacity
             if late is not None:
                 call.add_done_callback(lambda f: f.cancelled() or f.exception() is not None or late(f.result()))
-            raise EnvCallTimeout(f"an env call ({getattr(fn, '__name__', fn)}) ran past env_call_timeout_s="
-                                 f"{limit}") from None
+            raise EnvCallTimeout(
+                f"an env call ({getattr(fn, '__name__', fn)}) ran past env_call_timeout_s={limit}"
+            ) from None
         finally:
             if len(span) == 2:
                 budget.add(span[1] - span[0])
@@ -246,11 +257,16 @@ class RolloutRunner:
     def _sampling_record(self) -> dict[str, Any]:
         """What :attr:`Trajectory.sampling` records: the sampling parameters and the backend's log-prob semantics."""
         params = self.config.sampling
-        return {"temperature": params.temperature, "top_p": params.top_p, "top_k": params.top_k,
-                "logprobs": getattr(self.policy, "logprob_semantics", "none")}
+        return {
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "top_k": params.top_k,
+            "logprobs": getattr(self.policy, "logprob_semantics", "none"),
+        }
 
-    async def episode(self, seed: int, group_id: int = 0, sample_id: int = 0,
-                      sampling_seed: int = 0) -> list[Trajectory]:
+    async def episode(
+        self, seed: int, group_id: int = 0, sample_id: int = 0, sampling_seed: int = 0
+    ) -> list[Trajectory]:
         """Play one episode; never raises for env or sampler failures (they become the trajectory's stop reason).
 
         Returns its trajectory (``history="as_sampled"``), or one sample per assistant turn (``"split_turns"``,
@@ -263,8 +279,9 @@ class RolloutRunner:
         sampling = self._sampling_record()
 
         def new_trajectory() -> Trajectory:
-            return Trajectory(env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id,
-                              sampling=dict(sampling))
+            return Trajectory(
+                env_id=self.env_id, seed=seed, group_id=group_id, sample_id=sample_id, sampling=dict(sampling)
+            )
 
         samples: list[Trajectory] = []  # split_turns: the finished turns' samples
         episode_reward, cut_reward = 0.0, 0.0
@@ -327,14 +344,25 @@ class RolloutRunner:
                     history.extend(messages)
                     reason = info.get("stop_reason", "completed" if terminated else "max_turns")
                     if reason not in STOP_REASONS:
-                        trajectory.metadata["error"] = f"env reported an unknown stop_reason {reason!r}; " \
-                                                       f"expected one of {STOP_REASONS}"
+                        trajectory.metadata["error"] = (
+                            f"env reported an unknown stop_reason {reason!r}; expected one of {STOP_REASONS}"
+                        )
                         reason = "env_error"
                     trajectory.stop_reason = reason
                     break
                 # The runner's cuts, the first that applies: budget spent, end-of-text, turns used up.
-                cut = next((reason for reason, hit in (("env_budget", budget.spent_out), ("end_of_text", end_of_text),
-                                                       ("max_turns", limit.reached)) if hit), None)
+                cut = next(
+                    (
+                        reason
+                        for reason, hit in (
+                            ("env_budget", budget.spent_out),
+                            ("end_of_text", end_of_text),
+                            ("max_turns", limit.reached),
+                        )
+                        if hit
+                    ),
+                    None,
+                )
                 if cut is not None:
                     trajectory.stop_reason = cut
                     history.extend(messages)
@@ -385,8 +413,9 @@ class RolloutRunner:
         return [trajectory]
 
     @staticmethod
-    def _split_samples(samples: list[Trajectory], last: Trajectory, history: list[dict[str, Any]], reward: float,
-                       tool_errors: Counter) -> list[Trajectory]:
+    def _split_samples(
+        samples: list[Trajectory], last: Trajectory, history: list[dict[str, Any]], reward: float, tool_errors: Counter
+    ) -> list[Trajectory]:
         """The samples of a split_turns episode, each with the episode's reward, stop reason, messages and
         metadata (the last one only when it holds a turn; an episode without any turn stays one sample)."""
         if last.turn_spans or not samples:
@@ -399,8 +428,9 @@ class RolloutRunner:
             sample.matches_full_render = True if sample.turn_spans else None  # its context is the render itself
         return samples
 
-    def _matches_full_render(self, trajectory: Trajectory, history: list[dict[str, Any]],
-                             tools: list[dict[str, Any]] | None) -> bool | None:
+    def _matches_full_render(
+        self, trajectory: Trajectory, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> bool | None:
         if not trajectory.turn_spans:
             return None
         last_assistant = max(i for i, m in enumerate(history) if m["role"] == "assistant")
@@ -420,8 +450,7 @@ class RolloutRunner:
             self._runs += 1
         try:
             groups = [
-                asyncio.gather(*(self.episode(seed, group_id, k, sampling_seed)
-                                 for k in range(self.config.group_size)))
+                asyncio.gather(*(self.episode(seed, group_id, k, sampling_seed) for k in range(self.config.group_size)))
                 for group_id, seed in enumerate(seeds)
             ]
             results = await asyncio.gather(*groups)
@@ -456,8 +485,9 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     """
     sampled_tokens = sum(t.num_sampled_tokens for t in trajectories)
     all_tokens = sum(len(t.token_ids) for t in trajectories)
-    trajectories = [t for t in trajectories
-                    if t.metadata.get("episode_turn", 0) == t.metadata.get("episode_turns", 1) - 1]
+    trajectories = [
+        t for t in trajectories if t.metadata.get("episode_turn", 0) == t.metadata.get("episode_turns", 1) - 1
+    ]
     n = len(trajectories)
     if n == 0:
         return {"episodes": 0, "trained_episodes": 0}

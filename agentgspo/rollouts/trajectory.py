@@ -16,9 +16,21 @@ from typing import Any, Literal
 import pydantic
 
 Message = dict[str, Any]
-StopReason = Literal["completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_budget",
-                     "end_of_text", "env_error", "env_timeout", "judge_error", "sampler_error", "infra_error",
-                     "deadline"]
+StopReason = Literal[
+    "completed",
+    "max_turns",
+    "max_tokens",
+    "context_overflow",
+    "parse_error",
+    "env_budget",
+    "end_of_text",
+    "env_error",
+    "env_timeout",
+    "judge_error",
+    "sampler_error",
+    "infra_error",
+    "deadline",
+]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 
 
@@ -46,22 +58,43 @@ ENDINGS: dict[str, Ending] = {
     "completed": Ending(True, True, False, "the env ended the episode (terminated)"),
     "max_turns": Ending(True, True, False, "the turn budget ran out (truncated; reward earned so far kept)"),
     "max_tokens": Ending(True, True, False, "a turn reached max_new_tokens (truncated)"),
-    "context_overflow": Ending(True, True, False, "the context window is full, or a server refused the prompt's "
-                                                 "length (truncated)"),
+    "context_overflow": Ending(
+        True, True, False, "the context window is full, or a server refused the prompt's length (truncated)"
+    ),
     "parse_error": Ending(True, True, False, "the env ended it after too many unparseable tool calls"),
-    "env_budget": Ending(True, True, False, "the episode used up its env-time budget (time in env calls, not "
-                                            "time waiting for the sampler): the policy's doing, truncated"),
-    "end_of_text": Ending(True, True, False, "the policy emitted end-of-text instead of end-of-turn mid-episode: "
-                                             "the env stepped that turn, then the runner ended it (truncated)"),
+    "env_budget": Ending(
+        True,
+        True,
+        False,
+        "the episode used up its env-time budget (time in env calls, not "
+        "time waiting for the sampler): the policy's doing, truncated",
+    ),
+    "end_of_text": Ending(
+        True,
+        True,
+        False,
+        "the policy emitted end-of-text instead of end-of-turn mid-episode: "
+        "the env stepped that turn, then the runner ended it (truncated)",
+    ),
     "env_error": Ending(False, False, False, "the env raised (a bug in the env or its data; replaying repeats it)"),
     "env_timeout": Ending(False, False, True, "one env call hung past its per-call limit: the machine's fault"),
     "judge_error": Ending(False, False, True, "the env's verifier (checker, interactor, sandbox) failed"),
-    "sampler_error": Ending(False, False, True, "the sampler failed (an engine error, a server unavailable after "
-                                                "retries, a sampler call past its limit)"),
-    "infra_error": Ending(False, False, True, "infrastructure that is no one's answer died (a sandbox or env "
-                                              "server, a worker)"),
-    "deadline": Ending(False, False, True, "legacy (records before env_budget/env_timeout): a wall-clock episode "
-                                           "deadline that also counted time queued at the sampler"),
+    "sampler_error": Ending(
+        False,
+        False,
+        True,
+        "the sampler failed (an engine error, a server unavailable after retries, a sampler call past its limit)",
+    ),
+    "infra_error": Ending(
+        False, False, True, "infrastructure that is no one's answer died (a sandbox or env server, a worker)"
+    ),
+    "deadline": Ending(
+        False,
+        False,
+        True,
+        "legacy (records before env_budget/env_timeout): a wall-clock episode "
+        "deadline that also counted time queued at the sampler",
+    ),
 }
 assert tuple(ENDINGS) == STOP_REASONS, "every stop reason has exactly one row in ENDINGS"
 TRAINED_STOPS: tuple[str, ...] = tuple(r for r, e in ENDINGS.items() if e.trained)
@@ -103,8 +136,10 @@ def sampler_logprobs_mismatch(sampling: dict[str, Any] | None, temperature: floa
         return f"the sampler's log-probs ignore temperature (raw logits) but the learner scores at T={temperature}"
     truncated = sampling.get("top_p", 1.0) < 1.0 or (sampling.get("top_k") or 0) > 0
     if semantics == "truncated" and truncated:
-        return (f"the sampler renormalised its log-probs over the top_p={sampling.get('top_p')} / "
-                f"top_k={sampling.get('top_k')} set, the learner scores the whole vocabulary")
+        return (
+            f"the sampler renormalised its log-probs over the top_p={sampling.get('top_p')} / "
+            f"top_k={sampling.get('top_k')} set, the learner scores the whole vocabulary"
+        )
     if semantics not in LOGPROB_SEMANTICS:
         return f"unknown log-prob semantics {semantics!r}; expected one of {LOGPROB_SEMANTICS}"
     return None
@@ -170,12 +205,24 @@ class Trajectory:
     def to_record(self) -> TrajectoryRecord:
         """The validated on-disk form."""
         return TrajectoryRecord(
-            env_id=self.env_id, seed=self.seed, group_id=self.group_id, sample_id=self.sample_id,
-            token_ids=self.token_ids, loss_mask=self.loss_mask, sampler_logprobs=self.sampler_logprobs,
-            turn_spans=self.turn_spans, turn_versions=self.turn_versions, turn_rewards=self.turn_rewards,
-            routed_experts=self.routed_experts, sampling=self.sampling, messages=self.messages, reward=self.reward,
+            env_id=self.env_id,
+            seed=self.seed,
+            group_id=self.group_id,
+            sample_id=self.sample_id,
+            token_ids=self.token_ids,
+            loss_mask=self.loss_mask,
+            sampler_logprobs=self.sampler_logprobs,
+            turn_spans=self.turn_spans,
+            turn_versions=self.turn_versions,
+            turn_rewards=self.turn_rewards,
+            routed_experts=self.routed_experts,
+            sampling=self.sampling,
+            messages=self.messages,
+            reward=self.reward,
             stop_reason=self.stop_reason,
-            num_turns=self.num_turns, matches_full_render=self.matches_full_render, metadata=self.metadata,
+            num_turns=self.num_turns,
+            matches_full_render=self.matches_full_render,
+            metadata=self.metadata,
         )
 
 
@@ -224,14 +271,18 @@ class TrajectoryRecord(pydantic.BaseModel):
         if not self.turn_versions:  # an old record: no versions were written
             self.turn_versions = [0] * len(self.turn_spans)
         if len(self.turn_versions) != len(self.turn_spans):
-            raise ValueError(f"turn_versions: expected one per turn span ({len(self.turn_spans)}), "
-                             f"got {len(self.turn_versions)}")
+            raise ValueError(
+                f"turn_versions: expected one per turn span ({len(self.turn_spans)}), got {len(self.turn_versions)}"
+            )
         if self.turn_rewards and len(self.turn_rewards) != len(self.turn_spans):
-            raise ValueError(f"turn_rewards: expected one per turn span ({len(self.turn_spans)}), "
-                             f"got {len(self.turn_rewards)}")
+            raise ValueError(
+                f"turn_rewards: expected one per turn span ({len(self.turn_spans)}), got {len(self.turn_rewards)}"
+            )
         if self.routed_experts is not None and not 0 <= self.routed_experts.get("shape", [-1])[0] <= n:
-            raise ValueError(f"routed_experts: expected at most one row per token id ({n}), got shape "
-                             f"{self.routed_experts.get('shape')}")
+            raise ValueError(
+                f"routed_experts: expected at most one row per token id ({n}), got shape "
+                f"{self.routed_experts.get('shape')}"
+            )
         return self
 
     def to_trajectory(self) -> Trajectory:

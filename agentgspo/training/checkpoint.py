@@ -35,8 +35,7 @@ def _drop_tied_duplicates(models: list, weights: list[dict[str, Any]], output_di
             tensor = state[name]
             if not hasattr(tensor, "untyped_storage"):
                 continue
-            view = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
-                    tensor.stride())
+            view = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
             if view in kept:
                 del state[name]  # the same tensor under a second name (tied)
             else:
@@ -61,8 +60,9 @@ def _save_atomically(root: Path, name: str, write: Any, *, keep: int, prefix: st
     return final
 
 
-def save_checkpoint(accelerator: Any, out_dir: str | Path, step: int, run_state: dict[str, Any], *,
-                    keep: int = 2) -> Path:
+def save_checkpoint(
+    accelerator: Any, out_dir: str | Path, step: int, run_state: dict[str, Any], *, keep: int = 2
+) -> Path:
     """Write GSPO checkpoint ``step`` under ``out_dir/checkpoints`` atomically; keep the newest ``keep``."""
     if not getattr(accelerator, "_agentgspo_ties_hook", False):
         accelerator.register_save_state_pre_hook(_drop_tied_duplicates)
@@ -73,12 +73,27 @@ def save_checkpoint(accelerator: Any, out_dir: str | Path, step: int, run_state:
         if accelerator.is_main_process:
             (staging / _STATE).write_text(json.dumps({"step": step, "phase": "gspo", **run_state}))
 
-    return _save_atomically(Path(out_dir) / "checkpoints", f"{_PREFIX}{step:08d}", write, keep=keep,
-                            prefix=_PREFIX, main=accelerator.is_main_process, barrier=accelerator.wait_for_everyone)
+    return _save_atomically(
+        Path(out_dir) / "checkpoints",
+        f"{_PREFIX}{step:08d}",
+        write,
+        keep=keep,
+        prefix=_PREFIX,
+        main=accelerator.is_main_process,
+        barrier=accelerator.wait_for_everyone,
+    )
 
 
-def save_warm_checkpoint(accelerator: Any, out_dir: str | Path, step: int, model: Any, trainer_state: dict[str, Any],
-                         run_state: dict[str, Any], *, keep: int = 2) -> Path:
+def save_warm_checkpoint(
+    accelerator: Any,
+    out_dir: str | Path,
+    step: int,
+    model: Any,
+    trainer_state: dict[str, Any],
+    run_state: dict[str, Any],
+    *,
+    keep: int = 2,
+) -> Path:
     """Write warm-start checkpoint ``step``: ``model``'s weights, ``trainer_state`` (e.g.
     :meth:`agentgspo.training.sft.WarmStartProgress.state_dict`), the RNG streams and ``run_state`` (JSON).
 
@@ -96,9 +111,15 @@ def save_warm_checkpoint(accelerator: Any, out_dir: str | Path, step: int, model
         torch.save({"trainer": trainer_state, "rng": rng}, staging / _WARM_TRAINER)
         (staging / _STATE).write_text(json.dumps({"step": step, "phase": "warm_start", **run_state}))
 
-    return _save_atomically(Path(out_dir) / "checkpoints", f"{_WARM_PREFIX}{step:08d}", write, keep=keep,
-                            prefix=_WARM_PREFIX, main=accelerator.is_main_process,
-                            barrier=accelerator.wait_for_everyone)
+    return _save_atomically(
+        Path(out_dir) / "checkpoints",
+        f"{_WARM_PREFIX}{step:08d}",
+        write,
+        keep=keep,
+        prefix=_WARM_PREFIX,
+        main=accelerator.is_main_process,
+        barrier=accelerator.wait_for_everyone,
+    )
 
 
 def latest_checkpoint(out_dir: str | Path) -> Path | None:

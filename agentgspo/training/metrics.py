@@ -10,8 +10,11 @@ from typing import Any
 
 
 def _finite_numbers(metrics: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in metrics.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))}
+    return {
+        k: float(v)
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+    }
 
 
 class MetricsLogger:
@@ -25,8 +28,16 @@ class MetricsLogger:
         enabled: False on non-main ranks (they log nothing).
     """
 
-    def __init__(self, out_dir: str | Path, hparams: dict[str, Any], *, resume_step: int | None = None,
-                 backends: Sequence[str] = ("tensorboard",), project: str = "agentgspo", enabled: bool = True):
+    def __init__(
+        self,
+        out_dir: str | Path,
+        hparams: dict[str, Any],
+        *,
+        resume_step: int | None = None,
+        backends: Sequence[str] = ("tensorboard",),
+        project: str = "agentgspo",
+        enabled: bool = True,
+    ):
         self.enabled = enabled
         self.out = Path(out_dir)
         self.path = self.out / "metrics.jsonl"
@@ -38,8 +49,11 @@ class MetricsLogger:
         if resume_step is None:
             self.path.write_text("")
         elif self.path.exists():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+            kept = [
+                line
+                for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= resume_step
+            ]
             self.path.write_text("".join(line + "\n" for line in kept))
         if "tensorboard" in backends:
             from torch.utils.tensorboard import SummaryWriter
@@ -98,14 +112,21 @@ def moving_average(values: Sequence[float], window: int) -> list[float]:
         raise ValueError(f"window must be >= 1, got {window}")
     out = []
     for i in range(len(values)):
-        recent = [v for v in values[max(0, i + 1 - window): i + 1] if not math.isnan(v)]
+        recent = [v for v in values[max(0, i + 1 - window) : i + 1] if not math.isnan(v)]
         out.append(sum(recent) / len(recent) if recent else math.nan)
     return out
 
 
-def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
-                  warm_start: Sequence[dict[str, Any]] = (), demonstrator_success: float | None = None,
-                  window: int = 10, title: str = "", target: float | None = None) -> None:
+def plot_training(
+    metrics: Sequence[dict[str, Any]],
+    out_png: str | Path,
+    *,
+    warm_start: Sequence[dict[str, Any]] = (),
+    demonstrator_success: float | None = None,
+    window: int = 10,
+    title: str = "",
+    target: float | None = None,
+) -> None:
     """Reward and success vs step (raw and moving average); the warm start's evals in a left panel if given, the
     imitated demonstrator's success as a line on both panels if given (what imitation alone can reach), and the
     stopping rule's success ``target`` (for the ``window``-step mean) as a dashed line if given."""
@@ -118,13 +139,23 @@ def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
     if warm_start:
         ax = axes[0][0]
-        ax.plot([m["step"] for m in warm_start], [m["success"] for m in warm_start], "o-", color="tab:gray",
-                label="policy (sampled)")
+        ax.plot(
+            [m["step"] for m in warm_start],
+            [m["success"] for m in warm_start],
+            "o-",
+            color="tab:gray",
+            label="policy (sampled)",
+        )
         ax.set(title="supervised warm start (imitation)", xlabel="SFT step", ylabel="success", ylim=(-0.02, 1.02))
     for ax in axes[0]:
         if demonstrator_success is not None:
-            ax.axhline(demonstrator_success, color="tab:red", ls=":", lw=1.2,
-                       label=f"imitated demonstrator ({demonstrator_success:.2f})")
+            ax.axhline(
+                demonstrator_success,
+                color="tab:red",
+                ls=":",
+                lw=1.2,
+                label=f"imitated demonstrator ({demonstrator_success:.2f})",
+            )
         ax.grid(alpha=0.3)
     if warm_start:
         axes[0][0].legend(loc="upper left")
@@ -136,8 +167,7 @@ def plot_training(metrics: Sequence[dict[str, Any]], out_png: str | Path, *,
         ax.plot(steps, moving_average(values, window), color=color, lw=2, label=f"{key} ({window}-step mean)")
     if target is not None:
         ax.axhline(target, color="k", ls="--", lw=0.8, label=f"stop: {window}-step mean success >= {target:g}")
-    ax.set(title=title or "GSPO", xlabel="GSPO step", ylabel="per-step mean over the rollout batch",
-           ylim=(-0.02, 1.02))
+    ax.set(title=title or "GSPO", xlabel="GSPO step", ylabel="per-step mean over the rollout batch", ylim=(-0.02, 1.02))
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)
@@ -156,10 +186,20 @@ def rollout_metrics_over_ranks(accelerator: Any, batch: dict[str, Any]) -> dict[
     import torch
 
     trained = float(batch.get("trained_episodes", 0))
-    local = torch.tensor([batch.get("reward_mean", 0.0) * trained, batch.get("success", 0.0) * trained, trained,
-                          float(batch.get("episodes", 0))], dtype=torch.float64, device=accelerator.device)
+    local = torch.tensor(
+        [
+            batch.get("reward_mean", 0.0) * trained,
+            batch.get("success", 0.0) * trained,
+            trained,
+            float(batch.get("episodes", 0)),
+        ],
+        dtype=torch.float64,
+        device=accelerator.device,
+    )
     reward_sum, success_sum, trained_sum, episodes = accelerator.reduce(local, reduction="sum").tolist()
-    return {"reward_mean": reward_sum / trained_sum if trained_sum else 0.0,
-            "success": success_sum / trained_sum if trained_sum else 0.0,
-            "trained_episodes": trained_sum,
-            "excluded_frac": 1.0 - trained_sum / episodes if episodes else 0.0}
+    return {
+        "reward_mean": reward_sum / trained_sum if trained_sum else 0.0,
+        "success": success_sum / trained_sum if trained_sum else 0.0,
+        "trained_episodes": trained_sum,
+        "excluded_frac": 1.0 - trained_sum / episodes if episodes else 0.0,
+    }

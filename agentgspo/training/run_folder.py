@@ -41,12 +41,14 @@ def saved_config(out: str | Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); it is not a run folder written by agentgspo: pass "
-                         "another --out") from None
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); it is not a run folder written by agentgspo: pass another --out"
+        ) from None
 
 
-def differing_settings(saved: dict[str, Any], current: dict[str, Any], ignore: Iterable[str] = (),
-                       defaults: dict[str, Any] | None = None) -> dict:
+def differing_settings(
+    saved: dict[str, Any], current: dict[str, Any], ignore: Iterable[str] = (), defaults: dict[str, Any] | None = None
+) -> dict:
     """``{name: (saved value, current value)}`` for every setting present in either that differs, except
     ``ignore``. A setting the saved run predates counts as its default from ``defaults`` (it ran as that)."""
     skipped = set(ignore)
@@ -61,8 +63,15 @@ def differing_settings(saved: dict[str, Any], current: dict[str, Any], ignore: I
     return differ
 
 
-def check_run_folder(out: str | Path, current: dict[str, Any], *, command: str, flag_of: dict[str, str],
-                     ignore: Iterable[str] = (), defaults: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def check_run_folder(
+    out: str | Path,
+    current: dict[str, Any],
+    *,
+    command: str,
+    flag_of: dict[str, str],
+    ignore: Iterable[str] = (),
+    defaults: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """Refuse a run folder holding a run with other settings; ``None`` for a new folder or the same run.
 
     Args:
@@ -82,14 +91,26 @@ def check_run_folder(out: str | Path, current: dict[str, Any], *, command: str, 
     differ = differing_settings(saved, current, ignore, defaults)
     if not differ:
         return saved
-    lines = [f"  {flag_of.get(name, name)}: {before!r} in the folder, {now!r} in this command"
-             for name, (before, now) in differ.items()]
-    as_saved = " ".join([command, f"--out {out}", *(f"{flag_of[name]} {_shell_value(before)}"
-                                                     for name, (before, _) in differ.items()
-                                                     if name in flag_of and before is not None)])
+    lines = [
+        f"  {flag_of.get(name, name)}: {before!r} in the folder, {now!r} in this command"
+        for name, (before, now) in differ.items()
+    ]
+    as_saved = " ".join(
+        [
+            command,
+            f"--out {out}",
+            *(
+                f"{flag_of[name]} {_shell_value(before)}"
+                for name, (before, _) in differ.items()
+                if name in flag_of and before is not None
+            ),
+        ]
+    )
     raise RunFolderMismatch(
-        f"{out} already holds a run with other settings:\n" + "\n".join(lines) +
-        f"\nEither resume it as saved: {as_saved}\nor start a new run: pass another --out (or delete {out})")
+        f"{out} already holds a run with other settings:\n"
+        + "\n".join(lines)
+        + f"\nEither resume it as saved: {as_saved}\nor start a new run: pass another --out (or delete {out})"
+    )
 
 
 def _shell_value(value: Any) -> str:
@@ -117,8 +138,12 @@ class StopSignals:
             raise KeyboardInterrupt(f"{signal.Signals(signum).name} again: stopped without saving")
         self.signum = signum
         if self.announce:
-            print(f"\n{signal.Signals(signum).name}: stopping after this step to save a checkpoint "
-                  "(send it again to stop at once, without saving)", file=sys.stderr, flush=True)
+            print(
+                f"\n{signal.Signals(signum).name}: stopping after this step to save a checkpoint "
+                "(send it again to stop at once, without saving)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def __enter__(self) -> StopSignals:
         import threading

@@ -136,7 +136,7 @@ def _from_text(kind: Any, text: str) -> Any:
 
 
 def _json_name(origin: type) -> str:
-    return "object" if origin is dict else "list (e.g. '[\"a\", \"b\"]')"
+    return "object" if origin is dict else 'list (e.g. \'["a", "b"]\')'
 
 
 def _checked(kind: Any, value: Any) -> Any:
@@ -178,17 +178,29 @@ def _argparse_type(kind: Any) -> Any:
 def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
     """``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field of ``config_class`` (its help text, its
     default shown). A flag not given stays out of the parsed namespace, so :func:`config_from_args` can layer."""
-    parser.add_argument("--smoke", action="store_true",
-                        help="a CPU size on the tiny policy that runs in a minute (the test suite runs it)")
-    parser.add_argument("--config", metavar="FILE.yaml", help="settings from a YAML mapping of setting names; "
-                                                              "command-line flags override them")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a CPU size on the tiny policy that runs in a minute (the test suite runs it)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE.yaml",
+        help="settings from a YAML mapping of setting names; command-line flags override them",
+    )
     kinds = typing.get_type_hints(config_class)
     for spec in dataclasses.fields(config_class):
         default = default_of(spec)
         shown = json.dumps(default) if isinstance(default, (dict, list, tuple)) else default
         choices = typing.get_args(kinds[spec.name]) if typing.get_origin(kinds[spec.name]) is Literal else None
-        parser.add_argument(flag(spec.name), dest=spec.name, type=_argparse_type(kinds[spec.name]), choices=choices,
-                            default=argparse.SUPPRESS, help=f"{spec.metadata['help']} (default: {shown})")
+        parser.add_argument(
+            flag(spec.name),
+            dest=spec.name,
+            type=_argparse_type(kinds[spec.name]),
+            choices=choices,
+            default=argparse.SUPPRESS,
+            help=f"{spec.metadata['help']} (default: {shown})",
+        )
 
 
 def config_from_args(config_class: type, args: dict[str, Any], *, smoke: dict[str, Any] | None = None) -> Any:
@@ -205,8 +217,9 @@ def config_from_args(config_class: type, args: dict[str, Any], *, smoke: dict[st
     return config_class(**values)
 
 
-def load_config(config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any] | None = None,
-                description: str = "") -> Any:
+def load_config(
+    config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any] | None = None, description: str = ""
+) -> Any:
     """Parse ``argv`` (the command line by default) into ``config_class`` (see :func:`config_from_args`)."""
     parser = argparse.ArgumentParser(description=description)
     add_settings(parser, config_class)

@@ -21,8 +21,15 @@ from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 from agentgspo.rollouts.trajectory import Trajectory
 
 
-def play_demonstrations(make_env: Callable[[], gym.Env], renderer: ChatRenderer, seeds: Iterable[int], *,
-                        wrong_frac: float = 0.0, seed: int = 0, env_id: str | None = None) -> list[Trajectory]:
+def play_demonstrations(
+    make_env: Callable[[], gym.Env],
+    renderer: ChatRenderer,
+    seeds: Iterable[int],
+    *,
+    wrong_frac: float = 0.0,
+    seed: int = 0,
+    env_id: str | None = None,
+) -> list[Trajectory]:
     """Episodes of an (imperfect) demonstrator: the env's ``oracle``, or in a ``wrong_frac`` share of the episodes
     (drawn with ``seed``) its ``wrong`` policy. Returned in the order of ``seeds``.
 
@@ -41,11 +48,14 @@ def play_demonstrations(make_env: Callable[[], gym.Env], renderer: ChatRenderer,
         if not mine:
             continue
         if policy is None:
-            raise ValueError(f"play_demonstrations: env {env_id or type(env).__name__} defines no `{role}` policy; "
-                             f"give it one (a staticmethod from messages to the reply text) or set wrong_frac to "
-                             f"{0.0 if role == 'wrong' else 1.0}")
-        runner = RolloutRunner(make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(group_size=1),
-                               env_id=env_id)
+            raise ValueError(
+                f"play_demonstrations: env {env_id or type(env).__name__} defines no `{role}` policy; "
+                f"give it one (a staticmethod from messages to the reply text) or set wrong_frac to "
+                f"{0.0 if role == 'wrong' else 1.0}"
+            )
+        runner = RolloutRunner(
+            make_env, ScriptedPolicy(policy, renderer), renderer, RolloutConfig(group_size=1), env_id=env_id
+        )
         played.update(zip(mine, runner.run_sync(mine)))
     return [played[s] for s in seeds]
 
@@ -77,8 +87,12 @@ class WarmStartProgress:
         """The step and the optimizer, scheduler and generator states (a warm start must have begun)."""
         if self.optimizer is None:
             raise RuntimeError("WarmStartProgress.state_dict: no warm start has run with this progress yet")
-        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "generator": self.generator.get_state()}
+        return {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "generator": self.generator.get_state(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a saved state; the next :func:`warm_start` with this progress continues after its step."""
@@ -86,10 +100,19 @@ class WarmStartProgress:
         self._restore = state
 
 
-def warm_start(model: Any, demonstrations: Sequence[Trajectory], *, pad_token_id: int, steps: int,
-               batch_size: int = 64, lr: float = 3e-3, lr_schedule: str = "linear", seed: int = 0,
-               callback: Callable[[int, float], bool] | None = None,
-               progress: WarmStartProgress | None = None) -> list[float]:
+def warm_start(
+    model: Any,
+    demonstrations: Sequence[Trajectory],
+    *,
+    pad_token_id: int,
+    steps: int,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    lr_schedule: str = "linear",
+    seed: int = 0,
+    callback: Callable[[int, float], bool] | None = None,
+    progress: WarmStartProgress | None = None,
+) -> list[float]:
     """Train ``model`` on random minibatches of ``demonstrations`` for ``steps`` AdamW steps.
 
     ``lr_schedule`` is a ``transformers.get_scheduler`` name over ``steps`` (no warm-up): "linear" (the default,

@@ -63,10 +63,21 @@ from agentgspo.policy.quiet import no_transformers_progress_bars
 from agentgspo.policy.weight_sync import save_weights, sync_weights
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
-from agentgspo.training.checkpoint import (latest_checkpoint, load_checkpoint, load_warm_checkpoint, read_run_state,
-                                           save_checkpoint, save_warm_checkpoint)
-from agentgspo.training.metrics import (MetricsLogger, moving_average, plot_training, read_metrics,
-                                        rollout_metrics_over_ranks)
+from agentgspo.training.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    load_warm_checkpoint,
+    read_run_state,
+    save_checkpoint,
+    save_warm_checkpoint,
+)
+from agentgspo.training.metrics import (
+    MetricsLogger,
+    moving_average,
+    plot_training,
+    read_metrics,
+    rollout_metrics_over_ranks,
+)
 from agentgspo.training.run_folder import RunInterrupted, StopSignals, check_run_folder
 from agentgspo.training.settings import flags_of, load_config, resumable_settings, resume_command, setting
 from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
@@ -86,48 +97,82 @@ class TrainConfig(LearnerConfig):
     """Every setting of a GSPO run (saved to DIR/config.json; a rerun must match it to resume). The learner's
     settings come first, inherited from :class:`~agentgspo.learning.learner.LearnerConfig`."""
 
-    out: str = setting("runs/gspo", "run folder: config, metrics, checkpoints and the trained policy go here",
-                       resumable=True)
+    out: str = setting(
+        "runs/gspo", "run folder: config, metrics, checkpoints and the trained policy go here", resumable=True
+    )
     seed: int = setting(0, "seed of the data order, sampling and (for 'tiny') the model init")
     # Policy.
-    policy: str = setting("Qwen/Qwen3-30B-A3B", "the paper's MoE by default: a hub id resolved offline from the "
-                                                "local Hugging Face cache (HF_HOME), a save_pretrained folder, or "
-                                                "'tiny' (the embedded tiny MoE)")
-    dtype: str = setting("float32", "parameter dtype when loading: float32 keeps fp32 master weights and AdamW "
-                                    "state (compute in bf16 with --mixed-precision bf16)")
-    mixed_precision: str = setting("no", "'no' or 'bf16': compute dtype of the forward/backward (fp32 master "
-                                         "weights either way); an accelerate config's mixed_precision also applies")
-    attn_implementation: str = setting("", "transformers attention implementation: eager, sdpa, "
-                                           "flash_attention_2, ... (empty: the model's default)")
+    policy: str = setting(
+        "Qwen/Qwen3-30B-A3B",
+        "the paper's MoE by default: a hub id resolved offline from the "
+        "local Hugging Face cache (HF_HOME), a save_pretrained folder, or "
+        "'tiny' (the embedded tiny MoE)",
+    )
+    dtype: str = setting(
+        "float32",
+        "parameter dtype when loading: float32 keeps fp32 master weights and AdamW "
+        "state (compute in bf16 with --mixed-precision bf16)",
+    )
+    mixed_precision: str = setting(
+        "no",
+        "'no' or 'bf16': compute dtype of the forward/backward (fp32 master "
+        "weights either way); an accelerate config's mixed_precision also applies",
+    )
+    attn_implementation: str = setting(
+        "", "transformers attention implementation: eager, sdpa, flash_attention_2, ... (empty: the model's default)"
+    )
     device: str = setting("auto", "'auto' (the device accelerate gives this process) or 'cpu'")
-    sharding: str = setting("none", "'none' (one copy per process; DDP across processes) or 'fsdp2' (parameters, "
-                                    "gradients and optimizer state sharded over the processes)")
-    backend: str = setting("vllm", "who samples: 'vllm' (a vLLM engine in this process), 'server' (--server-url) "
-                                   "or 'hf' (transformers in this process; small models); each gets the weights "
-                                   "after a step")
-    server_url: str = setting("", "comma-separated base URLs of `agentgspo serve-policy` servers (--backend "
-                                  "server); they read the weights from DIR/sampler-RANK/ (a shared file system)")
+    sharding: str = setting(
+        "none",
+        "'none' (one copy per process; DDP across processes) or 'fsdp2' (parameters, "
+        "gradients and optimizer state sharded over the processes)",
+    )
+    backend: str = setting(
+        "vllm",
+        "who samples: 'vllm' (a vLLM engine in this process), 'server' (--server-url) "
+        "or 'hf' (transformers in this process; small models); each gets the weights "
+        "after a step",
+    )
+    server_url: str = setting(
+        "",
+        "comma-separated base URLs of `agentgspo serve-policy` servers (--backend "
+        "server); they read the weights from DIR/sampler-RANK/ (a shared file system)",
+    )
     # Env and episodes.
     env_id: str = setting("agentgspo/Calculator-v0", "registered env id ('module:id' imports the module first)")
     env_kwargs: dict = setting({}, "keyword arguments of the env (a JSON object on the command line)")
     max_turns: int = setting(6, "assistant turns per episode (0: the env's registered budget)")
-    max_new_tokens: int = setting(4096, "ids per assistant turn; Qwen3 thinks before it answers (0: the env's "
-                                        "registered budget)")
+    max_new_tokens: int = setting(
+        4096, "ids per assistant turn; Qwen3 thinks before it answers (0: the env's registered budget)"
+    )
     max_context: int = setting(16384, "ids per episode (0: the env's registered budget)")
-    env_call_timeout_s: float = setting(300.0, "seconds one env call (reset, step) may take; past it the call is "
-                                               "hung, the machine's fault: stop reason env_timeout, not trained "
-                                               "(0: no limit)")
-    env_budget_s: float = setting(1800.0, "seconds of env calls per episode (time waiting for the sampler not "
-                                          "counted); past it the episode is truncated as env_budget and trained, "
-                                          "keeping the reward earned (0: no budget)")
-    sampler_timeout_s: float = setting(600.0, "seconds one sampler call may take; past it the episode ends as "
-                                              "sampler_error, not trained (0: no limit)")
-    history: str = setting("as_sampled", "'as_sampled': one sample per episode, each turn conditioned on the "
-                                         "sequence as sampled; 'split_turns': each assistant turn its own sample, "
-                                         "in the context the chat template renders at that turn (templates that "
-                                         "drop earlier <think> blocks, e.g. Qwen3)")
-    top_p: float = setting(1.0, "nucleus sampling (1: off); with --logp-old sampler only backends whose log-probs "
-                                "are the full distribution's (hf) allow < 1")
+    env_call_timeout_s: float = setting(
+        300.0,
+        "seconds one env call (reset, step) may take; past it the call is "
+        "hung, the machine's fault: stop reason env_timeout, not trained "
+        "(0: no limit)",
+    )
+    env_budget_s: float = setting(
+        1800.0,
+        "seconds of env calls per episode (time waiting for the sampler not "
+        "counted); past it the episode is truncated as env_budget and trained, "
+        "keeping the reward earned (0: no budget)",
+    )
+    sampler_timeout_s: float = setting(
+        600.0, "seconds one sampler call may take; past it the episode ends as sampler_error, not trained (0: no limit)"
+    )
+    history: str = setting(
+        "as_sampled",
+        "'as_sampled': one sample per episode, each turn conditioned on the "
+        "sequence as sampled; 'split_turns': each assistant turn its own sample, "
+        "in the context the chat template renders at that turn (templates that "
+        "drop earlier <think> blocks, e.g. Qwen3)",
+    )
+    top_p: float = setting(
+        1.0,
+        "nucleus sampling (1: off); with --logp-old sampler only backends whose log-probs "
+        "are the full distribution's (hf) allow < 1",
+    )
     top_k: int = setting(0, "sample among the k most likely ids (0: off); as --top-p for --logp-old sampler")
     # GSPO steps.
     steps: int = setting(200, "most GSPO steps (rollout batch + update)")
@@ -135,61 +180,90 @@ class TrainConfig(LearnerConfig):
     group_size: int = setting(8, "samples per prompt: the group GSPO's advantages compare (Eq. 6)")
     lr: float = setting(1e-6, "AdamW learning rate")
     warmup_steps: int = setting(4, "optimizer steps of linear LR warm-up (then constant)")
-    stop_success: float | None = setting(None, f"stop once the {SMOOTHING}-step mean success reaches this (empty: "
-                                               "run every step)")
-    max_minutes: float = setting(0.0, "time cap: GSPO stops once the command has run this many minutes (0: none)",
-                                 resumable=True)
+    stop_success: float | None = setting(
+        None, f"stop once the {SMOOTHING}-step mean success reaches this (empty: run every step)"
+    )
+    max_minutes: float = setting(
+        0.0, "time cap: GSPO stops once the command has run this many minutes (0: none)", resumable=True
+    )
     # Optional supervised warm start on the env's demonstrator (its oracle, and `wrong` in a share of the episodes).
     warm_demos: int = setting(0, "demonstration episodes for a warm start (0: none; a real checkpoint needs none)")
     warm_wrong_frac: float = setting(0.5, "share of the demonstrations played by the env's `wrong` policy")
     warm_steps: int = setting(0, "warm-start AdamW steps")
     warm_batch: int = setting(32, "demonstrations per warm-start step")
     warm_lr: float = setting(3e-3, "warm-start learning rate (linearly decayed to 0)")
-    warm_eval_every: int = setting(0, "warm-start steps between evals of sampled success on 64 held-out prompts "
-                                      "(for the plot; 0: none)")
-    warm_checkpoint_every: int = setting(100, "warm-start steps between checkpoints (an interruption saves one "
-                                              "too)", resumable=True)
+    warm_eval_every: int = setting(
+        0, "warm-start steps between evals of sampled success on 64 held-out prompts (for the plot; 0: none)"
+    )
+    warm_checkpoint_every: int = setting(
+        100, "warm-start steps between checkpoints (an interruption saves one too)", resumable=True
+    )
     # Outputs.
-    final_eval_episodes: int = setting(0, "held-out prompts of the final evaluation, sampled (T=1) and greedy "
-                                          "(0: none)")
-    checkpoint_every: int = setting(10, "GSPO steps between checkpoints (an interruption saves one too)",
-                                    resumable=True)
-    trajectories_every: int = setting(10, "GSPO steps between saving the step's episodes (ids, masks, log-probs, "
-                                          "messages) to DIR/trajectories/step_N_rankR.jsonl, for `agentgspo view "
-                                          "FILE --tokenizer DIR/final` (0: never)", resumable=True)
-    kill_after_step: int = setting(0, "testing exact resume: SIGKILL this process right after that GSPO step "
-                                      "(0: never)", testing=True)
-    wait_for_interrupt_at: str = setting("", "testing interruption: after warm-start step N ('warm:N') or GSPO "
-                                             f"step N ('gspo:N'), write DIR/{INTERRUPT_MARKER} and wait for "
-                                             "SIGINT/SIGTERM", testing=True)
+    final_eval_episodes: int = setting(
+        0, "held-out prompts of the final evaluation, sampled (T=1) and greedy (0: none)"
+    )
+    checkpoint_every: int = setting(
+        10, "GSPO steps between checkpoints (an interruption saves one too)", resumable=True
+    )
+    trajectories_every: int = setting(
+        10,
+        "GSPO steps between saving the step's episodes (ids, masks, log-probs, "
+        "messages) to DIR/trajectories/step_N_rankR.jsonl, for `agentgspo view "
+        "FILE --tokenizer DIR/final` (0: never)",
+        resumable=True,
+    )
+    kill_after_step: int = setting(
+        0, "testing exact resume: SIGKILL this process right after that GSPO step (0: never)", testing=True
+    )
+    wait_for_interrupt_at: str = setting(
+        "",
+        "testing interruption: after warm-start step N ('warm:N') or GSPO "
+        f"step N ('gspo:N'), write DIR/{INTERRUPT_MARKER} and wait for "
+        "SIGINT/SIGTERM",
+        testing=True,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()  # the learner's checks; the clip band resolved, so config.json records it
-        choices = {"history": HISTORY_MODES, "sharding": SHARDINGS, "mixed_precision": ("no", "bf16"),
-                   "backend": tuple(BACKENDS)}
+        choices = {
+            "history": HISTORY_MODES,
+            "sharding": SHARDINGS,
+            "mixed_precision": ("no", "bf16"),
+            "backend": tuple(BACKENDS),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         for name in ("steps", "prompts_per_step", "group_size", "checkpoint_every", "warm_checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("trajectories_every", "warm_eval_every", "final_eval_episodes", "max_minutes",
-                     "env_call_timeout_s", "env_budget_s", "sampler_timeout_s"):
+        for name in (
+            "trajectories_every",
+            "warm_eval_every",
+            "final_eval_episodes",
+            "max_minutes",
+            "env_call_timeout_s",
+            "env_budget_s",
+            "sampler_timeout_s",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected >= 0 (0: none), got {getattr(self, name)}")
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs: expected a JSON object, got {self.env_kwargs!r}")
         run_options(self.backend, seed=self.seed, server_urls=self.server_urls())  # each backend checks its needs
         if self.routing_replay == "rollout" and self.backend != "hf":
-            raise ValueError("routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
-                             "(vLLM's routed-expert output needs its V2 runner with Triton, not wired here); or use "
-                             "--routing-replay old_policy")
+            raise ValueError(
+                "routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
+                "(vLLM's routed-expert output needs its V2 runner with Triton, not wired here); or use "
+                "--routing-replay old_policy"
+            )
         if self.warm_demos and not self.warm_steps:
             raise ValueError("warm_demos without warm_steps: set --warm-steps too (or --warm-demos 0)")
         phase, _, step = self.wait_for_interrupt_at.partition(":")
         if self.wait_for_interrupt_at and (phase not in ("warm", "gspo") or not step.isdigit()):
-            raise ValueError(f"wait_for_interrupt_at: expected 'warm:N' or 'gspo:N', got "
-                             f"{self.wait_for_interrupt_at!r}")
+            raise ValueError(
+                f"wait_for_interrupt_at: expected 'warm:N' or 'gspo:N', got {self.wait_for_interrupt_at!r}"
+            )
 
     def server_urls(self) -> list[str]:
         """``server_url`` as a list."""
@@ -209,13 +283,32 @@ class TrainConfig(LearnerConfig):
 
 
 # The CPU size of every recipe's --smoke: the tiny policy, two steps of two prompts x two samples.
-SMOKE: dict[str, Any] = dict(policy="tiny", backend="hf", device="cpu", activation_checkpointing=False, max_turns=2,
-                             max_new_tokens=32, max_context=1024, steps=2, prompts_per_step=2, group_size=2, lr=1e-4,
-                             checkpoint_every=1, trajectories_every=1)
+SMOKE: dict[str, Any] = dict(
+    policy="tiny",
+    backend="hf",
+    device="cpu",
+    activation_checkpointing=False,
+    max_turns=2,
+    max_new_tokens=32,
+    max_context=1024,
+    steps=2,
+    prompts_per_step=2,
+    group_size=2,
+    lr=1e-4,
+    checkpoint_every=1,
+    trajectories_every=1,
+)
 
 
-def run_recipe(config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any], command: str,
-               description: str = "", succeeded: Callable[[dict[str, Any]], bool] | None = None) -> int:
+def run_recipe(
+    config_class: type,
+    argv: list[str] | None = None,
+    *,
+    smoke: dict[str, Any],
+    command: str,
+    description: str = "",
+    succeeded: Callable[[dict[str, Any]], bool] | None = None,
+) -> int:
     """A recipe's command line: its settings from ``argv`` (:func:`agentgspo.training.settings.load_config`), then
     :func:`run_config`; bad settings give one line and exit status 2."""
     try:
@@ -268,8 +361,10 @@ def episode_limits(config: Any) -> dict[str, int]:
     """``max_turns``, ``max_new_tokens``, ``max_context``: the config's, else the env's registered budget, else the
     library defaults."""
     budget = env_budget(bare_env_id(config.env_id))
-    return {name: getattr(config, name) or (getattr(budget, name) if budget else LIMIT_DEFAULTS[name])
-            for name in ("max_turns", "max_new_tokens", "max_context")}
+    return {
+        name: getattr(config, name) or (getattr(budget, name) if budget else LIMIT_DEFAULTS[name])
+        for name in ("max_turns", "max_new_tokens", "max_context")
+    }
 
 
 def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.train") -> dict[str, Any]:
@@ -282,11 +377,17 @@ def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.t
     out = Path(config.out)
     world = int(os.environ.get("WORLD_SIZE", "1"))  # set by `accelerate launch` (and torchrun) on every rank
     # As config.json holds them (a tuple reads back as a list), so the comparison with a saved run is like for like.
-    hparams = json.loads(json.dumps({"recipe": type(config).__name__, "world_size": world,
-                                     **dataclasses.asdict(config)}, default=str))
-    check_run_folder(out, hparams, command=command, ignore=resumable_settings(type(config)),
-                     flag_of=flags_of(type(config)),
-                     defaults=json.loads(json.dumps(dataclasses.asdict(type(config)()), default=str)))
+    hparams = json.loads(
+        json.dumps({"recipe": type(config).__name__, "world_size": world, **dataclasses.asdict(config)}, default=str)
+    )
+    check_run_folder(
+        out,
+        hparams,
+        command=command,
+        ignore=resumable_settings(type(config)),
+        flag_of=flags_of(type(config)),
+        defaults=json.loads(json.dumps(dataclasses.asdict(type(config)()), default=str)),
+    )
     if (out / SUMMARY).exists():
         summary = json.loads((out / SUMMARY).read_text())
         if int(os.environ.get("RANK", "0")) == 0:
@@ -299,8 +400,10 @@ def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.t
     make(env_id, **config.train_env_kwargs()).close()  # an unknown id or keyword: an error now
     accelerator = Accelerator(cpu=config.device == "cpu")
     if accelerator.num_processes != world:
-        raise ValueError(f"WORLD_SIZE says {world} processes but accelerate started {accelerator.num_processes}; "
-                         "launch with `accelerate launch` (or torchrun), which sets both")
+        raise ValueError(
+            f"WORLD_SIZE says {world} processes but accelerate started {accelerator.num_processes}; "
+            "launch with `accelerate launch` (or torchrun), which sets both"
+        )
     if accelerator.is_main_process:  # before any work: a rerun with other settings is refused from the start
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(hparams, indent=2, default=str))
@@ -311,8 +414,16 @@ def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.t
 class _Run:
     """One run's state: the pieces :func:`train` builds, then the loop (:meth:`run`)."""
 
-    def __init__(self, config: TrainConfig, accelerator: Accelerator, out: Path, hparams: dict, signals: StopSignals,
-                 started: float, command: str):
+    def __init__(
+        self,
+        config: TrainConfig,
+        accelerator: Accelerator,
+        out: Path,
+        hparams: dict,
+        signals: StopSignals,
+        started: float,
+        command: str,
+    ):
         self.config, self.accelerator, self.out, self.hparams = config, accelerator, out, hparams
         self.signals, self.started, self.command = signals, started, command
         self.rank, self.world = accelerator.process_index, accelerator.num_processes
@@ -325,8 +436,11 @@ class _Run:
 
     def interrupted(self, where: str, checkpoint: Path) -> RunInterrupted:
         """The error that stops the run after ``checkpoint``, naming the command that resumes it."""
-        return RunInterrupted(self.signals.signum, f"{self.signals.name} during {where}: saved {checkpoint}. Resume "
-                                                   f"with: {resume_command(self.config, self.command)}")
+        return RunInterrupted(
+            self.signals.signum,
+            f"{self.signals.name} during {where}: saved {checkpoint}. Resume "
+            f"with: {resume_command(self.config, self.command)}",
+        )
 
     def run(self) -> dict[str, Any]:
         """Warm start (if asked), GSPO until a stop rule, then the final policy, evaluation and summary."""
@@ -349,16 +463,29 @@ class _Run:
 
         # The KL penalty's reference: a frozen copy of the policy GSPO starts from (after the warm start).
         reference = copy.deepcopy(model).eval().requires_grad_(False) if config.kl_coef > 0 else None
-        model, optimizer, scheduler = prepare_policy(accelerator, model, make_optimizer, make_scheduler,
-                                                     sharding=config.sharding, mixed_precision=config.mixed_precision,
-                                                     max_grad_norm=config.max_grad_norm)
+        model, optimizer, scheduler = prepare_policy(
+            accelerator,
+            model,
+            make_optimizer,
+            make_scheduler,
+            sharding=config.sharding,
+            mixed_precision=config.mixed_precision,
+            max_grad_norm=config.max_grad_norm,
+        )
         if is_sharded(model):
             policy = self.load_policy()  # the sampler's unsharded copy: gets the gathered weights after each step
         else:
             policy.model = accelerator.unwrap_model(model)
-        learner = GSPOLearner(model, optimizer, accelerator, pad_token_id=renderer.tokenizer.pad_token_id,
-                              scheduler=scheduler, seed=config.seed + self.rank, ref_model=reference,
-                              config=LearnerConfig.from_settings(config))
+        learner = GSPOLearner(
+            model,
+            optimizer,
+            accelerator,
+            pad_token_id=renderer.tokenizer.pad_token_id,
+            scheduler=scheduler,
+            seed=config.seed + self.rank,
+            ref_model=reference,
+            config=LearnerConfig.from_settings(config),
+        )
         accelerator.register_for_checkpointing(learner)
         step = 0
         if run_state["phase"] == "gspo":
@@ -368,14 +495,21 @@ class _Run:
         sampler_folder = out / f"sampler-{self.rank}"
         sampler = self.sampler(policy, sampler_folder)
         self.refresh_sampler(sampler, model, policy, sampler_folder)
-        rollout = RolloutConfig(group_size=config.group_size, max_turns=self.limits["max_turns"],
-                                max_context=self.limits["max_context"], history=config.history,
-                                env_call_timeout_s=config.env_call_timeout_s or None,
-                                env_budget_s=config.env_budget_s or None,
-                                sampler_timeout_s=config.sampler_timeout_s or None,
-                                sampling=SamplingParams(temperature=config.temperature, top_p=config.top_p,
-                                                        top_k=config.top_k,
-                                                        max_new_tokens=self.limits["max_new_tokens"]))
+        rollout = RolloutConfig(
+            group_size=config.group_size,
+            max_turns=self.limits["max_turns"],
+            max_context=self.limits["max_context"],
+            history=config.history,
+            env_call_timeout_s=config.env_call_timeout_s or None,
+            env_budget_s=config.env_budget_s or None,
+            sampler_timeout_s=config.sampler_timeout_s or None,
+            sampling=SamplingParams(
+                temperature=config.temperature,
+                top_p=config.top_p,
+                top_k=config.top_k,
+                max_new_tokens=self.limits["max_new_tokens"],
+            ),
+        )
         runner = RolloutRunner(self.make_env, sampler, renderer, rollout, env_id=config.env_id)
         evaluation = config.eval_hook(out / "eval", rollout) if accelerator.is_main_process else None
         logger = MetricsLogger(out, self.hparams, resume_step=step, enabled=accelerator.is_main_process)
@@ -392,8 +526,9 @@ class _Run:
             first = TRAIN_SEED_BASE + (step * self.world + self.rank) * config.prompts_per_step
             rollout_started = time.perf_counter()
             model.eval()
-            trajectories = runner.run_sync(range(first, first + config.prompts_per_step),
-                                           sampling_seed=config.seed * 1_000_003 + step)
+            trajectories = runner.run_sync(
+                range(first, first + config.prompts_per_step), sampling_seed=config.seed * 1_000_003 + step
+            )
             model.train()
             rollout_seconds = time.perf_counter() - rollout_started
             step += 1
@@ -406,15 +541,27 @@ class _Run:
             evaluated = evaluation(step, sampler, renderer) if evaluation is not None else None
             batch = summarize(trajectories)
             shared = rollout_metrics_over_ranks(accelerator, batch)  # over the episodes trained on, all ranks
-            logger.log(step, {**shared, **stats, "rollout_seconds": rollout_seconds,
-                              "tokens_mean": batch["tokens_mean"], "samples": len(trajectories),
-                              "stop_reasons": batch["stop_reasons"], "elapsed_s": time.perf_counter() - self.started,
-                              **(evaluated or {})})
+            logger.log(
+                step,
+                {
+                    **shared,
+                    **stats,
+                    "rollout_seconds": rollout_seconds,
+                    "tokens_mean": batch["tokens_mean"],
+                    "samples": len(trajectories),
+                    "stop_reasons": batch["stop_reasons"],
+                    "elapsed_s": time.perf_counter() - self.started,
+                    **(evaluated or {}),
+                },
+            )
             shown = "".join(f" {name} {value:.3f}" for name, value in (evaluated or {}).items())
-            accelerator.print(f"step {step}/{config.steps}: reward {shared['reward_mean']:.3f} success "
-                              f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
-                              f"loss {stats.get('loss', 0.0):.4f} clip_seq {stats.get('clip_frac_seq', 0.0):.2f} "
-                              f"({rollout_seconds:.1f} s rollout){shown}", flush=True)
+            accelerator.print(
+                f"step {step}/{config.steps}: reward {shared['reward_mean']:.3f} success "
+                f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
+                f"loss {stats.get('loss', 0.0):.4f} clip_seq {stats.get('clip_frac_seq', 0.0):.2f} "
+                f"({rollout_seconds:.1f} s rollout){shown}",
+                flush=True,
+            )
             success.append(shared["success"])
             stopped = self.stop_rule(success, step)
             saved = None
@@ -439,9 +586,14 @@ class _Run:
     def load_policy(self) -> HFPolicy:
         """The policy as the config loads it (recording its expert choices for ``routing_replay="rollout"``)."""
         config = self.config
-        return HFPolicy.from_pretrained(config.policy, dtype=config.dtype, device=str(self.accelerator.device),
-                                        attn_implementation=config.attn_implementation or None, seed=config.seed,
-                                        record_routing=config.routing_replay == "rollout")
+        return HFPolicy.from_pretrained(
+            config.policy,
+            dtype=config.dtype,
+            device=str(self.accelerator.device),
+            attn_implementation=config.attn_implementation or None,
+            seed=config.seed,
+            record_routing=config.routing_replay == "rollout",
+        )
 
     def warm_start(self, policy: HFPolicy, resume_from: Path | None, run_state: dict) -> None:
         """Imitate the env's (imperfect) demonstrator before GSPO; resumable, skipped once it has finished."""
@@ -458,8 +610,9 @@ class _Run:
             self.warm_log["demonstrator_success"] = summarize(demos)["success"]
 
             def save(step: int) -> Path:
-                return save_warm_checkpoint(accelerator, out, step, model, progress.state_dict(),
-                                            {"warm_log": self.warm_log})
+                return save_warm_checkpoint(
+                    accelerator, out, step, model, progress.state_dict(), {"warm_log": self.warm_log}
+                )
 
             def after_step(step: int, loss: float) -> bool:
                 if config.warm_eval_every and step % config.warm_eval_every == 0:
@@ -467,8 +620,11 @@ class _Run:
                     result = self.evaluate(policy, EVAL_SEEDS[:64], temperature=1.0)
                     model.train()
                     self.warm_log["evals"].append({"step": step, "loss": loss, "success": result["success"]})
-                    accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f} sampled success "
-                                      f"{result['success']:.2f}", flush=True)
+                    accelerator.print(
+                        f"warm start step {step}/{config.warm_steps}: loss {loss:.3f} sampled success "
+                        f"{result['success']:.2f}",
+                        flush=True,
+                    )
                 elif step % 50 == 0:
                     accelerator.print(f"warm start step {step}/{config.warm_steps}: loss {loss:.3f}", flush=True)
                 self.testing_hooks("warm", step)
@@ -478,9 +634,17 @@ class _Run:
                     save(step)
                 return False
 
-            warm_start(model, demos, pad_token_id=policy.renderer.tokenizer.pad_token_id, steps=config.warm_steps,
-                       batch_size=config.warm_batch, lr=config.warm_lr, seed=config.seed, callback=after_step,
-                       progress=progress)
+            warm_start(
+                model,
+                demos,
+                pad_token_id=policy.renderer.tokenizer.pad_token_id,
+                steps=config.warm_steps,
+                batch_size=config.warm_batch,
+                lr=config.warm_lr,
+                seed=config.seed,
+                callback=after_step,
+                progress=progress,
+            )
         if accelerator.is_main_process:
             (out / "warm_start.json").write_text(json.dumps(self.warm_log))
 
@@ -492,9 +656,14 @@ class _Run:
             demos = read_jsonl(path)
             if len(demos) == config.warm_demos:
                 return demos
-        demos = play_demonstrations(self.make_env, renderer,
-                                    range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.warm_demos),
-                                    wrong_frac=config.warm_wrong_frac, seed=config.seed, env_id=config.env_id)
+        demos = play_demonstrations(
+            self.make_env,
+            renderer,
+            range(DEMO_SEED_BASE, DEMO_SEED_BASE + config.warm_demos),
+            wrong_frac=config.warm_wrong_frac,
+            seed=config.seed,
+            env_id=config.env_id,
+        )
         if self.accelerator.is_main_process:  # whole or not at all: another rank, or a rerun, may read it
             staging = path.with_name(f".{path.name}.tmp")
             write_jsonl(demos, staging)
@@ -503,12 +672,15 @@ class _Run:
 
     def evaluate(self, policy: Any, seeds: range, *, temperature: float) -> dict[str, Any]:
         """Success of ``policy`` on the held-out ``seeds`` (a fresh runner, no training)."""
-        rollout = RolloutConfig(group_size=1, max_turns=self.limits["max_turns"],
-                                max_context=self.limits["max_context"],
-                                sampling=SamplingParams(temperature=temperature,
-                                                        max_new_tokens=self.limits["max_new_tokens"]))
-        return summarize(RolloutRunner(self.make_env, policy, policy.renderer, rollout).run_sync(
-            list(seeds), sampling_seed=12345))
+        rollout = RolloutConfig(
+            group_size=1,
+            max_turns=self.limits["max_turns"],
+            max_context=self.limits["max_context"],
+            sampling=SamplingParams(temperature=temperature, max_new_tokens=self.limits["max_new_tokens"]),
+        )
+        return summarize(
+            RolloutRunner(self.make_env, policy, policy.renderer, rollout).run_sync(list(seeds), sampling_seed=12345)
+        )
 
     def sampler(self, policy: HFPolicy, folder: Path) -> Any:
         """The backend ``--backend`` names: the HF policy itself (it samples with the learner's module), or another
@@ -518,8 +690,11 @@ class _Run:
             return policy
         save_weights(policy.model, folder)
         policy.renderer.tokenizer.save_pretrained(folder)
-        return make_backend(str(folder), config.backend,
-                            **run_options(config.backend, seed=config.seed, server_urls=config.server_urls()))
+        return make_backend(
+            str(folder),
+            config.backend,
+            **run_options(config.backend, seed=config.seed, server_urls=config.server_urls()),
+        )
 
     def refresh_sampler(self, sampler: Any, model: Any, policy: HFPolicy, folder: Path) -> None:
         """Give the sampler the learner's current weights (gathered from the shards under FSDP2)."""
@@ -532,9 +707,14 @@ class _Run:
         """How to play the trained policy (DIR/final/agentgspo.json and each checkpoint's)."""
         config = self.config
         return PolicySettings(
-            env_id=bare_env_id(config.env_id), env_kwargs=config.env_kwargs,
+            env_id=bare_env_id(config.env_id),
+            env_kwargs=config.env_kwargs,
             chat={"end_of_turn": renderer.tokenizer.convert_ids_to_tokens(renderer.end_of_turn_id)},
-            temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, **self.limits)
+            temperature=config.temperature,
+            top_p=config.top_p,
+            top_k=config.top_k,
+            **self.limits,
+        )
 
     def checkpoint(self, step: int) -> Path:
         """A GSPO checkpoint (every rank's state; the warm start's log; how to play it)."""
@@ -549,8 +729,10 @@ class _Run:
         if config.stop_success is not None and len(success) >= SMOOTHING:
             smoothed = moving_average(success, SMOOTHING)[-1]
             if smoothed >= config.stop_success:
-                return (f"the {SMOOTHING}-step mean success reached {smoothed:.2f} >= {config.stop_success} "
-                        f"(--stop-success) at GSPO step {step}")
+                return (
+                    f"the {SMOOTHING}-step mean success reached {smoothed:.2f} >= {config.stop_success} "
+                    f"(--stop-success) at GSPO step {step}"
+                )
         if step >= config.steps:
             return f"it ran the most GSPO steps, {config.steps} (--steps)"
         minutes = (time.perf_counter() - self.started) / 60
@@ -563,8 +745,7 @@ class _Run:
         local = self.signals.signum is not None
         if self.world == 1:
             return local
-        flags = self.accelerator.reduce(torch.tensor([float(local)], device=self.accelerator.device),
-                                        reduction="sum")
+        flags = self.accelerator.reduce(torch.tensor([float(local)], device=self.accelerator.device), reduction="sum")
         return bool(flags.item() > 0)
 
     def testing_hooks(self, phase: str, step: int) -> None:
@@ -592,9 +773,11 @@ class _Run:
         final_eval = None
         if config.final_eval_episodes:
             seeds = EVAL_SEEDS[: config.final_eval_episodes]
-            final_eval = {"sampled": self.evaluate(policy, seeds, temperature=1.0)["success"],
-                          "greedy": self.evaluate(policy, seeds, temperature=0.0)["success"],
-                          "episodes": len(seeds)}
+            final_eval = {
+                "sampled": self.evaluate(policy, seeds, temperature=1.0)["success"],
+                "greedy": self.evaluate(policy, seeds, temperature=0.0)["success"],
+                "episodes": len(seeds),
+            }
         # Each rank's full weights (under FSDP2 the sampler's unsharded copy, refreshed after the last step).
         local = sum(p.detach().double().abs().sum() for p in policy.model.parameters())
         checksums = accelerator.gather(torch.stack([local.to(accelerator.device)])).tolist()  # equal when in sync
@@ -602,15 +785,29 @@ class _Run:
         summary = None
         if accelerator.is_main_process:
             metrics = self.previous_metrics()
-            summary = {"stopped": stopped, "steps": step, "seconds": time.perf_counter() - self.started,
-                       "reward_mean": [row["reward_mean"] for row in metrics],
-                       "success": [row["success"] for row in metrics], "final_eval": final_eval,
-                       "parameter_checksums": checksums}
-            shown = (f"\nfinal eval success: sampled {final_eval['sampled']:.2f}, greedy {final_eval['greedy']:.2f}"
-                     if final_eval else "")
-            plot_training(metrics, out / "reward.png", warm_start=self.warm_log["evals"],
-                          demonstrator_success=self.warm_log["demonstrator_success"], window=SMOOTHING,
-                          target=config.stop_success, title=f"GSPO on {config.env_id}{shown}")
+            summary = {
+                "stopped": stopped,
+                "steps": step,
+                "seconds": time.perf_counter() - self.started,
+                "reward_mean": [row["reward_mean"] for row in metrics],
+                "success": [row["success"] for row in metrics],
+                "final_eval": final_eval,
+                "parameter_checksums": checksums,
+            }
+            shown = (
+                f"\nfinal eval success: sampled {final_eval['sampled']:.2f}, greedy {final_eval['greedy']:.2f}"
+                if final_eval
+                else ""
+            )
+            plot_training(
+                metrics,
+                out / "reward.png",
+                warm_start=self.warm_log["evals"],
+                demonstrator_success=self.warm_log["demonstrator_success"],
+                window=SMOOTHING,
+                target=config.stop_success,
+                title=f"GSPO on {config.env_id}{shown}",
+            )
             (out / SUMMARY).write_text(json.dumps(summary))
             _report(out, summary)
         # Every rank returns rank 0's numbers (so all exit with one status), only once its files are written.
@@ -638,24 +835,33 @@ def _report(out: Path, summary: dict[str, Any]) -> None:
     success, final_eval = summary.get("success") or [], summary.get("final_eval")
     first = f" (first GSPO step: {success[0]:.2f})" if success else ""
     if final_eval:
-        print(f"final eval on {final_eval['episodes']} held-out prompts: sampled success {final_eval['sampled']:.2f}, "
-              f"greedy {final_eval['greedy']:.2f}{first}; {summary['seconds']:.0f} s")
+        print(
+            f"final eval on {final_eval['episodes']} held-out prompts: sampled success {final_eval['sampled']:.2f}, "
+            f"greedy {final_eval['greedy']:.2f}{first}; {summary['seconds']:.0f} s"
+        )
     else:
         print(f"reward per step {[round(r, 3) for r in summary.get('reward_mean', [])]}; {summary['seconds']:.0f} s")
     print(f"outputs in {out}/:")
-    for name, what in (("final/", "the trained policy (save_pretrained; agentgspo.json: the env and limits it was "
-                                  "trained with)"),
-                       ("summary.json", "these numbers"),
-                       ("metrics.jsonl", "one line per GSPO step"),
-                       ("reward.png", "the training curves"),
-                       ("trajectories/", "the episodes of every --trajectories-every steps (agentgspo view FILE)"),
-                       ("tensorboard/", f"TensorBoard events: tensorboard --logdir {out / 'tensorboard'}"),
-                       ("checkpoints/", "the last checkpoints"),
-                       ("config.json", "the settings of this run")):
+    for name, what in (
+        ("final/", "the trained policy (save_pretrained; agentgspo.json: the env and limits it was trained with)"),
+        ("summary.json", "these numbers"),
+        ("metrics.jsonl", "one line per GSPO step"),
+        ("reward.png", "the training curves"),
+        ("trajectories/", "the episodes of every --trajectories-every steps (agentgspo view FILE)"),
+        ("tensorboard/", f"TensorBoard events: tensorboard --logdir {out / 'tensorboard'}"),
+        ("checkpoints/", "the last checkpoints"),
+        ("config.json", "the settings of this run"),
+    ):
         print(f"  {name:<16} {what}")
     print(f"play it: agentgspo rollout --policy {out / 'final'} --out {out / 'rollout'}", flush=True)
 
 
 if __name__ == "__main__":
-    exit_process(run_recipe(TrainConfig, smoke=SMOKE, command="python -m agentgspo.training.train",
-                            description="One GSPO run; every setting is a flag (see --help)."))
+    exit_process(
+        run_recipe(
+            TrainConfig,
+            smoke=SMOKE,
+            command="python -m agentgspo.training.train",
+            description="One GSPO run; every setting is a flag (see --help).",
+        )
+    )

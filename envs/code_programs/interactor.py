@@ -1,6 +1,7 @@
 """Code-v0's interactor, on the host: ``python3 interactor.py INPUT LOG``; INPUT is a JSON object with the prompt,
 the test code and the entry point. Exit 0 = every assertion passed, 1 = failed, 3 = the tests are broken. Runs
 after ``wire.py`` and a line ``MAX_REPLY_BYTES = ...``."""
+
 # ruff: noqa: F821 -- wire_encode, wire_decode and MAX_REPLY_BYTES are defined by what agentgspo.envs.code prepends
 import builtins
 import json
@@ -35,8 +36,11 @@ def main(input_path, log_path):
             fail("the solution exited before call %d" % state["calls"])
         line = from_solution.readline(MAX_REPLY_BYTES + 1)
         if not line.endswith(b"\n"):
-            fail("the solution stopped answering at call %d" % state["calls"] if len(line) <= MAX_REPLY_BYTES
-                 else "a return value larger than %d bytes" % MAX_REPLY_BYTES)
+            fail(
+                "the solution stopped answering at call %d" % state["calls"]
+                if len(line) <= MAX_REPLY_BYTES
+                else "a return value larger than %d bytes" % MAX_REPLY_BYTES
+            )
         try:
             reply = json.loads(line)
             if "return" in reply:

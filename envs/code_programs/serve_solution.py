@@ -1,10 +1,12 @@
 """Runs inside the sandbox, after ``wire.py`` and the lines ``_PROGRAM = ...`` (prompt + solution) and
 ``_ENTRY = ...`` (the function's name): keep the protocol pipes, point the solution's stdio elsewhere, execute the
 program, then answer call requests (JSON lines) until EOF."""
+
 # ruff: noqa: F821 -- wire_encode, wire_decode, _PROGRAM and _ENTRY are defined by what agentgspo.envs.code prepends
 import json
 import os
 import sys
+
 _requests = os.fdopen(os.dup(0), "rb")
 _replies = os.fdopen(os.dup(1), "wb")
 os.dup2(os.open(os.devnull, os.O_RDONLY), 0)

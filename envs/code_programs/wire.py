@@ -2,6 +2,7 @@
 of int with a lying ``__eq__`` is refused. This file runs on both sides: imported on the host, and prepended as
 source to the sandbox's server and the host's interactor (their python3 has no access to this package).
 """
+
 _SCALARS = (type(None), bool, int, float, str)
 
 
@@ -23,8 +24,10 @@ def wire_encode(value, depth=0):
         return {"~": "complex", "v": [value.real, value.imag]}
     if kind is bytes:
         return {"~": "bytes", "v": value.hex()}
-    raise TypeError("cannot pass a value of type %s across the judge; use builtin types "
-                    "(None, bool, int, float, complex, str, bytes, list, tuple, dict, set)" % kind.__name__)
+    raise TypeError(
+        "cannot pass a value of type %s across the judge; use builtin types "
+        "(None, bool, int, float, complex, str, bytes, list, tuple, dict, set)" % kind.__name__
+    )
 
 
 def wire_decode(data):

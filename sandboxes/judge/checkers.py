@@ -66,8 +66,14 @@ def testlib_tokens(data: bytes) -> list[bytes]:
     return [token for token in _TESTLIB_BLANKS.split(data) if token]
 
 
-def _compare_tokens(output: bytes, answer: bytes, same, length_mismatch: Verdict = Verdict.PE,
-                    split=bytes.split, mismatch=lambda got, want: Verdict.WA) -> tuple[Verdict, str]:
+def _compare_tokens(
+    output: bytes,
+    answer: bytes,
+    same,
+    length_mismatch: Verdict = Verdict.PE,
+    split=bytes.split,
+    mismatch=lambda got, want: Verdict.WA,
+) -> tuple[Verdict, str]:
     out_tokens, ans_tokens = split(output), split(answer)
     for i, (got, want) in enumerate(zip(out_tokens, ans_tokens)):
         if not same(got, want):
@@ -75,8 +81,7 @@ def _compare_tokens(output: bytes, answer: bytes, same, length_mismatch: Verdict
     if len(out_tokens) < len(ans_tokens):
         return length_mismatch, f"output ended after {len(out_tokens)} tokens, expected {len(ans_tokens)}"
     if len(out_tokens) > len(ans_tokens):
-        return length_mismatch, (f"extra output after {len(ans_tokens)} tokens: "
-                                 f"{_show(out_tokens[len(ans_tokens)])}")
+        return length_mismatch, (f"extra output after {len(ans_tokens)} tokens: {_show(out_tokens[len(ans_tokens)])}")
     return Verdict.AC, f"{len(ans_tokens)} tokens"
 
 
@@ -103,13 +108,13 @@ def _number(token: bytes) -> float:
     return float(token)
 
 
-def _close(value: float, expected: float, absolute: float | None, relative: float | None,
-           slack: float = 0.0) -> bool:
+def _close(value: float, expected: float, absolute: float | None, relative: float | None, slack: float = 0.0) -> bool:
     """``|value - expected|`` within ``absolute`` or within ``relative * |expected|`` (None: not that test), each
     plus ``slack`` (float round-off)."""
     error = abs(value - expected)
-    return (absolute is not None and error <= absolute + slack) or \
-        (relative is not None and error <= relative * abs(expected) + slack)
+    return (absolute is not None and error <= absolute + slack) or (
+        relative is not None and error <= relative * abs(expected) + slack
+    )
 
 
 @dataclass
@@ -220,8 +225,10 @@ class IcpcDefaultChecker:
                 except (IndexError, ValueError):
                     value = math.nan
                 if not 0 <= value < math.inf:
-                    raise ValueError(f"validator_flags {flags!r}: {flag} needs a finite tolerance >= 0 after it, "
-                                     "such as float_tolerance 1e-6")
+                    raise ValueError(
+                        f"validator_flags {flags!r}: {flag} needs a finite tolerance >= 0 after it, "
+                        "such as float_tolerance 1e-6"
+                    )
                 if flag in ("float_tolerance", "float_absolute_tolerance"):
                     options["absolute_tolerance"] = value
                 if flag in ("float_tolerance", "float_relative_tolerance"):
@@ -248,8 +255,9 @@ class IcpcDefaultChecker:
             got, want = re.split(rb"(\s+)", output), re.split(rb"(\s+)", answer)  # tokens and the spaces between
             for i, (g, w) in enumerate(zip(got, want)):
                 if (i % 2 == 1 and g != w) or (i % 2 == 0 and not self._same(g, w)):
-                    return Verdict.WA, (f"at piece {i + 1} (space_change_sensitive): expected {_show(w)}, "
-                                        f"got {_show(g)}")
+                    return Verdict.WA, (
+                        f"at piece {i + 1} (space_change_sensitive): expected {_show(w)}, got {_show(g)}"
+                    )
             if len(got) != len(want):
                 return Verdict.WA, f"output has {len(got)} tokens and spaces, expected {len(want)}"
             return Verdict.AC, f"{len(want) // 2 + 1} tokens, spaces exact"
@@ -304,13 +312,15 @@ class ExternalChecker:
                 order = ("input", "output", "answer") if self.style == "testlib" else ("input", "answer", "output")
                 args, stdin = [paths[k] for k in order], subprocess.DEVNULL
             try:
-                done = subprocess.run(program_argv(self.path) + args, capture_output=True, stdin=stdin,
-                                      timeout=CHECKER_TIMEOUT_S, cwd=tmp)
+                done = subprocess.run(
+                    program_argv(self.path) + args, capture_output=True, stdin=stdin, timeout=CHECKER_TIMEOUT_S, cwd=tmp
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return Verdict.JE, f"checker {self.path} failed to run: {exc}"
         if self.style == "testlib" and not python_crashed(self.path, done.returncode, done.stderr):
             verdict, message, score = testlib_outcome(
-                done.returncode, (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-2000:])
+                done.returncode, (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-2000:]
+            )
             return (verdict, message[:500]) if score is None else (verdict, message[:500], score)
         message = (done.stderr or done.stdout).decode("utf-8", "replace").strip()[:500]
         if self.style == "openr1":
@@ -353,8 +363,11 @@ def make_checker(spec: "str | Checker | None", testlib_h: str | os.PathLike | No
         if kind == "testlib" and is_cpp_source(arg):  # compiled now, so that a broken one is refused up front
             return ExternalChecker(str(compile_testlib_program(arg, testlib_h)), style=kind)
         if is_cpp_source(arg):
-            raise ValueError(f"bad checker {spec!r}: {kind} checkers are run as programs; compile {arg!r} first "
-                             "(only testlib:SOURCE.cpp is compiled by the judge)")
+            raise ValueError(
+                f"bad checker {spec!r}: {kind} checkers are run as programs; compile {arg!r} first "
+                "(only testlib:SOURCE.cpp is compiled by the judge)"
+            )
         return ExternalChecker(arg, style=kind)
-    raise ValueError(f"unknown checker {spec!r}: expected tokens, float:EPS, icpc[:FLAGS], testlib:PATH, "
-                     "openr1:PATH or kattis:PATH")
+    raise ValueError(
+        f"unknown checker {spec!r}: expected tokens, float:EPS, icpc[:FLAGS], testlib:PATH, openr1:PATH or kattis:PATH"
+    )

@@ -27,8 +27,10 @@ def language_of(path: str | os.PathLike) -> str:
     """The judge language of a source file from its suffix ("py" or "cpp"); ValueError names the fix."""
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
-        raise ValueError(f"cannot tell the language of {str(path)!r} from its suffix {suffix!r}: "
-                         f"expected one of {sorted(SUFFIXES)}, or pass the language (--lang py|cpp)")
+        raise ValueError(
+            f"cannot tell the language of {str(path)!r} from its suffix {suffix!r}: "
+            f"expected one of {sorted(SUFFIXES)}, or pass the language (--lang py|cpp)"
+        )
     return SUFFIXES[suffix]
 
 
@@ -50,13 +52,18 @@ def cpp_compile_command(source_path: str, binary_path: str, pch_dir: str = "") -
 
 def _cache_root() -> Path:
     base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo")
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo"
+    )
     return Path(base)
 
 
 def _stdcpp_header() -> str | None:
-    probe = subprocess.run(["g++", *CPP_FLAGS, "-x", "c++", "-E", "-H", "-", "-o", os.devnull],
-                           input="#include <bits/stdc++.h>\n", capture_output=True, text=True)
+    probe = subprocess.run(
+        ["g++", *CPP_FLAGS, "-x", "c++", "-E", "-H", "-", "-o", os.devnull],
+        input="#include <bits/stdc++.h>\n",
+        capture_output=True,
+        text=True,
+    )
     for line in probe.stderr.splitlines():
         if line.startswith(". ") and line.endswith("bits/stdc++.h"):
             return line[2:].strip()
@@ -89,8 +96,9 @@ def host_pch_dir(build: bool = False) -> Path | None:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if not gch.exists():
                     tmp = gch.with_suffix(f".tmp{os.getpid()}")
-                    done = subprocess.run(["g++", *CPP_FLAGS, "-x", "c++-header", header, "-o", str(tmp)],
-                                          capture_output=True)
+                    done = subprocess.run(
+                        ["g++", *CPP_FLAGS, "-x", "c++-header", header, "-o", str(tmp)], capture_output=True
+                    )
                     if done.returncode != 0:
                         return None
                     os.chmod(tmp, 0o644)

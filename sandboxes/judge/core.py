@@ -72,8 +72,10 @@ def _run_message(event: dict, verdict: Verdict) -> str:
         how = f"signal {event['signal']}" if event.get("signal") else f"exit code {event.get('exit_code')}"
         return f"{how}: {event.get('stderr', '')[-500:]}".strip()
     if verdict == Verdict.ILE and event.get("deadlock"):
-        return (f"deadlock: the solution and the interactor both waited for input (cpu {event.get('cpu_s', 0):.3f} s, "
-                f"wall {event.get('wall_s', 0):.3f} s); does the solution flush its output after each query?")
+        return (
+            f"deadlock: the solution and the interactor both waited for input (cpu {event.get('cpu_s', 0):.3f} s, "
+            f"wall {event.get('wall_s', 0):.3f} s); does the solution flush its output after each query?"
+        )
     if verdict in (Verdict.TLE, Verdict.ILE):
         return f"cpu {event.get('cpu_s', 0):.3f} s, wall {event.get('wall_s', 0):.3f} s"
     if verdict == Verdict.MLE:
@@ -85,13 +87,17 @@ def _run_message(event: dict, verdict: Verdict) -> str:
     return ""
 
 
-def _test_result(name: str, event: dict, verdict: Verdict, message: str = "", score: float | None = None
-                 ) -> TestResult:
+def _test_result(name: str, event: dict, verdict: Verdict, message: str = "", score: float | None = None) -> TestResult:
     return TestResult(
-        name=name, verdict=verdict, time_s=round(float(event.get("cpu_s", 0.0)), 4),
+        name=name,
+        verdict=verdict,
+        time_s=round(float(event.get("cpu_s", 0.0)), 4),
         wall_time_s=round(float(event.get("wall_s", 0.0)), 4),
-        memory_mb=round(event.get("memory_kb", 0) / 1024, 2), exit_code=event.get("exit_code"),
-        signal=event.get("signal"), message=message or _run_message(event, verdict), score=score,
+        memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
+        exit_code=event.get("exit_code"),
+        signal=event.get("signal"),
+        message=message or _run_message(event, verdict),
+        score=score,
     )
 
 
@@ -120,11 +126,17 @@ def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool
         return True, "", 0.0, None
     binary = f"{box.bin_dir}/{BINARY}"
     spec = {
-        "mode": "compile", "lang": "cpp", "source": source, "make_dirs": [box.bin_dir],
+        "mode": "compile",
+        "lang": "cpp",
+        "source": source,
+        "make_dirs": [box.bin_dir],
         "source_path": "/tmp/w/solution.cpp",
         "compile_cmd": cpp_compile_command("/tmp/w/solution.cpp", binary, box.pch_dir),
-        "compile_limits": {"cpu_s": limits.compile_time_limit_s, "wall_s": limits.compile_time_limit_s * 1.5,
-                           "memory_mb": limits.compile_memory_mb},
+        "compile_limits": {
+            "cpu_s": limits.compile_time_limit_s,
+            "wall_s": limits.compile_time_limit_s * 1.5,
+            "memory_mb": limits.compile_memory_mb,
+        },
     }
     if not box.isolated:
         spec["source_path"] = spec["compile_cmd"][-2] = os.path.join(box.bin_dir, "solution.cpp")
@@ -157,8 +169,9 @@ def _rejected(status: int) -> bool:
     return status != 0 and not (status == 7 or 16 <= status <= 255)
 
 
-def _interact_one(box: Session, spec: dict, case: TestCase, interactor: str, limits: Limits,
-                  transcript_checker: Checker | None) -> TestResult:
+def _interact_one(
+    box: Session, spec: dict, case: TestCase, interactor: str, limits: Limits, transcript_checker: Checker | None
+) -> TestResult:
     """One interactive test: the solution in the box, the interactor (trusted) here as ``interactor INPUT LOG
     ANSWER``, stdin/stdout cross-piped; a rejection stops the solution at once."""
     with tempfile.TemporaryDirectory(prefix="agentgspo-interact-") as tmp:
@@ -169,9 +182,15 @@ def _interact_one(box: Session, spec: dict, case: TestCase, interactor: str, lim
         with open(os.path.join(tmp, "interactor.err"), "w+b") as err_file:
 
             def start(stdin_fd: int, stdout_fd: int) -> subprocess.Popen:
-                peer_holder.append(subprocess.Popen(
-                    program_argv(interactor) + [input_path, log_path, answer_path], stdin=stdin_fd,
-                    stdout=stdout_fd, stderr=err_file, start_new_session=True))
+                peer_holder.append(
+                    subprocess.Popen(
+                        program_argv(interactor) + [input_path, log_path, answer_path],
+                        stdin=stdin_fd,
+                        stdout=stdout_fd,
+                        stderr=err_file,
+                        start_new_session=True,
+                    )
+                )
                 return peer_holder[-1]
 
             events = box.interact(spec, start, stop_when=_rejected)
@@ -190,19 +209,32 @@ def _interact_one(box: Session, spec: dict, case: TestCase, interactor: str, lim
                     peer_crashed, peer_msg = True, tail.decode("utf-8", "replace").strip()[-500:]
         result = _interactive_verdict(case.name, events, peer_code, peer_msg, limits, peer_crashed)
         if result.verdict == Verdict.AC and transcript_checker is not None:
-            verdict, message, *scored = transcript_checker.check(case.input, Path(log_path).read_bytes()
-                                                                 if os.path.exists(log_path) else b"", case.answer)
+            verdict, message, *scored = transcript_checker.check(
+                case.input, Path(log_path).read_bytes() if os.path.exists(log_path) else b"", case.answer
+            )
             result.verdict, result.message = verdict, message
             result.score = scored[0] if scored else result.score
-    if (result.verdict == Verdict.JE and peer_holder and _error_of(events) is not None
-            and _solution_broke_the_box(events, box, limits)):
+    if (
+        result.verdict == Verdict.JE
+        and peer_holder
+        and _error_of(events) is not None
+        and _solution_broke_the_box(events, box, limits)
+    ):
         result = TestResult(case.name, Verdict.RE, message=f"{RUNNER_KILLED}: {_error_of(events)}")
     return result
 
 
-def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCase], interactor: str,
-                       limits: Limits, stop_on_failure: bool, transcript_checker: Checker | None = None,
-                       workers: int | None = None) -> list[TestResult]:
+def _judge_interactive(
+    box: Session,
+    source: str,
+    lang: str,
+    cases: list[TestCase],
+    interactor: str,
+    limits: Limits,
+    stop_on_failure: bool,
+    transcript_checker: Checker | None = None,
+    workers: int | None = None,
+) -> list[TestResult]:
     """Every test as ``_interact_one``, several at once (``workers``, default INTERACTIVE_TESTS_PER_CPU per usable
     CPU shared among concurrent submissions, capped as batch tests are by ``batch_workers``); results in test order.
     With stop_on_failure, no test starts after a failure is known, and results end at the first failure."""
@@ -232,8 +264,9 @@ def _judge_interactive(box: Session, source: str, lang: str, cases: list[TestCas
     return results
 
 
-def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, peer_msg: str,
-                         limits: Limits, peer_crashed: bool = False) -> TestResult:
+def _interactive_verdict(
+    name: str, events: list[dict], peer_code: int | None, peer_msg: str, limits: Limits, peer_crashed: bool = False
+) -> TestResult:
     """The verdict rules of an interactive test, first match wins (docs/judge.md, "Verdict rules"):
 
     1. The interactor failed (testlib FAIL, an exit status testlib does not define, a Python interactor's crash)
@@ -253,8 +286,9 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
     event = test_events[0]
     own = classify_run(event, limits, interactive=True)
     if peer_crashed:
-        return _test_result(name, event, Verdict.JE, f"interactor crashed (judge failure, not the solution's): "
-                                                     f"{peer_msg}")
+        return _test_result(
+            name, event, Verdict.JE, f"interactor crashed (judge failure, not the solution's): {peer_msg}"
+        )
     if peer_code == -signal.SIGPIPE:
         # Its only pipe out is the solution's stdin: the solution closed it (ended) while the interactor still
         # had something to say. That is the solution's failure (WA), unless its own verdict comes first.
@@ -265,8 +299,9 @@ def _interactive_verdict(name: str, events: list[dict], peer_code: int | None, p
     rejected = peer_verdict in (Verdict.WA, Verdict.PE)
     stopped = bool(event.get("stopped") and event.get("stop_requested"))
     if rejected and stopped:
-        return _test_result(name, event, peer_verdict, f"{peer_msg} (the solution was stopped when the interactor "
-                                                       "rejected)".strip())
+        return _test_result(
+            name, event, peer_verdict, f"{peer_msg} (the solution was stopped when the interactor rejected)".strip()
+        )
     # A runtime error after the interactor rejected and hung up (EOF, broken pipe) is a consequence: WA/PE wins.
     # One while the interactor still waited for the solution is the solution's own: RE.
     if own is not None and not (own == Verdict.RE and rejected and event.get("peer_hung_up", True)):
@@ -312,8 +347,17 @@ def batch_workers(requested: int | None, n_tests: int, limits: Limits, box: Sess
     return max(1, min(workers, n_tests, by_memory, limits.pids_limit // 4))
 
 
-def _judge_batch(box: Session, source: str, lang: str, cases: list[TestCase], checker: Checker, limits: Limits,
-                 stop_on_failure: bool, io_mode: str, workers: int | None) -> tuple[list[TestResult], str | None]:
+def _judge_batch(
+    box: Session,
+    source: str,
+    lang: str,
+    cases: list[TestCase],
+    checker: Checker,
+    limits: Limits,
+    stop_on_failure: bool,
+    io_mode: str,
+    workers: int | None,
+) -> tuple[list[TestResult], str | None]:
     spec = _run_spec(source, lang, box, limits, io_mode, "run")
     spec["stop_on_error"] = stop_on_failure
     with _batch_slot() as concurrent:
@@ -332,15 +376,19 @@ def _judge_batch(box: Session, source: str, lang: str, cases: list[TestCase], ch
         if verdict is None:
             output = base64.b64decode(event.get("stdout_b64", ""))
             check_case = getattr(checker, "check_case", None)  # a checker that needs the test itself (its name)
-            verdict, message, *scored = (check_case(case, output) if check_case is not None
-                                         else checker.check(case.input, output, case.answer))
+            verdict, message, *scored = (
+                check_case(case, output) if check_case is not None else checker.check(case.input, output, case.answer)
+            )
             score = scored[0] if scored else None
         results.append(_test_result(case.name, event, verdict, message, score))
         if stop_on_failure and verdict != Verdict.AC:
             break
     error = _error_of(events)
-    if error is not None and len(results) < len(cases) and not (stop_on_failure and results and
-                                                                results[-1].verdict != Verdict.AC):
+    if (
+        error is not None
+        and len(results) < len(cases)
+        and not (stop_on_failure and results and results[-1].verdict != Verdict.AC)
+    ):
         # The box broke before all tests ran. A solution that kills its own runner gets RE; anything else is
         # the judge's failure.
         name = cases[len(results)].name
@@ -410,8 +458,16 @@ def judge(
     if hasattr(sandbox, "judge_remote"):
         if isinstance(checker, str) and checker.startswith("testlib:") and is_cpp_source(checker):
             checker = f"testlib:{the_checker.path}"  # the binary compiled here travels (no testlib.h there)
-        return sandbox.judge_remote(source, cases, lang=lang, checker=checker, interactor=interactor,
-                                    limits=limits, stop_on_failure=stop_on_failure, io_mode=io_mode)
+        return sandbox.judge_remote(
+            source,
+            cases,
+            lang=lang,
+            checker=checker,
+            interactor=interactor,
+            limits=limits,
+            stop_on_failure=stop_on_failure,
+            io_mode=io_mode,
+        )
     if lang == "cpp":
         host_pch_dir(build=True)
     try:
@@ -423,24 +479,27 @@ def judge(
                 return JudgeResult(Verdict.CE, compile_output=compile_output, compile_time_s=compile_s)
             if interactor is not None:
                 transcript_checker = None if checker in (None, "tokens") else the_checker
-                results = _judge_interactive(box, source, lang, cases, str(interactor), limits, stop_on_failure,
-                                             transcript_checker, workers)
+                results = _judge_interactive(
+                    box, source, lang, cases, str(interactor), limits, stop_on_failure, transcript_checker, workers
+                )
                 ce = next((r.message for r in results if r.verdict == Verdict.CE), None)
             else:
-                results, ce = _judge_batch(box, source, lang, cases, the_checker, limits, stop_on_failure,
-                                           io_mode, workers)
+                results, ce = _judge_batch(
+                    box, source, lang, cases, the_checker, limits, stop_on_failure, io_mode, workers
+                )
     except Exception as exc:  # infrastructure: never blamed on the solution
         return JudgeResult(Verdict.JE, message=f"{type(exc).__name__}: {exc}")
     if ce is not None:
         return JudgeResult(Verdict.CE, compile_output=ce)
     verdict = overall_verdict(results, len(cases))
     if stop_on_failure and verdict != Verdict.AC:
-        results += [TestResult(c.name, Verdict.SKIPPED) for c in cases[len(results):]]
+        results += [TestResult(c.name, Verdict.SKIPPED) for c in cases[len(results) :]]
     return JudgeResult(verdict, results, compile_output=compile_output, compile_time_s=compile_s)
 
 
-def run_python(code: str, stdin: str | bytes = "", *, limits: Limits | None = None,
-               backend: "str | Sandbox" = "local") -> ExecResult:
+def run_python(
+    code: str, stdin: str | bytes = "", *, limits: Limits | None = None, backend: "str | Sandbox" = "local"
+) -> ExecResult:
     """Run a Python 3 program in the sandbox with ``stdin``; returns its stdout/stderr/exit status/measurements.
 
     verdict: OK, TLE, MLE, OLE, RE (non-zero exit or signal), CE (syntax error) or JE (sandbox failure).
@@ -466,10 +525,15 @@ def run_python(code: str, stdin: str | bytes = "", *, limits: Limits | None = No
     verdict = classify_run(event, limits) or Verdict.OK
     stdout = base64.b64decode(event.get("stdout_b64", ""))
     return ExecResult(
-        stdout=stdout.decode("utf-8", "replace"), stderr=event.get("stderr", ""),
-        exit_code=event.get("exit_code"), signal=event.get("signal"), cpu_time_s=float(event.get("cpu_s", 0.0)),
-        wall_time_s=float(event.get("wall_s", 0.0)), memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
+        stdout=stdout.decode("utf-8", "replace"),
+        stderr=event.get("stderr", ""),
+        exit_code=event.get("exit_code"),
+        signal=event.get("signal"),
+        cpu_time_s=float(event.get("cpu_s", 0.0)),
+        wall_time_s=float(event.get("wall_s", 0.0)),
+        memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
         stdout_truncated=event.get("stdout_bytes", 0) > len(stdout),
         stderr_truncated=len(event.get("stderr", "")) >= limits.runner_limits()["stderr_bytes"],
-        timed_out=verdict == Verdict.TLE, verdict=verdict,
+        timed_out=verdict == Verdict.TLE,
+        verdict=verdict,
     )

@@ -21,8 +21,15 @@ from .formats.own_format import ProblemJson, load_problem
 from .testdata import Problem, read_tests_dir
 
 
-def judge_problem(problem: Problem, source: str, lang: str = "py", *, backend="local",
-                  stop_on_failure: bool = False, limits: Limits | None = None) -> JudgeResult:
+def judge_problem(
+    problem: Problem,
+    source: str,
+    lang: str = "py",
+    *,
+    backend="local",
+    stop_on_failure: bool = False,
+    limits: Limits | None = None,
+) -> JudgeResult:
     """Judge ``source`` on every test of ``problem`` with its checker, interactor, limits and io mode.
 
     A Kattis package is judged as problemtools does (groups, grading, its validator: ``kattis.judge_kattis``)
@@ -31,14 +38,39 @@ def judge_problem(problem: Problem, source: str, lang: str = "py", *, backend="l
     package = problem.metadata.get("package")
     if isinstance(package, KattisPackage):
         chosen = limits or problem.limits(output_limit_mb=package.output_limit_mb)
-        return judge_kattis(package, source, lang, backend=backend, time_limit_s=chosen.time_limit_s,
-                            memory_limit_mb=chosen.memory_limit_mb, output_limit_mb=chosen.output_limit_mb)
+        return judge_kattis(
+            package,
+            source,
+            lang,
+            backend=backend,
+            time_limit_s=chosen.time_limit_s,
+            memory_limit_mb=chosen.memory_limit_mb,
+            output_limit_mb=chosen.output_limit_mb,
+        )
     if problem.interactive and problem.interactor is None:
         raise ValueError(f"problem {problem.name!r} is interactive but has no interactor to judge it with")
-    return judge(source, problem.tests, lang=lang, checker=problem.checker, interactor=problem.interactor,
-                 limits=limits or problem.limits(), stop_on_failure=stop_on_failure, io_mode=problem.io_mode,
-                 backend=backend)
+    return judge(
+        source,
+        problem.tests,
+        lang=lang,
+        checker=problem.checker,
+        interactor=problem.interactor,
+        limits=limits or problem.limits(),
+        stop_on_failure=stop_on_failure,
+        io_mode=problem.io_mode,
+        backend=backend,
+    )
 
 
-__all__ = ["FORMATS", "Problem", "ProblemJson", "judge_problem", "load_any_package", "load_any_problem",
-           "load_kattis_problem", "load_problem", "problem_from_codeforces_row", "read_tests_dir"]
+__all__ = [
+    "FORMATS",
+    "Problem",
+    "ProblemJson",
+    "judge_problem",
+    "load_any_package",
+    "load_any_problem",
+    "load_kattis_problem",
+    "load_problem",
+    "problem_from_codeforces_row",
+    "read_tests_dir",
+]

@@ -42,8 +42,9 @@ def _natural_key(path: Path):
     return [[int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)] for name in path.parts]
 
 
-def read_tests_dir(directory: str | os.PathLike, require_answers: bool = True,
-                   recursive: bool = False) -> list[TestCase]:
+def read_tests_dir(
+    directory: str | os.PathLike, require_answers: bool = True, recursive: bool = False
+) -> list[TestCase]:
     """Read ``NAME.in`` / ``NAME.ans`` pairs (natural order: 2 before 10). Errors name the file and the fix."""
     directory = Path(directory)
     if not directory.is_dir():
@@ -56,8 +57,10 @@ def read_tests_dir(directory: str | os.PathLike, require_answers: bool = True,
         answer = path.with_suffix(".ans")
         if not answer.exists():
             if require_answers:
-                raise ValueError(f"test input {str(path)!r} has no answer file {answer.name!r}: add the expected "
-                                 f"output as {str(answer)!r} (or pass an interactor for interactive problems)")
+                raise ValueError(
+                    f"test input {str(path)!r} has no answer file {answer.name!r}: add the expected "
+                    f"output as {str(answer)!r} (or pass an interactor for interactive problems)"
+                )
             data = b""
         else:
             data = answer.read_bytes()

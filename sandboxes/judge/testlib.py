@@ -37,8 +37,10 @@ EXIT_OK, EXIT_WA, EXIT_PE, EXIT_FAIL, EXIT_DIRT, EXIT_POINTS, EXIT_UNEXPECTED_EO
 PC_BASE_EXIT_CODE = 16  # _partially (16) + PC_BASE_EXIT_CODE (0 unless the build defines TESTSYS)
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
 HEADER_ENV = "AGENTGSPO_TESTLIB_H"
-GET_TESTLIB = ("put the problem's testlib.h beside it, pass testlib_h= (--testlib-h PATH), or set "
-               f"{HEADER_ENV}=/path/to/testlib.h (from https://github.com/MikeMirzayanov/testlib)")
+GET_TESTLIB = (
+    "put the problem's testlib.h beside it, pass testlib_h= (--testlib-h PATH), or set "
+    f"{HEADER_ENV}=/path/to/testlib.h (from https://github.com/MikeMirzayanov/testlib)"
+)
 
 
 def is_cpp_source(path: str | os.PathLike) -> bool:
@@ -48,8 +50,11 @@ def is_cpp_source(path: str | os.PathLike) -> bool:
 
 def find_testlib_header(source: str | os.PathLike, testlib_h: str | os.PathLike | None = None) -> Path:
     """The testlib.h ``source`` is compiled against (see the module docstring for the order); ValueError if none."""
-    candidates = [(testlib_h, "testlib_h"), (Path(source).parent / "testlib.h", "beside the source"),
-                  (os.environ.get(HEADER_ENV) or None, HEADER_ENV)]
+    candidates = [
+        (testlib_h, "testlib_h"),
+        (Path(source).parent / "testlib.h", "beside the source"),
+        (os.environ.get(HEADER_ENV) or None, HEADER_ENV),
+    ]
     for candidate, origin in candidates:
         if candidate is None:
             continue
@@ -57,21 +62,25 @@ def find_testlib_header(source: str | os.PathLike, testlib_h: str | os.PathLike 
         if path.is_file():
             return path.resolve()
         if origin != "beside the source":
-            raise ValueError(f"testlib header {str(path)!r} (from {origin}) is not a file: pass the path of a "
-                             "testlib.h")
+            raise ValueError(
+                f"testlib header {str(path)!r} (from {origin}) is not a file: pass the path of a testlib.h"
+            )
     raise ValueError(f"{str(source)!r} is a C++ jury program but no testlib.h was found for it: {GET_TESTLIB}")
 
 
 def _cache_root() -> Path:
     base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo")
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo"
+    )
     return Path(base) / "testlib"
 
 
 def _compiler_version() -> str:
     if shutil.which("g++") is None:
-        raise ValueError("compiling a C++ jury program needs g++ on the judge's host: install it "
-                         "(`sudo apt-get install g++`) or pass a compiled checker")
+        raise ValueError(
+            "compiling a C++ jury program needs g++ on the judge's host: install it "
+            "(`sudo apt-get install g++`) or pass a compiled checker"
+        )
     return subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout
 
 
@@ -97,8 +106,11 @@ def _header_dir(header_text: bytes, version: str) -> Path:
         header.write_bytes(header_text)
         tmp = directory / f"testlib.h.gch.tmp{os.getpid()}"
         try:
-            done = subprocess.run(["g++", *TESTLIB_FLAGS, "-x", "c++-header", str(header), "-o", str(tmp)],
-                                  capture_output=True, timeout=TESTLIB_COMPILE_TIMEOUT_S)
+            done = subprocess.run(
+                ["g++", *TESTLIB_FLAGS, "-x", "c++-header", str(header), "-o", str(tmp)],
+                capture_output=True,
+                timeout=TESTLIB_COMPILE_TIMEOUT_S,
+            )
         except subprocess.TimeoutExpired:
             done = None
         if done is not None and done.returncode == 0:
@@ -122,8 +134,9 @@ def compile_testlib_program(source: str | os.PathLike, testlib_h: str | os.PathL
         raise ValueError(f"jury program {str(source)!r} does not exist")
     header = find_testlib_header(source, testlib_h)
     code, header_text, version = source.read_bytes(), header.read_bytes(), _compiler_version()
-    key = hashlib.sha256(b"\0".join([code, header_text, version.encode(),
-                                     " ".join(TESTLIB_FLAGS).encode()])).hexdigest()
+    key = hashlib.sha256(
+        b"\0".join([code, header_text, version.encode(), " ".join(TESTLIB_FLAGS).encode()])
+    ).hexdigest()
     target = _cache_root() / key[:32]
     binary = target / "program"
     if binary.exists():
@@ -136,12 +149,15 @@ def compile_testlib_program(source: str | os.PathLike, testlib_h: str | os.PathL
         (target / "source.cpp").write_bytes(code)
         tmp = target / f"program.tmp{os.getpid()}"
         try:
-            done = subprocess.run(["g++", *TESTLIB_FLAGS, "-I", str(headers), "-o", str(tmp),
-                                   str(target / "source.cpp"), "-lm"],
-                                  capture_output=True, timeout=TESTLIB_COMPILE_TIMEOUT_S)
+            done = subprocess.run(
+                ["g++", *TESTLIB_FLAGS, "-I", str(headers), "-o", str(tmp), str(target / "source.cpp"), "-lm"],
+                capture_output=True,
+                timeout=TESTLIB_COMPILE_TIMEOUT_S,
+            )
         except subprocess.TimeoutExpired:
-            raise ValueError(f"jury program {str(source)!r} did not compile within "
-                             f"{TESTLIB_COMPILE_TIMEOUT_S:.0f} s") from None
+            raise ValueError(
+                f"jury program {str(source)!r} did not compile within {TESTLIB_COMPILE_TIMEOUT_S:.0f} s"
+            ) from None
         if done.returncode != 0:
             tmp.unlink(missing_ok=True)
             message = done.stderr.decode("utf-8", "replace").strip()[-3000:]

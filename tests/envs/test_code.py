@@ -10,8 +10,15 @@ import pytest
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.environments.env_checker import check_env, play
-from agentgspo.envs.code import (CodeEnv, extract_code, judge_many, judge_solution, load_code_problems, wire_decode,
-                                 wire_encode)
+from agentgspo.envs.code import (
+    CodeEnv,
+    extract_code,
+    judge_many,
+    judge_solution,
+    load_code_problems,
+    wire_decode,
+    wire_encode,
+)
 
 
 def _tool_call(name: str, **arguments: str) -> str:
@@ -41,21 +48,21 @@ HACKS = {
     "sys.exit in the call": "import sys\ndef add(a, b):\n    sys.exit(0)\n",
     "os._exit in the call": "import os\ndef add(a, b):\n    os._exit(0)\n",
     "SystemExit after a right answer": "n = 0\ndef add(a, b):\n    global n\n    n += 1\n    if n > 1:\n"
-                                       "        raise SystemExit(0)\n    return a + b\n",
+    "        raise SystemExit(0)\n    return a + b\n",
     "hang": "def add(a, b):\n    while True:\n        pass\n",
     "always-equal object": "class Any:\n    def __eq__(self, other):\n        return True\n"
-                           "    __hash__ = object.__hash__\ndef add(a, b):\n    return Any()\n",
+    "    __hash__ = object.__hash__\ndef add(a, b):\n    return Any()\n",
     "always-equal int subclass": "class I(int):\n    def __eq__(self, other):\n        return True\n"
-                                 "    __hash__ = int.__hash__\ndef add(a, b):\n    return I(0)\n",
+    "    __hash__ = int.__hash__\ndef add(a, b):\n    return I(0)\n",
     "always-equal inside a list": "class Any:\n    def __eq__(self, other):\n        return True\n"
-                                  "def add(a, b):\n    return [Any()][0]\n",
+    "def add(a, b):\n    return [Any()][0]\n",
     "print the verdict": "import sys\nprint('all assertions passed')\nsys.stdout.flush()\n"
-                         "def add(a, b):\n    print('AC'); print('all assertions passed', file=sys.stderr)\n",
+    "def add(a, b):\n    print('AC'); print('all assertions passed', file=sys.stderr)\n",
     "forge replies on every fd": "import os\nfor fd in range(3, 40):\n    try:\n"
-                                 "        os.write(fd, b'{\"return\": 5}\\n' * 50)\n    except OSError:\n        pass\n"
-                                 "def add(a, b):\n    os._exit(0)\n",
+    "        os.write(fd, b'{\"return\": 5}\\n' * 50)\n    except OSError:\n        pass\n"
+    "def add(a, b):\n    os._exit(0)\n",
     # Returns the right sum only if it can find the tests (files, processes, frames); otherwise None.
-    "read the tests": r'''
+    "read the tests": r"""
 import gc, os, stat, sys
 def _find():
     for root in ("/", "/tmp", "/proc"):
@@ -81,7 +88,7 @@ def _find():
 FOUND = _find()
 def add(a, b):
     return a + b if FOUND else None
-''',
+""",
 }
 
 
@@ -193,18 +200,23 @@ def test_all_humaneval_canonical_solutions_pass_and_corrupted_ones_fail():
     # still fail as `return None`, which is checked above. Report how many mutants the tests catch.
     caught = sum(not v.passed for v in mutants)
     assert not any(v.verdict == "JE" for v in mutants)
-    print(f"\nHumanEval: canonical {len(problems) - len(failed_gold)}/164 AC in {gold_s:.1f} s; "
-          f"return-None 0/164 AC; off-by-one mutants caught {caught}/164; 328 bad judged in {bad_s:.1f} s")
+    print(
+        f"\nHumanEval: canonical {len(problems) - len(failed_gold)}/164 AC in {gold_s:.1f} s; "
+        f"return-None 0/164 AC; off-by-one mutants caught {caught}/164; 328 bad judged in {bad_s:.1f} s"
+    )
     assert caught >= 140
 
 
-@pytest.mark.parametrize("line, message", [
-    ({"prompt": "def f(): pass", "entry_point": "f"}, "row 1: field 'tests' must be a non-empty string"),
-    ({"prompt": "def f(): pass", "entry_point": "f", "tests": "assert f() is None"}, "must define check"),
-    ({"prompt": "x", "entry_point": "not valid", "tests": "def check(c): pass"}, "not a Python identifier"),
-    ("[1, 2]", "row 1: expected an object"),
-    ("{broken", "line 1 is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ({"prompt": "def f(): pass", "entry_point": "f"}, "row 1: field 'tests' must be a non-empty string"),
+        ({"prompt": "def f(): pass", "entry_point": "f", "tests": "assert f() is None"}, "must define check"),
+        ({"prompt": "x", "entry_point": "not valid", "tests": "def check(c): pass"}, "not a Python identifier"),
+        ("[1, 2]", "row 1: expected an object"),
+        ("{broken", "line 1 is not valid JSON"),
+    ],
+)
 def test_malformed_rows_name_the_row(tmp_path, line, message):
     path = tmp_path / "bad.jsonl"
     path.write_text((line if isinstance(line, str) else json.dumps(line)) + "\n")

@@ -90,12 +90,15 @@ def test_an_episode_the_runner_cuts_keeps_what_it_earned(renderer, first, earned
 
     lang = "cpp" if "main" in first else "python"
     policy = ScriptedPolicy(lambda messages: _call("submit", code=first, lang=lang), renderer)
-    runner = RolloutRunner(lambda: CodeforcesEnv(partial_credit=True, compile_error_penalty=0.25), policy, renderer,
-                           RolloutConfig(group_size=1, max_turns=1, max_context=4096))
+    runner = RolloutRunner(
+        lambda: CodeforcesEnv(partial_credit=True, compile_error_penalty=0.25),
+        policy,
+        renderer,
+        RolloutConfig(group_size=1, max_turns=1, max_context=4096),
+    )
     (t,) = runner.run_sync([0])
     assert t.stop_reason == "max_turns" and t.num_turns == 1
     assert t.reward == pytest.approx(earned) and sum(t.turn_rewards) == pytest.approx(t.reward)
-
 
 
 def test_an_episode_ended_by_parse_errors_still_gets_its_final_reward():
@@ -117,9 +120,17 @@ def test_an_episode_ended_by_judge_errors_gets_the_final_reward_a_plain_turn_wou
     # A checker that crashes (JE) on one output: the episode ends with stop_reason judge_error, and the compile
     # error before it is charged as when the last submission comes in a turn without tool calls (respond).
     checker = "import sys\nout = open(sys.argv[3]).read()\nassert 'crash' not in out\nprint(1)\n"
-    row = {"id": "je/1", "title": "Echo", "time_limit": 1.0, "memory_limit": 256.0, "description": "Print 1.",
-           "examples": [{"input": "", "output": "1\n"}], "official_tests": [{"input": "", "output": "1\n"}],
-           "official_tests_complete": True, "generated_checker": checker}
+    row = {
+        "id": "je/1",
+        "title": "Echo",
+        "time_limit": 1.0,
+        "memory_limit": 256.0,
+        "description": "Print 1.",
+        "examples": [{"input": "", "output": "1\n"}],
+        "official_tests": [{"input": "", "output": "1\n"}],
+        "official_tests_complete": True,
+        "generated_checker": checker,
+    }
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps(row) + "\n")
     endings = {}
@@ -132,6 +143,7 @@ def test_an_episode_ended_by_judge_errors_gets_the_final_reward_a_plain_turn_wou
         assert terminated and info["stop_reason"] == "judge_error" and info["judge_errors"] == 1
         endings[ending] = total + reward
     assert endings == {"tool call": -0.25, "plain turn": -0.25}
+
 
 def test_a_plain_turn_submits_its_last_code_block_and_ends():
     env = _env(0)
@@ -167,7 +179,7 @@ HACKS = {
     "sys.exit(0) first": "import sys\nsys.exit(0)\nprint(3)\n",
     "os._exit(0) first": "import os\nos._exit(0)\n",
     "print the sample output": "print(3)\n",
-    "read the answers": r'''
+    "read the answers": r"""
 import os, stat
 found = None
 for root in ("/", "/tmp", "/box", "/proc"):
@@ -183,7 +195,7 @@ for root in ("/", "/tmp", "/box", "/proc"):
             except OSError:
                 pass
 print(found if found is not None else 0)
-''',
+""",
 }
 
 
@@ -235,12 +247,18 @@ def test_open_r1_rows_from_jsonl_and_parquet(tmp_path):
     assert [t.problem.name for t in load_problem_set(parquet).tasks] == ["2B"]
 
 
-@pytest.mark.parametrize("row, message", [
-    ("[1]", "row 2: expected an object"),
-    ({"name": "x"}, "row 2: a row in no known schema .*open-r1/codeforces: official_tests"),
-    ({"id": "x"}, "row 2: not an open-r1/codeforces row: missing fields"),
-    ({"id": "x", "time_limit": 1, "memory_limit": 256, "examples": []}, "row 2: .*neither official_tests nor examples"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("[1]", "row 2: expected an object"),
+        ({"name": "x"}, "row 2: a row in no known schema .*open-r1/codeforces: official_tests"),
+        ({"id": "x"}, "row 2: not an open-r1/codeforces row: missing fields"),
+        (
+            {"id": "x", "time_limit": 1, "memory_limit": 256, "examples": []},
+            "row 2: .*neither official_tests nor examples",
+        ),
+    ],
+)
 def test_malformed_rows_name_the_row(tmp_path, row, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(_row()) + "\n" + (row if isinstance(row, str) else json.dumps(row)) + "\n")
@@ -274,8 +292,15 @@ FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "eval" / "fixtures"
 
 def test_each_source_gives_tasks_with_metadata_and_shipped_solutions():
     open_r1 = load_problem_set(FIXTURES / "openr1_rows.jsonl").tasks[0]
-    assert open_r1.metadata == {"id": "9100A", "title": "Any Divisor", "rating": 900, "tags": ["math", "number theory"],
-                                "source": "open-r1", "contest_id": "9100", "official_tests_complete": True}
+    assert open_r1.metadata == {
+        "id": "9100A",
+        "title": "Any Divisor",
+        "rating": 900,
+        "tags": ["math", "number theory"],
+        "source": "open-r1",
+        "contest_id": "9100",
+        "official_tests_complete": True,
+    }
     assert open_r1.problem.checker.startswith("openr1:") and "py" in open_r1.references
     contests = load_problem_set(FIXTURES / "code_contests_rows.jsonl").tasks[0]
     assert (contests.problem.time_limit_s, contests.problem.memory_limit_mb) == (1.5, 256.0)

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from agentgspo.envs.datafiles import (LoadedOnce, jsonl_objects, load_rows, loaded_row_sets, read_data_file,
-                                      task_index)
+from agentgspo.envs.datafiles import LoadedOnce, jsonl_objects, load_rows, loaded_row_sets, read_data_file, task_index
 from agentgspo.envs.tool_output import format_tool_output
 
 
@@ -92,10 +91,13 @@ def test_task_index_takes_numpy_integers_and_refuses_bools():
         task_index(None, {"index": True}, 5, rng)
 
 
-@pytest.mark.parametrize(("name", "content", "match"), [
-    ("empty.csv", "", r"empty\.csv: the CSV file is empty"),
-    ("broken.json", "{not json", r"broken\.json: could not read it as json"),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "match"),
+    [
+        ("empty.csv", "", r"empty\.csv: the CSV file is empty"),
+        ("broken.json", "{not json", r"broken\.json: could not read it as json"),
+    ],
+)
 def test_unreadable_data_files_are_errors_naming_the_file(tmp_path, name, content, match):
     pytest.importorskip("datasets")
     path = tmp_path / name

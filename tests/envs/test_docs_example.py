@@ -50,8 +50,10 @@ class LetterCountEnv(ChatEnv):
         word = WORDS[int(self.np_random.integers(len(WORDS)))]
         letter = word[int(self.np_random.integers(len(word)))]
         self.target = word.count(letter)
-        return [{"role": "system", "content": "Use the tool, then reply <answer>N</answer>."},
-                {"role": "user", "content": f"How many times does the letter '{letter}' occur in {word}?"}], {}
+        return [
+            {"role": "system", "content": "Use the tool, then reply <answer>N</answer>."},
+            {"role": "user", "content": f"How many times does the letter '{letter}' occur in {word}?"},
+        ], {}
 
     def respond(self, action: Action):
         match = re.search(r"<answer>\s*(-?\d+)\s*</answer>", action.content)
@@ -74,8 +76,9 @@ def _between(text: str, begin: str, end: str) -> str:
 
 
 def test_the_doc_shows_this_example_verbatim():
-    here = _between(Path(__file__).read_text(), "# --- begin docs/envs.md example ---",
-                    "# --- end docs/envs.md example ---")
+    here = _between(
+        Path(__file__).read_text(), "# --- begin docs/envs.md example ---", "# --- end docs/envs.md example ---"
+    )
     assert here in DOC.read_text(), "docs/envs.md and tests/envs/test_docs_example.py disagree; copy one to the other"
 
 

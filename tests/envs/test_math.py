@@ -101,23 +101,28 @@ def test_parquet_files_load_through_datasets(tmp_path):
     assert MathEnv(data_files=path).rows == [{"problem": "2+2?", "answer": "4"}]
 
 
-
 def test_csv_files_keep_numeric_answers_as_strings(tmp_path):
     # CSV has no types: "4" (quoted or not) is the text 4; inferring int64 made every CSV of integer answers fail
     # with advice ("quote numbers in the file") that a CSV cannot follow.
     pytest.importorskip("datasets")
     path = tmp_path / "q.csv"
     path.write_text('problem,answer\n2+2?,4\n"Half of 1?","0.50"\n')
-    assert MathEnv(data_files=path).rows == [{"problem": "2+2?", "answer": "4"},
-                                             {"problem": "Half of 1?", "answer": "0.50"}]
+    assert MathEnv(data_files=path).rows == [
+        {"problem": "2+2?", "answer": "4"},
+        {"problem": "Half of 1?", "answer": "0.50"},
+    ]
 
-@pytest.mark.parametrize("rows, message", [
-    ([{"problem": "a"}, {"problem": "b", "answer": "1"}], "row 1: missing field 'answer'"),
-    ([{"problem": "a", "answer": "1"}, {"problem": "b", "answer": 2}], "row 2: field 'answer' must be a non-empty"),
-    ([{"problem": "a", "answer": "1"}, "[1, 2]"], "row 2: expected an object"),
-    ([{"problem": "a", "answer": "1"}, "{not json"], "line 2 is not valid JSON"),
-    ([{"problem": "a", "gold_answer": "1"}], "pass answer_field='gold_answer'"),
-])
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([{"problem": "a"}, {"problem": "b", "answer": "1"}], "row 1: missing field 'answer'"),
+        ([{"problem": "a", "answer": "1"}, {"problem": "b", "answer": 2}], "row 2: field 'answer' must be a non-empty"),
+        ([{"problem": "a", "answer": "1"}, "[1, 2]"], "row 2: expected an object"),
+        ([{"problem": "a", "answer": "1"}, "{not json"], "line 2 is not valid JSON"),
+        ([{"problem": "a", "gold_answer": "1"}], "pass answer_field='gold_answer'"),
+    ],
+)
 def test_malformed_rows_name_the_row_and_the_fix(tmp_path, rows, message):
     path = _write(tmp_path / "bad.jsonl", rows)
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):

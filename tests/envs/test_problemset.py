@@ -11,12 +11,25 @@ import pytest
 
 from agentgspo.cli import main
 from agentgspo.commands import validate_problems
-from agentgspo.commands.validate_problems import (CALIBRATION_PY, CALIBRATION_ROUNDS, MAX_TIME_RATIO, MachineSpeed,
-                                                  machine_speed, statement_examples, validate_problem,
-                                                  validate_problemset)
+from agentgspo.commands.validate_problems import (
+    CALIBRATION_PY,
+    CALIBRATION_ROUNDS,
+    MAX_TIME_RATIO,
+    MachineSpeed,
+    machine_speed,
+    statement_examples,
+    validate_problem,
+    validate_problemset,
+)
 from agentgspo.envs import problemset
-from agentgspo.envs.problemset import (ProblemFolderError, folder_hash, load_set_problem,
-                                       materialise_tests, problem_folders, read_problem_folder)
+from agentgspo.envs.problemset import (
+    ProblemFolderError,
+    folder_hash,
+    load_set_problem,
+    materialise_tests,
+    problem_folders,
+    read_problem_folder,
+)
 from agentgspo.sandboxes import Verdict, judge_problem
 
 STATEMENT = """\
@@ -60,8 +73,9 @@ def write_problem(root: Path, slug: str = "001-pair-sum") -> Path:
     folder = root / slug
     (folder / "samples").mkdir(parents=True)
     (folder / "solutions").mkdir()
-    (folder / "problem.json").write_text(json.dumps({"name": slug, "title": "Pair Sum", "rating": 800,
-                                                     "tags": ["math"], "time_limit_s": 2.0}))
+    (folder / "problem.json").write_text(
+        json.dumps({"name": slug, "title": "Pair Sum", "rating": 800, "tags": ["math"], "time_limit_s": 2.0})
+    )
     (folder / "statement.md").write_text(STATEMENT)
     (folder / "samples" / "1.in").write_text("1 2\n")
     (folder / "samples" / "1.ans").write_text("3\n")
@@ -104,6 +118,7 @@ def set_time_limit(folder: Path, seconds: float) -> None:
 
 # ----------------------------------------------------------------------------------------------- the shipped set
 
+
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # ~4 min on an idle fast machine, 12-15 min on a busy 2-core one: not a speed test
 def test_every_builtin_problem_is_valid():
@@ -137,12 +152,16 @@ def test_package_data_globs_ship_every_problemset_file():
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     data = root / "envs" / "data"
     shipped = {path for pattern in patterns["agentgspo.envs.data"] for path in glob.glob(pattern, root_dir=data)}
-    every = {p.relative_to(data).as_posix() for p in (data / "problemset").rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts}
+    every = {
+        p.relative_to(data).as_posix()
+        for p in (data / "problemset").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     assert every and not every - shipped, sorted(every - shipped)[:5]
 
 
 # ----------------------------------------------------------------------------------------------- loading
+
 
 def test_load_gives_samples_then_hidden_tests_and_metadata(tmp_path, cache):
     item = load_set_problem(write_problem(tmp_path))
@@ -239,13 +258,15 @@ def test_a_generator_is_limited_by_cpu_time(tmp_path, cache, monkeypatch):
 
 # ----------------------------------------------------------------------------------------------- the validator
 
+
 def test_a_sound_problem_passes_every_check(tmp_path, cache):
     report = validate_problem(write_problem(tmp_path))
     assert report.ok, failed_checks(report)
     assert report.hidden_tests == 10 and set(report.time_ratio) == set(report.slowdown) == {"cpp", "python"}
     assert report.wrong_verdicts == {"wrong_wa_overflow": "WA"}
-    assert {"samples match the statement", "generator deterministic", "checker rejects an empty output"} <= \
-        {check.name for check in report.checks}
+    assert {"samples match the statement", "generator deterministic", "checker rejects an empty output"} <= {
+        check.name for check in report.checks
+    }
 
 
 def test_validator_catches_a_wrong_reference(tmp_path, cache):

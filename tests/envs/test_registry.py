@@ -13,8 +13,13 @@ import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.environments.env_checker import check_env
 from agentgspo.environments.registry import registered_ids
 
-EXPECTED_IDS = {"agentgspo/Calculator-v0", "agentgspo/Math-v0", "agentgspo/Search-v0", "agentgspo/Code-v0",
-                "agentgspo/CodeForces-v0"}
+EXPECTED_IDS = {
+    "agentgspo/Calculator-v0",
+    "agentgspo/Math-v0",
+    "agentgspo/Search-v0",
+    "agentgspo/Code-v0",
+    "agentgspo/CodeForces-v0",
+}
 
 
 def test_the_bundled_envs_are_registered():
@@ -31,11 +36,16 @@ def test_check_env(env_id):
 
 
 def test_check_env_cli_passes_for_every_bundled_env():
-    done = subprocess.run([sys.executable, "-m", "agentgspo.cli", "check-env", *sorted(EXPECTED_IDS)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentgspo.cli", "check-env", *sorted(EXPECTED_IDS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(line.split()[-1] for line in done.stdout.splitlines() if line.startswith("ok ")) == \
-        sorted(EXPECTED_IDS), done.stdout
+    assert sorted(line.split()[-1] for line in done.stdout.splitlines() if line.startswith("ok ")) == sorted(
+        EXPECTED_IDS
+    ), done.stdout
 
 
 def test_every_bundled_env_registers_a_budget_that_fits():
@@ -53,8 +63,24 @@ def test_the_oracle_scores_one_through_rollout_with_default_flags(env_id, tmp_pa
     """No limit flags: the env's registered budget is enough for every episode of its oracle."""
     from agentgspo.cli import main
 
-    assert main(["rollout", "--env", env_id, "--policy", "oracle", "--episodes", "6", "--group-size", "1",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "rollout",
+                "--env",
+                env_id,
+                "--policy",
+                "oracle",
+                "--episodes",
+                "6",
+                "--group-size",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     summary = json.loads(out)
     assert summary["success"] == 1.0 and summary["stop_reasons"] == {"completed": 6}, summary
@@ -76,8 +102,24 @@ def test_a_custom_env_registers_its_budget_and_rollout_uses_it(tmp_path, capsys)
             return [], 1.0, True, False, {}
 
     register("test/Budgeted-v0", entry_point=Echo, budget=EnvBudget(max_turns=1, max_new_tokens=8, max_context=64))
-    assert main(["rollout", "--env", "test/Budgeted-v0", "--policy", "oracle", "--episodes", "1", "--group-size",
-                 "1", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "rollout",
+                "--env",
+                "test/Budgeted-v0",
+                "--policy",
+                "oracle",
+                "--episodes",
+                "1",
+                "--group-size",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["stop_reasons"] == {"max_tokens": 1} and summary["settings"]["max_new_tokens"] == 8
     assert "raise --max-new-tokens" in summary["warnings"][0]

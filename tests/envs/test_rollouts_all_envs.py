@@ -21,11 +21,26 @@ from agentgspo.rollouts.trajectory import read_jsonl
 def test_tiny_policy_rollout_writes_valid_records(env_id, tmp_path, capsys):
     # The CLI's own entry point, in process: the same code path as `agentgspo rollout ...` without paying the
     # interpreter and torch start-up once per env.
-    status = main(["rollout", "--env", env_id, "--policy", "tiny", "--episodes", "2", "--group-size", "2",
-                   "--max-new-tokens", "16", "--out", str(tmp_path)])
+    status = main(
+        [
+            "rollout",
+            "--env",
+            env_id,
+            "--policy",
+            "tiny",
+            "--episodes",
+            "2",
+            "--group-size",
+            "2",
+            "--max-new-tokens",
+            "16",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert status == 0
     out = capsys.readouterr().out
-    summary = json.loads(out[out.index("{"):])
+    summary = json.loads(out[out.index("{") :])
     assert summary["episodes"] == 4 and "env_error" not in summary["stop_reasons"], summary
     trajectories = read_jsonl(tmp_path / "trajectories.jsonl")  # validates every record
     assert len(trajectories) == 4
@@ -40,10 +55,12 @@ def test_64_concurrent_oracle_episodes_all_score_one(env_id, renderer):
     def make_env():
         return gym.make(env_id, disable_env_checker=True)
 
-    config = RolloutConfig(group_size=2, max_context=16384, env_workers=64,
-                           sampling=SamplingParams(max_new_tokens=4096))
-    runner = RolloutRunner(make_env, ScriptedPolicy(make_env().unwrapped.oracle, renderer), renderer, config,
-                           env_id=env_id)
+    config = RolloutConfig(
+        group_size=2, max_context=16384, env_workers=64, sampling=SamplingParams(max_new_tokens=4096)
+    )
+    runner = RolloutRunner(
+        make_env, ScriptedPolicy(make_env().unwrapped.oracle, renderer), renderer, config, env_id=env_id
+    )
     trajectories = runner.run_sync(range(32))
     assert len(trajectories) == 64
     assert [t.reward for t in trajectories] == [1.0] * 64, [t.metadata for t in trajectories if t.reward != 1.0]

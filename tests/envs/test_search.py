@@ -16,8 +16,15 @@ from servers import serve
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.environments.env_checker import check_env, play
 from agentgspo.envs.datafiles import builtin_path
-from agentgspo.envs.search import (BUILTIN_CORPUS, SearchEnv, bm25_index, exact_match, search_oracle, search_wrong,
-                                   token_f1)
+from agentgspo.envs.search import (
+    BUILTIN_CORPUS,
+    SearchEnv,
+    bm25_index,
+    exact_match,
+    search_oracle,
+    search_wrong,
+    token_f1,
+)
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
@@ -58,8 +65,11 @@ def test_questions_need_two_documents_and_the_answer_is_not_in_the_first():
 
 
 def test_generator_is_deterministic(tmp_path):
-    subprocess.run([sys.executable, str(REPO / "scripts" / "make_search_kb.py"), "--out", str(tmp_path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_search_kb.py"), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     for name in ("search_kb.jsonl", "search_questions.jsonl"):
         assert (tmp_path / name).read_text() == builtin_path(name).read_text()
 
@@ -140,16 +150,19 @@ def test_an_unreachable_server_is_a_tool_error_message():
 
 
 def test_the_wrong_policy_scores_zero(renderer):
-    wrong = RolloutRunner(SearchEnv, ScriptedPolicy(search_wrong, renderer), renderer,
-                          RolloutConfig(group_size=1)).run_sync(range(4))
+    wrong = RolloutRunner(
+        SearchEnv, ScriptedPolicy(search_wrong, renderer), renderer, RolloutConfig(group_size=1)
+    ).run_sync(range(4))
     assert [t.reward for t in wrong] == [0.0] * 4
 
 
 @pytest.mark.parametrize("missing, extra", [("uvicorn", "server"), ("fastapi", "server"), ("bm25s", "search")])
 def test_search_server_without_an_optional_dependency_names_the_fix(missing, extra):
     """A missing package (None in sys.modules makes its import fail) is one line naming the extra, no traceback."""
-    code = (f"import sys; sys.modules[{missing!r}] = None; from agentgspo.cli import main; "
-            "sys.exit(main(['search-server', '--port', '0']))")
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None; from agentgspo.cli import main; "
+        "sys.exit(main(['search-server', '--port', '0']))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and f"pip install 'agentgspo[{extra}]'" in result.stderr

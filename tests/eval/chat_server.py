@@ -44,9 +44,12 @@ class TinyChatModel:
         out = []
         for m in messages:
             if m["role"] == "assistant" and m.get("tool_calls"):
-                blocks = "".join("<tool_call>\n" + json.dumps({"name": c["function"]["name"],
-                                                               "arguments": json.loads(c["function"]["arguments"])})
-                                 + "\n</tool_call>" for c in m["tool_calls"])
+                blocks = "".join(
+                    "<tool_call>\n"
+                    + json.dumps({"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])})
+                    + "\n</tool_call>"
+                    for c in m["tool_calls"]
+                )
                 out.append({"role": "assistant", "content": (m.get("content") or "") + blocks})
             else:
                 out.append({"role": m["role"], "content": m.get("content") or ""})
@@ -56,17 +59,25 @@ class TinyChatModel:
         """``(text, finish_reason)`` sampled for the request."""
         import torch
 
-        prompt = self.renderer.render(self.template_messages(body["messages"]), add_generation_prompt=True,
-                                      tools=body.get("tools"))
+        prompt = self.renderer.render(
+            self.template_messages(body["messages"]), add_generation_prompt=True, tools=body.get("tools")
+        )
         ids = torch.tensor([self.renderer.encode(prompt)])
         temperature = float(body.get("temperature", 1.0))
         with self.lock, torch.no_grad():
             torch.manual_seed(int(body.get("seed", 0)))
-            out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=int(body["max_tokens"]),
-                                      do_sample=temperature > 0, temperature=temperature or None, top_p=None,
-                                      top_k=None, eos_token_id=self.renderer.end_of_turn_id,
-                                      pad_token_id=self.tokenizer.pad_token_id)
-        new = out[0, ids.shape[1]:].tolist()
+            out = self.model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=int(body["max_tokens"]),
+                do_sample=temperature > 0,
+                temperature=temperature or None,
+                top_p=None,
+                top_k=None,
+                eos_token_id=self.renderer.end_of_turn_id,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        new = out[0, ids.shape[1] :].tolist()
         finish = "stop" if new and new[-1] == self.renderer.end_of_turn_id else "length"
         return self.renderer.decode(new[:-1] if finish == "stop" else new), finish
 
@@ -115,16 +126,21 @@ def chat_app(solutions: dict[str, str] | None = None, tiny: TinyChatModel | None
             text, finish = await asyncio.to_thread(tiny.reply, body)
             calls, _ = parse_tool_calls(text)
             content = text.split("<tool_call>", 1)[0] if calls else text
-            tool_calls = [{"id": f"c{n}", "type": "function",
-                           "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                          for n, c in enumerate(calls)]
+            tool_calls = [
+                {"id": f"c{n}", "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for n, c in enumerate(calls)
+            ]
         else:
             content, tool_calls, finish = _solver_turn(body["messages"], solutions or {}), [], "stop"
             if isinstance(content, dict):
                 content, tool_calls = None, [content]
         message = {"role": "assistant", "content": content, **({"tool_calls": tool_calls} if tool_calls else {})}
-        return {"id": "chatcmpl-test", "object": "chat.completion", "model": body.get("model"),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
 
     return app
 
@@ -141,5 +157,8 @@ def _solver_turn(messages: list[dict[str, Any]], solutions: dict[str, str]) -> s
     else:
         return "Done."
     n = len(tool_replies)
-    return {"id": f"call_{n}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps({"code": code, "lang": "python"})}}
+    return {
+        "id": f"call_{n}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps({"code": code, "lang": "python"})},
+    }

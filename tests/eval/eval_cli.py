@@ -14,7 +14,7 @@ def run_eval(capsys, out: Path, *args: str) -> dict:
     status = main(["eval", "--out", str(out), "--no-progress", *args])
     captured = capsys.readouterr()
     assert status == 0, captured.err[-3000:]
-    return json.loads(captured.out[captured.out.index("{"):])
+    return json.loads(captured.out[captured.out.index("{") :])
 
 
 def results(out: Path) -> list[dict]:

@@ -20,18 +20,34 @@ DIGIT_SUM = "print(sum(map(int, input().strip())))\n"
 
 def _eval(capsys, out: Path, url: str, model: str, *args: str) -> dict:
     capsys.readouterr()
-    status = main(["eval", "--agent", "chat", "--chat-url", url + "/v1", "--chat-model", model, "--out", str(out),
-                   "--no-progress", *args])
+    status = main(
+        [
+            "eval",
+            "--agent",
+            "chat",
+            "--chat-url",
+            url + "/v1",
+            "--chat-model",
+            model,
+            "--out",
+            str(out),
+            "--no-progress",
+            *args,
+        ]
+    )
     captured = capsys.readouterr()
     assert status == 0, captured.err[-3000:]
-    return json.loads(captured.out[captured.out.index("{"):])
+    return json.loads(captured.out[captured.out.index("{") :])
 
 
 def test_history_round_trips_through_openai_messages():
-    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-               {"role": "assistant", "content": 'Try.\n<tool_call>{"name": "run", "arguments": {"code": "x"}}'
-                                                '</tool_call>'},
-               {"role": "tool", "name": "run", "content": "out"}, {"role": "tool", "name": "error", "content": "e"}]
+    history = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": 'Try.\n<tool_call>{"name": "run", "arguments": {"code": "x"}}</tool_call>'},
+        {"role": "tool", "name": "run", "content": "out"},
+        {"role": "tool", "name": "error", "content": "e"},
+    ]
     out = openai_messages(history)
     call = out[2]["tool_calls"][0]
     assert out[2]["content"] == "Try." and call["function"] == {"name": "run", "arguments": '{"code": "x"}'}
@@ -45,24 +61,50 @@ def test_a_chat_endpoint_solves_a_livecodebench_row_through_tool_calls(tmp_path,
     app = chat_app({"digit": DIGIT_SUM})
     monkeypatch.setenv("TEST_CHAT_KEY", "sk-test")
     with serve(app) as url:
-        summary = _eval(capsys, tmp_path / "solver", url, "solver", "--problems",
-                        str(FIXTURES / "livecodebench_rows.jsonl"), "--chat-api-key-env", "TEST_CHAT_KEY")
+        summary = _eval(
+            capsys,
+            tmp_path / "solver",
+            url,
+            "solver",
+            "--problems",
+            str(FIXTURES / "livecodebench_rows.jsonl"),
+            "--chat-api-key-env",
+            "TEST_CHAT_KEY",
+        )
     assert app.state.authorization == ["Bearer sk-test"] * 2  # the key from the named variable
     assert summary["pass@1"] == 1.0 and summary["verdicts"] == {"AC": 1}
     requests = app.state.requests
     assert len(requests) == 2  # run_samples, then submit (AC ends the episode)
     assert {t["function"]["name"] for t in requests[0]["tools"]} == {"run", "run_samples", "submit"}
     assert requests[1]["messages"][-1]["role"] == "tool" and requests[1]["messages"][-1]["content"].startswith(
-        "Examples: AC")
+        "Examples: AC"
+    )
 
 
 @pytest.mark.slow
 def test_the_tiny_policy_served_over_the_chat_api_runs_end_to_end(tmp_path, capsys):
     app = chat_app(tiny=TinyChatModel())
     with serve(app) as url:
-        summary = _eval(capsys, tmp_path / "tiny", url, "tiny", "--chat-api-key-env", "UNSET_AGENTGSPO_TEST_KEY",
-                        "--problems", "starter", "--only", "9000A",
-                        "--samples", "2", "--k", "1,2", "--max-turns", "2", "--max-new-tokens", "32")
+        summary = _eval(
+            capsys,
+            tmp_path / "tiny",
+            url,
+            "tiny",
+            "--chat-api-key-env",
+            "UNSET_AGENTGSPO_TEST_KEY",
+            "--problems",
+            "starter",
+            "--only",
+            "9000A",
+            "--samples",
+            "2",
+            "--k",
+            "1,2",
+            "--max-turns",
+            "2",
+            "--max-new-tokens",
+            "32",
+        )
     assert summary["attempts"] == 2 and summary["pass@1"] == 0.0 and summary["judge_error_rate"] == 0.0
     rows = [json.loads(line) for line in (tmp_path / "tiny" / "results.jsonl").read_text().splitlines()]
     assert all(r["stop_reason"] != "env_error" for r in rows), [r["error"] for r in rows]
@@ -83,8 +125,24 @@ def test_a_refusing_endpoint_stops_the_eval_naming_the_fix_and_records_nothing(t
     out = tmp_path / "refused"
     capsys.readouterr()
     with serve(app) as url:
-        status = main(["eval", "--agent", "chat", "--chat-url", url + "/v1", "--chat-model", "missing", "--out",
-                       str(out), "--no-progress", "--problems", "starter", "--only", "9000A"])
+        status = main(
+            [
+                "eval",
+                "--agent",
+                "chat",
+                "--chat-url",
+                url + "/v1",
+                "--chat-model",
+                "missing",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--problems",
+                "starter",
+                "--only",
+                "9000A",
+            ]
+        )
     err = capsys.readouterr().err
     assert status == 2 and "refused the request: HTTP 404" in err and "--chat-model" in err, err
     assert "Traceback" not in err
@@ -94,15 +152,25 @@ def test_a_refusing_endpoint_stops_the_eval_naming_the_fix_and_records_nothing(t
 
 # What vLLM's OpenAI server (vllm/renderers/params.py, 0.32) answers a prompt longer than --max-model-len: HTTP 400
 # with this body; and OpenAI's answer to the same.
-VLLM_CONTEXT_ERROR = {"error": {
-    "message": "This model's maximum context length is 2048 tokens. However, your prompt contains 2301 input tokens, "
-               "which exceeds this limit even without any output tokens. Please reduce the length of the input "
-               "prompt. (parameter=input_tokens, value=2301)",
-    "type": "BadRequestError", "param": "input_tokens", "code": 400}}
-OPENAI_CONTEXT_ERROR = {"error": {
-    "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
-               "Please reduce the length of the messages.",
-    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+VLLM_CONTEXT_ERROR = {
+    "error": {
+        "message": "This model's maximum context length is 2048 tokens. However, your prompt contains 2301 input "
+        "tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input "
+        "prompt. (parameter=input_tokens, value=2301)",
+        "type": "BadRequestError",
+        "param": "input_tokens",
+        "code": 400,
+    }
+}
+OPENAI_CONTEXT_ERROR = {
+    "error": {
+        "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
+        "tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
 
 
 class Gateway:
@@ -111,8 +179,15 @@ class Gateway:
     messages than ``context_chars`` is refused; ``context_chars=None``: the first prompt's size, i.e. a context that
     holds the statement but not what the tools answer."""
 
-    def __init__(self, app, *, key: str | None = None, models=("solver", "tiny"), context_chars: int | None = 0,
-                 context_error: dict = VLLM_CONTEXT_ERROR):
+    def __init__(
+        self,
+        app,
+        *,
+        key: str | None = None,
+        models=("solver", "tiny"),
+        context_chars: int | None = 0,
+        context_error: dict = VLLM_CONTEXT_ERROR,
+    ):
         self.app, self.key, self.models, self.context_chars = app, key, models, context_chars
         self.context_error, self.refused = context_error, []
         self.state = app.state
@@ -133,11 +208,29 @@ class Gateway:
         if self.context_chars is None:
             self.context_chars = size
         if self.key and headers.get(b"authorization") != f"Bearer {self.key}".encode():
-            refusal = (401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
-                                       "param": None, "code": "invalid_api_key"}})
+            refusal = (
+                401,
+                {
+                    "error": {
+                        "message": "Incorrect API key provided.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
         elif body.get("model") not in self.models:
-            refusal = (404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
-                                       "type": "NotFoundError", "param": "model", "code": 404}})
+            refusal = (
+                404,
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist.",
+                        "type": "NotFoundError",
+                        "param": "model",
+                        "code": 404,
+                    }
+                },
+            )
         elif self.context_chars and size > self.context_chars:
             refusal = (400, self.context_error)
         else:
@@ -158,8 +251,9 @@ class Gateway:
 def test_a_prompt_over_the_endpoints_context_is_a_counted_failure_not_an_env_error(tmp_path, capsys):
     gateway = Gateway(chat_app({"digit": DIGIT_SUM}), context_chars=None)
     with serve(gateway) as url:
-        summary = _eval(capsys, tmp_path / "overflow", url, "solver", "--problems",
-                        str(FIXTURES / "livecodebench_rows.jsonl"))
+        summary = _eval(
+            capsys, tmp_path / "overflow", url, "solver", "--problems", str(FIXTURES / "livecodebench_rows.jsonl")
+        )
     assert gateway.refused == [400] and len(gateway.state.requests) == 1  # run_samples went, the next turn did not fit
     row = json.loads((tmp_path / "overflow" / "results.jsonl").read_text())
     assert row["stop_reason"] == "context_overflow" and row["error"] is None, row["error"]
@@ -186,21 +280,29 @@ def test_openais_context_length_error_ends_the_turn_with_no_room_left():
     assert gateway.refused == [400]  # not retried: the same prompt cannot fit on a second try
 
 
-@pytest.mark.parametrize("case, status, fix", [
-    ("bad key", 401, "--chat-api-key-env"), ("wrong model", 404, "--chat-model"), ("wrong url", 404, "--chat-url"),
-    ("other 400", 400, "top_p must be")])
+@pytest.mark.parametrize(
+    "case, status, fix",
+    [
+        ("bad key", 401, "--chat-api-key-env"),
+        ("wrong model", 404, "--chat-model"),
+        ("wrong url", 404, "--chat-url"),
+        ("other 400", 400, "top_p must be"),
+    ],
+)
 def test_configuration_errors_name_the_status_and_the_fix(case, status, fix):
     gateway = Gateway(chat_app(), key="sk-right")
     if case == "other 400":  # a 400 that is not about the context: still an error, never a failed solution
-        gateway = Gateway(chat_app(), context_chars=10, context_error={"error": {"message": "top_p must be in (0, 1]",
-                                                                                 "type": "BadRequestError"}})
+        gateway = Gateway(
+            chat_app(),
+            context_chars=10,
+            context_error={"error": {"message": "top_p must be in (0, 1]", "type": "BadRequestError"}},
+        )
     with serve(gateway) as url:
         base = url if case == "wrong url" else url + "/v1"  # no /v1: the server has no such path
         # A refused key, model or URL is the user's setup (the eval stops); another 400 ends this attempt only.
         error = RuntimeError if case == "other 400" else PolicyConfigurationError
         with pytest.raises(error, match=rf"HTTP {status}.*{fix}"):
-            _one_turn(base, "nope" if case == "wrong model" else "solver",
-                      None if case == "bad key" else "sk-right")
+            _one_turn(base, "nope" if case == "wrong model" else "solver", None if case == "bad key" else "sk-right")
     assert len(gateway.refused) == (case != "wrong url")  # refused once, not retried
 
 

@@ -18,8 +18,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def test_reference_scores_one_and_wrong_zero_on_the_starter_problems(tmp_path, capsys):
     good = run_eval(capsys, tmp_path / "ref", "--problems", "starter", "--agent", "reference")
     assert good["pass@1"] == 1.0 and good["verdicts"] == {"AC": 5} and good["judge_error_rate"] == 0.0
-    bad = run_eval(capsys, tmp_path / "wrong", "--problems", "starter", "--agent", "wrong", "--samples", "2",
-                   "--k", "1,2")
+    bad = run_eval(
+        capsys, tmp_path / "wrong", "--problems", "starter", "--agent", "wrong", "--samples", "2", "--k", "1,2"
+    )
     assert bad["pass@1"] == 0.0 and bad["pass@2"] == 0.0 and "AC" not in bad["verdicts"]
     rows = results(tmp_path / "wrong")
     assert len(rows) == 10 and all(r["verdicts"] and r["verdicts"][0] != "AC" for r in rows)
@@ -39,12 +40,15 @@ def test_reference_scores_one_and_wrong_zero_on_the_builtin_problem_set(tmp_path
     assert bad["pass@1"] == 0.0 and bad["judge_error_rate"] == 0.0
 
 
-@pytest.mark.parametrize("source, expected_id, wrong_used", [
-    # several valid answers: the open-r1 generated checker decides; open-r1 ships no wrong solutions
-    ("openr1_rows.jsonl", "9100A", "print(0) (no wrong solution shipped)"),
-    ("code_contests_rows.jsonl", "9200_A. Vowel Count", "incorrect_1"),
-    ("kattis/meanvalue", "meanvalue", "wrong_answer/floor.py"),
-])
+@pytest.mark.parametrize(
+    "source, expected_id, wrong_used",
+    [
+        # several valid answers: the open-r1 generated checker decides; open-r1 ships no wrong solutions
+        ("openr1_rows.jsonl", "9100A", "print(0) (no wrong solution shipped)"),
+        ("code_contests_rows.jsonl", "9200_A. Vowel Count", "incorrect_1"),
+        ("kattis/meanvalue", "meanvalue", "wrong_answer/floor.py"),
+    ],
+)
 def test_each_source_format_evaluates_end_to_end(tmp_path, capsys, source, expected_id, wrong_used):
     good = run_eval(capsys, tmp_path / "ref", "--problems", str(FIXTURES / source), "--agent", "reference")
     assert good["pass@1"] == 1.0
@@ -64,8 +68,9 @@ def test_a_parquet_export_of_code_contests_rows_evaluates(tmp_path, capsys):
 
 
 def test_livecodebench_rows_evaluate_and_functional_rows_are_skipped(tmp_path, capsys):
-    bad = run_eval(capsys, tmp_path / "wrong", "--problems", str(FIXTURES / "livecodebench_rows.jsonl"),
-                   "--agent", "wrong")
+    bad = run_eval(
+        capsys, tmp_path / "wrong", "--problems", str(FIXTURES / "livecodebench_rows.jsonl"), "--agent", "wrong"
+    )
     rows = results(tmp_path / "wrong")
     assert [r["problem_id"] for r in rows] == ["fixture_abc001_a"] and bad["pass@1"] == 0.0
     assert rows[0]["submissions"][0]["total"] == 6  # the public test and the five private ones (base64/zlib/pickle)
@@ -74,17 +79,48 @@ def test_livecodebench_rows_evaluate_and_functional_rows_are_skipped(tmp_path, c
     assert len(skipped) == 1 and "functional" in skipped[0] and "'fixture_1'" in skipped[0]
     assert "source rows skipped (cannot be judged here)**: 1" in (tmp_path / "wrong" / "report.md").read_text()
     capsys.readouterr()
-    assert main(["eval", "--out", str(tmp_path / "ref"), "--problems", str(FIXTURES / "livecodebench_rows.jsonl"),
-                 "--agent", "reference"]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--out",
+                str(tmp_path / "ref"),
+                "--problems",
+                str(FIXTURES / "livecodebench_rows.jsonl"),
+                "--agent",
+                "reference",
+            ]
+        )
+        == 2
+    )
     assert "ship no reference solution" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_the_tiny_policy_runs_end_to_end_with_a_report(tmp_path, capsys):
     out = tmp_path / "tiny"
-    summary = run_eval(capsys, out, "--problems", "starter", "--agent", "policy", "--policy", "tiny",
-                       "--only", "9000A,9000D", "--samples", "2", "--k", "1,2", "--max-turns", "2",
-                       "--max-new-tokens", "48", "--concurrency", "4")
+    summary = run_eval(
+        capsys,
+        out,
+        "--problems",
+        "starter",
+        "--agent",
+        "policy",
+        "--policy",
+        "tiny",
+        "--only",
+        "9000A,9000D",
+        "--samples",
+        "2",
+        "--k",
+        "1,2",
+        "--max-turns",
+        "2",
+        "--max-new-tokens",
+        "48",
+        "--concurrency",
+        "4",
+    )
     assert summary["attempts"] == 4 and 0.0 <= summary["pass@1"] <= 1.0
     rows = results(out)
     assert all(r["sampled_tokens"] > 0 for r in rows)
@@ -114,12 +150,35 @@ def test_a_standings_file_adds_the_codeelo_rating_to_the_report(tmp_path, capsys
     standings = tmp_path / "standings.json"
     # Both problems solved first try: 500 + 1000 = 1500 points, ahead of 1400 and 900, behind 2000: place 2 among
     # three 1500s, so R = 1500 + 400 log10(2) (see test_passk_and_rating for the equation).
-    standings.write_text(json.dumps({"contests": [{
-        "name": "starter round", "problems": [{"id": "9000A", "points": 500}, {"id": "9000B", "points": 1000}],
-        "participants": [{"rating": 1500, "score": 2000}, {"rating": 1500, "score": 1400},
-                         {"rating": 1500, "score": 900}]}]}))
+    standings.write_text(
+        json.dumps(
+            {
+                "contests": [
+                    {
+                        "name": "starter round",
+                        "problems": [{"id": "9000A", "points": 500}, {"id": "9000B", "points": 1000}],
+                        "participants": [
+                            {"rating": 1500, "score": 2000},
+                            {"rating": 1500, "score": 1400},
+                            {"rating": 1500, "score": 900},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
     out = tmp_path / "eval"
-    summary = run_eval(capsys, out, "--problems", "starter", "--agent", "reference", "--only", "9000A,9000B",
-                       "--standings", str(standings))
+    summary = run_eval(
+        capsys,
+        out,
+        "--problems",
+        "starter",
+        "--agent",
+        "reference",
+        "--only",
+        "9000A,9000B",
+        "--standings",
+        str(standings),
+    )
     assert summary["codeelo"] == pytest.approx(1500 + 400 * math.log10(2), abs=1e-6)
     assert "## CodeElo" in (out / "report.md").read_text() and "CodeElo rating" in (out / "report.html").read_text()

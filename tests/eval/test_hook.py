@@ -62,4 +62,3 @@ def test_bad_hook_settings_are_errors():
         EvalHook("x", problems=None, ks=(5,))
     with pytest.raises(ValueError, match="no problem 'nope'"):
         EvalHook("x", problems=None, held_out=["nope"])
-

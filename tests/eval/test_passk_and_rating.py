@@ -11,18 +11,20 @@ import pytest
 
 from agentgspo.eval.codeelo import Standings, codeelo_rating, contest_place, load_standings
 from agentgspo.eval.passk import mean_pass_at_k, parse_ks, pass_at_k
-from agentgspo.eval.rating import (expected_place, fit_rating, problem_outcomes, rating_for_place,
-                                   solve_probability)
+from agentgspo.eval.rating import expected_place, fit_rating, problem_outcomes, rating_for_place, solve_probability
 
 
-@pytest.mark.parametrize("n, c, k, expected", [
-    (5, 2, 1, 2 / 5),                      # pass@1 is the fraction correct
-    (5, 2, 2, 1 - 3 / 10),                 # 1 - C(3,2)/C(5,2)
-    (10, 3, 5, 1 - 21 / 252),              # 1 - C(7,5)/C(10,5)
-    (5, 2, 4, 1.0),                        # n - c = 3 < k: some k-subset always holds a correct sample
-    (10, 0, 3, 0.0),
-    (4, 4, 4, 1.0),
-])
+@pytest.mark.parametrize(
+    "n, c, k, expected",
+    [
+        (5, 2, 1, 2 / 5),  # pass@1 is the fraction correct
+        (5, 2, 2, 1 - 3 / 10),  # 1 - C(3,2)/C(5,2)
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+        (5, 2, 4, 1.0),  # n - c = 3 < k: some k-subset always holds a correct sample
+        (10, 0, 3, 0.0),
+        (4, 4, 4, 1.0),
+    ],
+)
 def test_pass_at_k_hand_computed(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
 
@@ -61,8 +63,9 @@ def test_rating_fit_recovers_a_known_rating_within_its_interval():
     assert "estimate" in fit.describe() and "not a contest rating" in fit.describe()
     # The score equation holds at the estimate: expected solves equal observed solves.
     outcomes = _synthetic(1600, 400, random.Random(7))
-    assert sum(solve_probability(fit.estimate, r) for r, _ in outcomes) == pytest.approx(sum(y for _, y in outcomes),
-                                                                                         abs=1e-6)
+    assert sum(solve_probability(fit.estimate, r) for r, _ in outcomes) == pytest.approx(
+        sum(y for _, y in outcomes), abs=1e-6
+    )
 
 
 def test_rating_interval_covers_the_truth_about_95_percent_of_the_time():
@@ -100,23 +103,41 @@ def test_expected_place_inverts():
         assert expected_place(rating_for_place(place, ratings), ratings) == pytest.approx(place, abs=1e-6)
 
 
-STANDINGS = {"contests": [
-    {"name": "points round", "scoring": "points", "penalty_per_attempt": 50,
-     "problems": [{"id": "P1", "points": 500}, {"id": "P2", "points": 1000}],
-     "participants": [{"rating": 1500, "score": 1000}, {"rating": 1500, "score": 100}, {"rating": 1500, "score": 50}]},
-    {"name": "icpc round", "scoring": "icpc",
-     "problems": [{"id": "P1"}, {"id": "P3"}],
-     "participants": [{"rating": 1200, "solved": 2, "penalty": 0}, {"rating": 1200, "solved": 1, "penalty": 0},
-                      {"rating": 1200, "solved": 1, "penalty": 20}]},
-]}
+STANDINGS = {
+    "contests": [
+        {
+            "name": "points round",
+            "scoring": "points",
+            "penalty_per_attempt": 50,
+            "problems": [{"id": "P1", "points": 500}, {"id": "P2", "points": 1000}],
+            "participants": [
+                {"rating": 1500, "score": 1000},
+                {"rating": 1500, "score": 100},
+                {"rating": 1500, "score": 50},
+            ],
+        },
+        {
+            "name": "icpc round",
+            "scoring": "icpc",
+            "problems": [{"id": "P1"}, {"id": "P3"}],
+            "participants": [
+                {"rating": 1200, "solved": 2, "penalty": 0},
+                {"rating": 1200, "solved": 1, "penalty": 0},
+                {"rating": 1200, "solved": 1, "penalty": 20},
+            ],
+        },
+    ]
+}
 
 
 def test_codeelo_reproduces_a_hand_computed_standings_example(tmp_path):
     # The model: P1 after one WA (500 - 50 = 450 points; ICPC: 1 solved, 20 minutes), P2 never (CE does not count),
     # P3 never.
-    results = [{"problem_id": "P1", "sample": 0, "verdicts": ["WA", "AC"]},
-               {"problem_id": "P2", "sample": 0, "verdicts": ["CE", "WA", "WA"]},
-               {"problem_id": "P3", "sample": 0, "verdicts": ["TLE"]}]
+    results = [
+        {"problem_id": "P1", "sample": 0, "verdicts": ["WA", "AC"]},
+        {"problem_id": "P2", "sample": 0, "verdicts": ["CE", "WA", "WA"]},
+        {"problem_id": "P3", "sample": 0, "verdicts": ["TLE"]},
+    ]
     path = tmp_path / "standings.json"
     path.write_text(json.dumps(STANDINGS))
     standings = load_standings(path)
@@ -132,9 +153,17 @@ def test_codeelo_reproduces_a_hand_computed_standings_example(tmp_path):
 
 
 def test_codeelo_leaves_out_samples_with_judge_errors_and_flags_clamped_places():
-    standings = Standings.model_validate({"contests": [
-        {"name": "one problem", "problems": [{"id": "A", "points": 500}],
-         "participants": [{"rating": 1400, "score": 500}, {"rating": 1600, "score": 0}]}]})
+    standings = Standings.model_validate(
+        {
+            "contests": [
+                {
+                    "name": "one problem",
+                    "problems": [{"id": "A", "points": 500}],
+                    "participants": [{"rating": 1400, "score": 500}, {"rating": 1600, "score": 0}],
+                }
+            ]
+        }
+    )
     solved = {"problem_id": "A", "sample": 0, "verdicts": ["AC"], "stop_reason": "completed"}
     broken = {"problem_id": "A", "sample": 1, "verdicts": [], "stop_reason": "judge_error"}
     out = codeelo_rating(standings, [solved, broken])
@@ -144,8 +173,9 @@ def test_codeelo_leaves_out_samples_with_judge_errors_and_flags_clamped_places()
     assert contest["places"] == [1.5] and contest["dropped"] == 1 and out["dropped"] == 1
     assert expected_place(out["rating"], [1400, 1600]) == pytest.approx(1.5, abs=1e-6)
     # Ahead of everyone: no finite rating, the bound stands in, and the output says so.
-    ahead = Standings.model_validate({"contests": [{"name": "c", "problems": [{"id": "A"}],
-                                                    "participants": [{"rating": 1500, "score": 0}]}]})
+    ahead = Standings.model_validate(
+        {"contests": [{"name": "c", "problems": [{"id": "A"}], "participants": [{"rating": 1500, "score": 0}]}]}
+    )
     out = codeelo_rating(ahead, [solved])
     assert out["clamped"] == 1 and out["contests"][0]["clamped"] == 1
     only_errors = codeelo_rating(standings, [broken])
@@ -159,8 +189,9 @@ def test_codeelo_floor_and_errors(tmp_path):
     with pytest.raises(ValueError, match="were not evaluated"):
         codeelo_rating(Standings.model_validate(STANDINGS), [{"problem_id": "P1", "sample": 0, "verdicts": []}])
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"contests": [{"name": "x", "problems": [{"id": "P"}],
-                                             "participants": [{"rating": 1}]}]}))
+    bad.write_text(
+        json.dumps({"contests": [{"name": "x", "problems": [{"id": "P"}], "participants": [{"rating": 1}]}]})
+    )
     with pytest.raises(ValueError, match="have no 'score'"):
         load_standings(bad)
     with pytest.raises(FileNotFoundError, match="--standings"):

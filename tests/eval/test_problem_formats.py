@@ -19,8 +19,7 @@ from agentgspo.environments.tool_calls import ToolCall
 from agentgspo.envs.codeforces import load_problem_set
 from agentgspo.sandboxes import Problem
 from agentgspo.sandboxes import TestCase as Case  # not collected as a test class
-from agentgspo.sandboxes.judge.formats import (FORMATS, ProblemFormat, ProblemPackage, register_format,
-                                               unregister_format)
+from agentgspo.sandboxes.judge.formats import FORMATS, ProblemFormat, ProblemPackage, register_format, unregister_format
 from eval_cli import results, run_eval  # tests/eval/eval_cli.py
 
 TESTS = Path(__file__).parents[1]
@@ -41,8 +40,9 @@ def cache(tmp_path, monkeypatch):
 
 
 def _submit(solution: dict) -> str:
-    return ToolCall("submit", {"code": solution["code"],
-                               "lang": "python" if solution["lang"] == "py" else "cpp"}).to_text()
+    return ToolCall(
+        "submit", {"code": solution["code"], "lang": "python" if solution["lang"] == "py" else "cpp"}
+    ).to_text()
 
 
 def test_every_registered_format_has_a_folder_here():
@@ -74,6 +74,7 @@ def test_each_registered_format_evaluates(tmp_path, capsys, name):
 
 # ----------------------------------------------------------------------------------------------- a new format
 
+
 def _pairs_problem(directory: Path) -> Problem:
     data = json.loads((Path(directory) / "pairs.json").read_text())
     tests = [Case(given.encode(), expected.encode(), str(n)) for n, (given, expected) in enumerate(data["tests"], 1)]
@@ -82,14 +83,23 @@ def _pairs_problem(directory: Path) -> Problem:
 
 def _pairs_package(directory: Path) -> ProblemPackage:
     data = json.loads((Path(directory) / "pairs.json").read_text())
-    return ProblemPackage(_pairs_problem(directory), data["statement"], [tuple(data["tests"][0])],
-                          references={"py": data["reference"]},
-                          wrong=[{"name": "pairs-wrong", "lang": "py", "code": data["wrong"]}])
+    return ProblemPackage(
+        _pairs_problem(directory),
+        data["statement"],
+        [tuple(data["tests"][0])],
+        references={"py": data["reference"]},
+        wrong=[{"name": "pairs-wrong", "lang": "py", "code": data["wrong"]}],
+    )
 
 
 # The whole format: one object ...
-PAIRS = ProblemFormat(name="pairs", marker="pairs.json", description="pairs file", load_problem=_pairs_problem,
-                      load_package=_pairs_package)
+PAIRS = ProblemFormat(
+    name="pairs",
+    marker="pairs.json",
+    description="pairs file",
+    load_problem=_pairs_problem,
+    load_package=_pairs_package,
+)
 
 
 @pytest.fixture
@@ -97,15 +107,24 @@ def pairs_folder(tmp_path):
     register_format(PAIRS)  # ... and one registration line
     folder = tmp_path / "problems" / "double"
     folder.mkdir(parents=True)
-    (folder / "pairs.json").write_text(json.dumps({
-        "name": "double", "statement": "Print twice the number.", "tests": [["2\n", "4\n"], ["21\n", "42\n"]],
-        "reference": "print(2 * int(input()))\n", "wrong": "print(int(input()) + 2)\n"}))
+    (folder / "pairs.json").write_text(
+        json.dumps(
+            {
+                "name": "double",
+                "statement": "Print twice the number.",
+                "tests": [["2\n", "4\n"], ["21\n", "42\n"]],
+                "reference": "print(2 * int(input()))\n",
+                "wrong": "print(int(input()) + 2)\n",
+            }
+        )
+    )
     yield folder
     unregister_format("pairs")
 
 
-def test_a_format_registered_with_one_object_and_one_line_reaches_the_judge_the_env_and_eval(tmp_path, capsys,
-                                                                                            pairs_folder):
+def test_a_format_registered_with_one_object_and_one_line_reaches_the_judge_the_env_and_eval(
+    tmp_path, capsys, pairs_folder
+):
     solution = tmp_path / "double.py"
     solution.write_text("print(2 * int(input()))\n")
     assert main(["judge", "--problem", str(pairs_folder), "--solution", str(solution), "--json"]) == 0
@@ -129,16 +148,27 @@ def test_a_folder_of_folders_in_different_formats_gives_all_of_them(tmp_path, pa
     (pairs_folder.parent / "notes").mkdir()  # a folder in no format is not a problem
     tasks = load_problem_set(pairs_folder.parent).tasks
     assert [(t.metadata["id"], t.metadata["source"]) for t in tasks] == [
-        ("double", "pairs"), ("own-sum", "own"), ("sum", "polygon")]
+        ("double", "pairs"),
+        ("own-sum", "own"),
+        ("sum", "polygon"),
+    ]
 
 
 def test_a_format_clashing_with_a_registered_one_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"clashes with the registered format 'polygon' \(problem.xml\)"):
-        register_format(ProblemFormat(name="other", marker="problem.xml", description="x",
-                                      load_problem=_pairs_problem, load_package=_pairs_package))
+        register_format(
+            ProblemFormat(
+                name="other",
+                marker="problem.xml",
+                description="x",
+                load_problem=_pairs_problem,
+                load_package=_pairs_package,
+            )
+        )
     with pytest.raises(ValueError, match="marker: expected a file name"):
-        ProblemFormat(name="other", marker="a/b.xml", description="x", load_problem=_pairs_problem,
-                      load_package=_pairs_package)
+        ProblemFormat(
+            name="other", marker="a/b.xml", description="x", load_problem=_pairs_problem, load_package=_pairs_package
+        )
 
 
 def test_a_folder_in_no_format_names_every_registered_marker(tmp_path, capsys):

@@ -12,8 +12,9 @@ import pytest
 from agentgspo.cli import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium; "
-                                                         ".ci/setup_sandboxes.sh installs it)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium; .ci/setup_sandboxes.sh installs it)"
+)
 
 
 def _open(page_path: Path) -> dict:
@@ -56,8 +57,25 @@ def _trained_ids(rows: list[dict]) -> int:
 
 def test_the_report_opens_without_errors_and_shows_the_masks(tmp_path, capsys):
     out = tmp_path / "eval"
-    assert main(["eval", "--problems", "starter", "--agent", "reference", "--only", "9000A,9000E", "--samples", "2",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--problems",
+                "starter",
+                "--agent",
+                "reference",
+                "--only",
+                "9000A,9000E",
+                "--samples",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert "<script" not in (out / "report.html").read_text()
     shown = _open(out / "report.html")
@@ -78,8 +96,24 @@ def test_the_viewer_shows_a_rollout_trajectories_file_with_its_masks(tmp_path, c
     # A trajectories.jsonl as rollout writes it (records only, ids to decode with the tokenizer), with one sampled
     # turn excluded from the loss as an env's mask policy would.
     out = tmp_path / "rollout"
-    assert main(["rollout", "--env", "agentgspo/Calculator-v0", "--policy", "oracle", "--episodes", "3",
-                 "--group-size", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "rollout",
+                "--env",
+                "agentgspo/Calculator-v0",
+                "--policy",
+                "oracle",
+                "--episodes",
+                "3",
+                "--group-size",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     trajectories = read_jsonl(out / "trajectories.jsonl")
     trajectories[1].mask_turn(0)
     write_jsonl(trajectories, out / "trajectories.jsonl")

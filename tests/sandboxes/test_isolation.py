@@ -173,13 +173,17 @@ if input() == "bomb":
 print("ok")
 """
     start = time.time()
-    result = judge(code, [("ok", "ok"), ("bomb", ""), ("ok", "ok"), ("bomb", "")], limits=FAST, backend=backend,
-                   workers=2)
+    result = judge(
+        code, [("ok", "ok"), ("bomb", ""), ("ok", "ok"), ("bomb", "")], limits=FAST, backend=backend, workers=2
+    )
     assert time.time() - start < 40
     verdicts = [t.verdict for t in result.tests]
     assert verdicts[0] == verdicts[2] == Verdict.AC, result
-    assert verdicts[1] in (Verdict.TLE, Verdict.RE, Verdict.MLE) and verdicts[3] in (Verdict.TLE, Verdict.RE,
-                                                                                       Verdict.MLE), result
+    assert verdicts[1] in (Verdict.TLE, Verdict.RE, Verdict.MLE) and verdicts[3] in (
+        Verdict.TLE,
+        Verdict.RE,
+        Verdict.MLE,
+    ), result
 
 
 def test_strays_of_a_finished_test_die_while_its_siblings_run(backend):

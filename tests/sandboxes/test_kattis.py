@@ -17,7 +17,7 @@ from agentgspo.sandboxes.judge.formats.kattis_grading import Graded, grade
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SUM_PY = "n = int(input())\nprint(n // 2, n - n // 2)\n"
-SUM_CPP = "#include <cstdio>\nint main(){long long n;scanf(\"%lld\",&n);printf(\"%lld %lld\\n\",n/2,n-n/2);}\n"
+SUM_CPP = '#include <cstdio>\nint main(){long long n;scanf("%lld",&n);printf("%lld %lld\\n",n/2,n-n/2);}\n'
 SUM_ZERO = "n = int(input())\nprint(0, n)\n"  # right except in the group whose flags ask for positive numbers
 GUESS = """lo, hi = 1, 100
 while True:
@@ -33,7 +33,7 @@ while True:
 """
 GUESS_LINEAR = "for g in range(1, 101):\n    print(g, flush=True)\n    if input() == 'correct':\n        break\n"
 DOUBLE = "print(2 * int(input()))\n"
-DOUBLE_INT64 = ("#include <cstdio>\nint main(){long long n;scanf(\"%lld\",&n);printf(\"%lld\\n\",2*n);}\n")
+DOUBLE_INT64 = '#include <cstdio>\nint main(){long long n;scanf("%lld",&n);printf("%lld\\n",2*n);}\n'
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
@@ -42,17 +42,20 @@ def _copy(name: str, tmp_path: Path) -> Path:
     return target
 
 
-@pytest.mark.parametrize("flags, output, answer, expected", [
-    ("float_tolerance 1e-6", b"0x10", b"16", Verdict.AC),          # C's strtod reads hex floats
-    ("float_tolerance 1e-6", b"0x1.8p1 -0x.8", b"3 -0.5", Verdict.AC),
-    ("", b"0x10", b"16", Verdict.WA),                               # without a tolerance: text
-    ("float_absolute_tolerance 0.5", b"inf", b"1", Verdict.WA),     # only finite numbers are numbers
-    ("float_tolerance 0.5", b"INF", b"inf", Verdict.AC),            # a non-number answer compares as text
-    ("float_tolerance 1e-9", b"2.0e2", b"200", Verdict.AC),
-    ("case_sensitive", b"Yes", b"yes", Verdict.WA),
-    ("space_change_sensitive", b"1  2\n", b"1 2\n", Verdict.WA),
-    ("", b"1 2\n\n", b"1\n2", Verdict.AC),
-])
+@pytest.mark.parametrize(
+    "flags, output, answer, expected",
+    [
+        ("float_tolerance 1e-6", b"0x10", b"16", Verdict.AC),  # C's strtod reads hex floats
+        ("float_tolerance 1e-6", b"0x1.8p1 -0x.8", b"3 -0.5", Verdict.AC),
+        ("", b"0x10", b"16", Verdict.WA),  # without a tolerance: text
+        ("float_absolute_tolerance 0.5", b"inf", b"1", Verdict.WA),  # only finite numbers are numbers
+        ("float_tolerance 0.5", b"INF", b"inf", Verdict.AC),  # a non-number answer compares as text
+        ("float_tolerance 1e-9", b"2.0e2", b"200", Verdict.AC),
+        ("case_sensitive", b"Yes", b"yes", Verdict.WA),
+        ("space_change_sensitive", b"1  2\n", b"1 2\n", Verdict.WA),
+        ("", b"1 2\n\n", b"1\n2", Verdict.AC),
+    ],
+)
 def test_default_validator_rules(flags, output, answer, expected):
     assert IcpcDefaultChecker.from_flags(flags).check(b"", output, answer)[0] == expected
 
@@ -72,8 +75,13 @@ def test_cpp_validator_with_group_flags_compiled_once(tmp_path, monkeypatch):
     assert zero.verdict == Verdict.WA
     strict = next(t for t in zero.tests if t.name == "secret/strict/1")
     assert strict.verdict == Verdict.WA and "positive" in strict.message  # the group's flag reached the validator
-    assert [g["name"] for g in zero.groups] == ["data/sample", "data/secret/plain", "data/secret/strict",
-                                                 "data/secret", "data"]
+    assert [g["name"] for g in zero.groups] == [
+        "data/sample",
+        "data/secret/plain",
+        "data/secret/strict",
+        "data/secret",
+        "data",
+    ]
 
 
 def test_break_skips_the_rest_and_a_validator_crash_is_a_judge_error(tmp_path):
@@ -84,8 +92,9 @@ def test_break_skips_the_rest_and_a_validator_crash_is_a_judge_error(tmp_path):
     package = _copy("kattis_sum", tmp_path)
     shutil.rmtree(package / "output_validators" / "sum_validator")
     (package / "output_validators" / "py").mkdir()
-    (package / "output_validators" / "py" / "validate.py").write_text("import sys\nprint('cannot parse', "
-                                                                      "file=sys.stderr)\nsys.exit(1)\n")
+    (package / "output_validators" / "py" / "validate.py").write_text(
+        "import sys\nprint('cannot parse', file=sys.stderr)\nsys.exit(1)\n"
+    )
     broken = judge_kattis(load_kattis_package(package), SUM_PY)
     assert broken.verdict == Verdict.JE and "exited with 1" in broken.tests[0].message
     assert "cannot parse" in broken.tests[0].message
@@ -132,8 +141,7 @@ def test_time_limit_is_computed_from_the_accepted_submissions_and_cached(tmp_pat
     monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
     package_dir = _copy("kattis_sum", tmp_path)
     (package_dir / ".timelimit").unlink()
-    (package_dir / "problem.yaml").write_text((package_dir / "problem.yaml").read_text()
-                                              + "  time_multiplier: 3\n")
+    (package_dir / "problem.yaml").write_text((package_dir / "problem.yaml").read_text() + "  time_multiplier: 3\n")
     with pytest.raises(ValueError, match="no Python or C\\+\\+ submission in submissions/accepted"):
         time_limit_of(load_kattis_package(package_dir))
     (package_dir / "submissions" / "accepted").mkdir(parents=True)
@@ -141,8 +149,10 @@ def test_time_limit_is_computed_from_the_accepted_submissions_and_cached(tmp_pat
     (package_dir / "submissions" / "accepted" / "sum.py").write_text(SUM_PY)
     problem = load_kattis_problem(package_dir)
     assert problem.time_limit_s == 1.0  # max(1, ceil(tiny runtime x 3)) seconds
-    assert "sum.py" in problem.metadata["time_limit_source"] and "x ac_to_time_limit 3" in \
-        problem.metadata["time_limit_source"]
+    assert (
+        "sum.py" in problem.metadata["time_limit_source"]
+        and "x ac_to_time_limit 3" in problem.metadata["time_limit_source"]
+    )
     cached = list((tmp_path / "cache" / "kattis-timelimits").glob("*.json"))
     assert len(cached) == 1
     written = cached[0].stat().st_mtime_ns
@@ -170,16 +180,25 @@ def test_unsupported_features_are_refused_not_judged(tmp_path, case):
         load_kattis_package(package)
 
 
-@pytest.mark.parametrize("what, change, message", [
-    ("custom grader", lambda p: (p / "data" / "testdata.yaml").write_text("grading: custom\n"), "custom grader"),
-    ("grader flag", lambda p: (p / "data" / "testdata.yaml").write_text("grader_flags: wrost_error\n"),
-     "unknown grader_flags"),
-    ("graders/", lambda p: (p / "graders").mkdir() or (p / "graders" / "g.py").write_text(""), "custom graders"),
-    ("include/", lambda p: (p / "include" / "cpp").mkdir(parents=True), "included files"),
-    ("input without answer", lambda p: (p / "data" / "secret" / "g1" / "9.in").write_text("1\n"), "has no answer"),
-    ("java validator", lambda p: (p / "output_validator").mkdir() or
-     (p / "output_validator" / "Validate.java").write_text(""), "C, C\\+\\+ or Python"),
-])
+@pytest.mark.parametrize(
+    "what, change, message",
+    [
+        ("custom grader", lambda p: (p / "data" / "testdata.yaml").write_text("grading: custom\n"), "custom grader"),
+        (
+            "grader flag",
+            lambda p: (p / "data" / "testdata.yaml").write_text("grader_flags: wrost_error\n"),
+            "unknown grader_flags",
+        ),
+        ("graders/", lambda p: (p / "graders").mkdir() or (p / "graders" / "g.py").write_text(""), "custom graders"),
+        ("include/", lambda p: (p / "include" / "cpp").mkdir(parents=True), "included files"),
+        ("input without answer", lambda p: (p / "data" / "secret" / "g1" / "9.in").write_text("1\n"), "has no answer"),
+        (
+            "java validator",
+            lambda p: (p / "output_validator").mkdir() or (p / "output_validator" / "Validate.java").write_text(""),
+            "C, C\\+\\+ or Python",
+        ),
+    ],
+)
 def test_broken_or_unsupported_packages_name_the_problem(tmp_path, what, change, message):
     package = _copy("kattis_scoring", tmp_path)
     change(package)
@@ -196,9 +215,14 @@ def test_problem_metadata_for_loaders():
 
 @pytest.mark.docker
 def test_docker_judges_packages_like_local(docker_backend):
-    cases = [("kattis_sum", SUM_ZERO, "py"), ("kattis_sum", SUM_CPP, "cpp"), ("kattis_scoring", DOUBLE_INT64, "cpp"),
-             ("kattis_guess", GUESS, "py"), ("kattis_guess", GUESS_LINEAR, "py"),
-             ("kattis_multipass", "k, x = map(int, input().split())\nprint(2 * x if k == 1 else x)\n", "py")]
+    cases = [
+        ("kattis_sum", SUM_ZERO, "py"),
+        ("kattis_sum", SUM_CPP, "cpp"),
+        ("kattis_scoring", DOUBLE_INT64, "cpp"),
+        ("kattis_guess", GUESS, "py"),
+        ("kattis_guess", GUESS_LINEAR, "py"),
+        ("kattis_multipass", "k, x = map(int, input().split())\nprint(2 * x if k == 1 else x)\n", "py"),
+    ]
     for name, source, lang in cases:
         package = load_kattis_package(FIXTURES / name)
         here, there = judge_kattis(package, source, lang), judge_kattis(package, source, lang, backend=docker_backend)
@@ -207,8 +231,10 @@ def test_docker_judges_packages_like_local(docker_backend):
 
 
 def test_validator_scores_count_only_where_the_problem_has_custom_scores(tmp_path):
-    writes_score = ("import sys\nopen(sys.argv[3] + 'score.txt', 'w').write('7')\n"
-                    "sys.exit(42 if sys.stdin.read().split() == open(sys.argv[2]).read().split() else 43)\n")
+    writes_score = (
+        "import sys\nopen(sys.argv[3] + 'score.txt', 'w').write('7')\n"
+        "sys.exit(42 if sys.stdin.read().split() == open(sys.argv[2]).read().split() else 43)\n"
+    )
     scoring = _copy("kattis_scoring", tmp_path)
     (scoring / "output_validator").mkdir()
     (scoring / "output_validator" / "validate.py").write_text(writes_score)
@@ -255,8 +281,9 @@ def test_names_statements_and_default_limits(tmp_path):
     package = _copy("kattis_scoring", tmp_path)
     loaded = load_kattis_package(package)
     assert (loaded.memory_limit_mb, loaded.output_limit_mb) == (1024, 8)  # problemtools' defaults
-    (package / "problem.yaml").write_text((package / "problem.yaml").read_text().replace(
-        "name: Double It", "name:\n  sv: Dubbla\n  en: Double It"))
+    (package / "problem.yaml").write_text(
+        (package / "problem.yaml").read_text().replace("name: Double It", "name:\n  sv: Dubbla\n  en: Double It")
+    )
     statements = package / "statement"
     statements.mkdir()
     (statements / "problem.sv.md").write_text("Dubbla talet.")
@@ -266,8 +293,9 @@ def test_names_statements_and_default_limits(tmp_path):
     assert problem.statement.endswith("Print twice the number.")  # the English statement before another language's
     (statements / "problem.md").write_text("Markdown first.")
     assert load_kattis_problem(package).statement == "Markdown first."
-    (package / "problem.yaml").write_text((package / "problem.yaml").read_text().split("name:")[0]
-                                          + "limits:\n  time_limit: 1\n")
+    (package / "problem.yaml").write_text(
+        (package / "problem.yaml").read_text().split("name:")[0] + "limits:\n  time_limit: 1\n"
+    )
     assert load_kattis_problem(package).name == "Double It"  # from \problemname when problem.yaml has none
 
 
@@ -285,14 +313,17 @@ def test_interactive_multi_pass(tmp_path):
     package = tmp_path / "echo"
     (package / "data" / "secret").mkdir(parents=True)
     (package / "output_validator").mkdir()
-    (package / "problem.yaml").write_text("problem_format_version: 2023-07-draft\nname: Echo Up\n"
-                                          "type: [interactive, multi-pass]\nlimits:\n  time_limit: 1\n")
+    (package / "problem.yaml").write_text(
+        "problem_format_version: 2023-07-draft\nname: Echo Up\n"
+        "type: [interactive, multi-pass]\nlimits:\n  time_limit: 1\n"
+    )
     (package / "data" / "secret" / "1.in").write_text("1\n")
     (package / "data" / "secret" / "1.ans").write_text("\n")
     (package / "output_validator" / "validate.py").write_text(
         "import sys\nk = int(open(sys.argv[1]).read())\nprint(k, flush=True)\n"
         "if sys.stdin.readline().split() != [str(k + 1)]:\n    sys.exit(43)\n"
-        "if k < 2:\n    open(sys.argv[3] + 'nextpass.in', 'w').write(str(k + 1))\nsys.exit(42)\n")
+        "if k < 2:\n    open(sys.argv[3] + 'nextpass.in', 'w').write(str(k + 1))\nsys.exit(42)\n"
+    )
     loaded = load_kattis_package(package)
     assert judge_kattis(loaded, "print(int(input()) + 1, flush=True)\n").verdict == Verdict.AC
     assert judge_kattis(loaded, "k = int(input())\nprint(k + 1 if k == 1 else k, flush=True)\n").verdict == Verdict.WA

@@ -43,11 +43,15 @@ def test_batch_package_limits_tests_and_checker():
     assert judge_problem(problem, "print('zero')\n").verdict == Verdict.PE
 
 
-@pytest.mark.parametrize("solution, expected", [
-    (BINARY_SEARCH, Verdict.AC),
-    ("n = int(input())\nprint('? 1', flush=True)\ninput()\n" + BINARY_SEARCH.split("\n", 1)[1], Verdict.WA),
-    ("n = int(input())\nprint('!', n + 1, flush=True)\n", Verdict.WA),
-], ids=["binary-search", "one-query-too-many-for-the-checker", "wrong-guess"])
+@pytest.mark.parametrize(
+    "solution, expected",
+    [
+        (BINARY_SEARCH, Verdict.AC),
+        ("n = int(input())\nprint('? 1', flush=True)\ninput()\n" + BINARY_SEARCH.split("\n", 1)[1], Verdict.WA),
+        ("n = int(input())\nprint('!', n + 1, flush=True)\n", Verdict.WA),
+    ],
+    ids=["binary-search", "one-query-too-many-for-the-checker", "wrong-guess"],
+)
 def test_interactive_package_runs_interactor_then_checker_on_its_output(solution, expected):
     problem = load_polygon_problem(FIXTURES / "polygon_guess")
     assert problem.interactive and problem.interactor
@@ -65,12 +69,15 @@ def test_missing_test_or_answer_is_refused(tmp_path):
         load_polygon_problem(package)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (('input-file=""', 'input-file="sum.in"'), "file I/O through 'sum.in'"),
-    (('<testset name="tests">', '<testset name="pretests">'), "no testset 'tests'"),
-    (('<checker type="testlib">', '<checker type="exe">'), "checker type 'exe' is not supported"),
-    (("files/check.cpp", "files/check.pas"), "check.pas' is missing"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (('input-file=""', 'input-file="sum.in"'), "file I/O through 'sum.in'"),
+        (('<testset name="tests">', '<testset name="pretests">'), "no testset 'tests'"),
+        (('<checker type="testlib">', '<checker type="exe">'), "checker type 'exe' is not supported"),
+        (("files/check.cpp", "files/check.pas"), "check.pas' is missing"),
+    ],
+)
 def test_unsupported_package_features_are_refused(tmp_path, edit, message):
     package = _copy("polygon_sum", tmp_path)
     xml = package / "problem.xml"
@@ -89,8 +96,9 @@ def test_a_checker_that_does_not_compile_is_refused_at_load(tmp_path):
 def test_file_io_package(tmp_path):
     package = _copy("polygon_sum", tmp_path)
     xml = package / "problem.xml"
-    xml.write_text(xml.read_text().replace('input-file="" output-file=""',
-                                           'input-file="input.txt" output-file="output.txt"'))
+    xml.write_text(
+        xml.read_text().replace('input-file="" output-file=""', 'input-file="input.txt" output-file="output.txt"')
+    )
     problem = load_polygon_problem(package)
     assert problem.io_mode == "file"
     reads_file = "open('output.txt', 'w').write(str(sum(map(int, open('input.txt').read().split()))))\n"
@@ -116,6 +124,7 @@ def test_cli_judges_a_polygon_package(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------------------------- for an env
 
+
 def test_the_statement_comes_from_sections_problem_tex_or_problem_properties(tmp_path):
     sections = polygon_package(FIXTURES / "polygon_sum")  # statement-sections/english/*.tex
     assert sections.title == "Sum" and sections.statement.startswith("You are given several integers.")
@@ -128,9 +137,19 @@ def test_the_statement_comes_from_sections_problem_tex_or_problem_properties(tmp
     package = _copy("polygon_sum", tmp_path)
     shutil.rmtree(package / "statement-sections")
     (package / "statements" / "english").mkdir(parents=True)
-    (package / "statements" / "english" / "problem-properties.json").write_text(json.dumps({
-        "name": "Sum (JSON)", "legend": "Add them up.", "input": "Integers.", "output": "Their sum.",
-        "interaction": None, "notes": "", "sampleTests": [{"input": "1 2\n", "output": "3\n"}]}))
+    (package / "statements" / "english" / "problem-properties.json").write_text(
+        json.dumps(
+            {
+                "name": "Sum (JSON)",
+                "legend": "Add them up.",
+                "input": "Integers.",
+                "output": "Their sum.",
+                "interaction": None,
+                "notes": "",
+                "sampleTests": [{"input": "1 2\n", "output": "3\n"}],
+            }
+        )
+    )
     properties = polygon_package(package)
     assert properties.title == "Sum (JSON)" and properties.note == ""
     assert properties.statement == "Add them up.\n\n## Input\nIntegers.\n\n## Output\nTheir sum."
@@ -144,16 +163,23 @@ def test_solutions_by_tag_main_first_other_languages_left_out(tmp_path):
     (package / "solutions" / "maybe.py").write_text("print(0)\n")
     (package / "solutions" / "Sum.java").write_text("class Sum {}\n")
     xml = package / "problem.xml"
-    xml.write_text(xml.read_text().replace("        </solutions>", """\
+    xml.write_text(
+        xml.read_text().replace(
+            "        </solutions>",
+            """\
             <solution tag="time-limit-exceeded"><source path="solutions/slow.py" type="python.3"/></solution>
             <solution tag="time-limit-exceeded-or-accepted">
                 <source path="solutions/maybe.py" type="python.3"/>
             </solution>
             <solution tag="accepted"><source path="solutions/Sum.java" type="java11"/></solution>
-        </solutions>"""))
+        </solutions>""",
+        )
+    )
     found = polygon_package(package)
-    assert found.references == {"py": "print(sum(map(int, input().split())))\n",
-                                "cpp": (package / "solutions" / "sum.cpp").read_text()}
+    assert found.references == {
+        "py": "print(sum(map(int, input().split())))\n",
+        "cpp": (package / "solutions" / "sum.cpp").read_text(),
+    }
     assert [w["name"] for w in found.wrong] == ["wrong-answer/first_two.py", "time-limit-exceeded/slow.py"]
     (package / "solutions" / "slow.py").unlink()
     with pytest.raises(ValueError, match=r"solution 'solutions/slow.py' \(tag 'time-limit-exceeded'\) is missing"):

@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.sandboxes import (Verdict, judge_problem, load_kattis_problem, load_problem,
-                                 problem_from_codeforces_row, read_tests_dir)
+from agentgspo.sandboxes import (
+    Verdict,
+    judge_problem,
+    load_kattis_problem,
+    load_problem,
+    problem_from_codeforces_row,
+    read_tests_dir,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 APLUSB = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -61,8 +67,10 @@ def test_kattis_output_validator(tmp_path):
     _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
     validator = tmp_path / "output_validators" / "v" / "validate.py"
     validator.parent.mkdir(parents=True)
-    validator.write_text("import sys\nn = int(open(sys.argv[1]).read())\na, b = map(int, sys.stdin.read().split())\n"
-                         "sys.exit(42 if a + b == n else 43)\n")
+    validator.write_text(
+        "import sys\nn = int(open(sys.argv[1]).read())\na, b = map(int, sys.stdin.read().split())\n"
+        "sys.exit(42 if a + b == n else 43)\n"
+    )
     problem = load_kattis_problem(tmp_path)
     assert judge_problem(problem, "print(1, int(input()) - 1)").verdict == Verdict.AC
     assert judge_problem(problem, "print(1, 1)").verdict == Verdict.WA
@@ -127,8 +135,10 @@ def test_kattis_output_validator_folder_of_the_2023_format(tmp_path):
     _write_tests(tmp_path / "data" / "secret", [("4\n", "2 2\n")])
     validator = tmp_path / "output_validator" / "validate.py"
     validator.parent.mkdir(parents=True)
-    validator.write_text("import sys\nn = int(open(sys.argv[1]).read())\na, b = map(int, sys.stdin.read().split())\n"
-                         "sys.exit(42 if a + b == n else 43)\n")
+    validator.write_text(
+        "import sys\nn = int(open(sys.argv[1]).read())\na, b = map(int, sys.stdin.read().split())\n"
+        "sys.exit(42 if a + b == n else 43)\n"
+    )
     problem = load_kattis_problem(tmp_path)
     assert problem.checker == f"kattis:{validator}"
     assert judge_problem(problem, "print(1, int(input()) - 1)").verdict == Verdict.AC
@@ -181,16 +191,32 @@ def test_cli_judges_a_kattis_package(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"] == "AC" and out["score"] == 100 and out["groups"][-1]["name"] == "data"
     solution.write_text("print('x' * 2000000)\n")  # 2 MB: over an output limit of 1 MB
-    assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(solution), "--json",
-                 "--output-limit", "1"]) == 1
+    assert (
+        main(
+            [
+                "judge",
+                "--problem",
+                str(FIXTURES / "kattis_scoring"),
+                "--solution",
+                str(solution),
+                "--json",
+                "--output-limit",
+                "1",
+            ]
+        )
+        == 1
+    )
     assert json.loads(capsys.readouterr().out)["tests"][0]["verdict"] == "OLE"
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("Sol.java", "class Sol {}", "is Java: not supported; the judge runs Python 3"),
-    ("sol.py", "#!/usr/bin/env python2\nprint 1\n", "is Python 2"),
-    ("sol.c", "int main(){}", "is C: not supported"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("Sol.java", "class Sol {}", "is Java: not supported; the judge runs Python 3"),
+        ("sol.py", "#!/usr/bin/env python2\nprint 1\n", "is Python 2"),
+        ("sol.c", "int main(){}", "is C: not supported"),
+    ],
+)
 def test_cli_refuses_other_languages_by_name(tmp_path, capsys, name, text, message):
     (tmp_path / name).write_text(text)
     assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(tmp_path / name)]) == 2
@@ -216,6 +242,18 @@ def test_problem_json_typo_names_the_field_it_meant(tmp_path):
 
 def test_cli_testlib_header_only_where_it_is_used(tmp_path, capsys):
     (tmp_path / "sol.py").write_text("print(2 * int(input()))\n")
-    assert main(["judge", "--problem", str(FIXTURES / "kattis_scoring"), "--solution", str(tmp_path / "sol.py"),
-                 "--testlib-h", str(tmp_path / "testlib.h")]) == 2
+    assert (
+        main(
+            [
+                "judge",
+                "--problem",
+                str(FIXTURES / "kattis_scoring"),
+                "--solution",
+                str(tmp_path / "sol.py"),
+                "--testlib-h",
+                str(tmp_path / "testlib.h"),
+            ]
+        )
+        == 2
+    )
     assert "--testlib-h goes with --tests or a Polygon package" in capsys.readouterr().err

@@ -57,10 +57,10 @@ def test_remote_unreachable_is_judge_error():
     assert result.verdict == Verdict.JE and "unreachable" in result.message
 
 
-KATTIS_VALIDATOR = '''import sys
+KATTIS_VALIDATOR = """import sys
 answer = open(sys.argv[2]).read().split()
 sys.exit(42 if sys.stdin.read().split() == answer else 43)
-'''
+"""
 
 
 def test_remote_judge_ships_checker_programs(server_url, tmp_path):
@@ -80,8 +80,11 @@ def test_remote_judge_ships_checker_programs(server_url, tmp_path):
 
 
 def test_server_refuses_a_client_path_as_checker(server_url):
-    response = httpx.post(server_url + "/judge", headers={"Authorization": f"Bearer {TOKEN}"}, json={
-        "source": "print(1)", "tests": [{"input_b64": "", "answer_b64": "MQ=="}], "checker": "testlib:/bin/true"})
+    response = httpx.post(
+        server_url + "/judge",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        json={"source": "print(1)", "tests": [{"input_b64": "", "answer_b64": "MQ=="}], "checker": "testlib:/bin/true"},
+    )
     assert response.status_code == 422 and "checker_program" in response.json()["detail"]
 
 
@@ -119,11 +122,15 @@ def test_a_concurrency_limit_below_one_is_refused_instead_of_hanging(capsys):
 
 def test_invalid_base64_is_a_422_not_silently_empty_input(server_url):
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    response = httpx.post(server_url + "/run_python", headers=headers,
-                          json={"code": "print(input())", "stdin_b64": "not base64!"})
+    response = httpx.post(
+        server_url + "/run_python", headers=headers, json={"code": "print(input())", "stdin_b64": "not base64!"}
+    )
     assert response.status_code == 422 and "stdin_b64" in response.json()["detail"]
-    response = httpx.post(server_url + "/judge", headers=headers, json={
-        "source": "print(input())", "tests": [{"input_b64": "1 2", "answer_b64": "Mw=="}]})
+    response = httpx.post(
+        server_url + "/judge",
+        headers=headers,
+        json={"source": "print(input())", "tests": [{"input_b64": "1 2", "answer_b64": "Mw=="}]},
+    )
     assert response.status_code == 422 and "input_b64" in response.json()["detail"]
 
 
@@ -204,8 +211,13 @@ def test_sandbox_server_says_where_it_listens():
     import sys
 
     env = {**os.environ, "AGENTGSPO_SANDBOX_TOKEN": TOKEN}
-    server = subprocess.Popen([sys.executable, "-m", "agentgspo.cli", "sandbox-server", "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentgspo.cli", "sandbox-server", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = server.stdout.readline()  # printed once the socket listens
         assert line.startswith("agentgspo sandbox-server: listening on http://127.0.0.1:"), line
@@ -223,10 +235,15 @@ def test_a_kattis_package_judges_the_same_remotely(server_url):
 
     fixtures = Path(__file__).parent / "fixtures"
     remote = get_sandbox("remote", endpoints=[server_url], token=TOKEN)
-    cases = [("kattis_sum", "n = int(input())\nprint(0, n)\n"), ("kattis_scoring", "print(2 * int(input()))\n"),
-             ("kattis_guess", "for g in range(1, 101):\n    print(g, flush=True)\n    if input() == 'correct':\n"
-                              "        break\n"),
-             ("kattis_multipass", "k, x = map(int, input().split())\nprint(2 * x if k < 3 else x)\n")]
+    cases = [
+        ("kattis_sum", "n = int(input())\nprint(0, n)\n"),
+        ("kattis_scoring", "print(2 * int(input()))\n"),
+        (
+            "kattis_guess",
+            "for g in range(1, 101):\n    print(g, flush=True)\n    if input() == 'correct':\n        break\n",
+        ),
+        ("kattis_multipass", "k, x = map(int, input().split())\nprint(2 * x if k < 3 else x)\n"),
+    ]
     for name, source in cases:
         package = load_kattis_package(fixtures / name)
         here, there = judge_kattis(package, source), judge_kattis(package, source, backend=remote)

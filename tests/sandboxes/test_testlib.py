@@ -29,12 +29,16 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-@pytest.mark.parametrize("solution, expected", [
-    (SUM_PY, Verdict.AC),
-    ("print(sum(map(int, input().split())) + 1)\n", Verdict.WA),
-    ("print('three')\n", Verdict.PE),
-    ("print(sum(map(int, input().split())), 0)\n", Verdict.PE),  # extra output after what the checker read
-], ids=["ok", "wa", "pe-not-a-number", "pe-extra-output"])
+@pytest.mark.parametrize(
+    "solution, expected",
+    [
+        (SUM_PY, Verdict.AC),
+        ("print(sum(map(int, input().split())) + 1)\n", Verdict.WA),
+        ("print('three')\n", Verdict.PE),
+        ("print(sum(map(int, input().split())), 0)\n", Verdict.PE),  # extra output after what the checker read
+    ],
+    ids=["ok", "wa", "pe-not-a-number", "pe-extra-output"],
+)
 def test_cpp_checker_source_is_compiled_and_its_exit_codes_read(cache, solution, expected):
     result = judge(solution, SUM_TESTS, checker=f"testlib:{MINI / 'sum_check.cpp'}", limits=LIMITS)
     assert result.verdict == expected, result.to_dict()
@@ -42,11 +46,13 @@ def test_cpp_checker_source_is_compiled_and_its_exit_codes_read(cache, solution,
 
 
 def test_points_and_partial_scores_are_kept_as_a_score(cache):
-    points = judge("print(7.5)\n", [("", "8\n"), ("", "5\n")], checker=f"testlib:{MINI / 'points_check.cpp'}",
-                   limits=LIMITS)
+    points = judge(
+        "print(7.5)\n", [("", "8\n"), ("", "5\n")], checker=f"testlib:{MINI / 'points_check.cpp'}", limits=LIMITS
+    )
     assert points.verdict == Verdict.AC and [t.score for t in points.tests] == [9.5, 7.5], points.to_dict()
-    partial = judge("print('a x c')\n", [("", "a b c\n")], checker=f"testlib:{MINI / 'partial_check.cpp'}",
-                    limits=LIMITS)
+    partial = judge(
+        "print('a x c')\n", [("", "a b c\n")], checker=f"testlib:{MINI / 'partial_check.cpp'}", limits=LIMITS
+    )
     assert partial.verdict == Verdict.AC and partial.tests[0].score == 2.0, partial.to_dict()
     assert "partially correct (2)" in partial.tests[0].message
 
@@ -92,22 +98,25 @@ def test_compiled_programs_are_cached_by_content(cache, tmp_path):
     assert len(list((cache / "testlib" / "headers").glob("*/testlib.h.gch"))) == 1
 
 
-@pytest.mark.parametrize("code, message, expected", [
-    (0, "ok 3", (Verdict.AC, None)),
-    (1, "wrong answer", (Verdict.WA, None)),
-    (2, "wrong output format", (Verdict.PE, None)),
-    (4, "wrong output format Extra information", (Verdict.PE, None)),  # _dirt
-    (8, "unexpected eof", (Verdict.PE, None)),  # builds with ENABLE_UNEXPECTED_EOF
-    (3, "FAIL bad test", (Verdict.JE, None)),
-    (7, "points 12.5 close", (Verdict.AC, 12.5)),
-    (7, "debug line\npoints 3 close", (Verdict.AC, 3.0)),
-    (7, "points points_info=x", (Verdict.AC, None)),  # quitpi: information, no points value to keep
-    (7, "points", (Verdict.JE, None)),
-    (16, "partially correct (0)", (Verdict.AC, 0.0)),
-    (66, "partially correct (50)", (Verdict.AC, 50.0)),
-    (5, "?", (Verdict.JE, None)),
-    (-11, "", (Verdict.JE, None)),
-])
+@pytest.mark.parametrize(
+    "code, message, expected",
+    [
+        (0, "ok 3", (Verdict.AC, None)),
+        (1, "wrong answer", (Verdict.WA, None)),
+        (2, "wrong output format", (Verdict.PE, None)),
+        (4, "wrong output format Extra information", (Verdict.PE, None)),  # _dirt
+        (8, "unexpected eof", (Verdict.PE, None)),  # builds with ENABLE_UNEXPECTED_EOF
+        (3, "FAIL bad test", (Verdict.JE, None)),
+        (7, "points 12.5 close", (Verdict.AC, 12.5)),
+        (7, "debug line\npoints 3 close", (Verdict.AC, 3.0)),
+        (7, "points points_info=x", (Verdict.AC, None)),  # quitpi: information, no points value to keep
+        (7, "points", (Verdict.JE, None)),
+        (16, "partially correct (0)", (Verdict.AC, 0.0)),
+        (66, "partially correct (50)", (Verdict.AC, 50.0)),
+        (5, "?", (Verdict.JE, None)),
+        (-11, "", (Verdict.JE, None)),
+    ],
+)
 def test_testlib_exit_code_table(code, message, expected):
     verdict, text, score = testlib.testlib_outcome(code, message)
     assert (verdict, score) == expected
@@ -124,8 +133,14 @@ WRONG_GUESS = "n = int(input())\nprint('!', n + 1, flush=True)\n"
 GUESS_TESTS = [("100 37\n", ""), ("1000 1\n", ""), ("16 16\n", "")]
 
 
-@pytest.mark.parametrize("solution, expected", [(BINARY_SEARCH, Verdict.AC), (WRONG_GUESS, Verdict.WA),
-                                                ("n = int(input())\nprint('hello', flush=True)\n", Verdict.PE)])
+@pytest.mark.parametrize(
+    "solution, expected",
+    [
+        (BINARY_SEARCH, Verdict.AC),
+        (WRONG_GUESS, Verdict.WA),
+        ("n = int(input())\nprint('hello', flush=True)\n", Verdict.PE),
+    ],
+)
 def test_cpp_interactor_source_is_compiled_and_its_exit_codes_read(cache, solution, expected):
     result = judge(solution, GUESS_TESTS, interactor=MINI / "guess_interactor.cpp", limits=LIMITS)
     assert result.verdict == expected, result.to_dict()
@@ -154,6 +169,11 @@ def test_remote_backend_gets_the_checker_compiled_here(cache):
 
     with serve(create_app("token", max_concurrency=1)) as url:
         remote = get_sandbox("remote", endpoints=[url], token="token")
-        result = judge(SUM_PY, SUM_TESTS + [("1 1\n", "3\n")], checker=f"testlib:{MINI / 'sum_check.cpp'}",
-                       limits=LIMITS, backend=remote)
+        result = judge(
+            SUM_PY,
+            SUM_TESTS + [("1 1\n", "3\n")],
+            checker=f"testlib:{MINI / 'sum_check.cpp'}",
+            limits=LIMITS,
+            backend=remote,
+        )
     assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.AC, Verdict.WA], result.to_dict()

@@ -34,11 +34,12 @@ def test_python_verdicts(expected):
 
 
 CPP = {
-    "AC": "#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}",
-    "WA": "#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a*b<<\"\\n\";}",
+    "AC": '#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b<<"\\n";}',
+    "WA": '#include <bits/stdc++.h>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a*b<<"\\n";}',
     "RE": "#include <bits/stdc++.h>\nint main(){int *p=nullptr; volatile int x=*p; return x;}",
-    "MLE": ("#include <bits/stdc++.h>\nint main(){std::vector<char> v(600u<<20, 1); "
-            "std::cout<<(int)v[12345]<<std::endl;}"),
+    "MLE": (
+        "#include <bits/stdc++.h>\nint main(){std::vector<char> v(600u<<20, 1); std::cout<<(int)v[12345]<<std::endl;}"
+    ),
     "TLE": "int main(){volatile unsigned long x=0; for(;;) x++;}",
     "CE": "int main( { return 0; }",
 }
@@ -55,23 +56,33 @@ def test_cpp_verdicts(expected):
         assert "static" not in result.tests[0].message, result.to_dict()
 
 
-THREAD_CPP = ("#include <bits/stdc++.h>\nint main(){long long a,b; std::cin>>a>>b; long long r=0;"
-              "std::thread t([&]{r=a+b;}); t.join(); std::cout<<r<<std::endl;}")
+THREAD_CPP = (
+    "#include <bits/stdc++.h>\nint main(){long long a,b; std::cin>>a>>b; long long r=0;"
+    "std::thread t([&]{r=a+b;}); t.join(); std::cout<<r<<std::endl;}"
+)
 # About 100 MB of stack in the main thread: the stack may use the whole memory limit, as on Codeforces.
-DEEP_RECURSION_CPP = ("#include <bits/stdc++.h>\nlong long f(long long n){volatile char pad[64]; pad[0]=1;"
-                      "return n ? f(n-1)+pad[0] : 0;}\n"
-                      "int main(){long long a,b; std::cin>>a>>b; std::cout<<f(1000000)-1000000+a+b<<std::endl;}")
-THREAD_PY = ("import sys, threading\nthreading.stack_size(64 << 20)\nsys.setrecursionlimit(10**6)\n"
-             "def f(n):\n    return n and f(n - 1) + 1\n"
-             "def main():\n    a, b = map(int, input().split())\n    print(f(100000) - 100000 + a + b)\n"
-             "t = threading.Thread(target=main)\nt.start()\nt.join()\n")
+DEEP_RECURSION_CPP = (
+    "#include <bits/stdc++.h>\nlong long f(long long n){volatile char pad[64]; pad[0]=1;"
+    "return n ? f(n-1)+pad[0] : 0;}\n"
+    "int main(){long long a,b; std::cin>>a>>b; std::cout<<f(1000000)-1000000+a+b<<std::endl;}"
+)
+THREAD_PY = (
+    "import sys, threading\nthreading.stack_size(64 << 20)\nsys.setrecursionlimit(10**6)\n"
+    "def f(n):\n    return n and f(n - 1) + 1\n"
+    "def main():\n    a, b = map(int, input().split())\n    print(f(100000) - 100000 + a + b)\n"
+    "t = threading.Thread(target=main)\nt.start()\nt.join()\n"
+)
 
 
-@pytest.mark.parametrize("source, lang", [
-    pytest.param(THREAD_CPP, "cpp", marks=pytest.mark.slow),
-    pytest.param(DEEP_RECURSION_CPP, "cpp", marks=pytest.mark.slow),
-    (THREAD_PY, "py"),
-], ids=["cpp-std-thread", "cpp-deep-recursion", "py-thread-with-big-stack"])
+@pytest.mark.parametrize(
+    "source, lang",
+    [
+        pytest.param(THREAD_CPP, "cpp", marks=pytest.mark.slow),
+        pytest.param(DEEP_RECURSION_CPP, "cpp", marks=pytest.mark.slow),
+        (THREAD_PY, "py"),
+    ],
+    ids=["cpp-std-thread", "cpp-deep-recursion", "py-thread-with-big-stack"],
+)
 def test_threads_and_a_deep_stack_fit_in_the_memory_limit(source, lang):
     result = judge(source, APLUSB, lang=lang, limits=Limits(time_limit_s=2, memory_limit_mb=256, wall_limit_s=5))
     assert result.verdict == Verdict.AC, result.to_dict()
@@ -81,13 +92,17 @@ BIG_STATIC = "#include <bits/stdc++.h>\nchar a[%d<<20];\nint main(){int n; std::
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("megabytes, body, expected", [
-    (600, "", Verdict.MLE),  # the static array alone is beyond the limit: the program cannot even start
-    (600, "a[n << 20] = 1;", Verdict.MLE),
-    (125, "", Verdict.MLE),  # the libraries no longer fit beside it (the loader fails)
-    (64, "", Verdict.WA),  # fits: runs
-    (64, "int *p = nullptr; *(volatile int *)p = n;", Verdict.RE),  # a plain segfault stays RE
-], ids=["untouched", "touched", "no-room-for-libraries", "fits", "null-pointer"])
+@pytest.mark.parametrize(
+    "megabytes, body, expected",
+    [
+        (600, "", Verdict.MLE),  # the static array alone is beyond the limit: the program cannot even start
+        (600, "a[n << 20] = 1;", Verdict.MLE),
+        (125, "", Verdict.MLE),  # the libraries no longer fit beside it (the loader fails)
+        (64, "", Verdict.WA),  # fits: runs
+        (64, "int *p = nullptr; *(volatile int *)p = n;", Verdict.RE),  # a plain segfault stays RE
+    ],
+    ids=["untouched", "touched", "no-room-for-libraries", "fits", "null-pointer"],
+)
 def test_cpp_static_array_beyond_the_memory_limit_is_mle(megabytes, body, expected):
     result = judge(BIG_STATIC % (megabytes, body), APLUSB[:1], lang="cpp", limits=LIMITS)
     assert result.verdict == expected, result.to_dict()
@@ -165,43 +180,66 @@ print("!", 1)
 INTERACTIVE_TESTS = [("1000 1\n", ""), ("1000 777\n", ""), ("1000 1000\n", "")]
 
 
-@pytest.mark.parametrize("solution, expected", [(BINARY_SEARCH, Verdict.AC), (LINEAR, Verdict.WA),
-                                                (NO_FLUSH, Verdict.ILE)],
-                         ids=["binary-search", "too-many-queries", "no-flush"])
+@pytest.mark.parametrize(
+    "solution, expected",
+    [(BINARY_SEARCH, Verdict.AC), (LINEAR, Verdict.WA), (NO_FLUSH, Verdict.ILE)],
+    ids=["binary-search", "too-many-queries", "no-flush"],
+)
 def test_interactive(solution, expected):
     start = time.time()
-    result = judge(solution, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
-                   limits=LIMITS, stop_on_failure=True)
+    result = judge(
+        solution,
+        INTERACTIVE_TESTS,
+        interactor=FIXTURES / "interactive" / "interactor.py",
+        limits=LIMITS,
+        stop_on_failure=True,
+    )
     assert result.verdict == expected, result.to_dict()
     assert time.time() - start < 3 * (LIMITS.wall_s + 2)
 
 
-CRASH_MID_PY = ("n = int(input())\nprint('?', 1, flush=True)\ninput()\n"
-                "raise RuntimeError('crashed while the interactor waits')\n")
-CRASH_MID_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n; "
-                 "std::cout<<\"? 1\"<<std::endl;"
-                 "std::cin>>r; volatile int *p=nullptr; *p=n; std::cout<<\"! 1\"<<std::endl;}")
+CRASH_MID_PY = (
+    "n = int(input())\nprint('?', 1, flush=True)\ninput()\nraise RuntimeError('crashed while the interactor waits')\n"
+)
+CRASH_MID_CPP = (
+    "#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n; "
+    'std::cout<<"? 1"<<std::endl;'
+    'std::cin>>r; volatile int *p=nullptr; *p=n; std::cout<<"! 1"<<std::endl;}'
+)
 # Keeps asking; once the interactor rejects (too many queries) and hangs up, reading fails and it segfaults.
-CRASH_AFTER_REJECT_CPP = ("#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n;"
-                          "for(;;){std::cout<<\"? 1\"<<std::endl; if(!(std::cin>>r)){volatile int *p=nullptr; *p=n;}}}")
+CRASH_AFTER_REJECT_CPP = (
+    "#include <bits/stdc++.h>\nint main(){int n; std::string r; std::cin>>n;"
+    'for(;;){std::cout<<"? 1"<<std::endl; if(!(std::cin>>r)){volatile int *p=nullptr; *p=n;}}}'
+)
 
 
-@pytest.mark.parametrize("solution, lang, expected", [
-    (CRASH_MID_PY, "py", Verdict.RE),
-    pytest.param(CRASH_MID_CPP, "cpp", Verdict.RE, marks=pytest.mark.slow),
-    pytest.param(CRASH_AFTER_REJECT_CPP, "cpp", Verdict.WA, marks=pytest.mark.slow),
-], ids=["py-crash-while-interactor-waits", "cpp-segfault-while-interactor-waits", "cpp-segfault-after-rejection"])
+@pytest.mark.parametrize(
+    "solution, lang, expected",
+    [
+        (CRASH_MID_PY, "py", Verdict.RE),
+        pytest.param(CRASH_MID_CPP, "cpp", Verdict.RE, marks=pytest.mark.slow),
+        pytest.param(CRASH_AFTER_REJECT_CPP, "cpp", Verdict.WA, marks=pytest.mark.slow),
+    ],
+    ids=["py-crash-while-interactor-waits", "cpp-segfault-while-interactor-waits", "cpp-segfault-after-rejection"],
+)
 def test_interactive_crash_is_re_unless_the_interactor_hung_up_first(solution, lang, expected):
     for _ in range(3):  # the order of the two ends must not depend on timing
-        result = judge(solution, INTERACTIVE_TESTS[1:2], lang=lang,
-                       interactor=FIXTURES / "interactive" / "interactor.py", limits=LIMITS)
+        result = judge(
+            solution,
+            INTERACTIVE_TESTS[1:2],
+            lang=lang,
+            interactor=FIXTURES / "interactive" / "interactor.py",
+            limits=LIMITS,
+        )
         assert result.verdict == expected, result.to_dict()
 
 
 def test_crashing_python_interactor_is_a_judge_error(tmp_path):
     crashes = tmp_path / "crashing_interactor.py"
-    crashes.write_text("import sys\nn, secret = open(sys.argv[1]).read().split()\nprint(n, flush=True)\n"
-                       "query = sys.stdin.readline().split()\nprint({}[query[0]])\n")  # KeyError
+    crashes.write_text(
+        "import sys\nn, secret = open(sys.argv[1]).read().split()\nprint(n, flush=True)\n"
+        "query = sys.stdin.readline().split()\nprint({}[query[0]])\n"
+    )  # KeyError
     result = judge(BINARY_SEARCH, INTERACTIVE_TESTS[1:2], interactor=crashes, limits=LIMITS)
     assert result.verdict == Verdict.JE and "KeyError" in result.tests[0].message, result.to_dict()
 
@@ -223,22 +261,37 @@ def test_native_interactor_killed_by_sigpipe_after_the_solution_left_is_wrong_an
     assert crash.verdict == Verdict.RE, crash.to_dict()  # the solution's own failure still comes first
 
 
-@pytest.mark.parametrize("checker, output, answer, expected", [
-    ("tokens", b"3 3\n", b"3\n", Verdict.WA),  # wcmp: "Participant output contains extra tokens"
-    ("tokens", b"", b"3\n", Verdict.WA),  # wcmp: "Unexpected EOF in the participants output"
-    ("tokens", b"1\x0c2\n", b"1 2\n", Verdict.WA),  # a form feed is no blank for testlib: one token "1\f2"
-    ("tokens", b"1\x0b2\n", b"1\x0b2\n", Verdict.AC),
-    ("tokens", b" 1\t2\r\n\n", b"1 2", Verdict.AC),
-    ("float:1e-6", b"3 3\n", b"3\n", Verdict.PE),  # rcmp: extra information in the output file
-    ("float:1e-6", b"", b"3\n", Verdict.PE),  # rcmp: unexpected end of file
-    ("float:1e-6", b"1\x0c2\n", b"1 2\n", Verdict.PE),  # rcmp: "1\f2" is no double
-    ("float:1e-6", b"3\x0c\n", b"3\n", Verdict.PE),
-    ("float:1e-6", b"abc\n", b"0.5\n", Verdict.PE),  # rcmp: expected double
-    ("float:1e-6", b"0.6 abc\n", b"0.5 abc\n", Verdict.WA),
-    ("float:1e-6", b"abd\n", b"abc\n", Verdict.WA),  # no number on the jury's side: compared as text
-], ids=["tokens-extra", "tokens-missing", "tokens-form-feed", "tokens-vertical-tab", "tokens-blanks",
-        "float-extra", "float-missing", "float-form-feed", "float-form-feed-after", "float-not-a-number",
-        "float-differs", "float-text"])
+@pytest.mark.parametrize(
+    "checker, output, answer, expected",
+    [
+        ("tokens", b"3 3\n", b"3\n", Verdict.WA),  # wcmp: "Participant output contains extra tokens"
+        ("tokens", b"", b"3\n", Verdict.WA),  # wcmp: "Unexpected EOF in the participants output"
+        ("tokens", b"1\x0c2\n", b"1 2\n", Verdict.WA),  # a form feed is no blank for testlib: one token "1\f2"
+        ("tokens", b"1\x0b2\n", b"1\x0b2\n", Verdict.AC),
+        ("tokens", b" 1\t2\r\n\n", b"1 2", Verdict.AC),
+        ("float:1e-6", b"3 3\n", b"3\n", Verdict.PE),  # rcmp: extra information in the output file
+        ("float:1e-6", b"", b"3\n", Verdict.PE),  # rcmp: unexpected end of file
+        ("float:1e-6", b"1\x0c2\n", b"1 2\n", Verdict.PE),  # rcmp: "1\f2" is no double
+        ("float:1e-6", b"3\x0c\n", b"3\n", Verdict.PE),
+        ("float:1e-6", b"abc\n", b"0.5\n", Verdict.PE),  # rcmp: expected double
+        ("float:1e-6", b"0.6 abc\n", b"0.5 abc\n", Verdict.WA),
+        ("float:1e-6", b"abd\n", b"abc\n", Verdict.WA),  # no number on the jury's side: compared as text
+    ],
+    ids=[
+        "tokens-extra",
+        "tokens-missing",
+        "tokens-form-feed",
+        "tokens-vertical-tab",
+        "tokens-blanks",
+        "float-extra",
+        "float-missing",
+        "float-form-feed",
+        "float-form-feed-after",
+        "float-not-a-number",
+        "float-differs",
+        "float-text",
+    ],
+)
 def test_token_rules_of_the_built_in_checkers_are_testlibs(checker, output, answer, expected):
     from agentgspo.sandboxes.judge.checkers import make_checker
 
@@ -262,14 +315,18 @@ def test_file_io_mode():
 FILE_IO = "import os\na, b = map(int, open('input.txt').read().split())\nopen('output.txt', 'w').write(str(a + b))\n"
 
 
-@pytest.mark.parametrize("tamper, expected", [
-    ("os.remove('input.txt'); os.mkdir('input.txt')", Verdict.AC),
-    ("os.chmod('input.txt', 0o444)", Verdict.AC),
-    ("os.remove('input.txt'); os.mkfifo('input.txt')", Verdict.AC),
-    ("os.chmod('.', 0o555)", Verdict.AC),
-    ("os.remove('output.txt'); os.mkfifo('output.txt')", Verdict.WA),  # no output: missing tokens
-    ("os.remove('output.txt'); os.mkdir('output.txt')", Verdict.WA),
-], ids=["input-dir", "input-read-only", "input-fifo", "dir-read-only", "output-fifo", "output-dir"])
+@pytest.mark.parametrize(
+    "tamper, expected",
+    [
+        ("os.remove('input.txt'); os.mkdir('input.txt')", Verdict.AC),
+        ("os.chmod('input.txt', 0o444)", Verdict.AC),
+        ("os.remove('input.txt'); os.mkfifo('input.txt')", Verdict.AC),
+        ("os.chmod('.', 0o555)", Verdict.AC),
+        ("os.remove('output.txt'); os.mkfifo('output.txt')", Verdict.WA),  # no output: missing tokens
+        ("os.remove('output.txt'); os.mkdir('output.txt')", Verdict.WA),
+    ],
+    ids=["input-dir", "input-read-only", "input-fifo", "dir-read-only", "output-fifo", "output-dir"],
+)
 def test_file_io_solution_cannot_turn_its_next_test_into_a_judge_error(tamper, expected):
     start = time.time()
     result = judge(FILE_IO + tamper + "\n", APLUSB, io_mode="file", limits=LIMITS, workers=1)
@@ -290,8 +347,13 @@ def test_docker_verdicts_and_interactive(docker_backend):
     assert judge(PY["AC"], APLUSB, limits=LIMITS, backend=docker_backend).verdict == Verdict.AC
     assert judge(PY["WA"], APLUSB, limits=LIMITS, backend=docker_backend).verdict == Verdict.WA
     assert judge(CPP["AC"], APLUSB, lang="cpp", limits=LIMITS, backend=docker_backend).verdict == Verdict.AC
-    result = judge(BINARY_SEARCH, INTERACTIVE_TESTS, interactor=FIXTURES / "interactive" / "interactor.py",
-                   limits=LIMITS, backend=docker_backend)
+    result = judge(
+        BINARY_SEARCH,
+        INTERACTIVE_TESTS,
+        interactor=FIXTURES / "interactive" / "interactor.py",
+        limits=LIMITS,
+        backend=docker_backend,
+    )
     assert result.verdict == Verdict.AC, result.to_dict()
 
 
@@ -323,8 +385,10 @@ def test_parallel_results_match_serial_and_keep_test_order():
 
 
 def test_parallel_cpu_time_is_each_tests_own():
-    solution = ("import time\nif input() == 'burn':\n    end = time.process_time() + 0.3\n"
-                "    while time.process_time() < end:\n        pass\nelse:\n    time.sleep(0.3)\nprint('ok')\n")
+    solution = (
+        "import time\nif input() == 'burn':\n    end = time.process_time() + 0.3\n"
+        "    while time.process_time() < end:\n        pass\nelse:\n    time.sleep(0.3)\nprint('ok')\n"
+    )
     tests = [("burn", "ok"), ("sleep", "ok")] * 2
     result = judge(solution, tests, limits=Limits(time_limit_s=2, wall_limit_s=5), workers=2)
     assert result.verdict == Verdict.AC, result.to_dict()
@@ -332,21 +396,28 @@ def test_parallel_cpu_time_is_each_tests_own():
     assert all(t.time_s >= 0.25 for t in burn) and all(t.time_s < 0.1 for t in sleep), result.to_dict()
 
 
-@pytest.mark.parametrize("slow, expected", [
-    ("", [Verdict.AC, Verdict.AC, Verdict.RE] + [Verdict.SKIPPED] * 5),
-    ("0", [Verdict.AC, Verdict.RE] + [Verdict.SKIPPED] * 6),  # test 1 fails while the slow test 0 still runs
-], ids=["in-order", "later-test-fails-first"])
+@pytest.mark.parametrize(
+    "slow, expected",
+    [
+        ("", [Verdict.AC, Verdict.AC, Verdict.RE] + [Verdict.SKIPPED] * 5),
+        ("0", [Verdict.AC, Verdict.RE] + [Verdict.SKIPPED] * 6),  # test 1 fails while the slow test 0 still runs
+    ],
+    ids=["in-order", "later-test-fails-first"],
+)
 def test_parallel_stop_on_failure(slow, expected):
-    solution = (f"import time\nn = int(input())\nif str(n) in {slow!r}.split():\n    time.sleep(0.4)\n"
-                f"if n == {expected.index(Verdict.RE)}:\n    raise ValueError(n)\nprint(n)\n")
+    solution = (
+        f"import time\nn = int(input())\nif str(n) in {slow!r}.split():\n    time.sleep(0.4)\n"
+        f"if n == {expected.index(Verdict.RE)}:\n    raise ValueError(n)\nprint(n)\n"
+    )
     tests = [(f"{i}\n", f"{i}\n") for i in range(8)]
     result = judge(solution, tests, limits=Limits(time_limit_s=1, wall_limit_s=3), stop_on_failure=True, workers=3)
     assert [t.verdict for t in result.tests] == expected, result.to_dict()
 
 
 def test_parallel_stop_on_wrong_answer_skips_the_rest():
-    result = judge(BY_INPUT, [(f"{i}\n", f"{i * 2}\n") for i in range(7, 12)], limits=LIMITS,
-                   stop_on_failure=True, workers=2)
+    result = judge(
+        BY_INPUT, [(f"{i}\n", f"{i * 2}\n") for i in range(7, 12)], limits=LIMITS, stop_on_failure=True, workers=2
+    )
     assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA] + [Verdict.SKIPPED] * 3
 
 
@@ -399,8 +470,11 @@ def test_cpp_peak_memory_does_not_include_the_other_tests_inputs():
 
 
 def test_each_test_gets_fresh_ordinary_stdio():
-    facts = run_python("import sys\nprint(sys.stdin.seekable(), sys.stdout.seekable(), sys.stdin.encoding, "
-                       "sys.stderr.line_buffering, sys.stdin.buffer.read().decode()[::-1])", "abc")
+    facts = run_python(
+        "import sys\nprint(sys.stdin.seekable(), sys.stdout.seekable(), sys.stdin.encoding, "
+        "sys.stderr.line_buffering, sys.stdin.buffer.read().decode()[::-1])",
+        "abc",
+    )
     assert facts.stdout == "True True utf-8 True cba\n", facts
     echo = "import sys\nsys.stdout.write(sys.stdin.read())\n"
     tests = [(f"line {i}\n" * (i + 1), f"line {i}\n" * (i + 1)) for i in range(6)]
@@ -479,8 +553,12 @@ def test_a_solution_that_kills_its_runner_is_a_runtime_error_not_a_judge_error(s
 
 
 def test_an_interactive_solution_that_kills_its_runner_is_a_runtime_error():
-    result = judge("input()\n" + KILLS_ITS_RUNNER, INTERACTIVE_TESTS[:1],
-                   interactor=FIXTURES / "interactive" / "interactor.py", limits=LIMITS)
+    result = judge(
+        "input()\n" + KILLS_ITS_RUNNER,
+        INTERACTIVE_TESTS[:1],
+        interactor=FIXTURES / "interactive" / "interactor.py",
+        limits=LIMITS,
+    )
     assert result.verdict == Verdict.RE, result.to_dict()
 
 

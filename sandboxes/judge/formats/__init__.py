@@ -17,14 +17,36 @@ CodeForces-v0 and ``agentgspo eval`` then read it.
 from __future__ import annotations
 
 from . import kattis, own_format, polygon
-from .registry import (FORMATS, SUFFIX_LANGS, ProblemFormat, ProblemPackage, expected_markers, format_of,
-                       load_any_package, load_any_problem, problem_folders, register_format, solution_files,
-                       unregister_format)
+from .registry import (
+    FORMATS,
+    SUFFIX_LANGS,
+    ProblemFormat,
+    ProblemPackage,
+    expected_markers,
+    format_of,
+    load_any_package,
+    load_any_problem,
+    problem_folders,
+    register_format,
+    solution_files,
+    unregister_format,
+)
 
 register_format(own_format.FORMAT)
 register_format(kattis.FORMAT)
 register_format(polygon.FORMAT)
 
-__all__ = ["FORMATS", "SUFFIX_LANGS", "ProblemFormat", "ProblemPackage", "expected_markers", "format_of",
-           "load_any_package", "load_any_problem", "problem_folders", "register_format", "solution_files",
-           "unregister_format"]
+__all__ = [
+    "FORMATS",
+    "SUFFIX_LANGS",
+    "ProblemFormat",
+    "ProblemPackage",
+    "expected_markers",
+    "format_of",
+    "load_any_package",
+    "load_any_problem",
+    "problem_folders",
+    "register_format",
+    "solution_files",
+    "unregister_format",
+]

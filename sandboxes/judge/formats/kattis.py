@@ -45,8 +45,7 @@ from ...results import JudgeResult, Limits, TestResult, Verdict
 from ...submission import TestCase
 from ..checkers import IcpcDefaultChecker
 from .kattis_grading import FROM_KATTIS, grade, grade_group
-from .kattis_package import (KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root,
-                             load_kattis_package)
+from .kattis_package import KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root, load_kattis_package
 from ..languages import submission_language
 from ..testdata import Problem
 from .registry import ProblemFormat, ProblemPackage, solution_files
@@ -55,7 +54,6 @@ EXIT_AC, EXIT_WA = 42, 43
 INTERACTOR_ADAPTER = Path(__file__).with_name("kattis_interactor.py")
 KATTIS_WRONG_DIRS = ("wrong_answer", "time_limit_exceeded", "run_time_error")  # submissions an env may show
 TIME_LIMIT_PROBE_S = 60.0  # CPU limit while timing the accepted submissions (problemtools allows up to 300 s)
-
 
 
 # --- checking one test's output ---------------------------------------------------------------------------------
@@ -91,8 +89,9 @@ def _validator_score(package: KattisPackage, feedback_dir: Path, verdict: Verdic
 class KattisOutputChecker:
     """Checks a test's output with the package's validator (or the default one) and its group's flags."""
 
-    def __init__(self, package: KattisPackage, flags_by_test: dict[str, list[str]],
-                 feedback_dirs: dict[str, Path] | None = None) -> None:
+    def __init__(
+        self, package: KattisPackage, flags_by_test: dict[str, list[str]], feedback_dirs: dict[str, Path] | None = None
+    ) -> None:
         self.package, self.flags_by_test, self.feedback_dirs = package, flags_by_test, feedback_dirs or {}
         self._default: dict[str, IcpcDefaultChecker] = {}
 
@@ -103,8 +102,9 @@ class KattisOutputChecker:
     def check_case(self, case: TestCase, output: bytes):
         """Check ``output`` of test ``case`` with its group's output_validator_flags (and its own feedback folder,
         kept between the passes of a multi-pass problem); (verdict, message, score)."""
-        return self._check(case.input, output, case.answer, self.flags_by_test.get(case.name, []),
-                           self.feedback_dirs.get(case.name))
+        return self._check(
+            case.input, output, case.answer, self.flags_by_test.get(case.name, []), self.feedback_dirs.get(case.name)
+        )
 
     def _check(self, input_data: bytes, output: bytes, answer: bytes, flags: list[str], feedback: Path | None):
         if self.package.validator is None:
@@ -120,20 +120,32 @@ class KattisOutputChecker:
             (tmp_path / "in").write_bytes(input_data)
             (tmp_path / "ans").write_bytes(answer)
             (tmp_path / "out").write_bytes(output)
-            argv = self.package.validator.argv + [str(tmp_path / "in"), str(tmp_path / "ans"),
-                                                  str(feedback) + os.sep, *flags]
+            argv = self.package.validator.argv + [
+                str(tmp_path / "in"),
+                str(tmp_path / "ans"),
+                str(feedback) + os.sep,
+                *flags,
+            ]
             try:
                 with open(tmp_path / "out", "rb") as stdin:
-                    done = subprocess.run(argv, stdin=stdin, capture_output=True, cwd=tmp,
-                                          timeout=self.package.validation_time_s)
+                    done = subprocess.run(
+                        argv, stdin=stdin, capture_output=True, cwd=tmp, timeout=self.package.validation_time_s
+                    )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return Verdict.JE, f"output validator failed to run: {exc}", None
             if done.returncode in (EXIT_AC, EXIT_WA):
-                return _validator_score(self.package, feedback,
-                                        Verdict.AC if done.returncode == EXIT_AC else Verdict.WA)
+                return _validator_score(
+                    self.package, feedback, Verdict.AC if done.returncode == EXIT_AC else Verdict.WA
+                )
             detail = (_feedback(feedback) or done.stderr.decode("utf-8", "replace").strip())[-500:]
-            return Verdict.JE, (f"output validator exited with {done.returncode} (judge failure, not the "
-                                f"solution's; expected 42 or 43): {detail}"), None
+            return (
+                Verdict.JE,
+                (
+                    f"output validator exited with {done.returncode} (judge failure, not the "
+                    f"solution's; expected 42 or 43): {detail}"
+                ),
+                None,
+            )
 
 
 # --- judging ---------------------------------------------------------------------------------------------------
@@ -142,8 +154,9 @@ def _flags_by_test(package: KattisPackage) -> dict[str, list[str]]:
     for group in package.root.groups():
         for item in group.items:
             if isinstance(item, KattisTest):
-                flags[item.name] = package.validator_flags + str(group.config.get("output_validator_flags")
-                                                                  or "").split()
+                flags[item.name] = (
+                    package.validator_flags + str(group.config.get("output_validator_flags") or "").split()
+                )
     return flags
 
 
@@ -152,19 +165,37 @@ def _stops_at_first_failure(package: KattisPackage) -> bool:
     return all(group.config["on_reject"] == "break" for group in package.root.groups())
 
 
-def _interactive_cases(package: KattisPackage, tests: list[KattisTest], inputs: dict[str, Path], flags: dict,
-                       feedback_dirs: dict[str, Path]) -> list[TestCase]:
+def _interactive_cases(
+    package: KattisPackage,
+    tests: list[KattisTest],
+    inputs: dict[str, Path],
+    flags: dict,
+    feedback_dirs: dict[str, Path],
+) -> list[TestCase]:
     cases = []
     for test in tests:
-        manifest = {"argv": package.validator.argv, "input": str(inputs[test.name].resolve()),
-                    "answer": str(test.answer_path.resolve()), "feedback_dir": str(feedback_dirs[test.name]),
-                    "flags": flags.get(test.name, [])}
+        manifest = {
+            "argv": package.validator.argv,
+            "input": str(inputs[test.name].resolve()),
+            "answer": str(test.answer_path.resolve()),
+            "feedback_dir": str(feedback_dirs[test.name]),
+            "flags": flags.get(test.name, []),
+        }
         cases.append(TestCase(json.dumps(manifest).encode(), b"", test.name))
     return cases
 
 
-def _run_pass(package: KattisPackage, source: str, lang: str, tests: list[KattisTest], inputs: dict[str, Path],
-              feedback_dirs: dict[str, Path], limits: Limits, sandbox, workers: int | None) -> JudgeResult:
+def _run_pass(
+    package: KattisPackage,
+    source: str,
+    lang: str,
+    tests: list[KattisTest],
+    inputs: dict[str, Path],
+    feedback_dirs: dict[str, Path],
+    limits: Limits,
+    sandbox,
+    workers: int | None,
+) -> JudgeResult:
     """One run of the submission on ``tests``, each on its current input: batch outputs checked by the validator,
     or interaction with it; every test keeps its own feedback folder."""
     from ..core import judge
@@ -173,11 +204,27 @@ def _run_pass(package: KattisPackage, source: str, lang: str, tests: list[Kattis
     stop = _stops_at_first_failure(package)
     if not package.interactive:
         cases = [TestCase(inputs[t.name].read_bytes(), t.answer_path.read_bytes(), t.name) for t in tests]
-        return judge(source, cases, lang=lang, checker=KattisOutputChecker(package, flags, feedback_dirs),
-                     limits=limits, stop_on_failure=stop, backend=sandbox, workers=workers)
+        return judge(
+            source,
+            cases,
+            lang=lang,
+            checker=KattisOutputChecker(package, flags, feedback_dirs),
+            limits=limits,
+            stop_on_failure=stop,
+            backend=sandbox,
+            workers=workers,
+        )
     cases = _interactive_cases(package, tests, inputs, flags, feedback_dirs)
-    result = judge(source, cases, lang=lang, interactor=INTERACTOR_ADAPTER, limits=limits, stop_on_failure=stop,
-                   backend=sandbox, workers=workers)
+    result = judge(
+        source,
+        cases,
+        lang=lang,
+        interactor=INTERACTOR_ADAPTER,
+        limits=limits,
+        stop_on_failure=stop,
+        backend=sandbox,
+        workers=workers,
+    )
     for test_result in result.tests:
         if test_result.verdict in (Verdict.AC, Verdict.WA):  # the validator's score.txt rules, as in batch
             verdict, message, score = _validator_score(package, feedback_dirs[test_result.name], test_result.verdict)
@@ -186,8 +233,9 @@ def _run_pass(package: KattisPackage, source: str, lang: str, tests: list[Kattis
     return result
 
 
-def _judge_passes(package: KattisPackage, source: str, lang: str, limits: Limits, sandbox, workers: int | None,
-                  tmp: Path) -> JudgeResult:
+def _judge_passes(
+    package: KattisPackage, source: str, lang: str, limits: Limits, sandbox, workers: int | None, tmp: Path
+) -> JudgeResult:
     """Run every test, and again on the validator's ``nextpass.in`` in a multi-pass problem (up to
     ``validation_passes`` runs), as problemtools' ``_run_multipass``: a rejection, or no further pass, ends a test;
     a nextpass.in beside a rejection, or a pass beyond the last, is a judge error. Returns the last result of
@@ -215,23 +263,38 @@ def _judge_passes(package: KattisPackage, source: str, lang: str, limits: Limits
             if not package.multi_pass or test_result.verdict == Verdict.SKIPPED:
                 continue
             if test_result.verdict != Verdict.AC and nextpass.is_file():
-                final[test.name] = TestResult(test.name, Verdict.JE, time_s=slowest, message=(
-                    f"pass {number}: the output validator wrote nextpass.in with a {test_result.verdict.value}"))
+                final[test.name] = TestResult(
+                    test.name,
+                    Verdict.JE,
+                    time_s=slowest,
+                    message=(
+                        f"pass {number}: the output validator wrote nextpass.in with a {test_result.verdict.value}"
+                    ),
+                )
             elif test_result.verdict == Verdict.AC and nextpass.is_file():
                 if number == package.validation_passes:
-                    final[test.name] = TestResult(test.name, Verdict.JE, time_s=slowest, message=(
-                        f"the output validator gave no verdict within validation_passes = {number} passes"))
+                    final[test.name] = TestResult(
+                        test.name,
+                        Verdict.JE,
+                        time_s=slowest,
+                        message=(f"the output validator gave no verdict within validation_passes = {number} passes"),
+                    )
                     continue
-                inputs[test.name] = feedback_dirs[test.name].with_name(f"{feedback_dirs[test.name].name}-pass"
-                                                                       f"{number + 1}.in")
+                inputs[test.name] = feedback_dirs[test.name].with_name(
+                    f"{feedback_dirs[test.name].name}-pass{number + 1}.in"
+                )
                 nextpass.rename(inputs[test.name])
                 still.append(test)
         if not still:
             break
         pending = still
-    return JudgeResult(first.verdict, [final[t.name] for t in tests if t.name in final],
-                       compile_output=first.compile_output, compile_time_s=first.compile_time_s,
-                       message=first.message)
+    return JudgeResult(
+        first.verdict,
+        [final[t.name] for t in tests if t.name in final],
+        compile_output=first.compile_output,
+        compile_time_s=first.compile_time_s,
+        message=first.message,
+    )
 
 
 def _package_archive(package: KattisPackage, with_accepted: bool) -> bytes:
@@ -268,8 +331,11 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
     """
     if package.fixed_time_limit_s is not None:
         return package.fixed_time_limit_s, package.time_limit_source
-    accepted = sorted(p for p in (package.directory / "submissions" / "accepted").glob("*")
-                      if p.is_file()) if (package.directory / "submissions" / "accepted").is_dir() else []
+    accepted = (
+        sorted(p for p in (package.directory / "submissions" / "accepted").glob("*") if p.is_file())
+        if (package.directory / "submissions" / "accepted").is_dir()
+        else []
+    )
     runnable = []
     for path in accepted:
         try:
@@ -277,9 +343,11 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
         except ValueError:
             continue
     if not runnable:
-        raise ValueError(f"{package.directory}: no time limit (limits.time_limit in problem.yaml, or .timelimit) and "
-                         "no Python or C++ submission in submissions/accepted to compute it from: add one of them, "
-                         "or pass a time limit (--time-limit / time_limit_s=)")
+        raise ValueError(
+            f"{package.directory}: no time limit (limits.time_limit in problem.yaml, or .timelimit) and "
+            "no Python or C++ submission in submissions/accepted to compute it from: add one of them, "
+            "or pass a time limit (--time-limit / time_limit_s=)"
+        )
     digest = _package_digest(package)
     cache = cache_root() / "kattis-timelimits" / f"{digest}.json"
     if cache.is_file():
@@ -289,15 +357,19 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
     for path, lang in runnable:
         result = judge_kattis(package, path.read_text(), lang, backend=backend, time_limit_s=TIME_LIMIT_PROBE_S)
         if result.verdict != Verdict.AC:
-            raise ValueError(f"{path}: this accepted submission got {result.verdict.value} ({result.message[:200]}), "
-                             "so the time limit cannot be computed from it; fix the package or pass a time limit")
+            raise ValueError(
+                f"{path}: this accepted submission got {result.verdict.value} ({result.message[:200]}), "
+                "so the time limit cannot be computed from it; fix the package or pass a time limit"
+            )
         runtime = max((t.time_s for t in result.tests if t.verdict != Verdict.SKIPPED), default=0.0)
         if runtime >= slowest:
             slowest, slowest_name = runtime, path.name
     resolution = package.time_resolution_s
     time_limit = max(1, math.ceil(slowest * package.ac_to_time_limit / resolution)) * resolution
-    source = (f"computed: slowest accepted submission {slowest_name} ({slowest:.3f} s CPU) x ac_to_time_limit "
-              f"{package.ac_to_time_limit:g}, rounded up to {resolution:g} s")
+    source = (
+        f"computed: slowest accepted submission {slowest_name} ({slowest:.3f} s CPU) x ac_to_time_limit "
+        f"{package.ac_to_time_limit:g}, rounded up to {resolution:g} s"
+    )
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"time_limit_s": time_limit, "source": source}))
@@ -305,9 +377,17 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
     return time_limit, source
 
 
-def judge_kattis(package: "KattisPackage | str | os.PathLike", source: str, lang: str = "py", *,
-                 backend="local", time_limit_s: float | None = None, memory_limit_mb: float | None = None,
-                 output_limit_mb: float | None = None, workers: int | None = None) -> JudgeResult:
+def judge_kattis(
+    package: "KattisPackage | str | os.PathLike",
+    source: str,
+    lang: str = "py",
+    *,
+    backend="local",
+    time_limit_s: float | None = None,
+    memory_limit_mb: float | None = None,
+    output_limit_mb: float | None = None,
+    workers: int | None = None,
+) -> JudgeResult:
     """Judge ``source`` on a Kattis package as problemtools does (see the module docstring).
 
     Returns a JudgeResult whose ``tests`` are in judging order (tests a ``break`` left unjudged are SKIPPED),
@@ -323,12 +403,20 @@ def judge_kattis(package: "KattisPackage | str | os.PathLike", source: str, lang
     if hasattr(sandbox, "judge_package_remote"):  # the server judges the package with this same code
         with_accepted = time_limit_s is None and package.fixed_time_limit_s is None
         return sandbox.judge_package_remote(
-            _package_archive(package, with_accepted), source, lang=lang, time_limit_s=time_limit_s,
-            memory_limit_mb=memory_limit_mb, output_limit_mb=output_limit_mb)
+            _package_archive(package, with_accepted),
+            source,
+            lang=lang,
+            time_limit_s=time_limit_s,
+            memory_limit_mb=memory_limit_mb,
+            output_limit_mb=output_limit_mb,
+        )
     if time_limit_s is None:
         time_limit_s, _ = time_limit_of(package, backend)
-    limits = Limits(time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb or package.memory_limit_mb,
-                    output_limit_mb=output_limit_mb or package.output_limit_mb)
+    limits = Limits(
+        time_limit_s=time_limit_s,
+        memory_limit_mb=memory_limit_mb or package.memory_limit_mb,
+        output_limit_mb=output_limit_mb or package.output_limit_mb,
+    )
     tests = package.tests()
     with tempfile.TemporaryDirectory(prefix="agentgspo-kattis-") as tmp:
         result = _judge_passes(package, source, lang, limits, sandbox, workers, Path(tmp))
@@ -345,21 +433,31 @@ def judge_kattis(package: "KattisPackage | str | os.PathLike", source: str, lang
     for test in tests:
         test_result = by_name[test.name]
         if test.name not in counted and test_result.verdict != Verdict.SKIPPED:
-            test_result = TestResult(test.name, Verdict.SKIPPED,
-                                     message=f"not counted: an earlier rejection ended its group "
-                                             f"(on_reject: break); it had {test_result.verdict.value}")
+            test_result = TestResult(
+                test.name,
+                Verdict.SKIPPED,
+                message=f"not counted: an earlier rejection ended its group "
+                f"(on_reject: break); it had {test_result.verdict.value}",
+            )
         ordered.append(test_result)
     verdict = FROM_KATTIS.get(graded.verdict, Verdict.JE) if graded else Verdict.JE
     message = result.message
     if package.scoring and graded is not None and graded.score is not None:
-        message = (message + "; " if message else "") + f"score {graded.score:g} (best possible " \
-                                                         f"{package.max_score():g})"
-    return JudgeResult(verdict, ordered, compile_output=result.compile_output, compile_time_s=result.compile_time_s,
-                       message=message, score=graded.score if graded else None, groups=report)
+        message = (
+            message + "; " if message else ""
+        ) + f"score {graded.score:g} (best possible {package.max_score():g})"
+    return JudgeResult(
+        verdict,
+        ordered,
+        compile_output=result.compile_output,
+        compile_time_s=result.compile_time_s,
+        message=message,
+        score=graded.score if graded else None,
+        groups=report,
+    )
 
 
-def load_kattis_problem(directory: str | os.PathLike, *, time_limit_s: float | None = None,
-                        backend="local") -> Problem:
+def load_kattis_problem(directory: str | os.PathLike, *, time_limit_s: float | None = None, backend="local") -> Problem:
     """A Kattis package as a ``Problem`` (the public loader; ``judge_problem`` judges it with ``judge_kattis``).
 
     name: problem.yaml's name (English when there are several) or the statement's ``\\problemname``; statement:
@@ -379,11 +477,27 @@ def load_kattis_problem(directory: str | os.PathLike, *, time_limit_s: float | N
         checker = "icpc:" + " ".join(package.validator_flags) if package.validator_flags else "icpc"
     else:
         checker = f"kattis:{package.validator.argv[-1]}"
-    metadata = {"source": "kattis", "config": package.config, "package": package, "names": package.names,
-                "statement_path": package.statement_path, "sample_interactions": package.sample_interactions,
-                "time_limit_source": source, "scoring": package.scoring}
-    return Problem(package.name, tests, time_limit_s, package.memory_limit_mb, checker, statement=package.statement,
-                   samples=package.samples, interactive=package.interactive, metadata=metadata)
+    metadata = {
+        "source": "kattis",
+        "config": package.config,
+        "package": package,
+        "names": package.names,
+        "statement_path": package.statement_path,
+        "sample_interactions": package.sample_interactions,
+        "time_limit_source": source,
+        "scoring": package.scoring,
+    }
+    return Problem(
+        package.name,
+        tests,
+        time_limit_s,
+        package.memory_limit_mb,
+        checker,
+        statement=package.statement,
+        samples=package.samples,
+        interactive=package.interactive,
+        metadata=metadata,
+    )
 
 
 def kattis_package(directory: str | os.PathLike) -> ProblemPackage:
@@ -394,16 +508,36 @@ def kattis_package(directory: str | os.PathLike) -> ProblemPackage:
     references: dict[str, str] = {}
     for lang, path in solution_files(directory / "submissions" / "accepted"):
         references.setdefault(lang, path.read_text())
-    wrong = [{"name": f"{kind}/{path.name}", "lang": lang, "code": path.read_text()}
-             for kind in KATTIS_WRONG_DIRS for lang, path in solution_files(directory / "submissions" / kind)]
+    wrong = [
+        {"name": f"{kind}/{path.name}", "lang": lang, "code": path.read_text()}
+        for kind in KATTIS_WRONG_DIRS
+        for lang, path in solution_files(directory / "submissions" / kind)
+    ]
     examples = [(t.input.decode(), t.answer.decode()) for t in problem.samples]
     body = problem.statement or "(This package has no Markdown statement; the examples show the format.)"
     return ProblemPackage(problem, body, examples, references, wrong, title=problem.name, id=directory.name)
 
 
-FORMAT = ProblemFormat(name="kattis", marker="problem.yaml", description="ICPC/Kattis package",
-                       load_problem=load_kattis_problem, load_package=kattis_package,
-                       options=("time_limit_s", "backend"), judge_folder=judge_kattis)
+FORMAT = ProblemFormat(
+    name="kattis",
+    marker="problem.yaml",
+    description="ICPC/Kattis package",
+    load_problem=load_kattis_problem,
+    load_package=kattis_package,
+    options=("time_limit_s", "backend"),
+    judge_folder=judge_kattis,
+)
 
-__all__ = ["FORMAT", "KattisGroup", "KattisPackage", "KattisTest", "OutputValidator", "grade", "judge_kattis",
-           "kattis_package", "load_kattis_package", "load_kattis_problem", "time_limit_of"]
+__all__ = [
+    "FORMAT",
+    "KattisGroup",
+    "KattisPackage",
+    "KattisTest",
+    "OutputValidator",
+    "grade",
+    "judge_kattis",
+    "kattis_package",
+    "load_kattis_package",
+    "load_kattis_problem",
+    "time_limit_of",
+]

@@ -16,10 +16,29 @@ from .kattis_package import SCORE_AGGREGATORS, VERDICT_AGGREGATORS, KattisGroup
 
 #: The default grader's order, worst first.
 ERROR_ORDER = ("JE", "IF", "RTE", "MLE", "TLE", "OLE", "WA", "PE", "AC")
-TO_KATTIS = {Verdict.AC: "AC", Verdict.WA: "WA", Verdict.PE: "WA", Verdict.TLE: "TLE", Verdict.ILE: "TLE",
-             Verdict.MLE: "MLE", Verdict.OLE: "OLE", Verdict.RE: "RTE", Verdict.JE: "JE"}
-FROM_KATTIS = {"AC": Verdict.AC, "WA": Verdict.WA, "PE": Verdict.PE, "TLE": Verdict.TLE, "MLE": Verdict.MLE,
-               "OLE": Verdict.OLE, "RTE": Verdict.RE, "JE": Verdict.JE, "IF": Verdict.JE}
+TO_KATTIS = {
+    Verdict.AC: "AC",
+    Verdict.WA: "WA",
+    Verdict.PE: "WA",
+    Verdict.TLE: "TLE",
+    Verdict.ILE: "TLE",
+    Verdict.MLE: "MLE",
+    Verdict.OLE: "OLE",
+    Verdict.RE: "RTE",
+    Verdict.JE: "JE",
+}
+FROM_KATTIS = {
+    "AC": Verdict.AC,
+    "WA": Verdict.WA,
+    "PE": Verdict.PE,
+    "TLE": Verdict.TLE,
+    "MLE": Verdict.MLE,
+    "OLE": Verdict.OLE,
+    "RTE": Verdict.RE,
+    "JE": Verdict.JE,
+    "IF": Verdict.JE,
+}
+
 
 @dataclass
 class Graded:
@@ -57,8 +76,9 @@ def grade(children: list[Graded], grader_flags: str) -> Graded:
     return Graded(verdict, total)
 
 
-def grade_group(group: KattisGroup, results: dict[str, TestResult], scoring: bool, counted: set,
-                 report: list[dict]) -> Graded | None:
+def grade_group(
+    group: KattisGroup, results: dict[str, TestResult], scoring: bool, counted: set, report: list[dict]
+) -> Graded | None:
     """Walk ``group`` as problemtools' SubmissionJudge does; None when it holds no test at all."""
     children: list[Graded] = []
     for item in group.items:
@@ -69,8 +89,13 @@ def grade_group(group: KattisGroup, results: dict[str, TestResult], scoring: boo
         else:
             result = results[item.name]
             kattis = TO_KATTIS.get(result.verdict, "JE")
-            score = result.score if result.score is not None else \
-                group.config["accept_score"] if kattis == "AC" else group.config["reject_score"]
+            score = (
+                result.score
+                if result.score is not None
+                else group.config["accept_score"]
+                if kattis == "AC"
+                else group.config["reject_score"]
+            )
             child = Graded(kattis, score)
             counted.add(item.name)
         children.append(child)
@@ -82,6 +107,7 @@ def grade_group(group: KattisGroup, results: dict[str, TestResult], scoring: boo
     graded = Graded("JE", None) if je else grade(children, str(group.config["grader_flags"] or ""))
     if not scoring:
         graded.score = None
-    report.append({"name": group.name, "verdict": FROM_KATTIS.get(graded.verdict, Verdict.JE).value,
-                   "score": graded.score})
+    report.append(
+        {"name": group.name, "verdict": FROM_KATTIS.get(graded.verdict, Verdict.JE).value, "score": graded.score}
+    )
     return graded

@@ -34,15 +34,23 @@ from ..checkers import IcpcDefaultChecker
 from ..compile import build_once
 
 #: problemtools' config/testdata.yaml defaults.
-GROUP_DEFAULTS = {"on_reject": "break", "grading": "default", "grader_flags": "", "accept_score": 1.0,
-                  "reject_score": 0.0, "range": "-inf +inf", "output_validator_flags": "",
-                  "input_validator_flags": ""}
+GROUP_DEFAULTS = {
+    "on_reject": "break",
+    "grading": "default",
+    "grader_flags": "",
+    "accept_score": 1.0,
+    "reject_score": 0.0,
+    "range": "-inf +inf",
+    "output_validator_flags": "",
+    "input_validator_flags": "",
+}
 SCORING_ONLY_KEYS = ("accept_score", "reject_score", "range")
 VERDICT_AGGREGATORS = ("worst_error", "no_errors", "first_error", "always_accept")
 SCORE_AGGREGATORS = ("sum", "avg", "max", "min")
 GRADER_FLAGS = (*VERDICT_AGGREGATORS, *SCORE_AGGREGATORS, "ignore_sample", "accept_if_any_accepted")
 VALIDATOR_SUFFIXES = {".py": "py", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".c": "c"}
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx")
+
 
 @dataclass
 class KattisTest:
@@ -184,12 +192,15 @@ def _types(config: dict, path: Path, legacy: bool) -> frozenset:
         kind = str(config.get("type", "pass-fail"))
         validation = str(config.get("validation", "default")).split()
         if not validation or validation[0] not in ("default", "custom"):
-            raise ValueError(f"{path}: validation must be 'default' or 'custom [interactive] [score]', got "
-                             f"{config.get('validation')!r}")
+            raise ValueError(
+                f"{path}: validation must be 'default' or 'custom [interactive] [score]', got "
+                f"{config.get('validation')!r}"
+            )
         unknown = [w for w in validation[1:] if w not in ("interactive", "score", "multi-pass")]
         if unknown or (validation[0] == "default" and validation[1:]):
-            raise ValueError(f"{path}: unknown validation options {validation[1:]!r} (known after 'custom': "
-                             "interactive, score)")
+            raise ValueError(
+                f"{path}: unknown validation options {validation[1:]!r} (known after 'custom': interactive, score)"
+            )
         types = {kind, *(w for w in validation[1:] if w in ("interactive", "multi-pass"))}
     else:
         raw = config.get("type", "pass-fail")
@@ -224,8 +235,10 @@ def _group_config(directory: Path, parent: dict | None, package: dict) -> dict:
     if config["on_reject"] not in ("break", "continue"):
         raise ValueError(f"{where}: on_reject must be 'break' or 'continue', got {config['on_reject']!r}")
     if config["grading"] != "default":
-        raise ValueError(f"{where}: grading {config['grading']!r} (a custom grader) is not supported; use the "
-                         "default grader's grader_flags")
+        raise ValueError(
+            f"{where}: grading {config['grading']!r} (a custom grader) is not supported; use the "
+            "default grader's grader_flags"
+        )
     unknown = [f for f in str(config["grader_flags"] or "").split() if f not in GRADER_FLAGS]
     if unknown:
         raise ValueError(f"{where}: unknown grader_flags {unknown} (the default grader knows {list(GRADER_FLAGS)})")
@@ -248,13 +261,20 @@ def _read_group(directory: Path, data_root: Path, parent: dict | None, package: 
         elif path.suffix == ".ans" and path.with_suffix(".in").is_file():
             name = str(path.with_suffix("").relative_to(data_root))
             group.items.append(KattisTest(name, path.with_suffix(".in"), path))
-        elif path.suffix == ".in" and not path.with_suffix(".ans").exists() \
-                and not path.with_suffix(".interaction").exists():  # a sample transcript's input is no test
-            raise ValueError(f"test input {str(path)!r} has no answer file {path.with_suffix('.ans').name!r}: "
-                             "problemtools would skip it unjudged; add the answer (or remove the input)")
+        elif (
+            path.suffix == ".in"
+            and not path.with_suffix(".ans").exists()
+            and not path.with_suffix(".interaction").exists()
+        ):  # a sample transcript's input is no test
+            raise ValueError(
+                f"test input {str(path)!r} has no answer file {path.with_suffix('.ans').name!r}: "
+                "problemtools would skip it unjudged; add the answer (or remove the input)"
+            )
         elif path.suffix == ".ans":
-            raise ValueError(f"answer files without input: {str(path)!r} has no {path.with_suffix('.in').name!r}; "
-                             "add the input (or remove the answer)")
+            raise ValueError(
+                f"answer files without input: {str(path)!r} has no {path.with_suffix('.in').name!r}; "
+                "add the input (or remove the answer)"
+            )
     return group
 
 
@@ -268,7 +288,8 @@ def _validator_dir(directory: Path) -> Path | None:
 def cache_root() -> Path:
     """``$AGENTGSPO_CACHE``, else ``$XDG_CACHE_HOME/agentgspo`` (default ``~/.cache/agentgspo``)."""
     base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo")
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo"
+    )
     return Path(base)
 
 
@@ -278,19 +299,24 @@ def _compile_validator(files: list[Path], lang: str, where: str) -> Path:
     try:
         version = subprocess.run([compiler[0], "--version"], capture_output=True, text=True).stdout
     except OSError:
-        raise ValueError(f"{where}: compiling the output validator needs {compiler[0]} (not found); install it") \
-            from None
+        raise ValueError(
+            f"{where}: compiling the output validator needs {compiler[0]} (not found); install it"
+        ) from None
     digest = hashlib.sha256(version.encode() + " ".join(compiler).encode())
     for path in sorted(files):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     sources = [str(p) for p in files if p.suffix in VALIDATOR_SUFFIXES]
 
     def build(binary: Path) -> None:
-        done = subprocess.run([*compiler, "-O2", "-I", str(files[0].parent), "-o", str(binary), *sources, "-lm"],
-                              capture_output=True, timeout=300)
+        done = subprocess.run(
+            [*compiler, "-O2", "-I", str(files[0].parent), "-o", str(binary), *sources, "-lm"],
+            capture_output=True,
+            timeout=300,
+        )
         if done.returncode != 0:
-            raise ValueError(f"{where}: the output validator does not compile:\n"
-                             f"{done.stderr.decode('utf-8', 'replace')[-3000:]}")
+            raise ValueError(
+                f"{where}: the output validator does not compile:\n{done.stderr.decode('utf-8', 'replace')[-3000:]}"
+            )
 
     return build_once(cache_root() / "kattis-validators" / digest.hexdigest()[:32], "validator", build)
 
@@ -301,9 +327,11 @@ def _output_validator(directory: Path, custom: bool) -> OutputValidator | None:
     if not custom:
         return None  # the default validator (problemtools ignores a validator folder then)
     if not entries:
-        raise ValueError(f"{directory / 'problem.yaml'}: the problem needs a custom output validator (custom "
-                         "validation, interactive or multi-pass) but output_validator/ (2023-07) or output_validators/"
-                         "NAME/ (legacy) holds none: add it there")
+        raise ValueError(
+            f"{directory / 'problem.yaml'}: the problem needs a custom output validator (custom "
+            "validation, interactive or multi-pass) but output_validator/ (2023-07) or output_validators/"
+            "NAME/ (legacy) holds none: add it there"
+        )
     # A program is one file or one folder (problemtools' find_programs); output_validator/ in 2023-07 may also be
     # the program's own folder, its files directly inside.
     if len(entries) > 1 and any(p.is_dir() for p in entries):
@@ -314,15 +342,19 @@ def _output_validator(directory: Path, custom: bool) -> OutputValidator | None:
         raise ValueError(f"{program}: validators with build/run scripts are not supported (use C, C++ or Python)")
     langs = {VALIDATOR_SUFFIXES[p.suffix] for p in files if p.suffix in VALIDATOR_SUFFIXES}
     if len(langs) != 1:
-        raise ValueError(f"{program}: expected one output validator in C, C++ or Python, found "
-                         f"{[p.name for p in files][:8]} (other languages are not supported)")
+        raise ValueError(
+            f"{program}: expected one output validator in C, C++ or Python, found "
+            f"{[p.name for p in files][:8]} (other languages are not supported)"
+        )
     lang = langs.pop()
     if lang == "py":
         scripts = [p for p in files if p.suffix == ".py"]
         main = scripts[0] if len(scripts) == 1 else next((p for p in scripts if p.stem in ("validate", "main")), None)
         if main is None:
-            raise ValueError(f"{program}: several Python files {[p.name for p in scripts]} and none is "
-                             "validate.py or main.py: name the entry point so")
+            raise ValueError(
+                f"{program}: several Python files {[p.name for p in scripts]} and none is "
+                "validate.py or main.py: name the entry point so"
+            )
         return OutputValidator([sys.executable or "python3", str(main.resolve())], str(main))
     binary = _compile_validator(files, lang, str(program))
     return OutputValidator([str(binary)], str(program))
@@ -375,8 +407,9 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
     if not root.tests():
         raise ValueError(f"{directory / 'data'}: no tests (NAME.in with NAME.ans) in data/ or its folders")
     custom = validation_words[0] == "custom" if legacy else False
-    custom = (custom or bool({"interactive", "multi-pass"} & types)
-              or (not legacy and _validator_dir(directory) is not None))
+    custom = (
+        custom or bool({"interactive", "multi-pass"} & types) or (not legacy and _validator_dir(directory) is not None)
+    )
     validator = _output_validator(directory, custom)
     flags = str(config.get("validator_flags") or "").split() if legacy else []
     if validator is None:
@@ -385,8 +418,10 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
             try:
                 IcpcDefaultChecker.from_flags(joined)
             except ValueError as exc:
-                raise ValueError(f"{config_path} validator_flags with the output_validator_flags of "
-                                 f"{directory / group.name / 'testdata.yaml'}: {exc}") from None
+                raise ValueError(
+                    f"{config_path} validator_flags with the output_validator_flags of "
+                    f"{directory / group.name / 'testdata.yaml'}: {exc}"
+                ) from None
     fixed, source = None, "computed from the accepted submissions"
     if limits.get("time_limit") is not None:
         fixed, source = _float(limits["time_limit"], f"{config_path}: limits.time_limit"), "problem.yaml"
@@ -408,14 +443,27 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
         names = {**names, "en": str(raw_name)}
     name = names.get("en") or next(iter(names.values()), None) or directory.name
     sample_dir = directory / "data" / "sample"
-    samples = [TestCase(t.input_path.read_bytes(), t.answer_path.read_bytes(), t.name)
-               for t in root.tests() if t.name.startswith("sample/")]
-    interactions = [p.read_text(errors="replace") for p in sorted(sample_dir.glob("*.interaction"))] \
-        if sample_dir.is_dir() else []
+    samples = [
+        TestCase(t.input_path.read_bytes(), t.answer_path.read_bytes(), t.name)
+        for t in root.tests()
+        if t.name.startswith("sample/")
+    ]
+    interactions = (
+        [p.read_text(errors="replace") for p in sorted(sample_dir.glob("*.interaction"))] if sample_dir.is_dir() else []
+    )
     return KattisPackage(
-        directory=directory, name=name, config=config, format_version="legacy" if legacy else "2023-07",
-        types=types, root=root, validator=validator, validator_flags=flags, fixed_time_limit_s=fixed,
-        time_limit_source=source, ac_to_time_limit=ac_to_tl, time_limit_to_tle=tl_to_tle,
+        directory=directory,
+        name=name,
+        config=config,
+        format_version="legacy" if legacy else "2023-07",
+        types=types,
+        root=root,
+        validator=validator,
+        validator_flags=flags,
+        fixed_time_limit_s=fixed,
+        time_limit_source=source,
+        ac_to_time_limit=ac_to_tl,
+        time_limit_to_tle=tl_to_tle,
         time_resolution_s=_float(limits.get("time_resolution", 1.0), f"{config_path}: limits.time_resolution"),
         memory_limit_mb=_float(limits.get("memory", 1024), f"{config_path}: limits.memory"),
         output_limit_mb=_float(limits.get("output", 8), f"{config_path}: limits.output"),
@@ -423,5 +471,9 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
         custom_score_allowed=("score" in validation_words) if legacy else scoring,
         custom_score_mandatory=("score" in validation_words) if legacy else False,
         validation_passes=_passes(limits.get("validation_passes", 2), f"{config_path}: limits.validation_passes"),
-        statement=statement, statement_path=statement_path, names=names, samples=samples,
-        sample_interactions=interactions)
+        statement=statement,
+        statement_path=statement_path,
+        names=names,
+        samples=samples,
+        sample_interactions=interactions,
+    )

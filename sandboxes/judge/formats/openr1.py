@@ -51,12 +51,20 @@ def problem_from_codeforces_row(row: dict, prefer_official: bool = True) -> Prob
             tmp.write_text(source)
             os.replace(tmp, path)
         checker = f"openr1:{path}"
-    statement = "\n\n".join(str(row.get(k) or "") for k in ("description", "input_format", "output_format",
-                                                             "interaction_format", "note") if row.get(k))
+    statement = "\n\n".join(
+        str(row.get(k) or "")
+        for k in ("description", "input_format", "output_format", "interaction_format", "note")
+        if row.get(k)
+    )
     return Problem(
-        name=str(row["id"]), tests=tests, time_limit_s=float(row["time_limit"] or 2.0),
-        memory_limit_mb=float(row["memory_limit"] or 256.0), checker=checker,
-        io_mode="file" if row.get("input_mode") == "file" else "stdio", statement=statement, samples=examples,
+        name=str(row["id"]),
+        tests=tests,
+        time_limit_s=float(row["time_limit"] or 2.0),
+        memory_limit_mb=float(row["memory_limit"] or 256.0),
+        checker=checker,
+        io_mode="file" if row.get("input_mode") == "file" else "stdio",
+        statement=statement,
+        samples=examples,
         interactive=bool(row.get("interaction_format")),
         metadata={k: row.get(k) for k in ("contest_id", "index", "title", "rating", "tags")},
     )

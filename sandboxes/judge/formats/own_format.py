@@ -68,8 +68,10 @@ def load_problem(directory: str | os.PathLike) -> Problem:
     directory = Path(directory)
     meta_path = directory / "problem.json"
     if not meta_path.exists():
-        raise ValueError(f"{str(directory)!r} is not a problem folder: {meta_path.name} is missing "
-                         "(load_any_problem reads a folder in any registered format)")
+        raise ValueError(
+            f"{str(directory)!r} is not a problem folder: {meta_path.name} is missing "
+            "(load_any_problem reads a folder in any registered format)"
+        )
     text = meta_path.read_text()
     try:
         meta = ProblemJson.model_validate_json(text)
@@ -83,8 +85,18 @@ def load_problem(directory: str | os.PathLike) -> Problem:
     statement = (directory / "statement.md").read_text() if (directory / "statement.md").exists() else ""
     tests = read_tests_dir(directory / "tests", require_answers=interactor is None)
     metadata = {key: value for key in ("title", "rating", "tags") if (value := getattr(meta, key))}
-    return Problem(meta.name, tests, meta.time_limit_s, meta.memory_limit_mb, checker, interactor, meta.io_mode,
-                   statement, interactive=interactor is not None, metadata=metadata)
+    return Problem(
+        meta.name,
+        tests,
+        meta.time_limit_s,
+        meta.memory_limit_mb,
+        checker,
+        interactor,
+        meta.io_mode,
+        statement,
+        interactive=interactor is not None,
+        metadata=metadata,
+    )
 
 
 def own_package(directory: str | os.PathLike) -> ProblemPackage:
@@ -98,10 +110,21 @@ def own_package(directory: str | os.PathLike) -> ProblemPackage:
             wrong.append({"name": path.name, "lang": lang, "code": path.read_text()})
         else:
             references.setdefault(lang, path.read_text())
-    return ProblemPackage(problem, problem.statement, references=references, wrong=wrong,
-                          title=problem.metadata.get("title", ""), rating=problem.metadata.get("rating"),
-                          tags=list(problem.metadata.get("tags", [])))
+    return ProblemPackage(
+        problem,
+        problem.statement,
+        references=references,
+        wrong=wrong,
+        title=problem.metadata.get("title", ""),
+        rating=problem.metadata.get("rating"),
+        tags=list(problem.metadata.get("tags", [])),
+    )
 
 
-FORMAT = ProblemFormat(name="own", marker="problem.json", description="the project's format",
-                       load_problem=load_problem, load_package=own_package)
+FORMAT = ProblemFormat(
+    name="own",
+    marker="problem.json",
+    description="the project's format",
+    load_problem=load_problem,
+    load_package=own_package,
+)

@@ -45,11 +45,23 @@ from ..testlib import compile_testlib_program, is_cpp_source
 from .registry import SUFFIX_LANGS, ProblemFormat, ProblemPackage
 
 REFERENCE_TAGS = ("main", "accepted")
-WRONG_TAGS = ("wrong-answer", "presentation-error", "time-limit-exceeded", "memory-limit-exceeded",
-              "time-limit-exceeded-or-memory-limit-exceeded", "failed", "rejected")
+WRONG_TAGS = (
+    "wrong-answer",
+    "presentation-error",
+    "time-limit-exceeded",
+    "memory-limit-exceeded",
+    "time-limit-exceeded-or-memory-limit-exceeded",
+    "failed",
+    "rejected",
+)
 # statement sections in the order they are shown; notes go after the examples
-SECTIONS = (("legend", None), ("input", "Input"), ("output", "Output"), ("interaction", "Interaction"),
-            ("scoring", "Scoring"))
+SECTIONS = (
+    ("legend", None),
+    ("input", "Input"),
+    ("output", "Output"),
+    ("interaction", "Interaction"),
+    ("scoring", "Scoring"),
+)
 
 
 def _text(element, path: str, package: Path, what: str) -> str:
@@ -67,8 +79,10 @@ def _source(package: Path, asset, role: str) -> Path:
     if not path.is_file():
         raise ValueError(f"Polygon package {str(package)!r}: {role} source {source.get('path')!r} is missing")
     if not is_cpp_source(path):
-        raise ValueError(f"Polygon package {str(package)!r}: {role} {source.get('path')!r} is not C++ "
-                         f"(type {source.get('type')!r}); only testlib C++ jury programs are supported")
+        raise ValueError(
+            f"Polygon package {str(package)!r}: {role} {source.get('path')!r} is not C++ "
+            f"(type {source.get('type')!r}); only testlib C++ jury programs are supported"
+        )
     return path
 
 
@@ -78,16 +92,20 @@ def _io_mode(package: Path, judging) -> str:
         return "stdio"
     if names == ("input.txt", "output.txt"):
         return "file"
-    raise ValueError(f"Polygon package {str(package)!r}: file I/O through {names[0] or 'stdin'!r} / "
-                     f"{names[1] or 'stdout'!r} is not supported (only stdio, or input.txt and output.txt)")
+    raise ValueError(
+        f"Polygon package {str(package)!r}: file I/O through {names[0] or 'stdin'!r} / "
+        f"{names[1] or 'stdout'!r} is not supported (only stdio, or input.txt and output.txt)"
+    )
 
 
 def _pattern_path(package: Path, pattern: str, number: int) -> Path:
     try:
         return package / (pattern % number)
     except (TypeError, ValueError):
-        raise ValueError(f"Polygon package {str(package)!r}: path pattern {pattern!r} is not a printf pattern "
-                         "with one number, such as tests/%02d") from None
+        raise ValueError(
+            f"Polygon package {str(package)!r}: path pattern {pattern!r} is not a printf pattern "
+            "with one number, such as tests/%02d"
+        ) from None
 
 
 def _root(package: Path):
@@ -100,8 +118,9 @@ def _root(package: Path):
         raise ValueError(f"Polygon package {str(package)!r}: problem.xml is not valid XML ({exc})") from None
 
 
-def load_polygon_problem(directory: str | os.PathLike, *, testset: str = "tests",
-                         testlib_h: str | os.PathLike | None = None) -> Problem:
+def load_polygon_problem(
+    directory: str | os.PathLike, *, testset: str = "tests", testlib_h: str | os.PathLike | None = None
+) -> Problem:
     """Read the Polygon package at ``directory`` (its ``testset``) into a Problem, compiling its checker and
     interactor now (a broken one is refused here, before any solution runs). ``testlib_h`` overrides the header
     the package ships beside its sources. Test points and groups go to ``metadata["points"]`` / ``["groups"]``."""
@@ -129,11 +148,15 @@ def load_polygon_problem(directory: str | os.PathLike, *, testset: str = "tests"
         input_path = _pattern_path(package, input_pattern, number)
         answer_path = _pattern_path(package, answer_pattern, number)
         if not input_path.is_file():
-            raise ValueError(f"Polygon package {str(package)!r}: test {number} ({input_path.name}) is missing; "
-                             "export the package with its generated tests or run its doall.sh first")
+            raise ValueError(
+                f"Polygon package {str(package)!r}: test {number} ({input_path.name}) is missing; "
+                "export the package with its generated tests or run its doall.sh first"
+            )
         if not answer_path.is_file() and not interactive:
-            raise ValueError(f"Polygon package {str(package)!r}: answer of test {number} ({answer_path.name}) is "
-                             "missing; run the package's doall.sh (it writes the answers with the main solution)")
+            raise ValueError(
+                f"Polygon package {str(package)!r}: answer of test {number} ({answer_path.name}) is "
+                "missing; run the package's doall.sh (it writes the answers with the main solution)"
+            )
         answer = answer_path.read_bytes() if answer_path.is_file() else b""
         case = TestCase(input_path.read_bytes(), answer, input_path.name)
         tests.append(case)
@@ -150,8 +173,10 @@ def load_polygon_problem(directory: str | os.PathLike, *, testset: str = "tests"
     checker = "tokens"
     if checker_asset is not None:
         if checker_asset.get("type") not in (None, "testlib"):
-            raise ValueError(f"Polygon package {str(package)!r}: checker type {checker_asset.get('type')!r} is "
-                             "not supported (only testlib checkers)")
+            raise ValueError(
+                f"Polygon package {str(package)!r}: checker type {checker_asset.get('type')!r} is "
+                "not supported (only testlib checkers)"
+            )
         checker = f"testlib:{compile_testlib_program(_source(package, checker_asset, 'checker'), testlib_h)}"
     interactor = None
     if interactive:
@@ -163,17 +188,33 @@ def load_polygon_problem(directory: str | os.PathLike, *, testset: str = "tests"
         metadata["points"] = points
     if groups:
         metadata["groups"] = groups
-    return Problem(name, tests, time_limit_s, memory_limit_mb, checker, interactor, _io_mode(package, judging),
-                   samples=samples, interactive=interactive, metadata=metadata)
+    return Problem(
+        name,
+        tests,
+        time_limit_s,
+        memory_limit_mb,
+        checker,
+        interactor,
+        _io_mode(package, judging),
+        samples=samples,
+        interactive=interactive,
+        metadata=metadata,
+    )
 
 
 # ----------------------------------------------------------------------------------------------- for an env
 
+
 def _language(package: Path, root) -> str:
     """The statement language: English when the package has it, else the first one it names or holds."""
     named = [n.get("language") for n in root.findall("names/name") if n.get("language")]
-    held = [p.name for base in ("statements", "statement-sections") if (package / base).is_dir()
-            for p in sorted((package / base).iterdir()) if p.is_dir() and not p.name.startswith(".")]
+    held = [
+        p.name
+        for base in ("statements", "statement-sections")
+        if (package / base).is_dir()
+        for p in sorted((package / base).iterdir())
+        if p.is_dir() and not p.name.startswith(".")
+    ]
     languages = named + held
     return "english" if "english" in languages else (languages[0] if languages else "english")
 
@@ -183,11 +224,19 @@ def _sections_from_tex(text: str) -> tuple[str, dict[str, str]]:
     legend, then ``\\InputFile``, ``\\OutputFile``, ``\\Interaction``, ``\\Scoring``, ``\\Examples``, ``\\Note``."""
     head = re.search(r"\\begin\{problem\}\{([^}]*)\}(?:\{[^}]*\}){4}", text)
     title = head.group(1).strip() if head else ""
-    body = text[head.end():] if head else text
+    body = text[head.end() :] if head else text
     body = body.split("\\end{problem}")[0]
     body = re.sub(r"^\s*\\exmp(file)?\{.*$", "", body, flags=re.MULTILINE)  # examples come from the tests
-    marks = {"InputFile": "input", "OutputFile": "output", "Interaction": "interaction", "Scoring": "scoring",
-             "Examples": "examples", "Example": "examples", "Note": "notes", "Notes": "notes"}
+    marks = {
+        "InputFile": "input",
+        "OutputFile": "output",
+        "Interaction": "interaction",
+        "Scoring": "scoring",
+        "Examples": "examples",
+        "Example": "examples",
+        "Note": "notes",
+        "Notes": "notes",
+    }
     parts = re.split(r"\\(" + "|".join(sorted(marks, key=len, reverse=True)) + r")\b", body)
     sections = {"legend": parts[0]}
     for mark, content in zip(parts[1::2], parts[2::2]):
@@ -209,14 +258,19 @@ def polygon_statement(package: Path, root=None) -> tuple[str, dict[str, str], st
             data = json.loads(properties.read_text())
         except json.JSONDecodeError as exc:
             raise ValueError(f"Polygon package {str(package)!r}: {properties.name} is not valid JSON ({exc})") from None
-        sections = {key: str(data[key]).strip() for key in ("legend", "input", "output", "interaction", "scoring",
-                                                              "notes") if data.get(key) and str(data[key]).strip()}
+        sections = {
+            key: str(data[key]).strip()
+            for key in ("legend", "input", "output", "interaction", "scoring", "notes")
+            if data.get(key) and str(data[key]).strip()
+        }
         return str(data.get("name") or ""), sections, str(properties.relative_to(package))
     folder = package / "statement-sections" / language
     if folder.is_dir():
-        sections = {key: (folder / f"{key}.tex").read_text().strip() for key in
-                    ("legend", "input", "output", "interaction", "scoring", "notes")
-                    if (folder / f"{key}.tex").is_file() and (folder / f"{key}.tex").read_text().strip()}
+        sections = {
+            key: (folder / f"{key}.tex").read_text().strip()
+            for key in ("legend", "input", "output", "interaction", "scoring", "notes")
+            if (folder / f"{key}.tex").is_file() and (folder / f"{key}.tex").read_text().strip()
+        }
         title = (folder / "name.tex").read_text().strip() if (folder / "name.tex").is_file() else ""
         return title, sections, str(folder.relative_to(package))
     tex = package / "statements" / language / "problem.tex"
@@ -245,22 +299,29 @@ def polygon_solutions(package: Path, root=None) -> tuple[dict[str, str], list[di
     for solution in root.findall("assets/solutions/solution"):
         source = solution.find("source")
         if source is None or not source.get("path"):
-            raise ValueError(f"Polygon package {str(package)!r}: a <solution tag={solution.get('tag')!r}> in "
-                             "problem.xml names no <source path=...>")
+            raise ValueError(
+                f"Polygon package {str(package)!r}: a <solution tag={solution.get('tag')!r}> in "
+                "problem.xml names no <source path=...>"
+            )
         lang = _solution_lang(source.get("path"), source.get("type") or "")
         if lang is None:
             continue
         path = package / source.get("path")
         if not path.is_file():
-            raise ValueError(f"Polygon package {str(package)!r}: solution {source.get('path')!r} (tag "
-                             f"{solution.get('tag')!r}) is missing")
+            raise ValueError(
+                f"Polygon package {str(package)!r}: solution {source.get('path')!r} (tag "
+                f"{solution.get('tag')!r}) is missing"
+            )
         by_tag.setdefault(solution.get("tag") or "", []).append((lang, path.name, path.read_text()))
     references: dict[str, str] = {}
     for tag in REFERENCE_TAGS:
         for lang, _, code in by_tag.get(tag, []):
             references.setdefault(lang, code)
-    wrong = [{"name": f"{tag}/{name}", "lang": lang, "code": code}
-             for tag in WRONG_TAGS for lang, name, code in by_tag.get(tag, [])]
+    wrong = [
+        {"name": f"{tag}/{name}", "lang": lang, "code": code}
+        for tag in WRONG_TAGS
+        for lang, name, code in by_tag.get(tag, [])
+    ]
     return references, wrong
 
 
@@ -273,8 +334,9 @@ def polygon_package(directory: str | os.PathLike, **options) -> ProblemPackage:
     title, sections, where = polygon_statement(package, root)
     if where:
         problem.metadata["statement_path"] = where
-    body = "\n\n".join(f"## {heading}\n{sections[key]}" if heading else sections[key]
-                         for key, heading in SECTIONS if key in sections)
+    body = "\n\n".join(
+        f"## {heading}\n{sections[key]}" if heading else sections[key] for key, heading in SECTIONS if key in sections
+    )
     if not body:
         body = "(This package has no statement; the examples show the format.)"
     names = {n.get("language"): n.get("value") for n in root.findall("names/name")}
@@ -282,10 +344,24 @@ def polygon_package(directory: str | os.PathLike, **options) -> ProblemPackage:
     examples = [] if problem.interactive else [(t.input.decode(), t.answer.decode()) for t in problem.samples]
     references, wrong = polygon_solutions(package, root)
     tags = [t.get("value") for t in root.findall("tags/tag") if t.get("value")]
-    return ProblemPackage(problem, body, examples, references, wrong, title=title, id=problem.name, tags=tags,
-                          note=sections.get("notes", ""))
+    return ProblemPackage(
+        problem,
+        body,
+        examples,
+        references,
+        wrong,
+        title=title,
+        id=problem.name,
+        tags=tags,
+        note=sections.get("notes", ""),
+    )
 
 
-FORMAT = ProblemFormat(name="polygon", marker="problem.xml", description="Polygon package",
-                       load_problem=load_polygon_problem, load_package=polygon_package,
-                       options=("testset", "testlib_h"))
+FORMAT = ProblemFormat(
+    name="polygon",
+    marker="problem.xml",
+    description="Polygon package",
+    load_problem=load_polygon_problem,
+    load_package=polygon_package,
+    options=("testset", "testlib_h"),
+)

@@ -79,12 +79,15 @@ class ProblemFormat:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"ProblemFormat name: expected a short id such as 'polygon', got {self.name!r}")
         if not self.marker or "/" in self.marker or os.sep in self.marker:
-            raise ValueError(f"ProblemFormat {self.name!r} marker: expected a file name such as 'problem.xml', "
-                             f"got {self.marker!r}")
+            raise ValueError(
+                f"ProblemFormat {self.name!r} marker: expected a file name such as 'problem.xml', got {self.marker!r}"
+            )
         for role in ("load_problem", "load_package"):
             if not callable(getattr(self, role)):
-                raise ValueError(f"ProblemFormat {self.name!r} {role}: expected a function (directory, **options), "
-                                 f"got {getattr(self, role)!r}")
+                raise ValueError(
+                    f"ProblemFormat {self.name!r} {role}: expected a function (directory, **options), "
+                    f"got {getattr(self, role)!r}"
+                )
 
 
 #: name -> format, in the order folders are matched against them
@@ -98,8 +101,10 @@ def register_format(problem_format: ProblemFormat) -> ProblemFormat:
         raise TypeError(f"register_format: expected a ProblemFormat, got {type(problem_format).__name__}")
     for known in FORMATS.values():
         if problem_format.name == known.name or problem_format.marker == known.marker:
-            raise ValueError(f"format {problem_format.name!r} ({problem_format.marker}) clashes with the registered "
-                             f"format {known.name!r} ({known.marker}); unregister_format({known.name!r}) first")
+            raise ValueError(
+                f"format {problem_format.name!r} ({problem_format.marker}) clashes with the registered "
+                f"format {known.name!r} ({known.marker}); unregister_format({known.name!r}) first"
+            )
     FORMATS[problem_format.name] = problem_format
     return problem_format
 
@@ -140,8 +145,9 @@ def load_any_problem(directory: str | os.PathLike, **options) -> Problem:
     unknown = sorted(set(options) - set(found.options))
     if unknown:
         takes = ", ".join(found.options) or "none"
-        raise ValueError(f"{directory}: a {found.description} ({found.marker}) takes no option {unknown[0]!r} "
-                         f"(its options: {takes})")
+        raise ValueError(
+            f"{directory}: a {found.description} ({found.marker}) takes no option {unknown[0]!r} (its options: {takes})"
+        )
     return found.load_problem(directory, **options)
 
 
@@ -153,8 +159,9 @@ def load_any_package(directory: str | os.PathLike) -> ProblemPackage:
     found = _format_for(directory)
     package = found.load_package(directory)
     if not isinstance(package, ProblemPackage):
-        raise TypeError(f"format {found.name!r}: load_package returned {type(package).__name__}, expected a "
-                        "ProblemPackage")
+        raise TypeError(
+            f"format {found.name!r}: load_package returned {type(package).__name__}, expected a ProblemPackage"
+        )
     package.format = found.name
     package.id = package.id or package.problem.name
     package.title = package.title or package.problem.name
