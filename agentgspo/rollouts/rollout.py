@@ -39,6 +39,7 @@ more). An env that comes wrapped ends its episode itself, paid by its wrapper, a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import concurrent.futures
 import dataclasses
 import queue
@@ -46,7 +47,7 @@ import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -441,33 +442,43 @@ class RolloutRunner:
             return False
         return full[: len(trajectory.token_ids)] == trajectory.token_ids
 
-    async def run(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
-        """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order
-        (``split_turns``: each episode's samples in turn order)."""
+    @contextlib.contextmanager
+    def playing(self) -> Iterator[None]:
+        """The worker threads of env calls, shared by every run in progress (from any thread); the last run to
+        finish shuts them down. :meth:`run` holds it; hold it around :meth:`group` calls made directly."""
         with self._runs_lock:
             if self._runs == 0:
                 self._pool = DaemonThreadPool(self.config.env_workers)
             self._runs += 1
         try:
-            groups = [
-                asyncio.gather(*(self.episode(seed, group_id, k, sampling_seed) for k in range(self.config.group_size)))
-                for group_id, seed in enumerate(seeds)
-            ]
-            results = await asyncio.gather(*groups)
+            yield
         finally:
             with self._runs_lock:
                 self._runs -= 1
                 if self._runs == 0:
                     self._pool.shutdown()
-        trajectories = []
-        for group in results:  # group: the G episodes of one seed, each a list of samples
-            if self.group_hook is not None:
-                self.group_hook([episode[-1] for episode in group])  # one per episode (split_turns: its last)
-                for episode in group:
-                    for sample in episode[:-1]:
-                        sample.reward = episode[-1].reward
-            trajectories.extend(sample for episode in group for sample in episode)
-        return trajectories
+
+    async def group(self, seed: int, group_id: int, sampling_seed: int = 0) -> list[Trajectory]:
+        """Play the ``group_size`` episodes of one seed concurrently (inside :meth:`playing`); their trajectories
+        in sample order (``split_turns``: each episode's samples in turn order), after ``group_hook``."""
+        episodes = await asyncio.gather(
+            *(self.episode(seed, group_id, k, sampling_seed) for k in range(self.config.group_size))
+        )
+        if self.group_hook is not None:
+            self.group_hook([episode[-1] for episode in episodes])  # one per episode (split_turns: its last)
+            for episode in episodes:
+                for sample in episode[:-1]:
+                    sample.reward = episode[-1].reward
+        return [sample for episode in episodes for sample in episode]
+
+    async def run(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
+        """Play ``group_size`` episodes for each seed, all concurrently; trajectories in (seed, sample) order
+        (``split_turns``: each episode's samples in turn order)."""
+        with self.playing():
+            groups = await asyncio.gather(
+                *(self.group(seed, group_id, sampling_seed) for group_id, seed in enumerate(seeds))
+            )
+        return [trajectory for group in groups for trajectory in group]
 
     def run_sync(self, seeds: Sequence[int], sampling_seed: int = 0) -> list[Trajectory]:
         """:meth:`run` from synchronous code."""

@@ -31,6 +31,7 @@ weights after each step.
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import importlib
@@ -43,12 +44,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import torch
 from accelerate import Accelerator
-from accelerate.utils import broadcast_object_list, set_seed
+from accelerate.utils import broadcast_object_list, gather_object, set_seed
 from transformers import get_scheduler
 
 from agentgspo.environments.registry import check_env_kwargs, env_budget, make
@@ -61,6 +62,7 @@ from agentgspo.policy.loading import resolve_checkpoint
 from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
 from agentgspo.policy.quiet import no_transformers_progress_bars
 from agentgspo.policy.weight_sync import save_weights, sync_weights
+from agentgspo.rollouts.producer import RolloutProducer
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 from agentgspo.training.checkpoint import (
@@ -180,6 +182,18 @@ class TrainConfig(LearnerConfig):
     group_size: int = setting(8, "samples per prompt: the group GSPO's advantages compare (Eq. 6)")
     lr: float = setting(1e-6, "AdamW learning rate")
     warmup_steps: int = setting(4, "optimizer steps of linear LR warm-up (then constant)")
+    max_staleness: int = setting(
+        0,
+        "policy versions the rollouts may lag the learner (one version = one weight update of the sampler): 0 is "
+        "the synchronous loop; S > 0 plays the next groups while the learner trains (the sampler a separate copy), "
+        "with the decoupled objective (--behaviour-correction) unless told otherwise",
+    )
+    rollout_order: Literal["data", "completion"] = setting(
+        "data",
+        "which groups a step trains on when --max-staleness > 0: 'data' (the oldest data positions, waiting for "
+        "them; the synchronous loop's batches) or 'completion' (the first to finish; one more than S versions "
+        "behind is dropped and its prompt played again)",
+    )
     stop_success: float | None = setting(
         None, f"stop once the {SMOOTHING}-step mean success reaches this (empty: run every step)"
     )
@@ -234,6 +248,8 @@ class TrainConfig(LearnerConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        if self.max_staleness < 0:
+            raise ValueError(f"max_staleness: expected >= 0 policy versions, got {self.max_staleness}")
         for name in ("steps", "prompts_per_step", "group_size", "checkpoint_every", "warm_checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
@@ -521,56 +537,54 @@ class _Run:
             rules.append(f"after {config.max_minutes:g} minutes (--max-minutes)")
         accelerator.print(f"GSPO: stops {', '.join(rules[1:] + rules[:1])}, whichever comes first")
         stopped = self.stop_rule(success, step)
-        while stopped is None:
-            # Data position = step: every rank plays its own disjoint prompts, the same after a resume.
-            first = TRAIN_SEED_BASE + (step * self.world + self.rank) * config.prompts_per_step
-            rollout_started = time.perf_counter()
-            model.eval()
-            trajectories = runner.run_sync(
-                range(first, first + config.prompts_per_step), sampling_seed=config.seed * 1_000_003 + step
-            )
-            model.train()
-            rollout_seconds = time.perf_counter() - rollout_started
-            step += 1
-            if config.trajectories_every and step % config.trajectories_every == 0:
-                (out / "trajectories").mkdir(parents=True, exist_ok=True)
-                write_jsonl(trajectories, out / "trajectories" / f"step_{step:06d}_rank{self.rank}.jsonl")
-            stats = learner.step(trajectories)
-            self.refresh_sampler(sampler, model, policy, sampler_folder)
-            # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next update.
-            evaluated = evaluation(step, sampler, renderer) if evaluation is not None else None
-            batch = summarize(trajectories)
-            shared = rollout_metrics_over_ranks(accelerator, batch)  # over the episodes trained on, all ranks
-            logger.log(
-                step,
-                {
-                    **shared,
-                    **stats,
-                    "rollout_seconds": rollout_seconds,
-                    "tokens_mean": batch["tokens_mean"],
-                    "samples": len(trajectories),
-                    "stop_reasons": batch["stop_reasons"],
-                    "elapsed_s": time.perf_counter() - self.started,
-                    **(evaluated or {}),
-                },
-            )
-            shown = "".join(f" {name} {value:.3f}" for name, value in (evaluated or {}).items())
-            accelerator.print(
-                f"step {step}/{config.steps}: reward {shared['reward_mean']:.3f} success "
-                f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
-                f"loss {stats.get('loss', 0.0):.4f} clip_seq {stats.get('clip_frac_seq', 0.0):.2f} "
-                f"({rollout_seconds:.1f} s rollout){shown}",
-                flush=True,
-            )
-            success.append(shared["success"])
-            stopped = self.stop_rule(success, step)
-            saved = None
-            if step % config.checkpoint_every == 0 or stopped is not None:  # the last step too: a rerun reports
-                saved = self.checkpoint(step)
-            self.testing_hooks("gspo", step)
-            if stopped is None and self.stop_requested():
-                logger.close()
-                raise self.interrupted(f"GSPO (step {step})", saved or self.checkpoint(step))
+        producer = RolloutProducer(
+            runner,
+            self.plan,
+            batch=config.prompts_per_step,
+            max_staleness=config.max_staleness,
+            order=config.rollout_order,
+            version=sampler.version,
+            **self.producer_state(run_state, step),
+        )
+        self.step_started = time.perf_counter()
+        try:
+            while stopped is None:
+                model.eval()  # the hf sampler may be the learner's own module (max_staleness 0)
+                producer.set_version(sampler.version)  # admits what the staleness bound allows now
+                groups, waits = producer.take()
+                trajectories = [trajectory for group in groups for trajectory in group.trajectories]
+                model.train()
+                version, step = sampler.version, step + 1
+                if config.trajectories_every and step % config.trajectories_every == 0:
+                    (out / "trajectories").mkdir(parents=True, exist_ok=True)
+                    write_jsonl(trajectories, out / "trajectories" / f"step_{step:06d}_rank{self.rank}.jsonl")
+                learner_started = time.perf_counter()
+                stats = learner.step(trajectories)
+                self.refresh_sampler(sampler, model, policy, sampler_folder)
+                learner_seconds = time.perf_counter() - learner_started
+                # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next update.
+                evaluated = evaluation(step, sampler, renderer) if evaluation is not None else None
+                shared = self.log_step(
+                    logger,
+                    step,
+                    trajectories,
+                    stats,
+                    evaluated,
+                    version=version,
+                    waits=waits,
+                    learner_seconds=learner_seconds,
+                )
+                success.append(shared["success"])
+                stopped = self.stop_rule(success, step)
+                saved = None
+                if step % config.checkpoint_every == 0 or stopped is not None:  # the last step too: a rerun reports
+                    saved = self.checkpoint(step, producer)
+                self.testing_hooks("gspo", step)
+                if stopped is None and self.stop_requested():
+                    logger.close()
+                    raise self.interrupted(f"GSPO (step {step})", saved or self.checkpoint(step, producer))
+        finally:
+            producer.close()  # the groups still in flight are not kept (a resume plays their prompts again)
         if sampler is not policy and hasattr(sampler, "close"):
             sampler.close()  # the in-process engine's processes; the final evaluation uses this process's model
         logger.close()
@@ -687,7 +701,9 @@ class _Run:
         backend loaded from ``folder`` (the weights and tokenizer written there)."""
         config = self.config
         if isinstance(policy, backend_class(config.backend)):
-            return policy
+            # Synchronous, it samples with the learner's own module; ahead of the learner it needs its own copy
+            # (loaded here, given the learner's weights at each update).
+            return policy if config.max_staleness == 0 else self.load_policy()
         save_weights(policy.model, folder)
         policy.renderer.tokenizer.save_pretrained(folder)
         return make_backend(
@@ -716,9 +732,81 @@ class _Run:
             **self.limits,
         )
 
-    def checkpoint(self, step: int) -> Path:
-        """A GSPO checkpoint (every rank's state; the warm start's log; how to play it)."""
-        path = save_checkpoint(self.accelerator, self.out, step, {"warm_log": self.warm_log})
+    def producer_state(self, run_state: dict[str, Any], step: int) -> dict[str, Any]:
+        """Where this rank's rollouts resume: the checkpoint's producer state, else the data position of ``step``
+        (a checkpoint written before rollouts had a producer)."""
+        saved = run_state.get("producer")
+        return saved[self.rank] if saved else {"next_index": step * self.config.prompts_per_step}
+
+    def plan(self, index: int) -> tuple[int, int, int]:
+        """Data position ``index`` of this process -> (env seed, group id, sampling seed): position i of step k's
+        batch plays prompt TRAIN_SEED_BASE + (k x world + rank) x prompts_per_step + i (every rank its own
+        prompts), sampled with seed x 1_000_003 + k, whenever it runs."""
+        per_step = self.config.prompts_per_step
+        step, position = divmod(index, per_step)
+        seed = TRAIN_SEED_BASE + (step * self.world + self.rank) * per_step + position
+        return seed, index, self.config.seed * 1_000_003 + step
+
+    def log_step(
+        self,
+        logger: MetricsLogger,
+        step: int,
+        trajectories: list,
+        stats: dict[str, Any],
+        evaluated: dict[str, float] | None,
+        *,
+        version: int,
+        waits: dict[str, float],
+        learner_seconds: float,
+    ) -> dict[str, float]:
+        """One line of metrics.jsonl (and the console) for a step; returns the rollout metrics shared by all ranks.
+
+        Staleness, per trajectory: the learner's version minus the oldest version that sampled one of its turns
+        (``staleness_mean``, ``staleness_max``, and ``staleness_hist``: trajectories per value); ``version_span``:
+        its newest minus its oldest turn version (> 0 when a weight update fell inside the episode). Busy shares:
+        of the step's wall time, the learner's and the sampler's (what overlapping removes is the idle rest)."""
+        batch = summarize(trajectories)
+        shared = rollout_metrics_over_ranks(self.accelerator, batch)  # over the episodes trained on, all ranks
+        versions = [t.turn_versions for t in trajectories if t.turn_versions]
+        staleness = [version - min(v) for v in versions] or [0]
+        now = time.perf_counter()
+        wall, self.step_started = now - self.step_started, now  # this step's wall time, rollouts included
+        evaluated = evaluated or {}
+        row = {
+            **shared,
+            **stats,
+            "rollout_seconds": waits["rollout_wait_seconds"],
+            "tokens_mean": batch["tokens_mean"],
+            "samples": len(trajectories),
+            "stop_reasons": batch["stop_reasons"],
+            "staleness_mean": sum(staleness) / len(staleness),
+            "staleness_max": max(staleness),
+            "staleness_hist": dict(sorted(collections.Counter(staleness).items())),
+            "version_span_max": max((max(v) - min(v) for v in versions), default=0),
+            "dropped_groups": waits["dropped_groups"],
+            "learner_busy_frac": min(learner_seconds / wall, 1.0) if wall > 0 else 0.0,
+            "sampler_busy_frac": min(waits["sampler_busy_seconds"] / wall, 1.0) if wall > 0 else 0.0,
+            "elapsed_s": time.perf_counter() - self.started,
+            **evaluated,
+        }
+        logger.log(step, row)
+        shown = "".join(f" {name} {value:.3f}" for name, value in evaluated.items())
+        self.accelerator.print(
+            f"step {step}/{self.config.steps}: reward {shared['reward_mean']:.3f} success "
+            f"{shared['success']:.3f} excluded {shared['excluded_frac']:.2f} "
+            f"loss {stats.get('loss', 0.0):.4f} clip_seq {stats.get('clip_frac_seq', 0.0):.2f} "
+            f"({waits['rollout_wait_seconds']:.1f} s rollout){shown}",
+            flush=True,
+        )
+        return shared
+
+    def checkpoint(self, step: int, producer: RolloutProducer | None = None) -> Path:
+        """A GSPO checkpoint (every rank's state; the warm start's log; the rollouts' data positions; how to play
+        it)."""
+        state: dict[str, Any] = {"warm_log": self.warm_log}
+        if producer is not None:  # every rank's own (a collective)
+            state["producer"] = gather_object([producer.state()])
+        path = save_checkpoint(self.accelerator, self.out, step, state)
         if self.accelerator.is_main_process:
             write_policy_settings(path, self.trained_with(self.renderer))
         return path

@@ -1,0 +1,235 @@
+"""Rollouts ahead of the learner: the staleness bound, which groups a step takes, max_staleness 0 as the synchronous
+loop bit for bit, and an interrupted asynchronous run that trains every prompt once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import parity_env  # noqa: F401 -- registers agentgspo/Parity-v0 (tests/parity_env.py)
+from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.tiny import tiny_policy_path
+from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.rollouts.producer import RolloutProducer
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
+
+
+class GatedPolicy:
+    """A backend that answers "ok" once ``gate`` is set, recording its ``version`` in each turn (versions as a
+    weight update would bump them)."""
+
+    logprob_semantics = "none"
+
+    def __init__(self, renderer: ChatRenderer):
+        self.renderer, self.version = renderer, 0
+        self.end_of_turn_id = renderer.end_of_turn_id
+        self.stop_ids = frozenset({self.end_of_turn_id})
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def update_weights(self, model, folder=None) -> int:
+        self.version += 1
+        return self.version
+
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        import asyncio
+
+        while not self.gate.is_set():  # the event loop stays free while the gate is closed
+            await asyncio.sleep(0.01)
+        ids = [*self.renderer.encode("ok"), self.end_of_turn_id]
+        return SampledTurn(ids, [0.0] * len(ids), "stop", policy_version=self.version)
+
+
+@pytest.fixture
+def runner():
+    from agentgspo.policy.loading import load_tokenizer
+
+    renderer = ChatRenderer(load_tokenizer(tiny_policy_path()))
+    policy = GatedPolicy(renderer)
+    config = RolloutConfig(group_size=2, max_turns=1, max_context=256, sampling=SamplingParams(max_new_tokens=8))
+    return RolloutRunner(lambda: gym.make("agentgspo/Parity-v0"), policy, renderer, config)
+
+
+def plan(index: int) -> tuple[int, int, int]:
+    return 1000 + index, index, 0
+
+
+def settled(producer: RolloutProducer, admitted: int) -> dict:
+    """Wait (on the producer's own condition, no sleeps) until ``admitted`` groups have finished, then its state."""
+    with producer._condition:
+        producer._condition.wait_for(
+            lambda: not producer._running and producer._taken + len(producer._finished) >= admitted
+        )
+    return producer.state()
+
+
+def test_the_producer_plays_at_most_max_staleness_batches_ahead(runner):
+    with RolloutProducer(runner, plan, batch=3, max_staleness=1) as producer:
+        assert settled(producer, 6)["next_index"] == 6  # (S + 0 + 1) x batch: two batches, no more
+        groups, stats = producer.take()
+        assert [g.index for g in groups] == [0, 1, 2] and stats["dropped_groups"] == 0
+        assert settled(producer, 6)["next_index"] == 6  # taking frees nothing until the version moves
+        runner.policy.update_weights(None)
+        producer.set_version(runner.policy.version)
+        assert settled(producer, 9)["next_index"] == 9
+        assert [g.index for g in producer.take()[0]] == [3, 4, 5]
+        assert producer.state() == {"next_index": 9, "pending": [6, 7, 8]}
+
+
+def test_max_staleness_zero_admits_one_batch_per_version(runner):
+    with RolloutProducer(runner, plan, batch=2, max_staleness=0) as producer:
+        assert settled(producer, 2)["next_index"] == 2
+        groups, _ = producer.take()
+        assert [g.index for g in groups] == [0, 1] and producer.state() == {"next_index": 2, "pending": []}
+
+
+def test_completion_order_drops_a_group_more_than_s_versions_behind_and_plays_its_prompt_again(runner):
+    with RolloutProducer(runner, plan, batch=2, max_staleness=1, order="completion") as producer:
+        settled(producer, 4)  # four groups sampled at version 0
+        runner.policy.gate.clear()  # hold the replays until the versions have moved
+        for _ in range(2):
+            runner.policy.update_weights(None)
+        producer.set_version(runner.policy.version)  # version 2: the finished groups are 2 > S behind
+        runner.policy.gate.set()
+        groups, stats = producer.take()
+        assert stats["dropped_groups"] == 4
+        assert all(g.oldest_version == 2 for g in groups)  # nothing more than S behind is trained
+        assert {0, 1, 2, 3} <= set(producer.state()["pending"])  # the dropped prompts are played again
+
+
+def test_a_group_that_cannot_be_played_fails_the_take_naming_its_cause(runner):
+    from agentgspo.policy.base import PolicyConfigurationError
+
+    async def refuse(request):
+        raise PolicyConfigurationError("the server refused the API key: set OPENAI_API_KEY")
+
+    runner.policy.sample = refuse  # no episode can succeed: the runner raises instead of recording each one
+    with RolloutProducer(runner, plan, batch=1, max_staleness=0) as producer:
+        with pytest.raises(RuntimeError, match="rollout producer failed.*API key"):
+            producer.take()
+
+
+def _train(tmp_path: Path, name: str, **overrides):
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.train import train
+
+    settings = dict(
+        out=str(tmp_path / name),
+        env_id="parity_env:agentgspo/Parity-v0",
+        env_kwargs={},
+        warm_demos=0,
+        warm_steps=0,
+        steps=3,
+        prompts_per_step=3,
+        group_size=4,
+        max_new_tokens=12,
+        max_turns=1,
+        max_context=256,
+        lr=1e-3,
+        warmup_steps=0,
+        logp_old="recompute",
+        stop_success=None,
+        final_eval_episodes=0,
+        checkpoint_every=1,
+        trajectories_every=1,
+    )
+    return train(QuickstartConfig(**{**settings, **overrides})), tmp_path / name
+
+
+def test_max_staleness_zero_is_the_synchronous_loop_bit_for_bit(tmp_path):
+    """The loop (through the producer, S = 0) against a plain synchronous loop written here: play a batch, learn,
+    update the sampler, with the same seeds; the parameters after 3 steps must be equal bit for bit."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import get_scheduler
+
+    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+    from agentgspo.policy.hf import HFPolicy
+    from agentgspo.policy.weight_sync import sync_weights
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.train import TRAIN_SEED_BASE
+
+    _, out = _train(tmp_path, "loop")
+    saved = json.loads((out / "config.json").read_text())
+    config = QuickstartConfig(**{k: v for k, v in saved.items() if k not in ("recipe", "world_size")})
+
+    set_seed(config.seed)
+    policy = HFPolicy.from_pretrained("tiny", seed=config.seed)
+    accelerator = Accelerator(cpu=True)
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
+    scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=0)
+    model, optimizer, scheduler = accelerator.prepare(policy.model, optimizer, scheduler)
+    policy.model = accelerator.unwrap_model(model)
+    learner = GSPOLearner(
+        model,
+        optimizer,
+        accelerator,
+        pad_token_id=policy.renderer.tokenizer.pad_token_id,
+        scheduler=scheduler,
+        seed=config.seed,
+        config=LearnerConfig.from_settings(config),
+    )
+    runner = RolloutRunner(
+        lambda: gym.make("parity_env:agentgspo/Parity-v0", disable_env_checker=True),
+        policy,
+        policy.renderer,
+        RolloutConfig(group_size=4, max_turns=1, max_context=256, sampling=SamplingParams(max_new_tokens=12)),
+    )
+    sync_weights(policy, model)
+    for step in range(3):
+        model.eval()
+        first = TRAIN_SEED_BASE + step * 3
+        trajectories = runner.run_sync(range(first, first + 3), sampling_seed=config.seed * 1_000_003 + step)
+        model.train()
+        learner.step(trajectories)
+        sync_weights(policy, model)
+
+    trained = load_file(str(out / "final" / "model.safetensors"))
+    moved = 0.0
+    initial = load_file(str(Path(tiny_policy_path()) / "model.safetensors"))
+    for name, tensor in accelerator.unwrap_model(model).state_dict().items():
+        if name in trained:
+            assert torch.equal(trained[name], tensor), name
+            moved = max(moved, (tensor.double() - initial[name].double()).abs().max().item())
+    assert moved > 1e-4, "nothing trained: this test would prove nothing"
+
+
+def test_an_interrupted_asynchronous_run_trains_every_prompt_once(tmp_path):
+    """S = 1: killed (SIGKILL) after step 2's checkpoint, with the next batch admitted ahead of the learner; resumed,
+    that batch is played again on the resumed weights: each data position is trained exactly once, none skipped."""
+    from test_quickstart import PARITY, SMALL, _run
+
+    common = [
+        "--out",
+        str(tmp_path),
+        "--steps",
+        "4",
+        "--checkpoint-every",
+        "1",
+        "--trajectories-every",
+        "1",
+        "--max-staleness",
+        "1",
+        "--logp-old",
+        "recompute",
+        *PARITY,
+        *SMALL,
+    ]
+    killed = _run([*common, "--kill-after-step", "2"], check=False)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    state = json.loads((tmp_path / "checkpoints" / "step-00000002" / "run_state.json").read_text())
+    assert state["producer"][0]["pending"] == [8, 9, 10, 11], state  # batch 2, admitted ahead of the learner
+    _run(common)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4] and max(r["staleness_max"] for r in rows) <= 1
+    trained = []
+    for step in range(1, 5):
+        path = tmp_path / "trajectories" / f"step_{step:06d}_rank0.jsonl"
+        trained += sorted({json.loads(line)["group_id"] for line in path.read_text().splitlines()})
+    assert trained == list(range(16)), trained
