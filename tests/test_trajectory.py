@@ -180,3 +180,20 @@ def test_records_written_before_versions_existed_still_read(tmp_path):
     data["turn_versions"] = [1]
     with pytest.raises(ValueError, match=r"turn_versions: expected one per turn span \(2\), got 1"):
         TrajectoryRecord.model_validate(data)
+
+
+def test_a_turn_that_straddles_a_weight_update_records_both_versions(tmp_path):
+    t = Trajectory()
+    t.append_forced([1])
+    t.append_sampled([2, 3], [-0.1, -0.2], policy_version=4, policy_version_end=5)  # updated mid-turn
+    t.append_sampled([4], [-0.3], policy_version=5)
+    assert (t.turn_versions, t.turn_version_ends) == ([4, 5], [5, 5])
+    write_jsonl([t], tmp_path / "t.jsonl")
+    loaded = read_jsonl(tmp_path / "t.jsonl")[0]
+    assert (loaded.turn_versions, loaded.turn_version_ends) == ([4, 5], [5, 5])
+    data = json.loads(t.to_record().model_dump_json())
+    del data["turn_version_ends"]  # a record written before spans existed: each turn ends where it started
+    assert TrajectoryRecord.model_validate(data).turn_version_ends == [4, 5]
+    data["turn_version_ends"] = [3, 5]
+    with pytest.raises(ValueError, match="cannot end on an older version"):
+        TrajectoryRecord.model_validate(data)

@@ -157,7 +157,10 @@ class Trajectory:
     loss_mask: list[int] = field(default_factory=list)
     sampler_logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each sampled turn
-    turn_versions: list[int] = field(default_factory=list)  # policy version that sampled each turn
+    turn_versions: list[int] = field(default_factory=list)  # policy version that sampled each turn (its first id)
+    #: The version that sampled each turn's last id: greater than ``turn_versions`` when a weight update fell inside
+    #: the turn (asynchronous training updates the sampler while episodes are in flight), equal otherwise.
+    turn_version_ends: list[int] = field(default_factory=list)
     turn_rewards: list[float] = field(default_factory=list)  # the reward of the env step that consumed each turn
     routed_experts: dict[str, Any] | None = None  # sampler's top-k experts per token and layer (routing_replay)
     #: How the turns were sampled: ``temperature``, ``top_p``, ``top_k`` (0: off) and ``logprobs`` (the backend's
@@ -175,9 +178,15 @@ class Trajectory:
         self.loss_mask.extend([0] * len(ids))
         self.sampler_logprobs.extend([0.0] * len(ids))
 
-    def append_sampled(self, ids: Sequence[int], logprobs: Sequence[float], policy_version: int = 0) -> None:
-        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id and the version of
-        the policy that sampled it."""
+    def append_sampled(
+        self,
+        ids: Sequence[int],
+        logprobs: Sequence[float],
+        policy_version: int = 0,
+        policy_version_end: int | None = None,
+    ) -> None:
+        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id and the versions of
+        the policy that sampled its first and its last id (``policy_version_end`` None: the same)."""
         if len(ids) != len(logprobs):
             raise ValueError(f"sampled turn: expected one log-prob per id, got {len(logprobs)} for {len(ids)} ids")
         start = len(self.token_ids)
@@ -186,6 +195,7 @@ class Trajectory:
         self.sampler_logprobs.extend(float(x) for x in logprobs)
         self.turn_spans.append((start, len(self.token_ids)))
         self.turn_versions.append(int(policy_version))
+        self.turn_version_ends.append(int(policy_version if policy_version_end is None else policy_version_end))
 
     def mask_turn(self, turn: int) -> None:
         """Exclude sampled turn ``turn`` from the loss (the env's ``mask`` tool-error policy)."""
@@ -214,6 +224,7 @@ class Trajectory:
             sampler_logprobs=self.sampler_logprobs,
             turn_spans=self.turn_spans,
             turn_versions=self.turn_versions,
+            turn_version_ends=self.turn_version_ends,
             turn_rewards=self.turn_rewards,
             routed_experts=self.routed_experts,
             sampling=self.sampling,
@@ -242,6 +253,9 @@ class TrajectoryRecord(pydantic.BaseModel):
     turn_spans: list[tuple[int, int]]
     #: The policy version that sampled each turn; records written before versions existed read as all 0.
     turn_versions: list[int] = []
+    #: The version that sampled each turn's last id (see :attr:`Trajectory.turn_version_ends`); records written
+    #: before it existed read as their ``turn_versions``.
+    turn_version_ends: list[int] = []
     #: The reward of the ``step`` that consumed each turn (0.0 for a turn no step consumed); records written before
     #: per-turn rewards existed read as [] (per-turn credit then refuses them).
     turn_rewards: list[float] = []
@@ -270,10 +284,15 @@ class TrajectoryRecord(pydantic.BaseModel):
                 raise ValueError(f"turn span ({start}, {end}) is outside the {n} token ids")
         if not self.turn_versions:  # an old record: no versions were written
             self.turn_versions = [0] * len(self.turn_spans)
-        if len(self.turn_versions) != len(self.turn_spans):
-            raise ValueError(
-                f"turn_versions: expected one per turn span ({len(self.turn_spans)}), got {len(self.turn_versions)}"
-            )
+        if not self.turn_version_ends:
+            self.turn_version_ends = list(self.turn_versions)
+        for name in ("turn_versions", "turn_version_ends"):
+            if len(getattr(self, name)) != len(self.turn_spans):
+                raise ValueError(
+                    f"{name}: expected one per turn span ({len(self.turn_spans)}), got {len(getattr(self, name))}"
+                )
+        if any(end < start for start, end in zip(self.turn_versions, self.turn_version_ends)):
+            raise ValueError("turn_version_ends: a turn cannot end on an older version than it started")
         if self.turn_rewards and len(self.turn_rewards) != len(self.turn_spans):
             raise ValueError(
                 f"turn_rewards: expected one per turn span ({len(self.turn_spans)}), got {len(self.turn_rewards)}"

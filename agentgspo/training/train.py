@@ -767,8 +767,8 @@ class _Run:
         of the step's wall time, the learner's and the sampler's (what overlapping removes is the idle rest)."""
         batch = summarize(trajectories)
         shared = rollout_metrics_over_ranks(self.accelerator, batch)  # over the episodes trained on, all ranks
-        versions = [t.turn_versions for t in trajectories if t.turn_versions]
-        staleness = [version - min(v) for v in versions] or [0]
+        spans = [(min(t.turn_versions), max(t.turn_version_ends)) for t in trajectories if t.turn_versions]
+        staleness = [version - oldest for oldest, _ in spans] or [0]
         now = time.perf_counter()
         wall, self.step_started = now - self.step_started, now  # this step's wall time, rollouts included
         evaluated = evaluated or {}
@@ -782,7 +782,7 @@ class _Run:
             "staleness_mean": sum(staleness) / len(staleness),
             "staleness_max": max(staleness),
             "staleness_hist": dict(sorted(collections.Counter(staleness).items())),
-            "version_span_max": max((max(v) - min(v) for v in versions), default=0),
+            "version_span_max": max((newest - oldest for oldest, newest in spans), default=0),
             "dropped_groups": waits["dropped_groups"],
             "learner_busy_frac": min(learner_seconds / wall, 1.0) if wall > 0 else 0.0,
             "sampler_busy_frac": min(waits["sampler_busy_seconds"] / wall, 1.0) if wall > 0 else 0.0,
