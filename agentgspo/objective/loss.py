@@ -1,4 +1,5 @@
-"""Policy-gradient objectives: GSPO, GSPO-token and the GRPO baseline (Zheng et al., arXiv 2507.18071).
+"""Policy-gradient objectives: GSPO, GSPO-token and the GRPO baseline (Zheng et al., arXiv 2507.18071), and their
+decoupled forms for a stale sampler.
 
 One objective, one function. Each takes per-token log-probs of the sampled tokens ``[B, T]`` under the current
 policy (with grad) and the behaviour policy (``old_logprobs``, no grad), advantages, and a ``loss_mask`` ``[B, T]``
@@ -44,6 +45,25 @@ Conventions a trainer must know:
   ``clip_frac_high`` and ``ratio_mean`` across micro-batches, and ``loss.clip_fractions`` the clip fractions the loss
   returns, each with the count it is a share of. A trainer reads these instead of testing the loss's name.
 
+- Decoupled losses, for asynchronous training where the sampler's policy mu is up to S versions stale (AReaL's
+  decoupled objective, Fu et al., arXiv 2505.24298, with GSPO's ratio; ``shared/ASYNC.md``): ``decoupled_gspo_loss``,
+  ``decoupled_gspo_token_loss``, ``decoupled_gspo_turn_loss`` and ``decoupled_grpo_loss`` take the proximal policy's
+  log-probs where the others take ``old_logprobs`` (pi_prox: the learner's weights at the start of the step, one
+  no-grad forward) and the sampler's as ``behaviour_logprobs``. The ratio and its clip are against pi_prox, as in the
+  loss they extend; each unit's term is weighed by the constant behaviour weight ``w = pi_prox / mu`` (geometric mean
+  over the unit's tokens), truncated (``correction="tis"``: ``min(w, tis_cap)``) or masked (``"mask"``: 0 outside
+  ``[mask_low, mask_high]``). A masked unit still counts in N (and a masked turn in its trajectory's K_i): the
+  estimate stays the paper's mean over sampled responses. With ``mu == pi_prox`` (w = 1) each equals the loss it
+  extends, value and gradient, bit for bit. They add diagnostics, weighed across micro-batches by the count of the
+  unit the loss declares its weight per (:func:`corrects_behaviour_per`, ``loss.behaviour_unit``):
+
+  ============================  ================================================================================
+  ``behaviour_kl``               mean over trained tokens of ``|log pi_prox - log mu|`` (weight: ``num_tokens``)
+  ``behaviour_weight_mean``      mean w before truncation or mask over the weight's units (``_min``, ``_max``)
+  ``behaviour_truncated_frac``   ``"tis"``: share of those units whose w exceeded ``tis_cap``
+  ``behaviour_masked_frac``      ``"mask"``: share of those units whose w fell outside the band (dropped)
+  ============================  ================================================================================
+
 The optional KL penalty is not part of these losses; ``kl_k3`` gives the per-trajectory k3 estimate to add.
 """
 
@@ -51,7 +71,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import torch
 
@@ -68,12 +88,28 @@ __all__ = [
     "gspo_token_loss",
     "grpo_loss",
     "kl_k3",
+    "BEHAVIOUR_MASK",
+    "BEHAVIOUR_TIS_CAP",
+    "BEHAVIOUR_FRACTIONS",
+    "corrects_behaviour_per",
+    "decoupled_gspo_loss",
+    "decoupled_gspo_turn_loss",
+    "decoupled_gspo_token_loss",
+    "decoupled_grpo_loss",
 ]
 
 # The clip bands of paper §5.1 (v2), (eps_low, eps_high), written here once: GSPO's on the sequence ratio (and
 # GSPO-token's), and the GRPO baseline's on the token ratio.
 GSPO_EPS = (3e-4, 4e-4)
 GRPO_EPS = (0.2, 0.27)
+
+# The behaviour weight's corrections, written here once (shared/ASYNC.md, SkyRL's off-policy corrections): the cap of
+# truncated importance sampling on a sequence's weight (SkyRL's sequence TIS: 5.0; its token TIS uses 2.0), and the
+# band of the geometric sequence mask (SkyRL recommends it first: [0.99, 1.01]).
+BEHAVIOUR_TIS_CAP = 5.0
+BEHAVIOUR_MASK = (0.99, 1.01)
+# The diagnostic each correction reports: the share of weight units it truncated or masked.
+BEHAVIOUR_FRACTIONS = {"tis": "behaviour_truncated_frac", "mask": "behaviour_masked_frac"}
 
 
 @dataclass(frozen=True)
@@ -118,6 +154,20 @@ def clips_per(unit: ClipUnit, *, reports: tuple[ClipUnit, ...] = (SEQUENCE, TOKE
     return declare
 
 
+def corrects_behaviour_per(unit: ClipUnit) -> Callable[[_Loss], _Loss]:
+    """Declare what one behaviour weight of a decoupled loss covers: sets ``loss.behaviour_unit = unit``.
+
+    ``unit.count`` names the diagnostic that weighs ``behaviour_weight_mean`` and the truncated or masked share
+    across micro-batches. It is not always the clip unit: GSPO-token clips per token but weighs per sequence.
+    """
+
+    def declare(loss: _Loss) -> _Loss:
+        loss.behaviour_unit = unit
+        return loss
+
+    return declare
+
+
 @clips_per(SEQUENCE)  # one ratio s_i per trajectory, Eq. 7
 def gspo_loss(
     logprobs: torch.Tensor,
@@ -148,29 +198,9 @@ def gspo_loss(
     mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
     adv = _per_sequence_advantages(advantages, logp)  # [B]
     seq_len = mask.sum(dim=-1).to(logp.dtype)  # [B]
-    has_tokens = seq_len > 0  # [B]
     seq_log_ratio = (logp - old_logp).sum(dim=-1) / seq_len.clamp(min=1)  # [B], 0 for empty rows
     objective, ratio, clipped_low, clipped_high = _clipped_surrogate(seq_log_ratio, adv, eps_low, eps_high)  # [B] x4
-    objective = torch.where(has_tokens, objective, 0.0)  # [B]
-    normalizer = _normalizer(num_sequences, has_tokens)  # []
-    loss = -objective.sum() / normalizer  # []
-
-    with torch.no_grad():
-        low = clipped_low & has_tokens  # [B]
-        high = clipped_high & has_tokens  # [B]
-        clipped = low | high  # [B]
-        num_seq = has_tokens.sum().to(logp.dtype)  # []
-        num_tokens = seq_len.sum()  # []
-        diagnostics = {
-            "clip_frac_seq": clipped.sum() / num_seq.clamp(min=1),
-            "clip_frac_token": (seq_len * clipped).sum() / num_tokens.clamp(min=1),
-            "clip_frac_low": low.sum() / num_seq.clamp(min=1),
-            "clip_frac_high": high.sum() / num_seq.clamp(min=1),
-            **_ratio_stats(ratio, has_tokens),
-            "num_tokens": num_tokens,
-            "num_sequences": num_seq,
-        }
-    return loss, diagnostics
+    return _sequence_loss_and_diagnostics(objective, ratio, clipped_low, clipped_high, seq_len, num_sequences)
 
 
 @clips_per(TURN, reports=(TURN, SEQUENCE, TOKEN))  # one ratio s_ik per assistant turn
@@ -213,53 +243,11 @@ def gspo_turn_loss(
     clipped turn, ``clip_frac_token`` the tokens of clipped turns over trained tokens), plus ``num_turns``.
     """
     mask, logp, old_logp = _check_and_select(logprobs, old_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
-    if turn_ids.shape != logp.shape or turn_ids.is_floating_point():
-        raise ValueError(
-            f"expected integer turn_ids of shape {tuple(logp.shape)}, got {turn_ids.dtype} {tuple(turn_ids.shape)}"
-        )
-    turn = torch.where(mask, turn_ids.to(logp.device), 0)  # [B, T]
-    if bool((turn < 0).any()):
-        raise ValueError("turn_ids: every token with loss_mask 1 needs its turn index (>= 0), got a negative one")
-    batch = logp.shape[0]
-    num_turns = int(turn.max()) + 1 if turn.numel() else 1
-    if advantages.dim() == 2:
-        num_turns = max(num_turns, advantages.shape[1])
-    adv = _per_turn_advantages(advantages, batch, num_turns, logp)  # [B, K]
-    segment = (torch.arange(batch, device=logp.device)[:, None] * num_turns + turn).flatten()  # [B*T]
-    weights = mask.flatten().to(logp.dtype)  # [B*T]
-    turn_len = torch.zeros(batch * num_turns, dtype=logp.dtype, device=logp.device).index_add_(0, segment, weights)
-    turn_sum = torch.zeros_like(turn_len).index_add_(0, segment, (logp - old_logp).flatten())  # [B*K]
-    turn_len, turn_sum = turn_len.view(batch, num_turns), turn_sum.view(batch, num_turns)  # [B, K] x2
-    has_tokens = turn_len > 0  # [B, K]
-    if not bool(torch.isfinite(adv[has_tokens]).all()):
-        raise ValueError("advantages: a trained turn has a NaN or inf advantage (only turns that do not exist may)")
-    adv = torch.where(has_tokens, adv, 0.0)  # [B, K], padding of turns that do not exist (NaN allowed) ignored
-    turn_log_ratio = turn_sum / turn_len.clamp(min=1)  # [B, K], 0 for empty turns
+    turns = _Turns.of(turn_ids, mask, advantages, logp)
+    turn_log_ratio = turns.mean(logp - old_logp)  # [B, K], 0 for empty turns
+    adv = turns.advantages  # [B, K], 0 for turns that do not exist
     objective, ratio, clipped_low, clipped_high = _clipped_surrogate(turn_log_ratio, adv, eps_low, eps_high)  # [B, K]
-    objective = torch.where(has_tokens, objective, 0.0)  # [B, K]
-    turns_per_seq = has_tokens.sum(dim=-1).to(logp.dtype)  # [B]
-    per_sequence = objective.sum(dim=-1) / turns_per_seq.clamp(min=1)  # [B]
-    loss = -per_sequence.sum() / _normalizer(num_sequences, turns_per_seq > 0)  # []
-
-    with torch.no_grad():
-        low = clipped_low & has_tokens  # [B, K]
-        high = clipped_high & has_tokens  # [B, K]
-        clipped = low | high  # [B, K]
-        trained_turns = has_tokens.sum().to(logp.dtype)  # []
-        num_seq = (turns_per_seq > 0).sum().to(logp.dtype)  # []
-        num_tokens = turn_len.sum()  # []
-        diagnostics = {
-            "clip_frac_seq": clipped.any(dim=-1).sum() / num_seq.clamp(min=1),
-            "clip_frac_turn": clipped.sum() / trained_turns.clamp(min=1),
-            "clip_frac_token": (turn_len * clipped).sum() / num_tokens.clamp(min=1),
-            "clip_frac_low": low.sum() / trained_turns.clamp(min=1),
-            "clip_frac_high": high.sum() / trained_turns.clamp(min=1),
-            **_ratio_stats(ratio, has_tokens),
-            "num_tokens": num_tokens,
-            "num_sequences": num_seq,
-            "num_turns": trained_turns,
-        }
-    return loss, diagnostics
+    return _turn_loss_and_diagnostics(objective, ratio, clipped_low, clipped_high, turns, num_sequences)
 
 
 @clips_per(TOKEN)  # s_it per token, Eq. 14 (its value is the sequence's s_i)
@@ -350,6 +338,214 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, loss_mask: torch.T
     return k3.sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)  # [B]
 
 
+# ------------------------------------------------------------------------- decoupled losses: a stale sampler
+
+
+@clips_per(SEQUENCE)  # s_i against pi_prox, Eq. 7
+@corrects_behaviour_per(SEQUENCE)  # w_i, a geometric mean over the sequence's tokens
+def decoupled_gspo_loss(
+    logprobs: torch.Tensor,
+    prox_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    *,
+    behaviour_logprobs: torch.Tensor,
+    correction: Literal["tis", "mask"],
+    tis_cap: float = BEHAVIOUR_TIS_CAP,
+    mask_low: float = BEHAVIOUR_MASK[0],
+    mask_high: float = BEHAVIOUR_MASK[1],
+    eps_low: float = GSPO_EPS[0],
+    eps_high: float = GSPO_EPS[1],
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """GSPO's decoupled objective for a sampler up to S versions stale: AReaL's decoupled loss (Fu et al., arXiv
+    2505.24298) with GSPO's sequence ratio (Eq. 7) and a geometric-mean behaviour weight (``shared/ASYNC.md``).
+
+        s_i  = exp( (1/|y_i|) sum_t m_it (logp_it - logp_prox_it) )         clipped to [1 - eps_low, 1 + eps_high]
+        w_i  = exp( (1/|y_i|) sum_t m_it (logp_prox_it - logp_mu_it) )      a constant: no gradient
+        w'_i = min(w_i, tis_cap)                                            correction="tis" (truncated IS)
+               w_i if mask_low <= w_i <= mask_high, else 0                  correction="mask" (geometric mask)
+        J    = (1/N) sum_i w'_i min( s_i A_i, clip(s_i, 1 - eps_low, 1 + eps_high) A_i )
+        loss = -J
+
+    Why: GSPO's band is far narrower than the drift of a sampler one or two versions behind, so a ratio against mu
+    clips most sequences (fully-async GSPO in verl issue 7356 logs clip fractions of 0.35-0.44). The clip keeps the
+    update near pi_prox, the learner's own weights at the start of the step; the weight corrects for having sampled
+    from mu. With S = 0 (pi_prox = pi_old) w_i = pi_old / mu corrects the sampler/trainer mismatch alone. With
+    mu == pi_prox, w_i = 1 and this is ``gspo_loss`` exactly, value and gradient. An unclipped token of sequence i
+    gets gradient ``-w'_i s_i A_i / (N |y_i|)``; a masked sequence gets none but still counts in N.
+
+    Args:
+        logprobs, advantages, loss_mask, eps_low, eps_high, num_sequences: as in ``gspo_loss``.
+        prox_logprobs: ``[B, T]`` log-probs under pi_prox (constants), in ``gspo_loss``'s ``old_logprobs`` place.
+        behaviour_logprobs: ``[B, T]`` log-probs under mu, the sampler's (``Batch.sampler_logprobs``). They must be
+            the learner's quantity (:func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`): log-probs
+            renormalised over a top-p nucleus make w_i < 1 for every sequence.
+        correction: ``"tis"`` or ``"mask"``, how w_i becomes w'_i above.
+        tis_cap: ``"tis"``'s C (default 5.0, SkyRL's sequence TIS cap).
+        mask_low, mask_high: ``"mask"``'s band (default [0.99, 1.01], SkyRL's geometric sequence mask).
+
+    Diagnostics: ``gspo_loss``'s (ratios and clip fractions against pi_prox) and the behaviour ones of the module
+    docstring, over sequences.
+    """
+    mask, logp, prox_logp = _check_and_select(logprobs, prox_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    gap = _behaviour_gap(prox_logp, behaviour_logprobs, mask)  # [B, T], log pi_prox - log mu
+    adv = _per_sequence_advantages(advantages, logp)  # [B]
+    seq_len = mask.sum(dim=-1).to(logp.dtype)  # [B]
+    seq_log_ratio = (logp - prox_logp).sum(dim=-1) / seq_len.clamp(min=1)  # [B], 0 for empty rows
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(seq_log_ratio, adv, eps_low, eps_high)  # [B] x4
+    log_weight = gap.sum(dim=-1) / seq_len.clamp(min=1)  # [B], log w_i
+    weight = _behaviour_weight(log_weight, seq_len > 0, correction, tis_cap, mask_low, mask_high)
+    weighted = weight.apply(objective)  # [B]
+    loss, diagnostics = _sequence_loss_and_diagnostics(
+        weighted, ratio, clipped_low, clipped_high, seq_len, num_sequences
+    )
+    return loss, {**diagnostics, **weight.diagnostics(gap, mask)}
+
+
+@clips_per(TURN, reports=(TURN, SEQUENCE, TOKEN))  # s_ik against pi_prox per assistant turn
+@corrects_behaviour_per(TURN)  # w_ik, a geometric mean over the turn's tokens
+def decoupled_gspo_turn_loss(
+    logprobs: torch.Tensor,
+    prox_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    turn_ids: torch.Tensor,
+    *,
+    behaviour_logprobs: torch.Tensor,
+    correction: Literal["tis", "mask"],
+    tis_cap: float = BEHAVIOUR_TIS_CAP,
+    mask_low: float = BEHAVIOUR_MASK[0],
+    mask_high: float = BEHAVIOUR_MASK[1],
+    eps_low: float = GSPO_EPS[0],
+    eps_high: float = GSPO_EPS[1],
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``gspo_turn_loss``'s decoupled form: each assistant turn its own ratio against pi_prox and its own behaviour
+    weight from its own tokens (``decoupled_gspo_loss`` with the turn as the unit).
+
+        s_ik  = exp( (1/|y_ik|) sum_{t in turn k} m_it (logp_it - logp_prox_it) )
+        w_ik  = exp( (1/|y_ik|) sum_{t in turn k} m_it (logp_prox_it - logp_mu_it) )   truncated or masked to w'_ik
+        J     = (1/N) sum_i (1/K_i) sum_k w'_ik min( s_ik A_ik, clip(s_ik, 1 - eps_low, 1 + eps_high) A_ik )
+        loss  = -J
+
+    A masked turn contributes nothing and still counts in its trajectory's K_i. With mu == pi_prox this is
+    ``gspo_turn_loss`` exactly.
+
+    Args:
+        logprobs, advantages, loss_mask, turn_ids, eps_low, eps_high, num_sequences: as in ``gspo_turn_loss``.
+        prox_logprobs, behaviour_logprobs, correction, tis_cap, mask_low, mask_high: as in ``decoupled_gspo_loss``.
+
+    Diagnostics: ``gspo_turn_loss``'s and the behaviour ones of the module docstring, over turns.
+    """
+    mask, logp, prox_logp = _check_and_select(logprobs, prox_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    gap = _behaviour_gap(prox_logp, behaviour_logprobs, mask)  # [B, T], log pi_prox - log mu
+    turns = _Turns.of(turn_ids, mask, advantages, logp)
+    turn_log_ratio = turns.mean(logp - prox_logp)  # [B, K], 0 for empty turns
+    adv = turns.advantages  # [B, K]
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(turn_log_ratio, adv, eps_low, eps_high)  # [B, K]
+    weight = _behaviour_weight(turns.mean(gap), turns.has_tokens, correction, tis_cap, mask_low, mask_high)  # [B, K]
+    loss, diagnostics = _turn_loss_and_diagnostics(
+        weight.apply(objective), ratio, clipped_low, clipped_high, turns, num_sequences
+    )
+    return loss, {**diagnostics, **weight.diagnostics(gap, mask)}
+
+
+@clips_per(TOKEN)  # s_it against pi_prox, Eq. 14
+@corrects_behaviour_per(SEQUENCE)  # the sequence's w_i, as in decoupled_gspo_loss
+def decoupled_gspo_token_loss(
+    logprobs: torch.Tensor,
+    prox_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    *,
+    behaviour_logprobs: torch.Tensor,
+    correction: Literal["tis", "mask"],
+    tis_cap: float = BEHAVIOUR_TIS_CAP,
+    mask_low: float = BEHAVIOUR_MASK[0],
+    mask_high: float = BEHAVIOUR_MASK[1],
+    eps_low: float = GSPO_EPS[0],
+    eps_high: float = GSPO_EPS[1],
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``gspo_token_loss``'s decoupled form (Eq. 13-14 against pi_prox), each token weighed by its sequence's w'_i.
+
+        s_it = sg[s_i] * pi(y_it) / sg[pi(y_it)]        s_i against pi_prox, as in ``decoupled_gspo_loss``
+        w_i  = exp( (1/|y_i|) sum_t m_it (logp_prox_it - logp_mu_it) )        truncated or masked to w'_i
+        J    = (1/N) sum_i w'_i (1/|y_i|) sum_t m_it min( s_it A_it, clip(s_it, 1 - eps_low, 1 + eps_high) A_it )
+        loss = -J
+
+    With ``A_it = A_i`` it equals ``decoupled_gspo_loss``; with mu == pi_prox it is ``gspo_token_loss`` exactly.
+
+    Args:
+        logprobs, advantages, loss_mask, eps_low, eps_high, num_sequences: as in ``gspo_token_loss``.
+        prox_logprobs, behaviour_logprobs, correction, tis_cap, mask_low, mask_high: as in ``decoupled_gspo_loss``.
+
+    Diagnostics: ``gspo_token_loss``'s and the behaviour ones of the module docstring, over sequences.
+    """
+    mask, logp, prox_logp = _check_and_select(logprobs, prox_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    gap = _behaviour_gap(prox_logp, behaviour_logprobs, mask)  # [B, T], log pi_prox - log mu
+    adv = _per_token_advantages(advantages, mask, logp)  # [B, T]
+    seq_len = mask.sum(dim=-1).to(logp.dtype)  # [B]
+    seq_log_ratio = (logp - prox_logp).sum(dim=-1) / seq_len.clamp(min=1)  # [B]
+    token_log_ratio = seq_log_ratio.detach()[:, None] + logp - logp.detach()  # [B, T], log s_it of Eq. 14
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(token_log_ratio, adv, eps_low, eps_high)  # [B, T]
+    log_weight = gap.sum(dim=-1) / seq_len.clamp(min=1)  # [B], log w_i
+    weight = _behaviour_weight(log_weight, seq_len > 0, correction, tis_cap, mask_low, mask_high)  # [B]
+    loss, diagnostics = _token_level_loss_and_diagnostics(
+        weight.apply(objective), ratio, clipped_low, clipped_high, mask, num_sequences
+    )
+    return loss, {**diagnostics, **weight.diagnostics(gap, mask)}
+
+
+@clips_per(TOKEN)  # w_it against pi_prox, Eq. 3
+@corrects_behaviour_per(TOKEN)  # each token's own behaviour weight
+def decoupled_grpo_loss(
+    logprobs: torch.Tensor,
+    prox_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    *,
+    behaviour_logprobs: torch.Tensor,
+    correction: Literal["tis", "mask"],
+    tis_cap: float = BEHAVIOUR_TIS_CAP,
+    mask_low: float = BEHAVIOUR_MASK[0],
+    mask_high: float = BEHAVIOUR_MASK[1],
+    eps_low: float = GRPO_EPS[0],
+    eps_high: float = GRPO_EPS[1],
+    num_sequences: int | float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The GRPO baseline's decoupled form with token behaviour weights: the decoupled PPO objective as AReaL
+    (Fu et al., arXiv 2505.24298) states it, one weight per token.
+
+        r_it  = exp(logp_it - logp_prox_it)                        clipped to [1 - eps_low, 1 + eps_high]
+        w_it  = exp(logp_prox_it - logp_mu_it)                     truncated or masked to w'_it, no gradient
+        J     = (1/N) sum_i (1/|y_i|) sum_t m_it w'_it min( r_it A_it, clip(r_it, 1 - eps_low, 1 + eps_high) A_it )
+        loss  = -J
+
+    Token weights vary far more than a sequence's geometric mean: the defaults (``tis_cap`` 5.0, band
+    [0.99, 1.01]) are the sequence-level ones; SkyRL caps token TIS at 2.0, and a band this narrow drops most tokens
+    of a stale batch. With mu == pi_prox this is ``grpo_loss`` exactly.
+
+    Args:
+        logprobs, advantages, loss_mask, eps_low, eps_high, num_sequences: as in ``grpo_loss``.
+        prox_logprobs, behaviour_logprobs, correction, tis_cap, mask_low, mask_high: as in ``decoupled_gspo_loss``,
+            with the token as the weight's unit.
+
+    Diagnostics: ``grpo_loss``'s and the behaviour ones of the module docstring, over tokens.
+    """
+    mask, logp, prox_logp = _check_and_select(logprobs, prox_logprobs, loss_mask)  # [B, T] bool, [B, T], [B, T]
+    gap = _behaviour_gap(prox_logp, behaviour_logprobs, mask)  # [B, T], log pi_prox - log mu = log w_it
+    adv = _per_token_advantages(advantages, mask, logp)  # [B, T]
+    token_log_ratio = logp - prox_logp  # [B, T]
+    objective, ratio, clipped_low, clipped_high = _clipped_surrogate(token_log_ratio, adv, eps_low, eps_high)  # [B, T]
+    weight = _behaviour_weight(gap, mask, correction, tis_cap, mask_low, mask_high)  # [B, T]
+    loss, diagnostics = _token_level_loss_and_diagnostics(
+        weight.apply(objective), ratio, clipped_low, clipped_high, mask, num_sequences
+    )
+    return loss, {**diagnostics, **weight.diagnostics(gap, mask)}
+
+
 # ---------------------------------------------------------------------------------------------- shared helpers
 
 
@@ -432,15 +628,192 @@ def _normalizer(num_sequences: int | float | torch.Tensor | None, has_tokens: to
     return num_sequences
 
 
-def _ratio_stats(ratio: torch.Tensor, valid: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Mean/min/max of ``ratio`` over ``valid`` entries (NaN when there are none), without a host sync."""
+def _ratio_stats(ratio: torch.Tensor, valid: torch.Tensor, name: str = "ratio") -> dict[str, torch.Tensor]:
+    """Mean/min/max of ``ratio`` over ``valid`` entries (NaN when there are none) as ``{name}_mean`` etc., without a
+    host sync."""
     count = valid.sum()  # []
     empty = torch.where(count > 0, 0.0, float("nan")).to(ratio.dtype)  # [], NaN when nothing is valid
     return {
-        "ratio_mean": torch.where(valid, ratio, 0.0).sum() / count.clamp(min=1) + empty,
-        "ratio_min": torch.where(valid, ratio, float("inf")).min() + empty,
-        "ratio_max": torch.where(valid, ratio, float("-inf")).max() + empty,
+        f"{name}_mean": torch.where(valid, ratio, 0.0).sum() / count.clamp(min=1) + empty,
+        f"{name}_min": torch.where(valid, ratio, float("inf")).min() + empty,
+        f"{name}_max": torch.where(valid, ratio, float("-inf")).max() + empty,
     }
+
+
+def _sequence_loss_and_diagnostics(
+    objective: torch.Tensor,
+    ratio: torch.Tensor,
+    clipped_low: torch.Tensor,
+    clipped_high: torch.Tensor,
+    seq_len: torch.Tensor,
+    num_sequences: int | float | torch.Tensor | None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per-trajectory mean of per-sequence terms, ``-(1/N) sum_i objective_i``, and the diagnostics with the
+    sequence as the clipping unit (``seq_len`` ``[B]``: trained tokens per sequence)."""
+    has_tokens = seq_len > 0  # [B]
+    objective = torch.where(has_tokens, objective, 0.0)  # [B]
+    normalizer = _normalizer(num_sequences, has_tokens)  # []
+    loss = -objective.sum() / normalizer  # []
+
+    with torch.no_grad():
+        low = clipped_low & has_tokens  # [B]
+        high = clipped_high & has_tokens  # [B]
+        clipped = low | high  # [B]
+        num_seq = has_tokens.sum().to(seq_len.dtype)  # []
+        num_tokens = seq_len.sum()  # []
+        diagnostics = {
+            "clip_frac_seq": clipped.sum() / num_seq.clamp(min=1),
+            "clip_frac_token": (seq_len * clipped).sum() / num_tokens.clamp(min=1),
+            "clip_frac_low": low.sum() / num_seq.clamp(min=1),
+            "clip_frac_high": high.sum() / num_seq.clamp(min=1),
+            **_ratio_stats(ratio, has_tokens),
+            "num_tokens": num_tokens,
+            "num_sequences": num_seq,
+        }
+    return loss, diagnostics
+
+
+@dataclass(frozen=True)
+class _Turns:
+    """The assistant turns of a batch as the turn-unit losses see them: ``K`` turn slots per row."""
+
+    segment: torch.Tensor  # [B*T], each token's slot (row * K + turn), slot 0 of its row where not trained
+    length: torch.Tensor  # [B, K], trained tokens per turn
+    has_tokens: torch.Tensor  # [B, K] bool, the turns that are trained
+    advantages: torch.Tensor  # [B, K], 0 for turns that do not exist
+
+    @classmethod
+    def of(cls, turn_ids: torch.Tensor, mask: torch.Tensor, advantages: torch.Tensor, logp: torch.Tensor) -> _Turns:
+        """Check ``turn_ids`` ``[B, T]`` and the ``[B]`` or ``[B, K]`` advantages, and count each turn's tokens."""
+        if turn_ids.shape != logp.shape or turn_ids.is_floating_point():
+            raise ValueError(
+                f"expected integer turn_ids of shape {tuple(logp.shape)}, got {turn_ids.dtype} {tuple(turn_ids.shape)}"
+            )
+        turn = torch.where(mask, turn_ids.to(logp.device), 0)  # [B, T]
+        if bool((turn < 0).any()):
+            raise ValueError("turn_ids: every token with loss_mask 1 needs its turn index (>= 0), got a negative one")
+        batch = logp.shape[0]
+        num_turns = int(turn.max()) + 1 if turn.numel() else 1
+        if advantages.dim() == 2:
+            num_turns = max(num_turns, advantages.shape[1])
+        adv = _per_turn_advantages(advantages, batch, num_turns, logp)  # [B, K]
+        segment = (torch.arange(batch, device=logp.device)[:, None] * num_turns + turn).flatten()  # [B*T]
+        weights = mask.flatten().to(logp.dtype)  # [B*T]
+        length = torch.zeros(batch * num_turns, dtype=logp.dtype, device=logp.device).index_add_(0, segment, weights)
+        length = length.view(batch, num_turns)  # [B, K]
+        has_tokens = length > 0  # [B, K]
+        if not bool(torch.isfinite(adv[has_tokens]).all()):
+            raise ValueError("advantages: a trained turn has a NaN or inf advantage (only turns that do not exist may)")
+        adv = torch.where(has_tokens, adv, 0.0)  # [B, K], padding of turns that do not exist (NaN allowed) ignored
+        return cls(segment=segment, length=length, has_tokens=has_tokens, advantages=adv)
+
+    def mean(self, per_token: torch.Tensor) -> torch.Tensor:
+        """Each turn's mean of ``per_token`` ``[B, T]`` (0 at untrained positions) over its tokens: ``[B, K]``."""
+        total = torch.zeros(self.length.numel(), dtype=per_token.dtype, device=per_token.device)  # [B*K]
+        total = total.index_add_(0, self.segment, per_token.flatten())  # [B*K]
+        return total.view_as(self.length) / self.length.clamp(min=1)  # [B, K], 0 for empty turns
+
+
+def _turn_loss_and_diagnostics(
+    objective: torch.Tensor,
+    ratio: torch.Tensor,
+    clipped_low: torch.Tensor,
+    clipped_high: torch.Tensor,
+    turns: _Turns,
+    num_sequences: int | float | torch.Tensor | None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``-(1/N) sum_i (1/K_i) sum_k objective_ik`` over trained turns, and the diagnostics with the turn as the
+    clipping unit."""
+    has_tokens = turns.has_tokens  # [B, K]
+    objective = torch.where(has_tokens, objective, 0.0)  # [B, K]
+    turns_per_seq = has_tokens.sum(dim=-1).to(objective.dtype)  # [B]
+    per_sequence = objective.sum(dim=-1) / turns_per_seq.clamp(min=1)  # [B]
+    loss = -per_sequence.sum() / _normalizer(num_sequences, turns_per_seq > 0)  # []
+
+    with torch.no_grad():
+        low = clipped_low & has_tokens  # [B, K]
+        high = clipped_high & has_tokens  # [B, K]
+        clipped = low | high  # [B, K]
+        trained_turns = has_tokens.sum().to(objective.dtype)  # []
+        num_seq = (turns_per_seq > 0).sum().to(objective.dtype)  # []
+        num_tokens = turns.length.sum()  # []
+        diagnostics = {
+            "clip_frac_seq": clipped.any(dim=-1).sum() / num_seq.clamp(min=1),
+            "clip_frac_turn": clipped.sum() / trained_turns.clamp(min=1),
+            "clip_frac_token": (turns.length * clipped).sum() / num_tokens.clamp(min=1),
+            "clip_frac_low": low.sum() / trained_turns.clamp(min=1),
+            "clip_frac_high": high.sum() / trained_turns.clamp(min=1),
+            **_ratio_stats(ratio, has_tokens),
+            "num_tokens": num_tokens,
+            "num_sequences": num_seq,
+            "num_turns": trained_turns,
+        }
+    return loss, diagnostics
+
+
+def _behaviour_gap(prox_logp: torch.Tensor, behaviour_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``log pi_prox - log mu`` per token ``[B, T]``, 0 at masked positions (selected before any arithmetic, as in
+    ``_check_and_select``); a constant. ``prox_logp`` is already selected and upcast."""
+    if behaviour_logprobs.shape != prox_logp.shape:
+        raise ValueError(
+            f"expected behaviour_logprobs of the log-probs' shape {tuple(prox_logp.shape)}, got "
+            f"{tuple(behaviour_logprobs.shape)}"
+        )
+    behaviour = torch.where(mask, behaviour_logprobs.detach().to(prox_logp.dtype), 0.0)  # [B, T]
+    return prox_logp - behaviour  # [B, T]
+
+
+@dataclass(frozen=True)
+class _BehaviourWeight:
+    """A decoupled loss's behaviour weights over its units (sequences, turns or tokens: any shape ``[...]``),
+    detached."""
+
+    raw: torch.Tensor  # [...], w = pi_prox / mu before truncation or mask
+    weight: torch.Tensor  # [...], w', what multiplies a kept unit's term
+    kept: torch.Tensor  # [...] bool, False where the mask drops the unit
+    corrected: torch.Tensor  # [...] bool, trained units that were truncated or masked
+    valid: torch.Tensor  # [...] bool, units with trained tokens
+    fraction: str  # the diagnostic holding the corrected share
+
+    def apply(self, objective: torch.Tensor) -> torch.Tensor:
+        """``w' * objective`` per unit, broadcast over ``objective``'s trailing dims (a sequence's weight over its
+        tokens); a dropped unit's term is selected to 0, so an overflowed term cannot make it NaN."""
+        shape = (*self.weight.shape, *(1,) * (objective.dim() - self.weight.dim()))  # [...] and a 1 per extra dim
+        return torch.where(self.kept.reshape(shape), self.weight.reshape(shape) * objective, 0.0)  # objective's shape
+
+    def diagnostics(self, gap: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``behaviour_kl`` over trained tokens (``gap``: ``log pi_prox - log mu``, 0 where ``mask`` is 0), the raw
+        weight's mean/min/max and the truncated or masked share over the weight's units."""
+        with torch.no_grad():
+            units = self.valid.sum().to(self.raw.dtype)  # []
+            return {
+                "behaviour_kl": gap.abs().sum() / mask.sum().to(gap.dtype).clamp(min=1),
+                **_ratio_stats(self.raw, self.valid, name="behaviour_weight"),
+                self.fraction: self.corrected.sum() / units.clamp(min=1),
+            }
+
+
+def _behaviour_weight(
+    log_weight: torch.Tensor,
+    valid: torch.Tensor,
+    correction: str,
+    tis_cap: float,
+    mask_low: float,
+    mask_high: float,
+) -> _BehaviourWeight:
+    """The behaviour weight ``w = exp(log_weight)`` of each unit and its correction: ``"tis"`` truncates it at
+    ``tis_cap``, ``"mask"`` keeps it where ``mask_low <= w <= mask_high`` and drops the unit elsewhere (a NaN weight
+    too). ``valid``: the units with trained tokens."""
+    raw = torch.exp(log_weight.detach())  # [...]
+    if correction == "tis":
+        truncated = raw > tis_cap  # [...]
+        capped = torch.where(truncated, tis_cap, raw)  # [...]
+        everything = torch.ones_like(valid)  # [...], truncation drops nothing
+        return _BehaviourWeight(raw, capped, everything, truncated & valid, valid, BEHAVIOUR_FRACTIONS["tis"])
+    if correction == "mask":
+        kept = (raw >= mask_low) & (raw <= mask_high)  # [...]
+        return _BehaviourWeight(raw, raw, kept, ~kept & valid, valid, BEHAVIOUR_FRACTIONS["mask"])
+    raise ValueError(f"correction: expected one of {sorted(BEHAVIOUR_FRACTIONS)}, got {correction!r}")
 
 
 def _token_level_loss_and_diagnostics(
