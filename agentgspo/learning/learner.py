@@ -4,6 +4,7 @@
       -> plan: shuffle into `minibatches` (paper: 4; updates 2..4 are off-policy), each into length-bucketed
          micro-batches, the counts agreed by all ranks
       -> logp_old: recomputed over those same micro-batches (recording the routing to replay), or the sampler's (§5.4)
+         (under ``behaviour_correction`` the recompute is pi_prox, and the sampler's log-probs weigh each unit)
       -> per minibatch: per micro-batch forward -> loss (+ MoE aux, KL) -> backward, gradients accumulated
            -> clip grad norm -> AdamW step -> LR schedule
       -> metrics over ranks (each clip fraction weighted by the unit the loss declares it clips, ``loss.clip_unit``)
@@ -45,10 +46,17 @@ from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
 from agentgspo.objective.loss import (
+    BEHAVIOUR_FRACTIONS,
+    BEHAVIOUR_MASK,
+    BEHAVIOUR_TIS_CAP,
     GRPO_EPS,
     GSPO_EPS,
     TOKEN,
     TURN,
+    decoupled_gspo_loss,
+    decoupled_gspo_token_loss,
+    decoupled_gspo_turn_loss,
+    decoupled_grpo_loss,
     grpo_loss,
     gspo_loss,
     gspo_token_loss,
@@ -69,6 +77,14 @@ from agentgspo.objective.split_turns import episode_advantages
 from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
 
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
+# The loss of each (objective, unit) under a behaviour correction: the same objective, decoupled (clip against
+# pi_prox, each unit weighed by pi_prox / mu; agentgspo.objective.loss).
+DECOUPLED = {
+    ("gspo", "trajectory"): decoupled_gspo_loss,
+    ("gspo", "turn"): decoupled_gspo_turn_loss,
+    ("gspo_token", "trajectory"): decoupled_gspo_token_loss,
+    ("grpo", "trajectory"): decoupled_grpo_loss,
+}
 # Each objective's clip band (paper §5.1, agentgspo.objective.loss).
 DEFAULT_EPS = {"gspo": GSPO_EPS, "gspo_token": GSPO_EPS, "grpo": GRPO_EPS}
 
@@ -106,6 +122,28 @@ class LearnerConfig:
         "recompute",
         "'recompute' (score the batch with the policy before updating) or 'sampler' (reuse the "
         "sampler's log-probs, paper §5.4; saves a forward pass)",
+    )
+    behaviour_correction: Literal["none", "tis", "mask"] = _setting(
+        "none",
+        "for a sampler some versions stale (asynchronous training): 'none' (the ratio against logp_old, the "
+        "paper's) or AReaL's decoupled objective: the ratio and its clip against pi_prox (the logp_old recompute: "
+        "the weights at the start of the step), each sequence (turn with unit turn, token with grpo) weighed by "
+        "w = pi_prox / mu (mu: the sampler's log-probs; a geometric mean over the unit's tokens), 'tis' truncating "
+        "w at behaviour_tis_cap or 'mask' dropping units whose w is outside [behaviour_mask_low, "
+        "behaviour_mask_high]; needs logp_old recompute",
+    )
+    behaviour_tis_cap: float = _setting(
+        BEHAVIOUR_TIS_CAP,
+        "behaviour_correction tis: the cap C of min(w, C) (5.0: SkyRL's sequence TIS, for the geometric-mean "
+        "weight of gspo, gspo_token and unit turn; grpo weighs each token, where SkyRL caps token TIS at 2.0)",
+    )
+    behaviour_mask_low: float = _setting(
+        BEHAVIOUR_MASK[0],
+        "behaviour_correction mask: units whose w = pi_prox / mu is below this are dropped (0.99: SkyRL's "
+        "geometric sequence mask; grpo's w is per token and needs a far wider band)",
+    )
+    behaviour_mask_high: float = _setting(
+        BEHAVIOUR_MASK[1], "behaviour_correction mask: units whose w is above this are dropped (1.01: SkyRL's)"
     )
     temperature: float = _setting(1.0, "sampling temperature; the learner scores softmax(logits / T)")
     max_grad_norm: float | None = _setting(1.0, "gradient clipping norm (empty: off)")
@@ -216,6 +254,7 @@ class LearnerConfig:
             raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
         if self.logp_old not in ("recompute", "sampler"):
             raise ValueError(f"logp_old: expected 'recompute' or 'sampler', got {self.logp_old!r}")
+        self._check_behaviour_correction()
         low, high = DEFAULT_EPS[self.objective]  # the clip band used, so a run's config.json records it
         self.eps_low = low if self.eps_low is None else float(self.eps_low)
         self.eps_high = high if self.eps_high is None else float(self.eps_high)
@@ -227,6 +266,47 @@ class LearnerConfig:
                 f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "
                 f"{self.temperature}; for greedy rollouts train with T=1"
             )
+
+    def _check_behaviour_correction(self) -> None:
+        """``behaviour_correction`` needs the recompute (it is pi_prox), a decoupled form of the objective and unit,
+        and a cap or band that keeps on-policy units (w = 1) as they are."""
+        correction = self.behaviour_correction
+        if correction not in ("none", *BEHAVIOUR_FRACTIONS):
+            raise ValueError(
+                f"behaviour_correction: expected 'none' or one of {sorted(BEHAVIOUR_FRACTIONS)}, got {correction!r}"
+            )
+        if correction == "none":
+            return
+        if self.logp_old != "recompute":
+            raise ValueError(
+                f"behaviour_correction={correction!r} clips against pi_prox, the logp_old recompute (the learner's "
+                "weights at the start of the step), and weighs by pi_prox / mu with mu the sampler's log-probs; "
+                "with logp_old='sampler' there is no pi_prox (pi_prox = mu: w = 1, and the clip is against the "
+                "stale sampler). Set logp_old='recompute' (--logp-old recompute) or behaviour_correction='none'"
+            )
+        if (self.objective, self.unit) not in DECOUPLED:
+            raise ValueError(
+                f"behaviour_correction={correction!r}: no decoupled loss for objective {self.objective!r} with unit "
+                f"{self.unit!r}; expected one of {sorted(DECOUPLED)}"
+            )
+        if correction == "tis" and not self.behaviour_tis_cap >= 1.0:
+            raise ValueError(
+                f"behaviour_tis_cap: expected >= 1 (a cap below 1 shrinks the weight of on-policy units, w = 1), "
+                f"got {self.behaviour_tis_cap}"
+            )
+        if correction == "mask" and not 0.0 <= self.behaviour_mask_low <= 1.0 <= self.behaviour_mask_high:
+            raise ValueError(
+                "behaviour_mask_low / behaviour_mask_high: expected 0 <= low <= 1 <= high (a band without 1 drops "
+                f"on-policy units, w = 1), got [{self.behaviour_mask_low}, {self.behaviour_mask_high}]"
+            )
+
+
+def loss_for(config: LearnerConfig) -> Any:
+    """The loss a config trains with: its objective (``gspo_turn_loss`` for ``unit="turn"``), or that objective's
+    decoupled form (``DECOUPLED``) under a ``behaviour_correction``."""
+    if config.behaviour_correction != "none":
+        return DECOUPLED[config.objective, config.unit]
+    return gspo_turn_loss if config.unit == "turn" else OBJECTIVES[config.objective]
 
 
 @dataclass
@@ -442,9 +522,11 @@ class GSPOLearner:
         ref_model: frozen reference policy, needed when ``config.kl_coef > 0``.
         seed: seed of the minibatch shuffling generator (its state is part of :meth:`state_dict`).
 
-    ``loss_fn`` is the loss the config selects (``OBJECTIVES[objective]``, or ``gspo_turn_loss`` for ``unit="turn"``);
-    the unit it declares it clips per (``loss_fn.clip_unit``, :func:`agentgspo.objective.loss.clips_per`) decides
-    how its clip fractions, low/high split and ratios are weighted across micro-batches and ranks.
+    ``loss_fn`` is the loss the config selects (:func:`loss_for`: ``OBJECTIVES[objective]``, ``gspo_turn_loss`` for
+    ``unit="turn"``, or their decoupled form under a ``behaviour_correction``); the unit it declares it clips per
+    (``loss_fn.clip_unit``, :func:`agentgspo.objective.loss.clips_per`) decides how its clip fractions, low/high split
+    and ratios are weighted across micro-batches and ranks, and a decoupled loss's ``behaviour_unit`` how its
+    behaviour weights are.
     """
 
     def __init__(
@@ -478,7 +560,7 @@ class GSPOLearner:
         self.generator = torch.Generator().manual_seed(seed)
         self._replays: dict[int, torch.Tensor] = {}  # id(trajectory) -> [T, L, k] experts replayed in this step
         # The loss this config trains with; what it clips per (loss.clip_unit) decides how its diagnostics are logged.
-        self.loss_fn = gspo_turn_loss if self.config.unit == "turn" else OBJECTIVES[self.config.objective]
+        self.loss_fn = loss_for(self.config)
         self._objective = (
             torch.compile(self._objective_from_logits, dynamic=True)
             if self.config.compile
@@ -675,7 +757,7 @@ class GSPOLearner:
 
     def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
         """Refuse trajectories sampled at another temperature than the learner scores, and sampler log-probs that
-        are not the learner's quantity under ``logp_old="sampler"`` (the rule:
+        are not the learner's quantity under ``logp_old="sampler"`` or a ``behaviour_correction`` (the rule:
         :func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
         temperature = self.config.temperature
         for t in trajectories:
@@ -696,6 +778,23 @@ class GSPOLearner:
                         "band, clipping whole sequences silently). Use logp_old='recompute' "
                         "(--logp-old recompute), or sample with top_p=1 and top_k=0"
                     )
+            self._check_behaviour_logprobs(t, where)
+
+    def _check_behaviour_logprobs(self, trajectory: Trajectory, where: str) -> None:
+        """Under a ``behaviour_correction`` the sampler's log-probs are mu: refuse them where they are not the
+        learner's quantity (:func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`)."""
+        correction = self.config.behaviour_correction
+        if correction == "none":
+            return
+        why = sampler_logprobs_mismatch(trajectory.sampling, self.config.temperature)
+        if why is not None:
+            raise ValueError(
+                f"behaviour_correction={correction!r}: {where}: {why}. Its log-probs are not the policy's "
+                "(log-probs renormalised over a top-p nucleus exceed the policy's, so w = pi_prox / mu < 1 for "
+                "every sequence), and the behaviour weights would measure that gap, not staleness. Sample with "
+                "top_p=1 and top_k=0 (full-vocabulary log-probs at the learner's temperature), or use "
+                "behaviour_correction='none'"
+            )
 
     def _advantages(
         self, trajectories: Sequence[Trajectory], included: list[int]
@@ -938,12 +1037,14 @@ class GSPOLearner:
         """Forward, loss and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go
         to ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's)."""
         batch, old_logprobs, adv, turn_ids = self._loss_inputs(trajectories, rows, old, advantages)
+        # A decoupled loss's mu: the sampler's log-probs (old_logprobs is then pi_prox, the recompute).
+        behaviour = batch.sampler_logprobs if self.config.behaviour_correction != "none" else None  # [B, T]
         with self._accumulating(sync), self._replaying([trajectories[i] for i in rows], batch):
             outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
             # Compiled, N is a tensor so that a new minibatch size does not recompile.
             n = torch.tensor(float(num_sequences), device=adv.device) if self.config.compile else num_sequences
             loss, diagnostics, logprobs = self._objective(
-                outputs.logits, batch.input_ids, old_logprobs, adv, batch.loss_mask, n, turn_ids
+                outputs.logits, batch.input_ids, old_logprobs, adv, batch.loss_mask, n, turn_ids, behaviour
             )  # [], {...}, [B, T]
             # A zero-weight placeholder's penalties are not the policy's: they stay out of the logged means.
             total = self._with_penalties(
@@ -999,9 +1100,11 @@ class GSPOLearner:
         loss_mask: torch.Tensor,
         num_sequences: int | torch.Tensor,
         turn_ids: torch.Tensor | None = None,
+        behaviour_logprobs: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles.
-        ``turn_ids`` ``[B, T]`` (a loss clipping per turn): each trained token's assistant-turn index."""
+        ``turn_ids`` ``[B, T]`` (a loss clipping per turn): each trained token's assistant-turn index;
+        ``behaviour_logprobs`` ``[B, T]`` (a decoupled loss): mu, the sampler's log-probs."""
         config = self.config
         logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
         turns = () if turn_ids is None else (turn_ids,)
@@ -1014,8 +1117,22 @@ class GSPOLearner:
             eps_low=config.eps_low,
             eps_high=config.eps_high,
             num_sequences=num_sequences,
+            **self._behaviour_arguments(behaviour_logprobs),
         )
         return loss, diagnostics, logprobs
+
+    def _behaviour_arguments(self, behaviour_logprobs: torch.Tensor | None) -> dict[str, Any]:
+        """A decoupled loss's behaviour log-probs and correction settings; nothing for the other losses."""
+        if behaviour_logprobs is None:
+            return {}
+        config = self.config
+        return {
+            "behaviour_logprobs": behaviour_logprobs,
+            "correction": config.behaviour_correction,
+            "tis_cap": config.behaviour_tis_cap,
+            "mask_low": config.behaviour_mask_low,
+            "mask_high": config.behaviour_mask_high,
+        }
 
     def _with_penalties(
         self,
@@ -1066,12 +1183,27 @@ class GSPOLearner:
                 means.add(prefix + name, float(diagnostics[name]), unit_count)
             means.extreme(prefix + "ratio_min", float(diagnostics["ratio_min"]), min)
             means.extreme(prefix + "ratio_max", float(diagnostics["ratio_max"]), max)
+        self._record_behaviour(diagnostics, means)
         tokens = float(diagnostics["num_tokens"])
         means.count("trained_tokens", tokens)
         entropy = token_entropy(
             logits[:, :-1].detach(), temperature=self.config.temperature, loss_mask=batch.loss_mask[:, 1:]
         )
         means.add("entropy", float(entropy), tokens)
+
+    def _record_behaviour(self, diagnostics: dict[str, torch.Tensor], means: _Means) -> None:
+        """A decoupled loss's behaviour diagnostics into ``means``: ``behaviour_kl`` weighted by trained tokens, the
+        weight's mean and its truncated or masked share by the count of the unit the loss weighs per
+        (``loss.behaviour_unit``: sequences, turns, or tokens for GRPO), the weight's extremes. Nothing otherwise."""
+        unit = getattr(self.loss_fn, "behaviour_unit", None)
+        if unit is None:
+            return
+        means.add("behaviour_kl", float(diagnostics["behaviour_kl"]), float(diagnostics["num_tokens"]))
+        count = float(diagnostics[unit.count])
+        for name in ("behaviour_weight_mean", BEHAVIOUR_FRACTIONS[self.config.behaviour_correction]):
+            means.add(name, float(diagnostics[name]), count)
+        means.extreme("behaviour_weight_min", float(diagnostics["behaviour_weight_min"]), min)
+        means.extreme("behaviour_weight_max", float(diagnostics["behaviour_weight_max"]), max)
 
     @contextlib.contextmanager
     def _accumulating(self, sync: bool) -> Iterator[None]:
