@@ -233,3 +233,14 @@ def test_an_interrupted_asynchronous_run_trains_every_prompt_once(tmp_path):
         path = tmp_path / "trajectories" / f"step_{step:06d}_rank0.jsonl"
         trained += sorted({json.loads(line)["group_id"] for line in path.read_text().splitlines()})
     assert trained == list(range(16)), trained
+
+
+def test_stale_rollouts_train_with_the_decoupled_objective_unless_told_otherwise():
+    from agentgspo.training.train import TrainConfig
+
+    assert TrainConfig(backend="hf").behaviour_correction == "none"  # synchronous: the paper's objective
+    assert TrainConfig(backend="hf", max_staleness=2).behaviour_correction == "tis"
+    explicit = TrainConfig(backend="hf", max_staleness=2, behaviour_correction="none")
+    assert explicit.behaviour_correction == "none"  # uncorrected staleness is an explicit setting
+    with pytest.raises(ValueError, match="max_staleness 1 trains with the decoupled objective.*--logp-old recompute"):
+        TrainConfig(backend="hf", max_staleness=1, logp_old="sampler")

@@ -123,9 +123,10 @@ class LearnerConfig:
         "'recompute' (score the batch with the policy before updating) or 'sampler' (reuse the "
         "sampler's log-probs, paper §5.4; saves a forward pass)",
     )
-    behaviour_correction: Literal["none", "tis", "mask"] = _setting(
-        "none",
-        "for a sampler some versions stale (asynchronous training): 'none' (the ratio against logp_old, the "
+    behaviour_correction: Literal["auto", "none", "tis", "mask"] = _setting(
+        "auto",
+        "for a sampler some versions stale (asynchronous training): 'auto' ('tis' when the training loop's "
+        "max_staleness > 0, else 'none'), 'none' (the ratio against logp_old, the "
         "paper's) or AReaL's decoupled objective: the ratio and its clip against pi_prox (the logp_old recompute: "
         "the weights at the start of the step), each sequence (turn with unit turn, token with grpo) weighed by "
         "w = pi_prox / mu (mu: the sampler's log-probs; a geometric mean over the unit's tokens), 'tis' truncating "
@@ -270,6 +271,8 @@ class LearnerConfig:
     def _check_behaviour_correction(self) -> None:
         """``behaviour_correction`` needs the recompute (it is pi_prox), a decoupled form of the objective and unit,
         and a cap or band that keeps on-policy units (w = 1) as they are."""
+        if self.behaviour_correction == "auto":  # the training loop picks by its max_staleness; alone: none
+            self.behaviour_correction = "none"
         correction = self.behaviour_correction
         if correction not in ("none", *BEHAVIOUR_FRACTIONS):
             raise ValueError(

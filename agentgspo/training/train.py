@@ -238,6 +238,15 @@ class TrainConfig(LearnerConfig):
     )
 
     def __post_init__(self) -> None:
+        if self.behaviour_correction == "auto":  # the decoupled objective whenever rollouts may be stale
+            self.behaviour_correction = "tis" if self.max_staleness > 0 else "none"
+            if self.max_staleness > 0 and self.logp_old != "recompute":
+                raise ValueError(
+                    f"max_staleness {self.max_staleness} trains with the decoupled objective (behaviour_correction "
+                    "tis, the default when rollouts may be stale), whose ratio is against the logp_old recompute: "
+                    "add --logp-old recompute (or --behaviour-correction none to train against the stale sampler's "
+                    "log-probs, uncorrected)"
+                )
         super().__post_init__()  # the learner's checks; the clip band resolved, so config.json records it
         choices = {
             "history": HISTORY_MODES,
