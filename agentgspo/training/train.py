@@ -793,6 +793,7 @@ class _Run:
             "staleness_hist": dict(sorted(collections.Counter(staleness).items())),
             "version_span_max": max((newest - oldest for oldest, newest in spans), default=0),
             "dropped_groups": waits["dropped_groups"],
+            "step_seconds": wall,
             "learner_busy_frac": min(learner_seconds / wall, 1.0) if wall > 0 else 0.0,
             "sampler_busy_frac": min(waits["sampler_busy_seconds"] / wall, 1.0) if wall > 0 else 0.0,
             "elapsed_s": time.perf_counter() - self.started,

@@ -1,0 +1,176 @@
+"""Asynchronous vs synchronous GSPO: wall time per trained episode at max_staleness 0, 1 and 2, in one run.
+
+The workload is long-tailed multi-turn episodes whose env calls take as long as CodeForces-v0's do with the real
+judge: ``LatencyReplay-v0`` (below) replays, for each of its steps, a latency drawn from ``STEP_SECONDS``, the
+env-call times of CodeForces-v0 episodes recorded once with the real judge (``--record``, below; the numbers in
+the file are that recording), so the ratio cannot be tuned by choosing the latency. An episode takes 1 to 4 turns
+(by its prompt's seed), its reward is the parity of its last reply's length (so every group has signal). The
+policy is the embedded tiny MoE sampled by the hf backend.
+
+Both sides of each run are pinned, one core each: the learner (this process's main thread) to core 0, the sampler
+(the producer's thread, and every thread it starts) to core 1; torch runs one thread. Env calls sleep (a judge on
+another machine). For each S the same steps, prompts and seeds; reported per S: wall seconds per trained episode,
+the ratio to S = 0, and the idle shares the loop logs (learner: waiting for rollouts; sampler: no group in flight).
+Idle time removed = 1 - (async idle seconds / sync idle seconds), both sides summed.
+
+    python benchmarks/bench_async.py                       # S = 0, 1, 2; 12 steps of 8 prompts x 4
+    python benchmarks/bench_async.py --record              # re-record STEP_SECONDS with the real judge
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+# Seconds of each env.step of CodeForces-v0 episodes (the starter problems and the project's set, its oracle and
+# its wrong policy, 40 episodes, 100 steps: median 0.337 s, max 25.8 s; `--record` on a 2-core AMD EPYC, bubblewrap
+# judge, 2026-12-02, with other jobs running).
+# fmt: off
+STEP_SECONDS: list[float] = [
+    0.1732, 1.673, 0.3271, 0.3356, 0.3156, 0.1317, 1.316, 0.2397, 0.1759, 0.16, 0.1919, 0.8349, 0.4565, 0.3202,
+    0.3079, 0.2637, 4.366, 0.4538, 0.3599, 0.2759, 0.2057, 1.062, 0.3121, 0.3698, 0.2331, 0.0547, 0.1752, 0.1422,
+    0.1644, 0.1398, 0.1073, 8.3204, 0.3388, 0.4045, 0.3376, 0.099, 24.1437, 0.3991, 0.224, 0.2518, 0.0918, 1.2003,
+    0.3435, 0.3679, 0.4319, 0.1875, 1.272, 0.344, 0.2217, 0.2424, 1.2752, 3.272, 0.4659, 0.6675, 0.4183, 2.4674,
+    18.9662, 0.3614, 0.2801, 0.2322, 0.1718, 22.6644, 0.3036, 0.2514, 0.2357, 2.0319, 3.1, 0.4837, 0.5604, 0.6875,
+    2.7157, 25.768, 0.1718, 0.1962, 0.1674, 0.1588, 12.6783, 0.4823, 0.6888, 0.3711, 2.8276, 19.9776, 0.4826, 0.3875,
+    0.4006, 0.1549, 3.4802, 0.2754, 0.312, 0.328, 0.1396, 2.6768, 0.3316, 0.1801, 0.2515, 2.5401, 6.9195, 0.2156,
+    0.2047, 0.1998,
+]
+# fmt: on
+
+
+def record(episodes: int) -> list[float]:
+    """Play CodeForces-v0 episodes with its oracle (run the samples, then submit) and its wrong policy (submit a
+    wrong program until the submissions run out), timing every ``env.step`` (the judge's real work)."""
+    import gymnasium as gym
+
+    import agentgspo  # noqa: F401 -- registers the env ids
+    from agentgspo.envs.codeforces import codeforces_oracle, codeforces_wrong
+
+    seconds = []
+    env = gym.make("agentgspo/CodeForces-v0", data_files="builtin", disable_env_checker=True)
+    for seed in range(episodes):
+        policy = codeforces_oracle if seed % 2 == 0 else codeforces_wrong
+        messages, _ = env.reset(seed=seed)
+        history = list(messages)
+        for _ in range(4):
+            action = policy(history)
+            started = time.perf_counter()
+            new, _, terminated, truncated, _ = env.step(action)
+            seconds.append(round(time.perf_counter() - started, 4))
+            history += [{"role": "assistant", "content": action}, *new]
+            if terminated or truncated:
+                break
+    env.close()
+    return seconds
+
+
+def register_replay_env() -> None:
+    """``agentgspo/LatencyReplay-v0``: 1-4 turns (by seed), each step sleeping a replayed judge latency."""
+    from agentgspo import ChatEnv, register
+
+    class LatencyReplay(ChatEnv):
+        """Long-tailed multi-turn episodes whose steps take CodeForces-v0's recorded times."""
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.turns_left = 1 + (seed or 0) % 4
+            self.rng = random.Random(seed)
+            return [{"role": "user", "content": f"Answer {self.turns_left} times ({seed})."}], {}
+
+        def respond(self, action):
+            time.sleep(self.rng.choice(STEP_SECONDS))
+            self.turns_left -= 1
+            done = self.turns_left == 0
+            reward = float(len(action.text) % 2 == 0) if done else 0.0
+            return ([] if done else [{"role": "user", "content": "Again."}]), reward, done, False, {}
+
+    register("agentgspo/LatencyReplay-v0", entry_point=LatencyReplay)
+
+
+def pin_the_sampler(core: int) -> None:
+    """Pin each producer's thread (the sampler, and the threads it starts) to ``core``."""
+    from agentgspo.rollouts import producer
+
+    original = producer.RolloutProducer.__init__
+
+    def pinned(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        os.sched_setaffinity(self._thread.native_id, {core})
+
+    producer.RolloutProducer.__init__ = pinned
+
+
+def run(staleness: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
+    """One training run at ``staleness``; its numbers."""
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.train import train
+
+    config = QuickstartConfig(
+        out=str(out / f"s{staleness}"), env_id="agentgspo/LatencyReplay-v0", env_kwargs={}, warm_demos=0,
+        warm_steps=0, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group, max_turns=4,
+        max_new_tokens=16, max_context=512, lr=1e-4, warmup_steps=0, logp_old="recompute", stop_success=None,
+        max_minutes=0.0, final_eval_episodes=0, checkpoint_every=args.steps, trajectories_every=0,
+        max_staleness=staleness, memory_estimate=False, seed=args.seed,
+    )  # fmt: skip
+    started = time.perf_counter()
+    train(config)
+    wall = time.perf_counter() - started
+    rows = [json.loads(line) for line in (out / f"s{staleness}" / "metrics.jsonl").read_text().splitlines()]
+    episodes = sum(r["trained_episodes"] for r in rows)
+    loop = sum(r["step_seconds"] for r in rows)  # the steps' wall time, from the first take (no setup)
+    learner_idle = sum(r["rollout_seconds"] for r in rows)
+    sampler_idle = sum((1 - r["sampler_busy_frac"]) * r["step_seconds"] for r in rows)
+    return {
+        "staleness": staleness, "wall_s": wall, "loop_s": loop, "episodes": episodes,
+        "s_per_episode": loop / episodes, "learner_idle_s": learner_idle, "sampler_idle_s": sampler_idle,
+        "learner_idle_frac": learner_idle / loop, "staleness_max": max(r["staleness_max"] for r in rows),
+    }  # fmt: skip
+
+
+def main() -> None:
+    """Run S = 0, 1, 2 side by side and print the table (or re-record the latencies)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--record", type=int, nargs="?", const=40, default=0, help="re-record N episodes' steps")
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--staleness", default="0,1,2")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.record:
+        seconds = record(args.record)
+        print(json.dumps(seconds))
+        print(f"{len(seconds)} steps: median {statistics.median(seconds):.3f} s, max {max(seconds):.3f} s")
+        return
+    import torch
+
+    torch.set_num_threads(1)
+    os.sched_setaffinity(0, {0})  # this (main) thread: the learner
+    register_replay_env()
+    pin_the_sampler(1)
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        for staleness in map(int, args.staleness.split(",")):
+            results.append(run(staleness, args, Path(folder)))
+    sync = results[0]
+    print(f"{len(STEP_SECONDS)} replayed step latencies, median {statistics.median(STEP_SECONDS):.3f} s")
+    print("| S | s per trained episode | vs S=0 | learner idle | sampler idle | idle removed | staleness max |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        removed = 1 - (r["learner_idle_s"] + r["sampler_idle_s"]) / (sync["learner_idle_s"] + sync["sampler_idle_s"])
+        print(
+            f"| {r['staleness']} | {r['s_per_episode']:.3f} | {sync['s_per_episode'] / r['s_per_episode']:.2f}x | "
+            f"{r['learner_idle_s']:.1f} s | {r['sampler_idle_s']:.1f} s | {removed:.0%} | {r['staleness_max']} |"
+        )
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
