@@ -54,8 +54,12 @@ class SampleRequest:
 class SampledTurn:
     """Sampled ids (ending with a stop id when ``finish_reason == "stop"``) and their log-probs.
 
-    ``policy_version`` is the version of the weights that sampled the turn (the backend's ``version`` when it
-    sampled; weight syncs bump it), recorded per turn in the trajectory so staleness is visible.
+    ``policy_version`` is the version of the weights that sampled the turn's first token (the backend's ``version``
+    then; weight syncs bump it), recorded per turn in the trajectory so staleness is visible. A weight update can
+    land while a turn is being sampled (asynchronous training): the turn is finished by the new weights, not
+    resampled, and ``policy_version_end`` is the version that sampled its last token (None: the same as
+    ``policy_version``). ``version_boundaries`` says where inside the turn the version changed, when the backend
+    knows (the in-process vLLM engine does; servers report the span only).
     """
 
     token_ids: list[int]
@@ -67,6 +71,31 @@ class SampledTurn:
     #: ``[len(prompt) + len(token_ids), layers, k]`` top-k expert ids of every token the sampler fed (-1: not fed,
     #: e.g. the last sampled id); only from backends recording routing (``HFPolicy(record_routing=True)``).
     routed_experts: Any = None
+    #: Version that sampled the last token when an update landed mid-turn (> ``policy_version``); None: no update did.
+    policy_version_end: int | None = None
+    #: ``[(token index where a version starts, version), ...]`` from ``(0, policy_version)`` on, when the version
+    #: changed inside the turn and the backend knows where; None otherwise.
+    version_boundaries: list[tuple[int, int]] | None = None
+
+    def token_versions(self) -> list[int] | None:
+        """The version that sampled each token, or None when the turn spans versions and the backend did not say
+        where they change (a server: only ``policy_version`` and ``policy_version_end`` are known).
+
+        >>> SampledTurn([5, 6, 7], [0.0] * 3, "length", policy_version=2).token_versions()
+        [2, 2, 2]
+        >>> turn = SampledTurn([5, 6, 7], [0.0] * 3, "length", 2, policy_version_end=3)
+        >>> turn.token_versions() is None
+        True
+        >>> turn.version_boundaries = [(0, 2), (1, 3)]
+        >>> turn.token_versions()
+        [2, 3, 3]
+        """
+        if self.version_boundaries:
+            starts = [start for start, _ in self.version_boundaries[1:]] + [len(self.token_ids)]
+            return [v for (start, v), end in zip(self.version_boundaries, starts) for _ in range(start, end)]
+        if self.policy_version_end is not None and self.policy_version_end != self.policy_version:
+            return None
+        return [self.policy_version] * len(self.token_ids)
 
 
 # How an OpenAI-compatible server refuses a prompt longer than the model's context (the status is 400, sometimes 413
@@ -122,7 +151,13 @@ class PolicyBackend(Protocol):
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Sample with ``model``'s weights from now on (after an optimizer step); returns the new ``version``.
-        ``folder`` is where weights may be written for the backend to read (servers need one they can read)."""
+        ``folder`` is where weights may be written for the backend to read (servers need one they can read).
+
+        May be called from another thread while ``sample`` calls are in flight (asynchronous training): no turn is
+        lost or resampled. vLLM engines and servers pause in keep mode (running turns frozen), load the weights,
+        reset the prefix cache (no later turn reuses KV of the old weights) and resume, so a turn in flight
+        finishes on the new weights and records both versions (``SampledTurn.policy_version_end``); the HF backend
+        finishes the batch in progress on the old weights and loads the new ones before the next."""
         ...
 
 
