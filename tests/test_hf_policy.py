@@ -1,7 +1,10 @@
-"""The transformers backend: the prefill keeps only the last position's logits, and any of several stop ids ends
-a turn (real tokenizers have more than one end token)."""
+"""The transformers backend: the prefill keeps only the last position's logits, any of several stop ids ends a turn
+(real tokenizers have more than one end token), and a weight update during a batch applies from the next one."""
 
 from __future__ import annotations
+
+import copy
+import threading
 
 import pytest
 import torch
@@ -88,3 +91,48 @@ def test_top_k_one_at_temperature_one_samples_the_argmax(warm_model, renderer, t
     assert all(turn.token_ids == greedy.token_ids for turn in turns)
     # still the full vocabulary's log-probs (greedy's are at T = 1), not 0.0 as over the one id kept
     assert turns[0].logprobs == pytest.approx(greedy.logprobs, abs=1e-5) and min(greedy.logprobs) < -1e-3
+
+
+def test_an_update_during_a_batch_applies_from_the_next_batch_without_waiting_for_it(warm_model, renderer, tokenizer):
+    # Asynchronous training: the learner updates a sampler that holds its own copy while a batch is mid-forward.
+    # The update returns at once (it does not wait for the batch), the batch finishes on the old weights and
+    # records their version, and the next batch samples with the new weights.
+    sampler, learner = copy.deepcopy(warm_model), copy.deepcopy(warm_model)
+    with torch.no_grad():
+        for parameter in learner.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=torch.Generator().manual_seed(0)) * 0.01)
+    policy = HFPolicy(sampler, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
+    prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7 + 3?"}])
+    params = SamplingParams(1.0, 1.0, 16)
+    in_forward, release = threading.Event(), threading.Event()
+
+    def hold(module, args, output):  # the batch waits inside its first forward until the update is done
+        in_forward.set()
+        assert release.wait(timeout=120)
+
+    hook = sampler.register_forward_hook(hold)
+    batch: list = []
+    versions: list[int] = []
+    sampling = threading.Thread(target=lambda: batch.extend(policy.generate([prompt] * 2, params, seeds=[1, 2])))
+    updating = threading.Thread(target=lambda: versions.append(policy.update_weights(learner)))
+    try:
+        sampling.start()
+        assert in_forward.wait(timeout=120)
+        updating.start()
+        updating.join(timeout=120)
+        assert versions == [1] and policy.version == 1  # returned while the batch holds the model
+    finally:
+        release.set()
+        sampling.join(timeout=120)
+        hook.remove()
+    assert [turn.policy_version for turn in batch] == [0, 0]
+    for turn in batch:  # the whole batch on the old weights
+        expected = full_logprobs(warm_model, prompt, turn.token_ids, 1.0)
+        assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= 1e-4
+    (turn,) = policy.generate([prompt], params, seeds=[1])
+    assert turn.policy_version == 1 and policy._staged is None
+    expected = full_logprobs(learner, prompt, turn.token_ids, 1.0)
+    assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= 1e-4
+    assert (
+        float((torch.tensor(turn.logprobs) - full_logprobs(warm_model, prompt, turn.token_ids, 1.0)).abs().max()) > 1e-2
+    )

@@ -105,7 +105,9 @@ class HFPolicy:
         self.seed = seed
         self.calls = 0  # numbers the draws of seedless requests
         self.renderer: Any = None  # set by from_pretrained: the ChatRenderer of the loaded tokenizer
-        self._lock = threading.Lock()  # one batch at a time on the model
+        self._lock = threading.Lock()  # one batch at a time on the model; weights load only under it
+        self._staging = threading.Lock()  # guards _staged and version (taken briefly, never around a forward)
+        self._staged: dict[str, torch.Tensor] | None = None  # weights of ``version`` waiting for the next batch
         self._pending: list[tuple[SampleRequest, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
 
@@ -170,15 +172,16 @@ class HFPolicy:
         """
         seeds = batch_seeds(prompts, seeds)
         with self._lock:
+            version = self._load_staged()  # an update that came during the last batch applies from this one
             self.calls += 1
             filled = [s if s is not None else hash((self.seed, self.calls, row)) for row, s in enumerate(seeds)]
             if not self.record_routing:
-                return self._generate(prompts, params, filled)
+                return self._generate(prompts, params, filled, version)
             from agentgspo.learning.routing_replay import record_routing, sampled_routing
 
             fed: list[list[int]] = []  # rows fed at each decode step
             with record_routing(self.model) as calls:
-                turns = self._generate(prompts, params, filled, fed)
+                turns = self._generate(prompts, params, filled, version, fed)
             for turn, routing in zip(turns, sampled_routing(calls, prompts, turns, fed)):
                 turn.routed_experts = routing
             return turns
@@ -188,10 +191,10 @@ class HFPolicy:
         prompts: Sequence[Sequence[int]],
         params: SamplingParams,
         seeds: Sequence[int],
+        version: int,
         fed: list[list[int]] | None = None,
     ) -> list[SampledTurn]:
         batch, width = len(prompts), max(len(p) for p in prompts)
-        version = self.version  # the weights that sample this batch (a sync waits for the lock)
         input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((batch, width), dtype=torch.long)
         for row, prompt in enumerate(prompts):  # left padding: every row's next token is at the same column
@@ -269,14 +272,52 @@ class HFPolicy:
         ]
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
-        """Sample with ``model``'s weights (after an optimizer step); returns the new version. Sharing the
-        learner's module (the embedded setup) there is nothing to copy; another copy loads its state dict. Waits
-        for the batch being sampled."""
-        with self._lock:
-            if self.model is not model:
+        """Sample with ``model``'s weights (after an optimizer step); returns the new version.
+
+        Safe while ``sample``/``generate`` run in another thread: a batch in progress finishes on the weights it
+        started with and records their version; the next batch samples with the new ones. An idle sampler loads
+        them at once; a busy one gets a copy (made here, on the learner's thread) that it loads before its next
+        batch, so the learner never waits for a batch. A later update replaces a copy not loaded yet.
+
+        Sharing the learner's module (the synchronous embedded setup) there is nothing to copy: the version moves
+        once the batch in progress is done (the learner must not step a module that is sampling: asynchronous
+        training gives the sampler its own copy).
+        """
+        if self.model is model:
+            with self._lock, self._staging:
+                self._staged = None
+                self.version += 1
+                return self.version
+        if self._lock.acquire(blocking=False):  # idle: load straight from the learner's module, no extra copy
+            try:
+                with self._staging:
+                    self._staged = None
+                    self.version += 1
+                    version = self.version
                 self.model.load_state_dict(model.state_dict())
+                return version
+            finally:
+                self._lock.release()
+        state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+        with self._staging:
+            self._staged = state
             self.version += 1
-        return self.version
+            version = self.version
+        if self._lock.acquire(blocking=False):  # the batch ended meanwhile: load now rather than hold the copy
+            try:
+                self._load_staged()
+            finally:
+                self._lock.release()
+        return version
+
+    def _load_staged(self) -> int:
+        """Under ``_lock``: load weights an update staged while a batch ran; returns the version now loaded."""
+        with self._staging:
+            staged, self._staged = self._staged, None
+            version = self.version  # the version of ``staged`` (or of the loaded weights when none is staged)
+        if staged is not None:
+            self.model.load_state_dict(staged)
+        return version
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """Queue one turn; requests arriving together are sampled as one batch."""
