@@ -21,6 +21,7 @@ from vllm_support import (  # noqa: E402
     greedy,
     learner_logprobs,  # noqa: E402
     max_gap_to_learner,
+    perturbed,
     save_checkpoint,
 )
 
@@ -172,13 +173,46 @@ def test_multi_turn_rollout_is_token_exact_with_mask_on_sampled_tokens(engine, r
     assert max_gap_to_learner(warm_model, trajectories, tokenizer.pad_token_id) <= LOGPROB_ATOL
 
 
-def test_turns_submitted_before_a_sync_finish_before_it(engine, prompt):
+def test_a_turn_in_flight_during_an_update_finishes_on_the_new_weights_with_its_version_boundary(
+    engine, renderer, warm_model
+):
+    # Asynchronous training: the update lands mid-turn. The turns are frozen (keep mode), not lost or resampled:
+    # the ids before the boundary are the old weights' draws, the rest the new weights' alone (their KV was
+    # recomputed on resume), and each turn says where the version changed.
+    updated = perturbed(warm_model)
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])  # > one KV block (128)
+    params, length = SamplingParams(1.0, 1.0, 200), 200
     version = engine.version
-    params = SamplingParams(1.0, 1.0, 16)
-    earlier = [engine._submit("sample", (prompt, params, seed)) for seed in range(8)]  # queued ahead of the sync
-    engine.run_between_steps(lambda: setattr(engine, "version", engine.version + 1))
-    assert [f.result().policy_version for f in earlier] == [version] * 8
-    assert engine.generate([prompt], params, seeds=[1])[0].policy_version == version + 1
+    original = engine.stop_ids
+    engine.stop_ids = frozenset()  # every turn runs to max_new_tokens: far longer than the update takes
+    try:
+        in_flight = [engine._submit("sample", (long_prompt, params, seed)) for seed in (1, 2)]
+        engine.generate([long_prompt], greedy(2))  # admitted after them: once it is done, they are decoding
+        assert engine.update_weights(updated) == version + 1
+        turns = [future.result(timeout=600) for future in in_flight]
+        (after,) = engine.generate([long_prompt], greedy(16))  # admitted after the update
+    finally:
+        engine.stop_ids = original
+    try:
+        for turn in turns:
+            assert len(turn.token_ids) == length and turn.finish_reason == "length"  # finished, not cut or lost
+            assert (turn.policy_version, turn.policy_version_end) == (version, version + 1)
+            (zero, first), (boundary, second) = turn.version_boundaries
+            assert (zero, first, second) == (0, version, version + 1) and 2 <= boundary < length
+            assert turn.token_versions() == [version] * boundary + [version + 1] * (length - boundary)
+            sampled = torch.tensor(turn.logprobs)
+            old = learner_logprobs(warm_model, long_prompt, turn.token_ids)
+            new = learner_logprobs(updated, long_prompt, turn.token_ids)
+            assert float((sampled[:boundary] - old[:boundary]).abs().max()) <= LOGPROB_ATOL
+            assert float((sampled[boundary:] - new[boundary:]).abs().max()) <= LOGPROB_ATOL
+            assert float((sampled[boundary:] - old[boundary:]).abs().max()) > MOVED  # the weights really moved
+        # Item 7: no KV of the old weights survives the update. The prompt's first KV block was cached under the
+        # old weights; had the prefix cache kept it, this turn's log-probs would be the old weights' conditioned.
+        assert after.policy_version == version + 1 and after.policy_version_end is None
+        expected = learner_logprobs(updated, long_prompt, after.token_ids)
+        assert float((torch.tensor(after.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+    finally:
+        engine.update_weights(warm_model)  # later tests in this module expect the warm weights
 
 
 def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer):

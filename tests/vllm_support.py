@@ -65,6 +65,17 @@ def gspo_step(model, trajectories, pad_token_id: int):
     return accelerator.unwrap_model(prepared).eval()
 
 
+def perturbed(model, scale: float = 0.01, seed: int = 0):
+    """A copy of ``model`` with Gaussian noise of std ``scale`` added to every parameter: new weights in a fraction
+    of a second (a GSPO step needs a rollout first), moving log-probs by far more than ``MOVED``."""
+    updated = copy.deepcopy(model).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in updated.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype) * scale)
+    return updated
+
+
 def greedy(n: int = 16) -> SamplingParams:
     return SamplingParams(temperature=0.0, max_new_tokens=n)
 

@@ -18,9 +18,23 @@ Semantics match :class:`~agentgspo.policy.hf.HFPolicy`:
   sampled), as the server backend returns for the server's context-length refusal; any engine failure raises
   ``RuntimeError("vLLM engine failed: ...")`` in every waiting ``sample``.
 
-Weight sync (:meth:`VLLMPolicy.update_weights`) waits for in-flight turns, reloads the learner's weights in
-place (see :mod:`agentgspo.policy.weight_sync` for the CPU fix) and resets the prefix cache; each turn records
-the ``version`` that sampled it.
+Weight sync (:meth:`VLLMPolicy.update_weights`) may come while turns are in flight (asynchronous training). The
+learner's weights are written to a folder while the engine keeps sampling; then the driver thread pauses the engine
+in keep mode (``sleep(level=0, mode="keep")``: the scheduler stops, running requests stay in the engine with the
+ids sampled so far), reloads the weights in place (see :mod:`agentgspo.policy.weight_sync` for the CPU fix), resets
+the prefix cache, labels the engine with the new version and resumes. Nothing is aborted or resampled: a turn in
+flight finishes on the new weights.
+
+The prefix-cache reset is ``reset_prefix_cache(reset_running_requests=True)``: vLLM cannot reset the cache while
+frozen requests hold blocks (a plain reset returns False), and blocks left hashed would hand KV computed by the old
+weights to the next turn that shares the prefix (the next turn of the same episode, typically). So the frozen
+requests give their blocks back and are re-prefilled (prompt plus the ids sampled so far) by the new weights on
+resume: every token sampled after the update is sampled by the new weights alone, which is what its version says.
+The cost is one prefill per frozen turn. (vLLM's own ``/pause?mode=keep`` with ``clear_cache`` does the same.)
+
+Each turn records the versions that sampled it from vLLM's per-token weight-version spans
+(``CompletionOutput.weight_versions``, labelled by ``set_weight_version`` during the pause): ``policy_version`` for
+its first token, ``policy_version_end`` for its last and ``version_boundaries`` where it changed.
 """
 
 from __future__ import annotations
@@ -98,14 +112,33 @@ def vllm_sampling_params(params: SamplingParams, stop_ids: Sequence[int], seed: 
     )
 
 
-def to_turn(token_ids: Sequence[int], logprobs: Sequence[Any], stop_ids: frozenset[int], version: int) -> SampledTurn:
-    """A vLLM completion (ids and, per position, ``{id: Logprob}``) as a :class:`SampledTurn`."""
+def to_turn(
+    token_ids: Sequence[int],
+    logprobs: Sequence[Any],
+    stop_ids: frozenset[int],
+    version: int,
+    weight_versions: Sequence[Any] | None = None,
+) -> SampledTurn:
+    """A vLLM completion (ids and, per position, ``{id: Logprob}``) as a :class:`SampledTurn`.
+
+    ``weight_versions`` are vLLM's spans of output positions per weight-version label (``.version``, ``.start``,
+    ``.end``); labels that are not our integer versions (vLLM's "default") leave ``version``, the version when the
+    turn was admitted.
+    """
     ids = list(token_ids)
     if len(logprobs) != len(ids):
         raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for {len(ids)} ids")
     values = [float(position[token].logprob) for token, position in zip(ids, logprobs)]
     finish = "stop" if ids and ids[-1] in stop_ids else "length"
-    return SampledTurn(ids, values, finish, policy_version=version)
+    turn = SampledTurn(ids, values, finish, policy_version=version)
+    spans = [(span.start, span.version) for span in weight_versions or () if span.end > span.start]
+    if spans and all(str(label).isdigit() for _, label in spans):
+        boundaries = [(int(start), int(label)) for start, label in spans]
+        turn.policy_version = boundaries[0][1]
+        if len(boundaries) > 1:
+            turn.policy_version_end = boundaries[-1][1]
+            turn.version_boundaries = boundaries
+    return turn
 
 
 class VLLMPolicy:
@@ -162,6 +195,7 @@ class VLLMPolicy:
             **engine_options,
         )
         self.engine = vllm.LLMEngine.from_engine_args(args)
+        self.engine.set_weight_version(str(self.version))  # labels each sampled token (see the module docstring)
         self.max_model_len = int(self.engine.model_config.max_model_len)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
@@ -239,7 +273,14 @@ class VLLMPolicy:
                 future, version = waiting.pop(output.request_id)
                 completion = output.outputs[0]
                 try:
-                    future.set_result(to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids, version))
+                    turn = to_turn(
+                        completion.token_ids,
+                        completion.logprobs or [],
+                        self.stop_ids,
+                        version,
+                        getattr(completion, "weight_versions", None),
+                    )
+                    future.set_result(turn)
                 except Exception as exc:  # noqa: BLE001 -- reaches the episode that asked
                     future.set_exception(exc)
 
@@ -249,18 +290,15 @@ class VLLMPolicy:
             self._closed = True
             future.set_result(None)
             return
-        if kind == "control":  # runs between steps, once every in-flight turn finished
-            while waiting:
-                for output in self.engine.step():
-                    if output.finished:
-                        done, version = waiting.pop(output.request_id)
-                        completion = output.outputs[0]
-                        done.set_result(
-                            to_turn(completion.token_ids, completion.logprobs or [], self.stop_ids, version)
-                        )
+        if kind == "paused":  # runs between steps with the engine paused in keep mode; in-flight turns stay
             try:
-                future.set_result(payload())
-            except BaseException as exc:  # noqa: BLE001
+                self.engine.sleep(level=0, mode="keep")  # level 0: the scheduler stops, memory and requests stay
+                try:
+                    result = payload()
+                finally:
+                    self.engine.wake_up(tags=["scheduling"])
+                future.set_result(result)
+            except BaseException as exc:  # noqa: BLE001 -- reaches the caller of run_paused
                 future.set_exception(exc)
             return
         prompt_ids, params, seed = payload
@@ -306,26 +344,35 @@ class VLLMPolicy:
         futures = [self._submit("sample", (p, params, self._seed_of(s))) for p, s in zip(prompts, seeds)]
         return [f.result() for f in futures]
 
-    def run_between_steps(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn()`` on the engine's thread once every in-flight turn has finished (new turns wait)."""
-        return self._submit("control", fn).result()
+    def run_paused(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn()`` on the engine's thread between two steps, with the engine paused in keep mode: turns in
+        flight are frozen and kept (not aborted, not finished first) and continue once ``fn`` returns; new turns
+        wait. Returns what ``fn`` returns (raises what it raises, after resuming the engine)."""
+        return self._submit("paused", fn).result()
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Load ``model``'s current weights into the engine (after an optimizer step); returns the new version.
 
-        In-flight turns finish with the old weights first. The weights go through ``folder`` (a temporary
-        folder when None) in checkpoint format; then the prefix cache is reset.
+        Safe with turns in flight (from another thread): the weights go through ``folder`` (a temporary folder
+        when None) in checkpoint format while the engine keeps sampling; the reload runs paused
+        (:meth:`run_paused`), resets the prefix cache (frozen turns are re-prefilled by the new weights) and
+        labels the tokens sampled from then on with the new version. A turn in flight records the span
+        (``policy_version`` to ``policy_version_end``) and where it changed (``version_boundaries``).
         """
         with tempfile.TemporaryDirectory(prefix="agentgspo-weights-") as scratch:
             saved = save_weights(model, folder or scratch)
 
-            def reload() -> None:
+            def reload() -> int:
                 self.engine.collective_rpc("agentgspo_reload_weights", kwargs={"weights_path": str(saved)})
-                self.engine.reset_prefix_cache()
                 self.version += 1
+                self.engine.set_weight_version(str(self.version))
+                # Frozen requests hold blocks, so a plain reset fails; this one preempts them (their ids are kept,
+                # their KV is recomputed by the new weights on resume) and then clears every hash.
+                if not self.engine.reset_prefix_cache(reset_running_requests=True):
+                    raise RuntimeError("vLLM engine failed to reset its prefix cache after the weight update")
+                return self.version
 
-            self.run_between_steps(reload)
-        return self.version
+            return self.run_paused(reload)
 
     def close(self) -> None:
         """Finish in-flight turns, stop the driver thread and shut the engine down."""
