@@ -1,6 +1,7 @@
 """The server backend against real `agentgspo serve-policy` servers (vLLM's OpenAI server, CPU build) on the
-warm-started tiny MoE: log-probs, token-exact multi-turn records, weight sync after a GSPO step, and faults (a
-server killed mid-batch, a timeout, HTTP 500) injected by killing a real server or by a real HTTP proxy."""
+warm-started tiny MoE: log-probs, token-exact multi-turn records, weight sync after a GSPO step and during turns
+(keep-mode pause), and faults (a server killed mid-batch or while paused, a timeout, HTTP 500) injected by killing a
+real server or by a real HTTP proxy."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from vllm_support import (  # noqa: E402
     gspo_step,
     learner_logprobs,  # noqa: E402
     max_gap_to_learner,
+    perturbed,
     save_checkpoint,
 )
 
@@ -224,6 +226,51 @@ def test_bad_client_settings_are_refused(renderer):
         ServerPolicy(["http://127.0.0.1:8000"], renderer, logprob_semantics="processed")
 
 
+def long_turns(policy, prompt, seeds, length=200):
+    """Start turns that run to ``length`` ids (the client asks for no stop id) and return once they are decoding:
+    a short turn sent after them has finished."""
+    policy.stop_ids = frozenset()
+    params = SamplingParams(1.0, 1.0, length)
+    turns = [asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], params, seed=s))) for s in seeds]
+    return turns, policy.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 8), seed=99))
+
+
+def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(servers, renderer, warm_model, tmp_path):
+    # Asynchronous training: the update lands mid-turn. POST /pause?mode=keep freezes the turns on the server; they
+    # finish after /resume (not lost, not re-sent), the old weights' draws up to some id and the new weights'
+    # alone after it (the prefix-cache reset made the server recompute their KV), and record the span 0 -> 1.
+    updated = perturbed(warm_model)
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])  # > one KV block (128)
+    policy = client([servers[0].url], renderer, max_attempts=1)
+
+    async def run():
+        turns, short = long_turns(policy, long_prompt, (1, 2))
+        await short
+        assert await asyncio.to_thread(policy.update_weights, updated, tmp_path / "weights") == 1
+        finished = await asyncio.wait_for(asyncio.gather(*turns), timeout=600)
+        after = await policy.sample(SampleRequest(long_prompt, [], SamplingParams(0.0, 1.0, 16)))
+        return finished, after
+
+    try:
+        turns, after = asyncio.run(run())
+    finally:
+        policy.update_weights(warm_model, tmp_path / "weights")  # later tests expect the warm weights
+    for turn in turns:
+        assert len(turn.token_ids) == 200 and turn.finish_reason == "length"
+        assert (turn.policy_version, turn.policy_version_end) == (0, 1) and turn.token_versions() is None
+        sampled = torch.tensor(turn.logprobs)
+        old = learner_logprobs(warm_model, long_prompt, turn.token_ids)
+        new = learner_logprobs(updated, long_prompt, turn.token_ids)
+        switch = int(((sampled - old).abs() > LOGPROB_ATOL).nonzero()[0])  # the first id not the old weights'
+        assert 1 <= switch < 200 and float((sampled[switch:] - new[switch:]).abs().max()) <= LOGPROB_ATOL
+    # Item 7: the prompt's first KV block was cached under the old weights; a turn admitted after the update must
+    # not reuse it (its log-probs are the new weights').
+    assert after.policy_version == 1 and after.policy_version_end is None
+    expected = learner_logprobs(updated, long_prompt, after.token_ids)
+    assert float((torch.tensor(after.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+    assert policy.retries == 0
+
+
 def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, prompt):
     # Last in the module: it kills the second server.
     reference = sample_all(client([servers[0].url], renderer), prompt, range(32), SamplingParams(1.0, 1.0, 48))
@@ -244,3 +291,32 @@ def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, pr
     assert [t.token_ids for t in turns] == [t.token_ids for t in reference]
     assert policy.retries >= 1 and victim.served >= 1
     assert policy.servers[0].served + victim.served == 32  # each turn counted once
+
+
+def test_a_server_killed_during_a_keep_mode_pause_fails_the_turns_it_held(servers, renderer, warm_model, tmp_path):
+    # Last in the module: it kills the first server (the test before killed the second). The turns frozen on it are
+    # not re-sent (they may be half sampled): each fails naming the server, a sampler error; the update raises
+    # naming it; the server is retired, and nothing waits for it.
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])
+    policy = client([servers[0].url], renderer, timeout_s=120.0)
+    reload = policy._reload
+
+    def killed_while_paused(http, server, saved):
+        servers[0].kill()  # returns once the server process is reaped
+        reload(http, server, saved)
+
+    policy._reload = killed_while_paused
+
+    async def run():
+        turns, short = long_turns(policy, long_prompt, (1, 2))
+        await short
+        with pytest.raises(RuntimeError, match=f"{servers[0].url}: weight reload failed"):
+            await asyncio.to_thread(policy.update_weights, warm_model, tmp_path / "weights")
+        return await asyncio.gather(*turns, return_exceptions=True)
+
+    held = asyncio.run(asyncio.wait_for(run(), timeout=300))
+    assert len(held) == 2 and all(isinstance(error, ServerUnavailable) for error in held), held
+    assert all(f"{servers[0].url} failed while paused for a weight update" in str(error) for error in held)
+    assert policy.retries == 0 and policy.servers[0].retired
+    with pytest.raises(ServerUnavailable, match=f"every server failed a weight update: {servers[0].url}"):
+        sample_all(policy, [5, 6, 7], [1])

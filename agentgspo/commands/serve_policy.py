@@ -4,7 +4,8 @@ The process becomes ``python -m vllm.entrypoints.openai.api_server`` with the se
 clients rely on: the same log-prob meaning as the other backends (``--logprobs-mode processed_logprobs``), the
 weight-sync worker extension (``agentgspo_reload_weights``, see agentgspo/policy/weight_sync.py) and the
 development endpoints it is called through (``VLLM_SERVER_DEV_MODE=1``: ``/collective_rpc``,
-``/reset_prefix_cache``). Expose such a server only to your trainer and rollout workers: those endpoints are not
+``/reset_prefix_cache``, and vLLM's RL routes ``/pause?mode=keep`` and ``/resume`` that let a weight update land
+while turns are in flight). Expose such a server only to your trainer and rollout workers: those endpoints are not
 authenticated.
 """
 

@@ -21,12 +21,35 @@ re-sent with the same seed to a server with the same weights samples the same id
 turns make it into a batch. Other HTTP 4xx replies are errors in the request: raised at once (ValueError naming
 the server), not retried; after ``max_attempts`` failed sends :class:`ServerUnavailable` names each server's last
 error. The rollout records either as ``sampler_error``.
+
+Weight updates (:meth:`ServerPolicy.update_weights`) may come while turns are in flight (asynchronous training).
+The weights are written to a folder the servers read while they keep sampling; then each server in turn is paused
+in keep mode (``POST /pause?mode=keep``: running requests frozen in the engine), reloads the weights in place
+(``POST /collective_rpc``, ``agentgspo_reload_weights``), resets its prefix cache with
+``reset_running_requests=true`` (the frozen requests give their KV blocks back and are re-prefilled by the new
+weights on resume, so no later turn reuses KV of the old weights) and resumes (``POST /resume``). No request is
+aborted, re-sent or resampled: the reply of a frozen turn arrives after the resume, sampled by both versions.
+
+Versions: each server has its own; a turn records the version of its server when it was sent
+(``policy_version``) and, if that moved before the reply came, the version at the reply (``policy_version_end``).
+A completions reply does not say where inside the turn the weights changed, so the span is what is known: it is
+exact for turns that did not straddle the update (a reply received before the resume has the old version only) and
+may be one version too wide for a reply the server produced just before its pause but delivered after it, or for
+a turn sent during the pause (both sampled by one version). ``version_boundaries`` stays None.
+
+A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the
+turns it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is
+never resampled elsewhere; the rollout records the episode as ``sampler_error``); the update goes on with the other
+servers and then raises, naming it. A server without the ``/pause`` route (vLLM before it, or without
+``VLLM_SERVER_DEV_MODE=1``) is updated the old way, unpaused, with a logged warning, when this client has no turn in
+flight on it, and refused with an error saying so when it has.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,10 +63,12 @@ from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import save_weights
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+logger = logging.getLogger(__name__)
 
 
 class ServerUnavailable(RuntimeError):
-    """No server answered a turn within the allowed attempts."""
+    """No server answered a turn within the allowed attempts, or the server holding it failed during a weight
+    update."""
 
 
 @dataclass
@@ -53,6 +78,10 @@ class _Server:
     failures: int = 0  # consecutive
     down_until: float = 0.0
     served: int = 0  # turns completed (load-balancing evidence for tests and logs)
+    version: int = 0  # the policy version its weights are (bumped just before its resume)
+    paused: bool = False  # between its /pause and the end of its /resume
+    pauses: int = 0  # pauses started: a turn sent before one and failing after it was held by it
+    retired: str | None = None  # why no turn goes to it any more (it failed a weight update)
 
 
 class ServerPolicy:
@@ -206,8 +235,9 @@ class ServerPolicy:
             "return_tokens_as_token_ids": True,
         }
 
-    def parse_reply(self, reply: dict[str, Any], version: int) -> SampledTurn:
-        """A completions reply as a :class:`SampledTurn` (ids and log-probs from the reply, never from text)."""
+    def parse_reply(self, reply: dict[str, Any], version: int, version_end: int | None = None) -> SampledTurn:
+        """A completions reply as a :class:`SampledTurn` (ids and log-probs from the reply, never from text);
+        ``version_end``: the server's version when the reply came, if it moved since the turn was sent."""
         try:
             choice = reply["choices"][0]
             ids = [int(i) for i in choice["token_ids"]]
@@ -219,17 +249,25 @@ class ServerPolicy:
         if len(ids) != len(logprobs):
             raise RuntimeError(f"server returned {len(logprobs)} log-probs for {len(ids)} ids")
         finish = "stop" if ids and ids[-1] in self.stop_ids else "length"
-        return SampledTurn(ids, logprobs, finish, policy_version=version)
+        end = version_end if version_end is not None and version_end != version else None
+        return SampledTurn(ids, logprobs, finish, policy_version=version, policy_version_end=end)
 
     async def _acquire(self, slots: asyncio.Condition, avoid: _Server | None) -> _Server:
-        """The healthy server with the fewest in flight and a free slot (waiting for one if needed)."""
+        """The healthy server with the fewest in flight and a free slot (waiting for one if needed); one being
+        updated only when no other has room."""
         async with slots:
             while True:
                 now = time.monotonic()
-                up = [s for s in self.servers if s.down_until <= now and s.in_flight < self.max_concurrency]
+                serving = [s for s in self.servers if s.retired is None]
+                if not serving:
+                    raise ServerUnavailable(
+                        "every server failed a weight update: "
+                        + "; ".join(f"{s.url}: {s.retired}" for s in self.servers)
+                    )
+                up = [s for s in serving if s.down_until <= now and s.in_flight < self.max_concurrency]
                 preferred = [s for s in up if s is not avoid] or up
                 if preferred:
-                    server = min(preferred, key=lambda s: s.in_flight)
+                    server = min(preferred, key=lambda s: (s.paused, s.in_flight))
                     server.in_flight += 1
                     return server
                 wake = min((s.down_until for s in self.servers if s.down_until > now), default=None)
@@ -257,7 +295,6 @@ class ServerPolicy:
         client, slots = self._bind()
         seed = request.seed if request.seed is not None else hash((self.seed, next(self._calls))) & 0x7FFFFFFFFFFFFFFF
         body = self.request_body(request.prompt_ids, request.params, seed)
-        version = self.version
         errors: list[str] = []
         last: _Server | None = None
         for attempt in range(self.max_attempts):
@@ -265,10 +302,17 @@ class ServerPolicy:
                 self.retries += 1
             server = await self._acquire(slots, avoid=last)
             last = server
+            version, pauses = server.version, server.pauses
             try:
                 response = await client.post(f"{server.url}/v1/completions", json=body)
             except httpx.TransportError as exc:  # refused, reset, timed out: the server may be gone
                 await self._release(slots, server, failed=True)
+                if server.paused or (server.retired is not None and server.pauses > pauses):
+                    # Frozen by a keep-mode pause when its server failed: maybe half sampled, never re-sent.
+                    raise ServerUnavailable(
+                        f"{server.url} failed while paused for a weight update with this turn in flight (a frozen "
+                        f"turn is not re-sent): {type(exc).__name__}: {exc}"
+                    ) from exc
                 errors.append(f"{server.url}: {type(exc).__name__}: {exc}")
                 continue
             except BaseException:
@@ -283,39 +327,118 @@ class ServerPolicy:
                 return SampledTurn([], [], "context", policy_version=version)
             if response.status_code != 200:
                 raise ValueError(f"{server.url} refused the turn (HTTP {response.status_code}): {response.text[:500]}")
-            return self.parse_reply(response.json(), version)
+            return self.parse_reply(response.json(), version, server.version)
         raise ServerUnavailable(
             f"no server completed the turn in {self.max_attempts} attempts: " + "; ".join(errors[-4:])
         )
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
-        """Load ``model``'s weights into every server; returns the new version.
+        """Load ``model``'s weights into every server; returns the new version. Safe with turns in flight.
 
         ``folder`` must be readable by the servers under the same path (a shared or local file system): the
-        weights are written there, then each server reloads them in place (``agentgspo_reload_weights``, with
-        the CPU fix) and resets its prefix cache. Call it between rollouts (no turn of this client in flight).
+        weights are written there while the servers keep sampling; then each server in turn is paused in keep
+        mode, reloads them in place (``agentgspo_reload_weights``, with the CPU fix), resets its prefix cache
+        (frozen turns are re-prefilled by the new weights) and resumes; the others sample meanwhile. A server that
+        fails is retired and the turns it held fail (see the module docstring); the rest are updated, then this
+        raises naming it.
         """
         if folder is None:
             raise ValueError(
                 "update_weights: servers read the weights from a folder; pass one they can read "
                 "(a shared file system), e.g. the run folder's sampler-RANK/"
             )
-        if any(server.in_flight for server in self.servers):
-            raise RuntimeError("update_weights: turns are still in flight; sync between rollouts")
         saved = save_weights(model, folder).resolve()
+        version = self.version + 1
+        failures: list[str] = []
         with httpx.Client(timeout=self.timeout_s) as client:
             for server in self.servers:
-                reply = client.post(
-                    f"{server.url}/collective_rpc",
-                    json={"method": "agentgspo_reload_weights", "kwargs": {"weights_path": str(saved)}},
-                )
-                if reply.status_code != 200:
-                    raise RuntimeError(
-                        f"{server.url}: weight reload failed (HTTP {reply.status_code}): "
-                        f"{reply.text[:300]} (is it an `agentgspo serve-policy` server?)"
-                    )
-                reset = client.post(f"{server.url}/reset_prefix_cache")
-                if reset.status_code != 200 or reset.json().get("success") is False:
-                    raise RuntimeError(f"{server.url}: prefix-cache reset failed: {reset.text[:300]}")
-        self.version += 1
+                if server.retired is not None:
+                    continue
+                try:
+                    self._update_server(client, server, saved, version)
+                except Exception as exc:  # noqa: BLE001 -- retired; the other servers are still updated
+                    failures.append(f"{server.url}: {exc}")
+        self.version = version
+        if failures:
+            raise RuntimeError(
+                f"weight update to version {version} failed on {len(failures)} of {len(self.servers)} servers "
+                f"(retired: no turn goes to them; their frozen turns fail): " + "; ".join(failures)
+            )
         return self.version
+
+    def _update_server(self, client: httpx.Client, server: _Server, saved: Path, version: int) -> None:
+        """Pause ``server`` in keep mode, reload ``saved``, reset its prefix cache, resume it; on any failure
+        retire it (before it stops counting as paused, so no turn it held is re-sent) and raise."""
+        paused = False
+        try:
+            paused = self._pause(client, server)
+            self._reload(client, server, saved)
+            # Preempts the frozen requests (kept, re-prefilled by the new weights on resume), then clears the
+            # hashes: a plain reset fails while they hold blocks, and cached KV of the old weights would be reused.
+            reset = self._post(client, server, "/reset_prefix_cache?reset_running_requests=true", "prefix-cache reset")
+            if reset.json().get("success") is False:
+                raise RuntimeError(f"prefix-cache reset failed: {reset.text[:300]}")
+            server.version = version  # before the resume: a reply received after it may hold new tokens
+            if paused:
+                self._post(client, server, "/resume", "resume")
+        except BaseException as exc:
+            server.retired = f"weight update to version {version} failed: {exc}"
+            if paused:
+                try:
+                    self._post(client, server, "/resume", "resume")
+                except Exception:  # noqa: BLE001 -- the first error is the one to report
+                    pass
+            raise
+        finally:
+            server.paused = False
+
+    def _pause(self, client: httpx.Client, server: _Server) -> bool:
+        """``POST /pause?mode=keep``; False when the server has no such route and nothing of ours in flight (then
+        it is updated unpaused, the old way, with a warning)."""
+        server.pauses += 1
+        server.paused = True  # from now on a turn it holds that fails is not re-sent
+        reply = self._post(
+            client, server, "/pause", "pause", params={"mode": "keep", "clear_cache": "false"}, allow=(404,)
+        )
+        if reply.status_code == 404:
+            server.paused = False
+            if server.in_flight:
+                raise RuntimeError(
+                    "no /pause route (vLLM without it, or started without VLLM_SERVER_DEV_MODE=1) and "
+                    f"{server.in_flight} turns in flight on it: it cannot be updated mid-turn; start it with "
+                    "`agentgspo serve-policy` or update between rollouts"
+                )
+            logger.warning("%s has no /pause route: updating its weights unpaused (no turn in flight)", server.url)
+            return False
+        return True
+
+    def _reload(self, client: httpx.Client, server: _Server, saved: Path) -> None:
+        """Reload the weights in ``saved`` in place on ``server`` (through the weight-sync worker extension)."""
+        self._post(
+            client,
+            server,
+            "/collective_rpc",
+            "weight reload",
+            json={"method": "agentgspo_reload_weights", "kwargs": {"weights_path": str(saved)}},
+            hint=" (is it an `agentgspo serve-policy` server?)",
+        )
+
+    @staticmethod
+    def _post(
+        client: httpx.Client,
+        server: _Server,
+        path: str,
+        what: str,
+        hint: str = "",
+        allow: tuple[int, ...] = (),
+        **kwargs: Any,
+    ) -> Any:
+        """``POST url+path``; a transport error or a reply other than 200 (or ``allow``) raises RuntimeError naming
+        the step (the caller names the server)."""
+        try:
+            reply = client.post(f"{server.url}{path}", **kwargs)
+        except httpx.TransportError as exc:
+            raise RuntimeError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+        if reply.status_code != 200 and reply.status_code not in allow:
+            raise RuntimeError(f"{what} failed (HTTP {reply.status_code}): {reply.text[:300]}{hint}")
+        return reply
