@@ -1,0 +1,61 @@
+"""Weight updates with turns in flight against a server that lacks vLLM's ``/pause`` route (an older vLLM, or one
+started without ``VLLM_SERVER_DEV_MODE=1``): a fake server on 127.0.0.1, no vLLM needed. The real engine and
+server cases are in tests/test_vllm_engine.py and tests/test_policy_server.py."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from servers import serve  # tests/servers.py
+
+from agentgspo.policy.base import SampleRequest, SamplingParams
+from agentgspo.policy.server import ServerPolicy, ServerUnavailable
+
+
+@pytest.fixture
+def server_without_pause():
+    """An app with the reload and reset routes but no ``/pause``; yields its URL and the paths it was posted."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.routing import Route
+
+    posted: list[str] = []
+
+    async def ok(request):
+        posted.append(request.url.path)
+        return JSONResponse({"success": True})
+
+    app = Starlette(
+        routes=[
+            Route("/health", lambda request: PlainTextResponse("ok")),
+            Route("/collective_rpc", ok, methods=["POST"]),
+            Route("/reset_prefix_cache", ok, methods=["POST"]),
+        ]
+    )
+    with serve(app) as url:
+        yield url, posted
+
+
+def test_a_server_without_pause_is_updated_unpaused_when_idle_and_refused_mid_turn(
+    server_without_pause, tmp_path, monkeypatch, caplog
+):
+    url, posted = server_without_pause
+    monkeypatch.setattr("agentgspo.policy.server.save_weights", lambda model, folder: Path(folder))
+    policy = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0))
+    with caplog.at_level(logging.WARNING, logger="agentgspo.policy.server"):
+        assert policy.update_weights(None, tmp_path) == 1  # nothing in flight: the old way, with a warning
+    assert f"{url} has no /pause route" in caplog.text
+    assert posted == ["/collective_rpc", "/reset_prefix_cache"] and policy.servers[0].version == 1
+
+    policy.servers[0].in_flight = 1  # a turn of this client on it: reloading unpaused would change it mid-turn
+    with pytest.raises(RuntimeError, match=f"{url}: no /pause route .* 1 turns in flight on it"):
+        policy.update_weights(None, tmp_path)
+    assert posted == ["/collective_rpc", "/reset_prefix_cache"]  # not reloaded
+    assert policy.servers[0].retired and policy.servers[0].version == 1  # stale weights: no turn goes to it
+    policy.servers[0].in_flight = 0
+    with pytest.raises(ServerUnavailable, match=f"every server failed a weight update: {url}"):
+        asyncio.run(policy.sample(SampleRequest([1, 2], [], SamplingParams())))
