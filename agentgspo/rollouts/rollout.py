@@ -323,7 +323,7 @@ class RolloutRunner:
                     trajectory.stop_reason = "context_overflow"
                     break
                 trajectory.append_sampled(
-                    turn.token_ids, turn.logprobs, turn.policy_version, getattr(turn, "policy_version_end", None)
+                    turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end
                 )
                 if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
