@@ -1164,7 +1164,7 @@ class GSPOLearner:
                 ref_logprobs = self._score_no_grad(self.ref_model, batch)
             kl = kl_k3(logprobs, ref_logprobs, batch.loss_mask)  # [B]
             total = total + self.config.kl_coef * (kl * row_weights.to(kl.device, kl.dtype)).sum() / num_sequences
-            means.add("kl", float(kl.mean()), rows)
+            means.add("kl", float(kl.detach().mean()), rows)
         return total
 
     def _record(
