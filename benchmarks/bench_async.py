@@ -117,7 +117,7 @@ def run(staleness: int, args: argparse.Namespace, out: Path) -> dict[str, float]
         warm_steps=0, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group, max_turns=4,
         max_new_tokens=16, max_context=512, lr=1e-4, warmup_steps=0, logp_old="recompute", stop_success=None,
         max_minutes=0.0, final_eval_episodes=0, checkpoint_every=args.steps, trajectories_every=0,
-        max_staleness=staleness, memory_estimate=False, seed=args.seed,
+        max_staleness=staleness, rollout_order=args.order, memory_estimate=False, seed=args.seed,
     )  # fmt: skip
     started = time.perf_counter()
     train(config)
@@ -131,6 +131,7 @@ def run(staleness: int, args: argparse.Namespace, out: Path) -> dict[str, float]
         "staleness": staleness, "wall_s": wall, "loop_s": loop, "episodes": episodes,
         "s_per_episode": loop / episodes, "learner_idle_s": learner_idle, "sampler_idle_s": sampler_idle,
         "learner_idle_frac": learner_idle / loop, "staleness_max": max(r["staleness_max"] for r in rows),
+        "dropped_groups": sum(r["dropped_groups"] for r in rows),
     }  # fmt: skip
 
 
@@ -143,6 +144,7 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--staleness", default="0,1,2")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--order", default="data", choices=("data", "completion"), help="--rollout-order of S > 0")
     args = parser.parse_args()
     if args.record:
         seconds = record(args.record)
@@ -161,13 +163,16 @@ def main() -> None:
             results.append(run(staleness, args, Path(folder)))
     sync = results[0]
     print(f"{len(STEP_SECONDS)} replayed step latencies, median {statistics.median(STEP_SECONDS):.3f} s")
-    print("| S | s per trained episode | vs S=0 | learner idle | sampler idle | idle removed | staleness max |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| S | s per trained episode | vs S=0 | learner idle | sampler idle | idle removed | staleness max | dropped |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         removed = 1 - (r["learner_idle_s"] + r["sampler_idle_s"]) / (sync["learner_idle_s"] + sync["sampler_idle_s"])
         print(
             f"| {r['staleness']} | {r['s_per_episode']:.3f} | {sync['s_per_episode'] / r['s_per_episode']:.2f}x | "
-            f"{r['learner_idle_s']:.1f} s | {r['sampler_idle_s']:.1f} s | {removed:.0%} | {r['staleness_max']} |"
+            f"{r['learner_idle_s']:.1f} s | {r['sampler_idle_s']:.1f} s | {removed:.0%} | {r['staleness_max']} | "
+            f"{r['dropped_groups']:.0f} |"
         )
     print(json.dumps(results))
 
