@@ -1,0 +1,87 @@
+"""Does asynchronous GSPO learn as the synchronous loop does? The quickstart at max_staleness 0, 1 and 2.
+
+Per seed, the quickstart's warm start runs once (its policy saved with one GSPO step at learning rate 0, which
+changes nothing, as the MoE study does); from it, GSPO runs with the quickstart's settings and ``--logp-old
+recompute`` at S = 0 (the synchronous loop), S = 1 and S = 2 with the decoupled objective (behaviour_correction
+``tis``, the default when S > 0), and S = 2 without it (``none``: the ratio clipped against a stale sampler's
+log-probs, the effect of verl issue 7356). Reported per run: why it stopped, the GSPO steps to the stop, wall
+seconds, the final sampled and greedy success, and the mean clip fraction of the sequences.
+
+    python benchmarks/bench_async_learning.py --seeds 0,1,2 --out runs/async_learning
+    python benchmarks/bench_async_learning.py --seeds 0 --steps 6 --warm-steps 20 --out /tmp/al   # a quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+VARIANTS = {  # name -> settings over the quickstart's
+    "S0": dict(max_staleness=0),
+    "S1": dict(max_staleness=1),
+    "S2": dict(max_staleness=2),
+    "S2-uncorrected": dict(max_staleness=2, behaviour_correction="none"),
+}
+
+
+def warm_policy(seed: int, args: argparse.Namespace, out: Path) -> str:
+    """The quickstart's warm start for ``seed``, saved as a policy folder (run once, reused)."""
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.train import train
+
+    folder = out / f"warm-s{seed}"
+    if not (folder / "final").exists():
+        train(QuickstartConfig(out=str(folder), seed=seed, steps=1, lr=0.0, warmup_steps=0, stop_success=None,
+                               warm_steps=args.warm_steps, final_eval_episodes=0, max_minutes=0.0))  # fmt: skip
+    return str(folder / "final")
+
+
+def run(name: str, seed: int, policy: str, args: argparse.Namespace, out: Path) -> dict:
+    """One GSPO run of ``name`` from the warm policy; its numbers."""
+    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.training.train import train
+
+    folder = out / f"{name}-s{seed}"
+    summary = train(QuickstartConfig(
+        out=str(folder), seed=seed, policy=policy, warm_demos=0, warm_steps=0, logp_old="recompute",
+        steps=args.steps, max_minutes=0.0, **VARIANTS[name],
+    ))  # fmt: skip
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    return {
+        "variant": name, "seed": seed, "stopped": summary["stopped"], "steps": summary["steps"],
+        "seconds": sum(r["step_seconds"] for r in rows), "sampled": summary["final_eval"]["sampled"],
+        "greedy": summary["final_eval"]["greedy"],
+        "clip_frac_seq": statistics.mean(r.get("clip_frac_seq", 0.0) for r in rows),
+    }  # fmt: skip
+
+
+def main() -> None:
+    """Every variant for every seed; a table of the means over seeds and every run as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="runs/async_learning")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--steps", type=int, default=400, help="most GSPO steps (the stop rule ends most runs)")
+    parser.add_argument("--warm-steps", type=int, default=500, help="the quickstart's warm start")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args()
+    out = Path(args.out)
+    results = []
+    for seed in map(int, args.seeds.split(",")):
+        policy = warm_policy(seed, args, out)
+        for name in args.variants.split(","):
+            results.append(run(name, seed, policy, args, out))
+            (out / "results.json").write_text(json.dumps(results, indent=1))
+    print("| variant | seeds | steps to the stop | seconds | sampled | greedy | clip_frac_seq |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.variants.split(","):
+        rows = [r for r in results if r["variant"] == name]
+        mean = {key: statistics.mean(r[key] for r in rows) for key in ("steps", "seconds", "sampled", "greedy")}
+        clip = statistics.mean(r["clip_frac_seq"] for r in rows)
+        print(f"| {name} | {len(rows)} | {mean['steps']:.1f} | {mean['seconds']:.0f} | {mean['sampled']:.3f} | "
+              f"{mean['greedy']:.3f} | {clip:.3f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
