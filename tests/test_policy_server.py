@@ -226,7 +226,10 @@ def test_bad_client_settings_are_refused(renderer):
         ServerPolicy(["http://127.0.0.1:8000"], renderer, logprob_semantics="processed")
 
 
-def long_turns(policy, prompt, seeds, length=200):
+LONG = 700  # ids of a long turn: long enough to be decoding when an update lands, on a loaded machine too
+
+
+def long_turns(policy, prompt, seeds, length=LONG):
     """Start turns that run to ``length`` ids (the client asks for no stop id) and return once they are decoding:
     a short turn sent after them has finished."""
     policy.stop_ids = frozenset()
@@ -256,13 +259,13 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
     finally:
         policy.update_weights(warm_model, tmp_path / "weights")  # later tests expect the warm weights
     for turn in turns:
-        assert len(turn.token_ids) == 200 and turn.finish_reason == "length"
+        assert len(turn.token_ids) == LONG and turn.finish_reason == "length"
         assert (turn.policy_version, turn.policy_version_end) == (0, 1) and turn.token_versions() is None
         sampled = torch.tensor(turn.logprobs)
         old = learner_logprobs(warm_model, long_prompt, turn.token_ids)
         new = learner_logprobs(updated, long_prompt, turn.token_ids)
         switch = int(((sampled - old).abs() > LOGPROB_ATOL).nonzero()[0])  # the first id not the old weights'
-        assert 1 <= switch < 200 and float((sampled[switch:] - new[switch:]).abs().max()) <= LOGPROB_ATOL
+        assert 1 <= switch < LONG and float((sampled[switch:] - new[switch:]).abs().max()) <= LOGPROB_ATOL
     # Item 7: the prompt's first KV block was cached under the old weights; a turn admitted after the update must
     # not reuse it (its log-probs are the new weights').
     assert after.policy_version == 1 and after.policy_version_end is None
