@@ -237,12 +237,12 @@ def read_yaml(path: str | Path, config_class: type) -> dict[str, Any]:
         raise ValueError(f"--config {path}: cannot read it as YAML ({exc})") from None
     if not isinstance(data, dict):
         raise ValueError(f"--config {path}: expected a mapping of setting names to values, got {type(data).__name__}")
-    kinds = typing.get_type_hints(config_class)
+    kinds, names = typing.get_type_hints(config_class), flags_of(config_class)
     values = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
-        if name not in kinds or name not in flags_of(config_class):
-            raise ValueError(f"--config {path}: unknown setting {key!r}{_closest(name, flags_of(config_class))}")
+        if name not in names:
+            raise ValueError(f"--config {path}: unknown setting {key!r}{_closest(name, names)}")
         try:
             values[name] = _checked(kinds[name], value)
         except ValueError as exc:

@@ -54,7 +54,13 @@ from transformers import get_scheduler
 
 from agentgspo.environments.registry import check_env_kwargs, env_budget, make
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.learning.sharding import full_state_dict, is_sharded, load_sampler_weights, prepare_policy
+from agentgspo.learning.sharding import (
+    MIXED_PRECISION,
+    full_state_dict,
+    is_sharded,
+    load_sampler_weights,
+    prepare_policy,
+)
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.factory import BACKENDS, backend_class, make_backend, run_options
 from agentgspo.policy.hf import HFPolicy
@@ -63,7 +69,7 @@ from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, wri
 from agentgspo.policy.quiet import no_transformers_progress_bars
 from agentgspo.policy.weight_sync import save_weights, sync_weights
 from agentgspo.rollouts.producer import RolloutProducer
-from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.rollouts.rollout import HISTORY_MODES, RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 from agentgspo.training.checkpoint import (
     latest_checkpoint,
@@ -89,7 +95,6 @@ TRAIN_SEED_BASE = 1_000_000
 DEMO_SEED_BASE = 9_000_000  # warm-start demonstrations
 SMOOTHING = 10  # steps in the moving average of the stop rule (and the plot)
 SUMMARY = "summary.json"
-HISTORY_MODES = ("as_sampled", "split_turns")
 SHARDINGS = ("none", "fsdp2")
 INTERRUPT_MARKER = "waiting-for-interrupt"  # written by --wait-for-interrupt-at (testing)
 
@@ -251,7 +256,7 @@ class TrainConfig(LearnerConfig):
         choices = {
             "history": HISTORY_MODES,
             "sharding": SHARDINGS,
-            "mixed_precision": ("no", "bf16"),
+            "mixed_precision": MIXED_PRECISION,
             "backend": tuple(BACKENDS),
         }
         for name, allowed in choices.items():
@@ -810,12 +815,11 @@ class _Run:
         )
         return shared
 
-    def checkpoint(self, step: int, producer: RolloutProducer | None = None) -> Path:
+    def checkpoint(self, step: int, producer: RolloutProducer) -> Path:
         """A GSPO checkpoint (every rank's state; the warm start's log; the rollouts' data positions; how to play
         it)."""
-        state: dict[str, Any] = {"warm_log": self.warm_log}
-        if producer is not None:  # every rank's own (a collective)
-            state["producer"] = gather_object([producer.state()])
+        # The producer's state: every rank's own (a collective).
+        state = {"warm_log": self.warm_log, "producer": gather_object([producer.state()])}
         path = save_checkpoint(self.accelerator, self.out, step, state)
         if self.accelerator.is_main_process:
             write_policy_settings(path, self.trained_with(self.renderer))
