@@ -294,20 +294,7 @@ def test_other_architectures_train_with_router_loss_and_volatility(name):
 
 # ------------------------------------------------------------------------------------- two DDP ranks (gloo, CPU)
 
-DDP_LAUNCH = [
-    sys.executable,
-    "-m",
-    "accelerate.commands.launch",
-    "--multi_gpu",
-    "--num_processes",
-    "2",
-    "--num_machines",
-    "1",
-    "--mixed_precision",
-    "no",
-    "--dynamo_backend",
-    "no",
-]
+from test_fsdp import LAUNCH as DDP_LAUNCH  # noqa: E402 -- two gloo ranks under accelerate launch, on CPU
 
 
 def _ddp_worker(out_dir: str) -> None:

@@ -263,21 +263,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_keep_identical_parameters(tmp_path):
-    launcher = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-    ]
-    _run(["--out", str(tmp_path), "--steps", "2", *PARITY, *SMALL], launcher=launcher)
+    from test_fsdp import LAUNCH  # two gloo ranks under accelerate launch, on CPU
+
+    _run(["--out", str(tmp_path), "--steps", "2", *PARITY, *SMALL], launcher=LAUNCH)
     summary = json.loads((tmp_path / "summary.json").read_text())
     checksums = summary["parameter_checksums"]
     assert len(checksums) == 2 and checksums[0] == checksums[1]
