@@ -91,33 +91,46 @@ def one_rollout(policy: Any, episodes: int, max_new_tokens: int, sampling_seed: 
     return {"tokens": summary["sampled_tokens"], "wall_s": wall, "tokens_per_s": summary["sampled_tokens"] / wall}
 
 
-def start_backends(path: Path, workdir: Path) -> tuple[dict[str, Any], Any]:
-    """HF, engine and server policies for ``path``; returns them and the server process (to stop)."""
+def start_server(path: Path, workdir: Path, port: int, **options: Any) -> tuple[str, Any]:
+    """Start ``agentgspo serve-policy`` for ``path`` on ``port`` (``options``: ``server_command``'s); its URL and
+    process. Returns at once: :func:`wait_ready` waits for it."""
+    import subprocess
+
+    from agentgspo.commands.serve_policy import server_command
+
+    command, env = server_command(path, port=port, **options)
+    log = open(workdir / f"server-{port}.log", "w")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return f"http://127.0.0.1:{port}", server
+
+
+def wait_ready(url: str, server: Any) -> None:
+    """Return once the server at ``url`` answers ``/v1/models``; raise if its process exits first."""
     import subprocess
 
     import httpx
 
-    from agentgspo.commands.serve_policy import server_command
-    from agentgspo.policy.factory import make_backend
-
-    port = 18000 + (hash(str(path)) % 1000)
-    command, env = server_command(path, port=port)
-    log = open(workdir / f"server-{port}.log", "w")
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    policies = {"hf": make_backend(str(path), "hf"), "vllm": make_backend(str(path), "vllm")}
-    url = f"http://127.0.0.1:{port}"
-    while True:  # the engine above started meanwhile; now wait for the server
+    while True:
         if server.poll() is not None:
-            raise RuntimeError(f"server exited; see {log.name}")
+            raise RuntimeError(f"server exited; see its log ({server.args[:3]} ...)")
         try:
             if httpx.get(f"{url}/v1/models", timeout=5).status_code == 200:
-                break
+                return
         except httpx.TransportError:
             pass
         try:
             server.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             pass
+
+
+def start_backends(path: Path, workdir: Path) -> tuple[dict[str, Any], Any]:
+    """HF, engine and server policies for ``path``; returns them and the server process (to stop)."""
+    from agentgspo.policy.factory import make_backend
+
+    url, server = start_server(path, workdir, 18000 + (hash(str(path)) % 1000))
+    policies = {"hf": make_backend(str(path), "hf"), "vllm": make_backend(str(path), "vllm")}
+    wait_ready(url, server)  # the engine above started meanwhile
     policies["server"] = make_backend(str(path), "server", urls=[url])
     return policies, server
 

@@ -48,6 +48,7 @@ def test_a_server_without_pause_is_updated_unpaused_when_idle_and_refused_mid_tu
     policy = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0))
     with caplog.at_level(logging.WARNING, logger="agentgspo.policy.server"):
         assert policy.update_weights(None, tmp_path) == 1  # nothing in flight: the old way, with a warning
+    assert "weight updates: through folders (the servers do not accept the gloo" in caplog.text  # no streaming
     assert f"{url} has no /pause route" in caplog.text
     assert posted == ["/collective_rpc", "/reset_prefix_cache"] and policy.servers[0].version == 1
 

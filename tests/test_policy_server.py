@@ -6,6 +6,7 @@ real server or by a real HTTP proxy."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
 import httpx
@@ -101,12 +102,20 @@ def test_multi_turn_rollout_is_token_exact_with_mask_on_sampled_tokens(servers, 
     assert all(server.served > 0 for server in policy.servers)  # both servers took turns
 
 
-def test_weight_sync_after_a_gspo_step(servers, renderer, warm_model, tokenizer, tmp_path):
-    policy = client([s.url for s in servers], renderer)
+@pytest.mark.parametrize("weight_transfer", ["auto", "folder"])
+def test_weight_sync_after_a_gspo_step(servers, renderer, warm_model, tokenizer, tmp_path, weight_transfer, caplog):
+    # "auto" streams to both servers in one broadcast (serve-policy servers run the gloo engine); "folder" has each
+    # reload the weights written to a folder. Either way every server samples with the new weights afterwards.
+    policy = client([s.url for s in servers], renderer, weight_transfer=weight_transfer)
     before = rollout(policy, renderer, seeds=(21, 22), group_size=4)
     updated = gspo_step(warm_model, before, tokenizer.pad_token_id)
     try:
-        assert policy.update_weights(updated, tmp_path / "weights") == 1
+        with caplog.at_level(logging.INFO, logger="agentgspo.policy.server"):
+            assert policy.update_weights(updated, tmp_path / "weights") == 1
+        streamed = weight_transfer == "auto"
+        assert ("streamed to 2 servers" in caplog.text) == streamed  # the choice is logged
+        assert (tmp_path / "weights").exists() != streamed  # and the disk used only by the folder path
+        assert {s.version for s in policy.servers} == {1}
         after = rollout(policy, renderer, seeds=(21, 22), group_size=4)
         assert all(t.turn_versions == [1] * t.num_turns for t in after)
         assert max_gap_to_learner(updated, after, tokenizer.pad_token_id) <= LOGPROB_ATOL
@@ -274,6 +283,63 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
     assert policy.retries == 0
 
 
+@pytest.fixture
+def spare_server(checkpoint, tmp_path):
+    """A third server, for a test that kills it."""
+    server = PolicyServer(checkpoint, free_port(), tmp_path / "spare.log")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_server_killed_during_a_streamed_update_is_retired_and_the_others_get_the_weights(
+    servers, spare_server, renderer, warm_model
+):
+    # One broadcast feeds every server, so a member that dies mid-transfer breaks it for all. The servers that still
+    # answer get the weights again in a new group without it; the dead one is retired, the turns frozen on it fail
+    # (never re-sent), those on the others finish with their version span, and the update raises naming it.
+    updated = perturbed(warm_model)
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])
+    policy = client([servers[0].url, spare_server.url], renderer, timeout_s=120.0)
+    assert policy.update_weights(warm_model) == 1  # streamed: the group with both servers is open
+    send = policy._transfer.client.update_weights
+    held_by_victim = []
+
+    def killed_mid_transfer(update_info):
+        held_by_victim.append(policy.servers[1].in_flight)
+        spare_server.kill()  # returns once the server process is reaped
+        return send(update_info)
+
+    policy._transfer.client.update_weights = killed_mid_transfer
+
+    async def run():
+        turns, short = long_turns(policy, long_prompt, (1, 2, 3, 4))
+        await short
+        with pytest.raises(
+            RuntimeError, match=f"failed on 1 of 2 servers .*{spare_server.url}: weight transfer failed"
+        ):
+            await asyncio.to_thread(policy.update_weights, updated)
+        held = await asyncio.gather(*turns, return_exceptions=True)
+        after = await policy.sample(SampleRequest(long_prompt, [], SamplingParams(0.0, 1.0, 16)))
+        return held, after
+
+    try:
+        held, after = asyncio.run(asyncio.wait_for(run(), timeout=600))
+    finally:
+        policy.update_weights(warm_model)  # the survivor back to the warm weights for the tests after
+    lost = [turn for turn in held if isinstance(turn, ServerUnavailable)]
+    finished = [turn for turn in held if not isinstance(turn, BaseException)]
+    assert held_by_victim[0] >= 1 and len(lost) == held_by_victim[0] and len(finished) == 4 - len(lost), held
+    assert all(f"{spare_server.url} failed while paused for a weight update" in str(error) for error in lost)
+    assert all((turn.policy_version, turn.policy_version_end) == (1, 2) for turn in finished)
+    assert policy.servers[1].retired and policy.servers[0].retired is None and policy.retries == 0
+    assert after.policy_version == 2  # the survivor got the new weights, from the second broadcast
+    expected = learner_logprobs(updated, long_prompt, after.token_ids)
+    assert float((torch.tensor(after.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+
+
 def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, prompt):
     # Last in the module: it kills the second server.
     reference = sample_all(client([servers[0].url], renderer), prompt, range(32), SamplingParams(1.0, 1.0, 48))
@@ -301,7 +367,7 @@ def test_a_server_killed_during_a_keep_mode_pause_fails_the_turns_it_held(server
     # not re-sent (they may be half sampled): each fails naming the server, a sampler error; the update raises
     # naming it; the server is retired, and nothing waits for it.
     long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])
-    policy = client([servers[0].url], renderer, timeout_s=120.0)
+    policy = client([servers[0].url], renderer, timeout_s=120.0, weight_transfer="folder")  # streamed: test before
     reload = policy._reload
 
     def killed_while_paused(http, server, saved):

@@ -215,12 +215,15 @@ def test_a_turn_in_flight_during_an_update_finishes_on_the_new_weights_with_its_
         engine.update_weights(warm_model)  # later tests in this module expect the warm weights
 
 
-def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer):
+def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer, tmp_path):
+    # Streamed (the default: vLLM's weight-transfer routes, the gloo engine); the folder path is
+    # tests/test_weight_transfer.py's.
     before = rollout(engine, renderer, seeds=(21, 22), group_size=4)
     updated = gspo_step(warm_model, before, tokenizer.pad_token_id)
     version = engine.version
     try:
-        assert engine.update_weights(updated) == version + 1
+        assert engine.update_weights(updated, tmp_path / "weights") == version + 1
+        assert not (tmp_path / "weights").exists()  # nothing went through the disk
         after = rollout(engine, renderer, seeds=(21, 22), group_size=4)
         assert all(t.turn_versions == [version + 1] * t.num_turns for t in after)
         assert max_gap_to_learner(updated, after, tokenizer.pad_token_id) <= LOGPROB_ATOL

@@ -1,17 +1,20 @@
 """`agentgspo serve-policy`: serve a checkpoint with vLLM's own OpenAI-compatible server, set up for RL rollouts.
 
-The process becomes ``python -m vllm.entrypoints.openai.api_server`` with the settings ``--backend server``
-clients rely on: the same log-prob meaning as the other backends (``--logprobs-mode processed_logprobs``), the
-weight-sync worker extension (``agentgspo_reload_weights``, see agentgspo/policy/weight_sync.py) and the
-development endpoints it is called through (``VLLM_SERVER_DEV_MODE=1``: ``/collective_rpc``,
-``/reset_prefix_cache``, and vLLM's RL routes ``/pause?mode=keep`` and ``/resume`` that let a weight update land
-while turns are in flight). Expose such a server only to your trainer and rollout workers: those endpoints are not
+The process becomes ``python -m vllm.entrypoints.openai.api_server`` with the settings ``--backend server`` clients rely
+on: the same log-prob meaning as the other backends (``--logprobs-mode processed_logprobs``), the weight-sync worker
+extension (``agentgspo_reload_weights``, see agentgspo/policy/weight_sync.py) and the development endpoints it is called
+through (``VLLM_SERVER_DEV_MODE=1``: ``/collective_rpc``, ``/reset_prefix_cache``, and vLLM's RL routes
+``/pause?mode=keep`` and ``/resume`` that let a weight update land while turns are in flight, and
+``/init_weight_transfer_engine`` ... ``/finish_weight_update`` that stream weights in), and the gloo weight-transfer
+engine (``--weight-transfer-config '{"backend": "gloo"}'``, see agentgspo/policy/weight_transfer.py; ``--weight-transfer
+folder`` leaves it out). Expose such a server only to your trainer and rollout workers: those endpoints are not
 authenticated.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -35,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--enforce-eager", action="store_true", help="skip graph compilation: faster start, slower generation"
     )
     parser.add_argument(
+        "--weight-transfer",
+        choices=("gloo", "folder"),
+        default="gloo",
+        help="how trainers update the weights: 'gloo' streams them in (vLLM's weight-transfer routes, this "
+        "package's gloo engine); 'folder' only reloads folders the trainer writes",
+    )
+    parser.add_argument(
         "vllm_args",
         nargs=argparse.REMAINDER,
         help="after `--`: more arguments for vLLM's server, e.g. -- --max-model-len 2048",
@@ -50,6 +60,7 @@ def server_command(
     max_num_seqs: int = 256,
     seed: int = 0,
     enforce_eager: bool = False,
+    weight_transfer: str = "gloo",
     extra: list[str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start vLLM's OpenAI server for ``policy`` (a folder or "tiny")."""
@@ -91,6 +102,8 @@ def server_command(
     ]
     if enforce_eager:
         command.append("--enforce-eager")
+    if weight_transfer == "gloo":  # registered in the server's workers by this package's vLLM plugin
+        command += ["--weight-transfer-config", json.dumps({"backend": "gloo"})]
     command += [a for a in (extra or []) if a != "--"]
     set_cpu_defaults()
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
@@ -107,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         max_num_seqs=args.max_num_seqs,
         seed=args.seed,
         enforce_eager=args.enforce_eager,
+        weight_transfer=args.weight_transfer,
         extra=args.vllm_args,
     )
     print(f"serving {args.policy} at http://{args.host}:{args.port} (model name 'policy')", flush=True)

@@ -6,7 +6,7 @@ four class members, and one line in :data:`BACKENDS` (or a :func:`register_backe
 - ``summary``: a few words for ``--help``;
 - ``add_arguments(group)``: its own command-line options (an ``argparse`` argument group);
 - ``options(args)``: its keyword options from those parsed options;
-- ``run_options(seed=..., server_urls=...)``: its keyword options in a training run;
+- ``run_options(seed=..., server_urls=..., weight_transfer=...)``: its keyword options in a training run;
 - ``from_pretrained(policy, **options)``: the backend for a checkpoint (``"tiny"``, a folder, a cached hub id).
 
 Each module checks its own requirements (the vLLM backends name the extra to install). Nothing here imports a
@@ -64,9 +64,10 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     return backend_class(args.backend).options(args)
 
 
-def run_options(backend: str, *, seed: int, server_urls: list[str]) -> dict[str, Any]:
-    """The keyword options of :func:`make_backend` for ``backend`` in a training run."""
-    return backend_class(backend).run_options(seed=seed, server_urls=server_urls)
+def run_options(backend: str, *, seed: int, server_urls: list[str], weight_transfer: str = "auto") -> dict[str, Any]:
+    """The keyword options of :func:`make_backend` for ``backend`` in a training run (``weight_transfer``: how the
+    learner's updates reach it, for the backends that load them from elsewhere)."""
+    return backend_class(backend).run_options(seed=seed, server_urls=server_urls, weight_transfer=weight_transfer)
 
 
 def make_backend(policy: str, backend: str = "hf", **options: Any) -> Any:

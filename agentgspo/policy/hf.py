@@ -123,8 +123,8 @@ class HFPolicy:
         return {}
 
     @staticmethod
-    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
-        """In a training run: its requests' default seed."""
+    def run_options(*, seed: int, server_urls: list[str], weight_transfer: str) -> dict[str, Any]:
+        """In a training run: its requests' default seed (updates are state dicts in memory: no transfer to pick)."""
         return {"seed": seed}
 
     @classmethod

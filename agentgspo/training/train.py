@@ -67,7 +67,7 @@ from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import resolve_checkpoint
 from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
 from agentgspo.policy.quiet import no_transformers_progress_bars
-from agentgspo.policy.weight_sync import save_weights, sync_weights
+from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights, sync_weights
 from agentgspo.rollouts.producer import RolloutProducer
 from agentgspo.rollouts.rollout import HISTORY_MODES, RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
@@ -143,7 +143,15 @@ class TrainConfig(LearnerConfig):
     server_url: str = setting(
         "",
         "comma-separated base URLs of `agentgspo serve-policy` servers (--backend "
-        "server); they read the weights from DIR/sampler-RANK/ (a shared file system)",
+        "server); they get the weights streamed, or read them from DIR/sampler-RANK/ "
+        "(a shared file system) with --weight-transfer folder",
+    )
+    weight_transfer: str = setting(
+        "auto",
+        "how the weights reach vLLM after a step (--backend vllm or server): 'gloo' "
+        "streams them from memory through vLLM's weight-transfer routes, 'folder' "
+        "writes DIR/sampler-RANK/ and has vLLM reload it, 'auto' streams where the "
+        "sampler accepts it (folders otherwise; the choice is logged)",
     )
     # Env and episodes.
     env_id: str = setting("agentgspo/Calculator-v0", "registered env id ('module:id' imports the module first)")
@@ -258,6 +266,7 @@ class TrainConfig(LearnerConfig):
             "sharding": SHARDINGS,
             "mixed_precision": MIXED_PRECISION,
             "backend": tuple(BACKENDS),
+            "weight_transfer": WEIGHT_TRANSFERS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -280,7 +289,9 @@ class TrainConfig(LearnerConfig):
                 raise ValueError(f"{name}: expected >= 0 (0: none), got {getattr(self, name)}")
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs: expected a JSON object, got {self.env_kwargs!r}")
-        run_options(self.backend, seed=self.seed, server_urls=self.server_urls())  # each backend checks its needs
+        run_options(  # each backend checks its needs
+            self.backend, seed=self.seed, server_urls=self.server_urls(), weight_transfer=self.weight_transfer
+        )
         if self.routing_replay == "rollout" and self.backend != "hf":
             raise ValueError(
                 "routing_replay 'rollout' needs the sampler's expert choices: --backend hf records them "
@@ -723,7 +734,12 @@ class _Run:
         return make_backend(
             str(folder),
             config.backend,
-            **run_options(config.backend, seed=config.seed, server_urls=config.server_urls()),
+            **run_options(
+                config.backend,
+                seed=config.seed,
+                server_urls=config.server_urls(),
+                weight_transfer=config.weight_transfer,
+            ),
         )
 
     def refresh_sampler(self, sampler: Any, model: Any, policy: HFPolicy, folder: Path) -> None:
