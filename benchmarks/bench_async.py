@@ -5,15 +5,21 @@ judge: ``LatencyReplay-v0`` (below) replays, for each of its steps, a latency dr
 env-call times of CodeForces-v0 episodes recorded once with the real judge (``--record``, below; the numbers in
 the file are that recording), so the ratio cannot be tuned by choosing the latency. An episode takes 1 to 4 turns
 (by its prompt's seed), its reward is the parity of its last reply's length (so every group has signal). The
-policy is the embedded tiny MoE sampled by the hf backend.
+policy is the embedded tiny MoE (``--policy larger``: the 31.9M MoE of bench_rollout_backends.py, whose learner
+step is comparable to the rollouts) sampled by ``--backend``: hf (its own copy when S > 0), the in-process vLLM
+engine, or a vLLM server (``agentgspo serve-policy``, started here), the weights streamed after each step.
 
 Both sides of each run are pinned, one core each: the learner (this process's main thread) to core 0, the sampler
-(the producer's thread, and every thread it starts) to core 1; torch runs one thread. Env calls sleep (a judge on
+to core 1: the producer's thread and every thread it starts; with vLLM also the engine's driver thread, its
+processes and their OpenMP threads (``VLLM_CPU_OMP_THREADS_BIND=1``), or the server's whole process tree. Torch
+runs one thread in this process. Env calls sleep (a judge on
 another machine). For each S the same steps, prompts and seeds; reported per S: wall seconds per trained episode,
 the ratio to S = 0, and the idle shares the loop logs (learner: waiting for rollouts; sampler: no group in flight).
 Idle time removed = 1 - (async idle seconds / sync idle seconds), both sides summed.
 
     python benchmarks/bench_async.py                       # S = 0, 1, 2; 12 steps of 8 prompts x 4
+    python benchmarks/bench_async.py --backend vllm --policy larger --order completion
+    python benchmarks/bench_async.py --backend server --policy larger --order completion
     python benchmarks/bench_async.py --record              # re-record STEP_SECONDS with the real judge
 """
 
@@ -25,8 +31,11 @@ import os
 import random
 import statistics
 import tempfile
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # bench_rollout_backends: the models, the server helpers
 
 # Seconds of each env.step of CodeForces-v0 episodes (the starter problems and the project's set, its oracle and
 # its wrong policy, 40 episodes, 100 steps: median 0.337 s, max 25.8 s; `--record` on a 2-core AMD EPYC, bubblewrap
@@ -95,9 +104,14 @@ def register_replay_env() -> None:
 
 
 def pin_the_sampler(core: int) -> None:
-    """Pin each producer's thread (the sampler, and the threads it starts) to ``core``."""
+    """Pin each producer's thread (the sampler, and the threads it starts) to ``core``; a vLLM engine's driver thread
+    and its processes too (its workers' OpenMP threads are bound by ``VLLM_CPU_OMP_THREADS_BIND``)."""
+    import psutil
+
+    from agentgspo.policy import vllm
     from agentgspo.rollouts import producer
 
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
     original = producer.RolloutProducer.__init__
 
     def pinned(self, *args, **kwargs):
@@ -105,9 +119,39 @@ def pin_the_sampler(core: int) -> None:
         os.sched_setaffinity(self._thread.native_id, {core})
 
     producer.RolloutProducer.__init__ = pinned
+    engine_init = vllm.VLLMPolicy.__init__
+
+    def pinned_engine(self, *args, **kwargs):
+        engine_init(self, *args, **kwargs)
+        os.sched_setaffinity(self._driver.native_id, {core})
+        for child in psutil.Process().children(recursive=True):
+            for thread in child.threads():
+                os.sched_setaffinity(thread.id, {core})
+
+    vllm.VLLMPolicy.__init__ = pinned_engine
 
 
-def run(staleness: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
+def start_pinned_server(policy: str, core: int, workdir: Path) -> tuple[str, object]:
+    """An ``agentgspo serve-policy`` process tree on ``core`` alone, ready; its URL and process."""
+    import subprocess
+
+    from bench_rollout_backends import wait_ready
+
+    from agentgspo.commands.serve_policy import server_command
+
+    port = 19500 + os.getpid() % 400
+    command, env = server_command(policy, port=port)
+    env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
+    log = open(workdir / "server.log", "w")
+    process = subprocess.Popen(
+        ["taskset", "-c", str(core), *command], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, process)
+    return url, process
+
+
+def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server_url: str) -> dict[str, float]:
     """One training run at ``staleness``; its numbers."""
     from agentgspo.recipes.quickstart import QuickstartConfig
     from agentgspo.training.train import train
@@ -117,7 +161,8 @@ def run(staleness: int, args: argparse.Namespace, out: Path) -> dict[str, float]
         warm_steps=0, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group, max_turns=4,
         max_new_tokens=16, max_context=512, lr=1e-4, warmup_steps=0, logp_old="recompute", stop_success=None,
         max_minutes=0.0, final_eval_episodes=0, checkpoint_every=args.steps, trajectories_every=0,
-        max_staleness=staleness, rollout_order=args.order, memory_estimate=False, seed=args.seed,
+        max_staleness=staleness, rollout_order=args.order, memory_estimate=False, seed=args.seed, policy=policy,
+        backend=args.backend, server_url=server_url,
     )  # fmt: skip
     started = time.perf_counter()
     train(config)
@@ -145,6 +190,8 @@ def main() -> None:
     parser.add_argument("--staleness", default="0,1,2")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--order", default="data", choices=("data", "completion"), help="--rollout-order of S > 0")
+    parser.add_argument("--backend", default="hf", choices=("hf", "vllm", "server"), help="who samples")
+    parser.add_argument("--policy", default="tiny", choices=("tiny", "larger", "fine"), help="bench_rollout_backends'")
     args = parser.parse_args()
     if args.record:
         seconds = record(args.record)
@@ -157,11 +204,20 @@ def main() -> None:
     os.sched_setaffinity(0, {0})  # this (main) thread: the learner
     register_replay_env()
     pin_the_sampler(1)
+    from bench_rollout_backends import build_model, stop
+
+    policy = str(build_model(args.policy))
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        for staleness in map(int, args.staleness.split(",")):
-            results.append(run(staleness, args, Path(folder)))
+        url, server = start_pinned_server(policy, 1, Path(folder)) if args.backend == "server" else ("", None)
+        try:
+            for staleness in map(int, args.staleness.split(",")):
+                results.append(run(staleness, args, Path(folder), policy, url))
+        finally:
+            if server is not None:
+                stop(server)
     sync = results[0]
+    print(f"{args.backend} backend, {args.policy} policy, {args.order} order")
     print(f"{len(STEP_SECONDS)} replayed step latencies, median {statistics.median(STEP_SECONDS):.3f} s")
     print(
         "| S | s per trained episode | vs S=0 | learner idle | sampler idle | idle removed | staleness max | dropped |"
