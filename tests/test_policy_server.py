@@ -31,7 +31,7 @@ from vllm_support import (  # noqa: E402
 )
 
 from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
-from agentgspo.policy.server import ServerPolicy, ServerUnavailable  # noqa: E402
+from agentgspo.policy.server import ServerPolicy, ServerUnavailable, WeightUpdateFailed  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
 
 PARAMS = SamplingParams(temperature=1.0, max_new_tokens=24)
@@ -318,9 +318,10 @@ def test_a_server_killed_during_a_streamed_update_is_retired_and_the_others_get_
         turns, short = long_turns(policy, long_prompt, (1, 2, 3, 4))
         await short
         with pytest.raises(
-            RuntimeError, match=f"failed on 1 of 2 servers .*{spare_server.url}: weight transfer failed"
-        ):
+            WeightUpdateFailed, match=f"failed on 1 of 2 servers .*1 still serve.*{spare_server.url}: weight transfer"
+        ) as failed:
             await asyncio.to_thread(policy.update_weights, updated)
+        assert failed.value.serving == 1  # a training loop goes on with it
         held = await asyncio.gather(*turns, return_exceptions=True)
         after = await policy.sample(SampleRequest(long_prompt, [], SamplingParams(0.0, 1.0, 16)))
         return held, after

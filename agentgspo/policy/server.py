@@ -76,6 +76,15 @@ class ServerUnavailable(RuntimeError):
     update."""
 
 
+class WeightUpdateFailed(RuntimeError):
+    """Some servers failed a weight update and were retired; ``serving`` says how many still serve (with the new
+    weights). A training loop goes on while any does."""
+
+    def __init__(self, message: str, serving: int):
+        super().__init__(message)
+        self.serving = serving
+
+
 @dataclass
 class _Server:
     url: str
@@ -384,9 +393,12 @@ class ServerPolicy:
                         failures.append(f"{server.url}: {exc}")
         self.version = version
         if failures:
-            raise RuntimeError(
+            serving = sum(s.retired is None for s in self.servers)
+            raise WeightUpdateFailed(
                 f"weight update to version {version} failed on {len(failures)} of {len(self.servers)} servers "
-                f"(retired: no turn goes to them; their frozen turns fail): " + "; ".join(failures)
+                f"(retired: no turn goes to them; their frozen turns fail; {serving} still serve): "
+                + "; ".join(failures),
+                serving,
             )
         return self.version
 

@@ -67,6 +67,7 @@ from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import resolve_checkpoint
 from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
 from agentgspo.policy.quiet import no_transformers_progress_bars
+from agentgspo.policy.server import WeightUpdateFailed
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights, sync_weights
 from agentgspo.rollouts.producer import RolloutProducer
 from agentgspo.rollouts.rollout import HISTORY_MODES, RolloutConfig, RolloutRunner, summarize
@@ -743,11 +744,17 @@ class _Run:
         )
 
     def refresh_sampler(self, sampler: Any, model: Any, policy: HFPolicy, folder: Path) -> None:
-        """Give the sampler the learner's current weights (gathered from the shards under FSDP2)."""
+        """Give the sampler the learner's current weights (gathered from the shards under FSDP2). Servers that fail
+        the update are retired; training goes on while any serves (a warning names them)."""
         if is_sharded(model):
             load_sampler_weights(policy.model, full_state_dict(self.accelerator, model))  # a collective: every rank
             model = policy.model  # the unsharded copy: the sampler itself (hf), or what vLLM / the servers reload
-        sync_weights(sampler, model, folder)
+        try:
+            sync_weights(sampler, model, folder)
+        except WeightUpdateFailed as exc:
+            if not exc.serving:
+                raise
+            print(f"warning (rank {self.rank}): {exc}", file=sys.stderr, flush=True)
 
     def trained_with(self, renderer: Any) -> PolicySettings:
         """How to play the trained policy (DIR/final/agentgspo.json and each checkpoint's)."""
