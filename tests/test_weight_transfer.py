@@ -89,3 +89,13 @@ def test_the_folder_path_loads_the_learners_weights(warm_model, tokenizer, rende
     sampled = torch.tensor(turn.logprobs)
     assert float((sampled - learner_logprobs(updated, prompt, turn.token_ids)).abs().max()) <= LOGPROB_ATOL
     assert float((sampled - learner_logprobs(warm_model, prompt, turn.token_ids)).abs().max()) > MOVED
+
+
+def test_serve_policy_starts_servers_with_the_gloo_engine_unless_told_folder():
+    from agentgspo.commands.serve_policy import server_command
+
+    command, env = server_command("tiny")
+    assert command[command.index("--weight-transfer-config") + 1] == '{"backend": "gloo"}'
+    assert env["VLLM_SERVER_DEV_MODE"] == "1"  # vLLM's weight-transfer routes are development endpoints
+    command, _ = server_command("tiny", weight_transfer="folder")
+    assert "--weight-transfer-config" not in command
