@@ -3,9 +3,12 @@
 Per seed, the quickstart's warm start runs once (its policy saved with one GSPO step at learning rate 0, which
 changes nothing, as the MoE study does); from it, GSPO runs with the quickstart's settings and ``--logp-old
 recompute`` at S = 0 (the synchronous loop), S = 1 and S = 2 with the decoupled objective (behaviour_correction
-``tis``, the default when S > 0), and S = 2 without it (``none``: the ratio clipped against a stale sampler's
-log-probs, the effect of verl issue 7356). Reported per run: why it stopped, the GSPO steps to the stop, wall
-seconds, the final sampled and greedy success, and the mean clip fraction of the sequences.
+``tis``, the default when S > 0), and S = 2 uncorrected two ways: ``S2-uncorrected`` (behaviour_correction
+``none``: the ratio against the learner's recomputed old log-probs, no behaviour weight) and ``S2-sampler``
+(``none`` with ``--logp-old sampler``: the ratio clipped against the stale sampler's own log-probs, the setup of verl
+issue 7356). Reported per run: why it stopped, the GSPO steps to the stop, wall seconds, the final sampled and
+greedy success, and the mean clip fraction of the sequences. Runs already in OUT/results.json are kept, not run
+again (an interrupted benchmark resumes).
 
     python benchmarks/bench_async_learning.py --seeds 0,1,2 --out runs/async_learning
     python benchmarks/bench_async_learning.py --seeds 0 --steps 6 --warm-steps 20 --out /tmp/al   # a quick check
@@ -23,6 +26,7 @@ VARIANTS = {  # name -> settings over the quickstart's
     "S1": dict(max_staleness=1),
     "S2": dict(max_staleness=2),
     "S2-uncorrected": dict(max_staleness=2, behaviour_correction="none"),
+    "S2-sampler": dict(max_staleness=2, behaviour_correction="none", logp_old="sampler"),
 }
 
 
@@ -45,8 +49,8 @@ def run(name: str, seed: int, policy: str, args: argparse.Namespace, out: Path) 
 
     folder = out / f"{name}-s{seed}"
     summary = train(QuickstartConfig(
-        out=str(folder), seed=seed, policy=policy, warm_demos=0, warm_steps=0, logp_old="recompute",
-        steps=args.steps, max_minutes=0.0, **VARIANTS[name],
+        out=str(folder), seed=seed, policy=policy, warm_demos=0, warm_steps=0, steps=args.steps, max_minutes=0.0,
+        **{"logp_old": "recompute", **VARIANTS[name]},
     ))  # fmt: skip
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     return {
@@ -67,16 +71,19 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args()
     out = Path(args.out)
-    results = []
+    saved = out / "results.json"
+    results = json.loads(saved.read_text()) if saved.exists() else []
     for seed in map(int, args.seeds.split(",")):
         policy = warm_policy(seed, args, out)
         for name in args.variants.split(","):
+            if any(r["variant"] == name and r["seed"] == seed for r in results):
+                continue  # measured already
             results.append(run(name, seed, policy, args, out))
-            (out / "results.json").write_text(json.dumps(results, indent=1))
+            saved.write_text(json.dumps(results, indent=1))
     print("| variant | seeds | steps to the stop | seconds | sampled | greedy | clip_frac_seq |")
     print("|---|---|---|---|---|---|---|")
     for name in args.variants.split(","):
-        rows = [r for r in results if r["variant"] == name]
+        rows = [r for r in results if r["variant"] == name and str(r["seed"]) in args.seeds.split(",")]
         mean = {key: statistics.mean(r[key] for r in rows) for key in ("steps", "seconds", "sampled", "greedy")}
         clip = statistics.mean(r["clip_frac_seq"] for r in rows)
         print(f"| {name} | {len(rows)} | {mean['steps']:.1f} | {mean['seconds']:.0f} | {mean['sampled']:.3f} | "
