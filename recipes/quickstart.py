@@ -94,8 +94,10 @@ SMOKE: dict[str, Any] = dict(
 
 
 def reached_the_target(summary: dict[str, Any]) -> bool:
-    """Whether the final sampled success reached 0.9 (the exit status: 0 if so, else 1)."""
-    return summary["final_eval"]["sampled"] >= 0.9
+    """Whether the final sampled success reached 0.9 (the exit status: 0 if so, else 1); with the final evaluation
+    turned off (``--final-eval-episodes 0``) there is no target to miss: 0."""
+    final = summary.get("final_eval")
+    return final is None or final["sampled"] >= 0.9
 
 
 def main(argv: list[str] | None = None, *, command: str = COMMAND) -> int:

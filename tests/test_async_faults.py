@@ -122,3 +122,39 @@ def test_a_server_killed_mid_run_under_max_staleness_the_run_goes_on_with_the_ot
     assert len(warnings) == 1 and "1 still serve" in warnings[0], result.stderr[-3000:]
     assert f"{victim.url}: " in warnings[0] and f"{servers[0].url}: " not in warnings[0], warnings[0]
     assert "GSPO: stops" in result.stdout and f"step {steps}/{steps}" in result.stdout, result.stdout[-3000:]
+
+
+def test_the_final_evaluation_keeps_the_runs_env_call_limit(tmp_path):
+    # The held-out evaluation at the end of a run plays episodes too: an env call that hangs there ends at the run's
+    # --env-call-timeout-s as in training (it used the runner's 300 s default, stalling the run's end).
+    import gymnasium as gym
+
+    from agentgspo import ChatEnv
+    from agentgspo.policy.hf import HFPolicy
+    from agentgspo.training.train import TrainConfig, _Run, episode_limits
+
+    release = threading.Event()
+
+    class Stalls(ChatEnv):
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return [{"role": "user", "content": "Say something."}], {}
+
+        def respond(self, action):
+            release.wait(60)  # far past the run's limit
+            return [], 1.0, True, False, {}
+
+        def on_truncation(self, action):
+            return self.respond(action)
+
+    if "tests/Stalls-v0" not in gym.registry:
+        gym.register("tests/Stalls-v0", entry_point=Stalls)
+    config = TrainConfig(backend="hf", env_id="tests/Stalls-v0", env_call_timeout_s=1.0, max_turns=1,
+                         max_new_tokens=4, max_context=256, out=str(tmp_path))  # fmt: skip
+    run = _Run.__new__(_Run)  # the evaluation needs the settings, not a whole run
+    run.config, run.limits = config, episode_limits(config)
+    try:
+        evaluated = run.evaluate(HFPolicy.from_pretrained("tiny"), range(2), temperature=1.0)
+    finally:
+        release.set()
+    assert evaluated["stop_reasons"] == {"env_timeout": 2}, evaluated

@@ -284,3 +284,11 @@ def test_a_kl_penalty_is_a_setting_of_the_loop(tmp_path):
     _run(["--out", str(tmp_path), "--steps", "1", *PARITY, *SMALL, "--kl-coef", "0.05"])
     row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
     assert row["optimizer_steps"] == 4 and 0.0 <= row["kl"] < 1.0, row  # k3 >= 0; small after 4 updates at lr 1e-3
+
+
+def test_a_run_without_a_final_evaluation_has_no_target_to_miss():
+    from agentgspo.recipes.quickstart import reached_the_target
+
+    assert reached_the_target({"final_eval": None})  # --final-eval-episodes 0 exits 0 (it raised TypeError)
+    assert not reached_the_target({"final_eval": {"sampled": 0.5}})
+    assert reached_the_target({"final_eval": {"sampled": 0.9}})

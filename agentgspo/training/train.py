@@ -712,10 +712,14 @@ class _Run:
 
     def evaluate(self, policy: Any, seeds: range, *, temperature: float) -> dict[str, Any]:
         """Success of ``policy`` on the held-out ``seeds`` (a fresh runner, no training)."""
+        config = self.config
         rollout = RolloutConfig(
             group_size=1,
             max_turns=self.limits["max_turns"],
             max_context=self.limits["max_context"],
+            env_call_timeout_s=config.env_call_timeout_s or None,  # the run's limits, as its training episodes
+            env_budget_s=config.env_budget_s or None,
+            sampler_timeout_s=config.sampler_timeout_s or None,
             sampling=SamplingParams(temperature=temperature, max_new_tokens=self.limits["max_new_tokens"]),
         )
         return summarize(
