@@ -158,6 +158,14 @@ class JudgeResult:
     score: float | None = None
     #: Per test-data group results where the format has groups (Kattis): ``{"name", "verdict", "score"}``.
     groups: list[dict] = field(default_factory=list)
+    #: The CPU time limit per test the verdict was judged under, where the caller knows it (packages, the CLI).
+    time_limit_s: float | None = None
+    #: Where that limit came from: "problem.yaml", ".timelimit", "domjudge-problem.ini", "problem.xml", "given",
+    #: "computed: ..." (``judge/time_limits.py``); "" where not recorded.
+    time_limit_source: str = ""
+    #: The factor the package's fixed limit was multiplied by for this machine (``judge/calibration.py``); 1.0
+    #: when not calibrated.
+    time_limit_scale: float = 1.0
 
     @property
     def passed(self) -> int:
@@ -192,6 +200,9 @@ class JudgeResult:
             "message": self.message,
             "score": self.score,
             "groups": self.groups,
+            "time_limit_s": self.time_limit_s,
+            "time_limit_source": self.time_limit_source,
+            "time_limit_scale": self.time_limit_scale,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -207,4 +218,7 @@ class JudgeResult:
             message=data.get("message", ""),
             score=data.get("score"),
             groups=list(data.get("groups") or []),
+            time_limit_s=data.get("time_limit_s"),
+            time_limit_source=data.get("time_limit_source", ""),
+            time_limit_scale=data.get("time_limit_scale", 1.0),
         )

@@ -1,6 +1,7 @@
 """`agentgspo judge`: judge one solution on a problem package or on a folder of NAME.in / NAME.ans tests.
 
     agentgspo judge --problem problems/different --solution sol.cpp --json     # Kattis, own or Polygon package
+    agentgspo judge --problem nwerc/a --solution sol.cpp --calibrate            # its limit scaled to this machine
     agentgspo judge --tests problems/aplusb/tests --solution sol.cpp --time-limit 1
 Exit status: 0 when accepted, 1 for any other verdict, 2 for bad arguments or a package the judge refuses.
 """
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
 DEFAULT_TIME_LIMIT_S = 2.0
 DEFAULT_MEMORY_LIMIT_MB = 256.0
+CALIBRATED_FORMATS = ("kattis", "polygon")  # formats whose packages ship accepted and too-slow submissions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +70,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sandbox backend (default local = bubblewrap; remote: $AGENTGSPO_SANDBOX_URLS)",
     )
     parser.add_argument("--stop-on-failure", action="store_true", help="with --tests: stop at the first failing test")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="with a Kattis/DOMjudge or Polygon --problem: scale its fixed time limit to this machine from its own "
+        "accepted and too-slow submissions (measured once per package and machine, cached; refused when the "
+        "scaled limit would let a too-slow submission pass); the factor is in the verdict",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def _show_judge_progress() -> None:
+    """Print the judge's progress lines (timing submissions, calibrating) on stderr, once per process."""
+    judge_logger = logging.getLogger("agentgspo.sandboxes.judge")
+    if not judge_logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("agentgspo judge: %(message)s"))
+        judge_logger.addHandler(handler)
+        judge_logger.setLevel(logging.INFO)
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -92,6 +112,8 @@ def _tests_folder_error(folder: Path) -> str | None:
 def _judge_tests(args: argparse.Namespace, source: str, lang: str):
     from agentgspo.sandboxes import Limits, judge, read_tests_dir
 
+    if args.calibrate:
+        raise ValueError("--calibrate goes with --problem: it times the package's own submissions")
     if args.tests.is_dir() and not any(args.tests.glob("*.in")) and (hint := _tests_folder_error(args.tests)):
         raise ValueError(hint)
     tests = read_tests_dir(args.tests, require_answers=args.interactor is None)
@@ -104,7 +126,7 @@ def _judge_tests(args: argparse.Namespace, source: str, lang: str):
         **extra,
     )
     header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
-    return judge(
+    result = judge(
         source,
         tests,
         lang=lang,
@@ -115,6 +137,9 @@ def _judge_tests(args: argparse.Namespace, source: str, lang: str):
         backend=args.backend,
         **header,
     )
+    result.time_limit_s = limits.time_limit_s
+    result.time_limit_source = "given" if args.time_limit else "default"
+    return result
 
 
 def _judge_package(args: argparse.Namespace, source: str, lang: str):
@@ -129,6 +154,13 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
     if header and (found is None or "testlib_h" not in found.options):
         takers = " or ".join(f"a {f.description} ({f.marker})" for f in FORMATS.values() if "testlib_h" in f.options)
         raise ValueError(f"--testlib-h goes with --tests or {takers}")
+    if args.calibrate and (found is None or found.name not in CALIBRATED_FORMATS):
+        raise ValueError(
+            "--calibrate goes with a Kattis/DOMjudge (problem.yaml) or Polygon (problem.xml) package, whose "
+            "submissions it times"
+        )
+    if args.calibrate and args.time_limit is not None:
+        raise ValueError("--calibrate scales the package's own time limit and --time-limit replaces it: pass one")
     if found is not None and found.judge_folder is not None:  # judged whole (Kattis: groups and grading)
         return found.judge_folder(
             args.problem,
@@ -138,31 +170,39 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
             time_limit_s=args.time_limit,
             memory_limit_mb=args.memory_limit,
             output_limit_mb=args.output_limit,
+            **({"calibrate": True} if args.calibrate else {}),
         )
     problem = load_any_problem(args.problem, **header)
+    time_limit, scale = args.time_limit, 1.0
+    source_of_limit = "given" if time_limit is not None else problem.metadata.get("time_limit_source", found.marker)
+    if args.calibrate:  # a Polygon package (a Kattis one is judged whole above)
+        from agentgspo.sandboxes.judge.calibration import calibrate_problem
+        from agentgspo.sandboxes.judge.formats.polygon import polygon_submissions
+
+        calibration = calibrate_problem(args.problem, problem, *polygon_submissions(args.problem), args.backend)
+        time_limit, scale = calibration.time_limit_s, calibration.scale
     overrides = {
         key: value
         for key, value in (
-            ("time_limit_s", args.time_limit),
+            ("time_limit_s", time_limit),
             ("memory_limit_mb", args.memory_limit),
             ("output_limit_mb", args.output_limit),
         )
         if value is not None
     }
-    return judge_problem(
-        problem,
-        source,
-        lang,
-        backend=args.backend,
-        stop_on_failure=args.stop_on_failure,
-        limits=problem.limits(**overrides),
+    limits = problem.limits(**overrides)
+    result = judge_problem(
+        problem, source, lang, backend=args.backend, stop_on_failure=args.stop_on_failure, limits=limits
     )
+    result.time_limit_s, result.time_limit_source, result.time_limit_scale = limits.time_limit_s, source_of_limit, scale
+    return result
 
 
 def run(args: argparse.Namespace) -> int:
     """Judge and print the result; 0 on AC."""
     from agentgspo.sandboxes.judge.languages import submission_language
 
+    _show_judge_progress()
     try:
         for name, value in (
             ("--time-limit", args.time_limit),
@@ -189,6 +229,11 @@ def run(args: argparse.Namespace) -> int:
         for group in result.groups:
             score = "" if group.get("score") is None else f" score {group['score']:g}"
             print(f"group {group['name']}: {group['verdict']}{score}")
+        if result.time_limit_s is not None:
+            scaled = (
+                f", x {result.time_limit_scale:g} calibrated for this machine" if result.time_limit_scale != 1 else ""
+            )
+            print(f"time limit: {result.time_limit_s:g} s ({result.time_limit_source}{scaled})")
         print(
             f"verdict: {result.verdict.value} ({result.passed}/{len(result.tests)} tests passed)"
             + (f": {result.message}" if result.message else "")

@@ -15,11 +15,12 @@ the grading of groups: ``kattis_grading.py``.
   - All tests of a submission run in one sandbox; when every group breaks on a rejection, the first failing test
     ends the run (problemtools cancels the rest too), else all run and grading skips what a break leaves.
   - Limits: memory ``limits.memory`` (MiB, default 1024), output ``limits.output`` (MiB, default 8), validator
-    time ``limits.validation_time`` (default 60 s). Time limit: ``limits.time_limit`` (2023-07) or ``.timelimit``;
-    otherwise problemtools' rule: the slowest accepted submission's CPU time times ``ac_to_time_limit`` (legacy
-    ``time_multiplier``, default 5; 2023-07 ``time_multipliers.ac_to_time_limit``, default 2), rounded up to
-    ``time_resolution`` (default 1 s) and at least that. Only the Python and C++ accepted submissions are run for
-    it (cached per package content).
+    time ``limits.validation_time`` (default 60 s). Time limit: ``limits.time_limit`` (2023-07), ``.timelimit`` or
+    ``domjudge-problem.ini`` (in that order, ``../time_limits.py``; ``calibrate=True`` scales it to this machine,
+    ``../calibration.py``); otherwise problemtools' rule: the slowest accepted submission's CPU time times
+    ``ac_to_time_limit`` (legacy ``time_multiplier``, default 5; 2023-07 ``time_multipliers.ac_to_time_limit``,
+    default 2), rounded up to ``time_resolution`` (default 1 s) and at least that. Only the Python and C++ accepted
+    submissions are run for it, up to the usable CPUs at once (cached per package content).
 
 Verdict names: the judge's own (AC WA TLE MLE OLE RE JE, ILE for an idle interactive solution); Kattis calls RE
 "RTE". problemtools itself reports a solution killed at the memory limit as RTE (its ``run_time_error``
@@ -31,6 +32,7 @@ an env's references, ``wrong_answer``, ``time_limit_exceeded`` and ``run_time_er
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -46,8 +48,10 @@ from ...submission import TestCase
 from ..checkers import IcpcDefaultChecker
 from .kattis_grading import FROM_KATTIS, grade, grade_group
 from .kattis_package import KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root, load_kattis_package
-from ..languages import submission_language
+from ..languages import kattis_language, submission_language
+from ..calibration import calibrate_kattis
 from ..testdata import Problem
+from ..time_limits import time_submissions
 from .registry import ProblemFormat, ProblemPackage, solution_files
 
 EXIT_AC, EXIT_WA = 42, 43
@@ -298,10 +302,11 @@ def _judge_passes(
 
 
 def _package_archive(package: KattisPackage, with_accepted: bool) -> bytes:
-    """The package as a gzipped tar of what judging needs (problem.yaml, .timelimit, data/, the validator)."""
+    """The package as a gzipped tar of what judging needs (problem.yaml, .timelimit, domjudge-problem.ini, data/,
+    the validator)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        names = ["problem.yaml", ".timelimit", "data", "output_validator", "output_validators"]
+        names = ["problem.yaml", ".timelimit", "domjudge-problem.ini", "data", "output_validator", "output_validators"]
         if with_accepted:
             names.append("submissions/accepted")
         for name in names:
@@ -325,8 +330,9 @@ def _package_digest(package: KattisPackage) -> str:
 def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
     """The package's time limit in seconds and where it comes from (see the module docstring for the rule).
 
-    When problem.yaml or .timelimit fixes none, the accepted Python/C++ submissions are judged (each with a
-    generous CPU limit) and their slowest CPU time sets it; the result is cached per package content.
+    When problem.yaml, .timelimit or domjudge-problem.ini fixes none (``time_limits.py``: the order), the accepted
+    Python/C++ submissions are judged (each with a generous CPU limit, up to the usable CPUs at once) and their
+    slowest CPU time sets it; the result is cached per package content.
     ValueError when there is no fixed limit and no accepted submission to time, or one of them is not accepted.
     """
     if package.fixed_time_limit_s is not None:
@@ -344,7 +350,8 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
             continue
     if not runnable:
         raise ValueError(
-            f"{package.directory}: no time limit (limits.time_limit in problem.yaml, or .timelimit) and "
+            f"{package.directory}: no time limit (limits.time_limit in problem.yaml, .timelimit or "
+            "domjudge-problem.ini's timelimit) and "
             "no Python or C++ submission in submissions/accepted to compute it from: add one of them, "
             "or pass a time limit (--time-limit / time_limit_s=)"
         )
@@ -354,8 +361,13 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
         saved = json.loads(cache.read_text())
         return saved["time_limit_s"], saved["source"]
     slowest, slowest_name = 0.0, ""
-    for path, lang in runnable:
-        result = judge_kattis(package, path.read_text(), lang, backend=backend, time_limit_s=TIME_LIMIT_PROBE_S)
+    timed = time_submissions(  # up to the usable CPUs at once, CPU times (see time_limits.py)
+        runnable,
+        lambda job: judge_kattis(package, job[0].read_text(), job[1], backend=backend, time_limit_s=TIME_LIMIT_PROBE_S),
+        what=f"accepted submissions of {package.directory} to compute its time limit",
+        names=[f"accepted/{path.name}" for path, _ in runnable],
+    )
+    for (path, lang), result in zip(runnable, timed):
         if result.verdict != Verdict.AC:
             raise ValueError(
                 f"{path}: this accepted submission got {result.verdict.value} ({result.message[:200]}), "
@@ -387,22 +399,37 @@ def judge_kattis(
     memory_limit_mb: float | None = None,
     output_limit_mb: float | None = None,
     workers: int | None = None,
+    calibrate: bool = False,
 ) -> JudgeResult:
     """Judge ``source`` on a Kattis package as problemtools does (see the module docstring).
 
     Returns a JudgeResult whose ``tests`` are in judging order (tests a ``break`` left unjudged are SKIPPED),
     ``groups`` the per-group verdicts and scores (the root ``data`` last), ``score`` the root score for scoring
-    problems. The limits default to the package's (``time_limit_of`` for the time). Never raises for a bad
-    submission; ValueError for a bad package or arguments.
+    problems, ``time_limit_s`` / ``time_limit_source`` / ``time_limit_scale`` the limit used. The limits default
+    to the package's (``time_limit_of`` for the time); ``calibrate=True`` scales a fixed one to this machine
+    (``judge/calibration.py``; cached; CalibrationError when the package's submissions refuse it). Never raises
+    for a bad submission; ValueError for a bad package or arguments.
     """
     from ...registry import get_sandbox
 
+    lang = kattis_language(lang)  # as Kattis runs it (problemtools' languages.yaml): Python 3 under PyPy
     if not isinstance(package, KattisPackage):
         package = load_kattis_package(package)
     sandbox = get_sandbox(backend)
+    source_of_limit, scale, calibration = "given", 1.0, None
+    if calibrate:
+        if time_limit_s is not None:
+            raise ValueError("calibrate scales the package's own time limit; time_limit_s replaces it: pass one")
+        calibration = calibrate_kattis(package, backend)  # None: a computed limit, this machine's already
+        if calibration is not None:
+            time_limit_s, source_of_limit, scale = (
+                calibration.time_limit_s,
+                package.time_limit_source,
+                calibration.scale,
+            )
     if hasattr(sandbox, "judge_package_remote"):  # the server judges the package with this same code
         with_accepted = time_limit_s is None and package.fixed_time_limit_s is None
-        return sandbox.judge_package_remote(
+        result = sandbox.judge_package_remote(
             _package_archive(package, with_accepted),
             source,
             lang=lang,
@@ -410,8 +437,12 @@ def judge_kattis(
             memory_limit_mb=memory_limit_mb,
             output_limit_mb=output_limit_mb,
         )
+        if calibration is not None:  # the server was given the scaled limit: record where it came from
+            result.time_limit_source, result.time_limit_scale = source_of_limit, scale
+        return result
     if time_limit_s is None:
-        time_limit_s, _ = time_limit_of(package, backend)
+        time_limit_s, source_of_limit = time_limit_of(package, backend)
+    stamp = {"time_limit_s": time_limit_s, "time_limit_source": source_of_limit, "time_limit_scale": scale}
     limits = Limits(
         time_limit_s=time_limit_s,
         memory_limit_mb=memory_limit_mb or package.memory_limit_mb,
@@ -421,7 +452,7 @@ def judge_kattis(
     with tempfile.TemporaryDirectory(prefix="agentgspo-kattis-") as tmp:
         result = _judge_passes(package, source, lang, limits, sandbox, workers, Path(tmp))
     if result.verdict == Verdict.CE or (result.verdict == Verdict.JE and not result.tests):
-        return result
+        return dataclasses.replace(result, **stamp)
     by_name = {t.name: t for t in result.tests}
     missing = [t.name for t in tests if t.name not in by_name]
     for name in missing:  # the judge stopped early (a JE, or stop_on_failure): unjudged tests are skipped
@@ -454,6 +485,7 @@ def judge_kattis(
         message=message,
         score=graded.score if graded else None,
         groups=report,
+        **stamp,
     )
 
 

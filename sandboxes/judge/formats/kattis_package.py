@@ -3,6 +3,7 @@
     PROBLEM/
       problem.yaml             name, type (pass-fail | scoring | interactive), limits, validation, validator_flags
       .timelimit               optional: the time limit in seconds (Kattis writes it when it installs a package)
+      domjudge-problem.ini     optional: timelimit='SECONDS' (DOMjudge's export); the order: ../time_limits.py
       data/testdata.yaml       optional in any group folder, inherited by its subgroups: on_reject (break |
                                continue), grading, grader_flags, accept_score, reject_score, range,
                                output_validator_flags
@@ -32,6 +33,7 @@ from pathlib import Path
 from ...submission import TestCase
 from ..checkers import IcpcDefaultChecker
 from ..compile import build_once
+from ..time_limits import package_time_limit
 
 #: problemtools' config/testdata.yaml defaults.
 GROUP_DEFAULTS = {
@@ -422,12 +424,9 @@ def load_kattis_package(directory: str | os.PathLike) -> KattisPackage:
                     f"{config_path} validator_flags with the output_validator_flags of "
                     f"{directory / group.name / 'testdata.yaml'}: {exc}"
                 ) from None
-    fixed, source = None, "computed from the accepted submissions"
-    if limits.get("time_limit") is not None:
-        fixed, source = _float(limits["time_limit"], f"{config_path}: limits.time_limit"), "problem.yaml"
-    elif (directory / ".timelimit").is_file():
-        words = (directory / ".timelimit").read_text().split()
-        fixed, source = _float(words[0] if words else "", str(directory / ".timelimit")), ".timelimit"
+    # problem.yaml limits.time_limit, else .timelimit, else domjudge-problem.ini (time_limits.py says why)
+    fixed, source = package_time_limit(directory, limits)
+    source = source or "computed from the accepted submissions"
     multipliers = limits.get("time_multipliers") or {}
     if legacy:
         ac_to_tl = _float(limits.get("time_multiplier", 5.0), f"{config_path}: limits.time_multiplier")

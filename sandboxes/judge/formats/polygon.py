@@ -40,8 +40,10 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from ...submission import TestCase
+from ..calibration import Submission
 from ..testdata import Problem
 from ..testlib import compile_testlib_program, is_cpp_source
+from ..time_limits import polygon_time_limit
 from .registry import SUFFIX_LANGS, ProblemFormat, ProblemPackage
 
 REFERENCE_TAGS = ("main", "accepted")
@@ -133,7 +135,9 @@ def load_polygon_problem(
     if testset not in sets:
         raise ValueError(f"Polygon package {str(package)!r}: no testset {testset!r} (it has {sorted(sets)})")
     ts = sets[testset]
-    time_limit_s = int(_text(ts, "time-limit", package, "time limit")) / 1000
+    time_limit_s, time_limit_source = polygon_time_limit(
+        _text(ts, "time-limit", package, "time limit"), f"Polygon package {str(package)!r}: problem.xml"
+    )
     memory_limit_mb = int(_text(ts, "memory-limit", package, "memory limit")) / (1 << 20)
     count = int(_text(ts, "test-count", package, "test count"))
     input_pattern = _text(ts, "input-path-pattern", package, "input path pattern")
@@ -183,7 +187,7 @@ def load_polygon_problem(
         interactor = str(compile_testlib_program(_source(package, interactor_asset, "interactor"), testlib_h))
     name_element = root.find("names/name")
     name = root.get("short-name") or (name_element.get("value") if name_element is not None else package.name)
-    metadata = {"format": "polygon", "testset": testset}
+    metadata = {"format": "polygon", "testset": testset, "time_limit_source": time_limit_source}
     if points:
         metadata["points"] = points
     if groups:
@@ -290,11 +294,9 @@ def _solution_lang(path: str, source_type: str) -> str | None:
     return SUFFIX_LANGS.get(Path(path).suffix) if not source_type else None
 
 
-def polygon_solutions(package: Path, root=None) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """``(references, wrong)`` from problem.xml's ``<solutions>``, by tag (see the module docstring); a listed
+def _solutions_by_tag(package: Path, root) -> dict[str, list[tuple[str, str, str]]]:
+    """``{tag: [(lang, file name, source)]}`` of problem.xml's ``<solutions>`` in Python 3 or C++; a listed
     solution whose file is missing is an error."""
-    package = Path(package)
-    root = _root(package) if root is None else root
     by_tag: dict[str, list[tuple[str, str, str]]] = {}
     for solution in root.findall("assets/solutions/solution"):
         source = solution.find("source")
@@ -313,6 +315,14 @@ def polygon_solutions(package: Path, root=None) -> tuple[dict[str, str], list[di
                 f"{solution.get('tag')!r}) is missing"
             )
         by_tag.setdefault(solution.get("tag") or "", []).append((lang, path.name, path.read_text()))
+    return by_tag
+
+
+def polygon_solutions(package: Path, root=None) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """``(references, wrong)`` from problem.xml's ``<solutions>``, by tag (see the module docstring); a listed
+    solution whose file is missing is an error."""
+    package = Path(package)
+    by_tag = _solutions_by_tag(package, _root(package) if root is None else root)
     references: dict[str, str] = {}
     for tag in REFERENCE_TAGS:
         for lang, _, code in by_tag.get(tag, []):
@@ -323,6 +333,18 @@ def polygon_solutions(package: Path, root=None) -> tuple[dict[str, str], list[di
         for lang, name, code in by_tag.get(tag, [])
     ]
     return references, wrong
+
+
+def polygon_submissions(package: Path, root=None) -> tuple[list[Submission], list[Submission]]:
+    """``(accepted, too_slow)`` for a time-limit calibration (``judge/calibration.py``): the solutions tagged
+    ``main`` or ``accepted``, and those tagged ``time-limit-exceeded``, named ``TAG/FILE``."""
+    package = Path(package)
+    by_tag = _solutions_by_tag(package, _root(package) if root is None else root)
+
+    def of(tags: tuple[str, ...]) -> list[Submission]:
+        return [Submission(f"{tag}/{name}", code, lang) for tag in tags for lang, name, code in by_tag.get(tag, [])]
+
+    return of(REFERENCE_TAGS), of(("time-limit-exceeded",))
 
 
 def polygon_package(directory: str | os.PathLike, **options) -> ProblemPackage:

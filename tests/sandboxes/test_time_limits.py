@@ -1,0 +1,279 @@
+"""Time limits from every place a package keeps them (problem.yaml, .timelimit, domjudge-problem.ini, problem.xml),
+the accepted submissions timed in parallel when none does, and a fixed limit calibrated to this machine.
+
+fixtures/domjudge_add: a package laid out as DOMjudge exports it (its limit in domjudge-problem.ini only);
+fixtures/kattis_spin: a .timelimit (0.1 s) below what its accepted C++ solution needs on any machine, with a
+too-slow submission that does the same work ten times.
+"""
+
+from __future__ import annotations
+
+import doctest
+import json
+import logging
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentgspo.cli import main
+from agentgspo.sandboxes import JudgeResult, Verdict, get_sandbox, judge_kattis, load_kattis_package, results
+from agentgspo.sandboxes.judge import calibration, time_limits
+from agentgspo.sandboxes.judge.calibration import CalibrationError, Submission, calibrate
+from agentgspo.sandboxes.judge.core import usable_cpus
+from agentgspo.sandboxes.judge.formats import kattis
+from agentgspo.sandboxes.judge.formats.polygon import load_polygon_problem
+from agentgspo.sandboxes.judge.time_limits import package_time_limit, parse_domjudge_ini
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SPIN = FIXTURES / "kattis_spin"
+SPIN_CPP = (SPIN / "submissions" / "accepted" / "spin.cpp").read_text()
+SPIN_TEN_TIMES_CPP = (SPIN / "submissions" / "time_limit_exceeded" / "spin_ten_times.cpp").read_text()
+ECHO_PY = (SPIN / "submissions" / "wrong_answer" / "echo.py").read_text()
+ADD_PY = "a, b = map(int, input().split())\nprint(a + b)\n"
+ADD_CPP = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(FIXTURES / name, tmp_path / name))
+
+
+def _no_timing(*args, **kwargs):
+    raise AssertionError("the accepted submissions were timed although the package fixes its time limit")
+
+
+@pytest.fixture(scope="module")
+def spin_cache(tmp_path_factory):
+    """One cache folder for the tests that calibrate kattis_spin: it is measured once for all of them."""
+    return tmp_path_factory.mktemp("spin-cache")
+
+
+# --- where the limit comes from ----------------------------------------------------------------------------------
+def test_domjudge_ini_is_read_as_php_reads_it():
+    assert doctest.testmod(time_limits).failed == 0
+    assert parse_domjudge_ini('[problem]\n# old comment\ntimelimit = "1.5"\nname=Add two\n') == {
+        "timelimit": "1.5",
+        "name": "Add two",
+    }
+    with pytest.raises(ValueError, match="domjudge-problem.ini:2: expected a key=value line"):
+        parse_domjudge_ini("timelimit='2'\ntimelimit 3\n")
+
+
+def test_a_domjudge_export_is_judged_with_its_ini_limit_without_timing(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(kattis, "time_submissions", _no_timing)
+    package = load_kattis_package(FIXTURES / "domjudge_add")
+    assert (package.fixed_time_limit_s, package.time_limit_source) == (2.5, "domjudge-problem.ini")
+    result = judge_kattis(package, ADD_PY)
+    assert result.verdict == Verdict.AC
+    assert (result.time_limit_s, result.time_limit_source, result.time_limit_scale) == (2.5, "domjudge-problem.ini", 1)
+    assert result.to_dict()["time_limit_source"] == "domjudge-problem.ini"
+    wrong = (FIXTURES / "domjudge_add" / "submissions" / "wrong_answer" / "subtract.py").read_text()
+    assert judge_kattis(package, wrong).verdict == Verdict.WA
+    assert not (tmp_path / "cache" / "kattis-timelimits").exists()  # nothing computed, nothing cached
+
+
+def test_the_sources_are_read_in_the_documented_order(tmp_path, caplog):
+    package_dir = _copy("domjudge_add", tmp_path)
+    (package_dir / ".timelimit").write_text("3\n")
+    with caplog.at_level(logging.WARNING, logger=time_limits.__name__):
+        assert package_time_limit(package_dir) == (3.0, ".timelimit")
+    assert "domjudge-problem.ini says 2.5 s" in caplog.text and "using .timelimit" in caplog.text
+    assert package_time_limit(package_dir, {"time_limit": 4}) == (4.0, "problem.yaml")
+    yaml = package_dir / "problem.yaml"
+    yaml.write_text(yaml.read_text() + "  time_limit: 4\n")
+    assert load_kattis_package(package_dir).time_limit_source == "problem.yaml"
+    (package_dir / "domjudge-problem.ini").write_text("timelimit 2\n")  # below a source that is used: only logged
+    assert package_time_limit(package_dir, {"time_limit": 4}) == (4.0, "problem.yaml")
+    (package_dir / ".timelimit").unlink()
+    with pytest.raises(ValueError, match="domjudge-problem.ini:1: expected a key=value line"):
+        package_time_limit(package_dir)
+    (package_dir / "domjudge-problem.ini").write_text("timelimit='0'\n")
+    with pytest.raises(ValueError, match="timelimit: expected a positive number of seconds, got '0'"):
+        package_time_limit(package_dir)
+    (package_dir / "domjudge-problem.ini").write_text("color='#00ff00'\n")  # no timelimit key: none fixed
+    assert package_time_limit(package_dir) == (None, "")
+
+
+def test_polygon_limit_is_problem_xml_in_milliseconds(tmp_path):
+    package_dir = _copy("polygon_sum", tmp_path)
+    problem = load_polygon_problem(package_dir)
+    assert (problem.time_limit_s, problem.metadata["time_limit_source"]) == (1.0, "problem.xml")
+    xml = package_dir / "problem.xml"
+    xml.write_text(xml.read_text().replace("<time-limit>1000</time-limit>", "<time-limit>2500</time-limit>"))
+    assert load_polygon_problem(package_dir).time_limit_s == 2.5
+
+
+# --- the accepted submissions timed in parallel -------------------------------------------------------------------
+def test_submissions_are_timed_at_once_and_it_is_said(caplog):
+    both_running = threading.Barrier(2, timeout=30)  # one at a time, the first would wait here and fail
+
+    def run(name: str) -> str:
+        both_running.wait()
+        return name.upper()
+
+    with caplog.at_level(logging.INFO, logger=time_limits.__name__):
+        out = time_limits.time_submissions(
+            ["a", "b"], run, what="accepted submissions of P", names=["a", "b"], max_workers=2
+        )
+    assert out == ["A", "B"]
+    assert "timing 2 accepted submissions of P (a, b), 2 at once" in caplog.text
+    assert time_limits.timing_workers(50) == min(50, usable_cpus())  # default: bounded by the CPUs
+    assert time_limits.timing_workers(1) == 1
+
+
+def test_the_kattis_rule_times_every_accepted_submission(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    package_dir = _copy("domjudge_add", tmp_path)
+    (package_dir / "domjudge-problem.ini").unlink()  # no limit anywhere: problemtools' rule
+    (package_dir / "submissions" / "accepted" / "add.cpp").write_text(ADD_CPP)
+    with caplog.at_level(logging.INFO, logger=time_limits.__name__):
+        limit, source = kattis.time_limit_of(load_kattis_package(package_dir))
+    at_once = min(2, usable_cpus())
+    assert (
+        f"timing 2 accepted submissions of {package_dir} to compute its time limit (accepted/add.cpp, " in caplog.text
+    )
+    assert f"accepted/add.py), {at_once} at once" in caplog.text
+    assert limit == 1.0 and source.startswith("computed: slowest accepted submission add.")
+
+
+# --- calibration, its rule with a stand-in judge ------------------------------------------------------------------
+def _fake_run(times: dict[str, float], calls: list):
+    """A judge that gives each submission its time in ``times``: AC within the limit, else TLE."""
+
+    def run(submission: Submission, limit: float) -> JudgeResult:
+        calls.append((submission.name, limit))
+        spent = times[submission.name]
+        verdict = Verdict.AC if spent <= limit else Verdict.TLE
+        return JudgeResult(verdict, [results.TestResult("secret/1", verdict, time_s=min(spent, limit))])
+
+    return run
+
+
+ACCEPTED = [Submission("accepted/a.cpp", "", "cpp"), Submission("accepted/b.py", "", "py")]
+TOO_SLOW = [Submission("time_limit_exceeded/slow.cpp", "", "cpp")]
+
+
+def test_the_calibration_rule(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path))
+    calls: list = []
+    run = _fake_run({"accepted/a.cpp": 0.2, "accepted/b.py": 4.7, "time_limit_exceeded/slow.cpp": 40.0}, calls)
+    found = calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m1")
+    assert found.scale == 3.14 and found.time_limit_s == pytest.approx(9.42)  # 4.7 x 2 / 3 = 3.133, rounded up
+    assert (found.slowest_accepted, found.too_slow) == ("accepted/b.py", {"time_limit_exceeded/slow.cpp": "TLE"})
+    assert ("time_limit_exceeded/slow.cpp", pytest.approx(9.42)) in calls  # judged under the scaled limit
+    calls.clear()
+    assert calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m1") == found
+    assert calls == []  # cached per package content and machine
+    calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m2")
+    assert calls  # another machine: measured again
+    fast = calibrate("P", 3.0, ACCEPTED[:1], [], run, content="c2", machine="m1")
+    assert (fast.scale, fast.time_limit_s, fast.too_slow) == (1.0, 3.0, {})  # never below the package's own
+
+
+def test_a_calibration_that_lets_a_too_slow_submission_pass_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path))
+    run = _fake_run({"accepted/a.cpp": 4.0, "accepted/b.py": 0.5, "time_limit_exceeded/slow.cpp": 6.0}, [])
+    with pytest.raises(CalibrationError) as refused:
+        calibrate("pkg/nwerc-a", 3.0, ACCEPTED, TOO_SLOW, run, content="c", machine="m")
+    message = str(refused.value)
+    for part in (
+        "pkg/nwerc-a",
+        "8.01 s",
+        "accepted/a.cpp at 4.000 s",
+        "time_limit_exceeded/slow.cpp got AC in 6.000 s",
+    ):
+        assert part in message
+    assert not list(tmp_path.rglob("*.json"))  # a refusal is not cached
+    with pytest.raises(CalibrationError, match="accepted/a.cpp got TLE under a 1 s limit"):
+        calibrate("P", 3.0, ACCEPTED, [], run, content="c", machine="m", probe_s=1.0)
+    with pytest.raises(CalibrationError, match="no accepted Python or C\\+\\+ submission"):
+        calibrate("P", 3.0, [], TOO_SLOW, run, content="c", machine="m")
+
+
+# --- calibration end to end ---------------------------------------------------------------------------------------
+def test_a_package_for_a_faster_machine_is_judged_with_its_limit_calibrated(spin_cache, monkeypatch):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(spin_cache))
+    package = load_kattis_package(SPIN)
+    assert judge_kattis(package, SPIN_CPP, "cpp").verdict == Verdict.TLE  # its own 0.1 s: too small here
+    accepted = judge_kattis(package, SPIN_CPP, "cpp", calibrate=True).to_dict()
+    assert accepted["verdict"] == "AC"
+    assert accepted["time_limit_scale"] > 1 and accepted["time_limit_source"] == ".timelimit"
+    assert accepted["time_limit_s"] == pytest.approx(0.1 * accepted["time_limit_scale"])
+    monkeypatch.setattr(calibration, "time_submissions", _no_timing)  # from now on the cached calibration
+    slow = judge_kattis(package, SPIN_TEN_TIMES_CPP, "cpp", calibrate=True)
+    assert slow.verdict == Verdict.TLE and slow.time_limit_scale == accepted["time_limit_scale"]
+    assert judge_kattis(package, ECHO_PY, calibrate=True).verdict == Verdict.WA
+    (record,) = (spin_cache / "time-limit-calibration").glob("*.json")
+    saved = json.loads(record.read_text())
+    assert saved["too_slow"] == {"time_limit_exceeded/spin_ten_times.cpp": "TLE"}
+    assert saved["machine"] == calibration.machine_fingerprint()
+    print(f"kattis_spin calibrated: {saved}")
+    with pytest.raises(ValueError, match="pass one"):
+        judge_kattis(package, SPIN_CPP, "cpp", calibrate=True, time_limit_s=1.0)
+
+
+def test_calibration_is_refused_when_a_too_slow_submission_would_pass(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    package_dir = _copy("kattis_spin", tmp_path)
+    (package_dir / "submissions" / "time_limit_exceeded" / "as_fast.cpp").write_text(SPIN_CPP)
+    with pytest.raises(CalibrationError) as refused:
+        judge_kattis(load_kattis_package(package_dir), SPIN_CPP, "cpp", calibrate=True)
+    message = str(refused.value)
+    assert str(package_dir) in message and "slowest accepted accepted/spin.cpp at " in message
+    assert "time_limit_exceeded/as_fast.cpp got AC in " in message
+    assert "spin_ten_times.cpp" not in message.split("no longer separates")[1]  # that one stayed TLE
+
+
+def test_the_cli_calibrates_on_request_and_shows_the_factor(spin_cache, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(spin_cache))
+    solution = SPIN / "submissions" / "accepted" / "spin.cpp"
+    assert main(["judge", "--problem", str(SPIN), "--solution", str(solution), "--calibrate", "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["verdict"] == "AC" and verdict["time_limit_scale"] > 1
+    assert main(["judge", "--problem", str(SPIN), "--solution", str(solution), "--calibrate"]) == 0
+    assert f"x {verdict['time_limit_scale']:g} calibrated for this machine" in capsys.readouterr().out
+    assert main(["judge", "--problem", str(SPIN), "--solution", str(solution), "--calibrate", "--time-limit", "1"]) == 2
+    assert "pass one" in capsys.readouterr().err
+    assert main(["judge", "--problem", str(SPIN), "--solution", str(solution)]) == 1  # off by default
+    assert "verdict: TLE" in capsys.readouterr().out
+    polygon = FIXTURES / "polygon_sum"
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    assert (
+        main(
+            [
+                "judge",
+                "--problem",
+                str(polygon),
+                "--solution",
+                str(polygon / "solutions" / "sum.cpp"),
+                "--calibrate",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    verdict = json.loads(capsys.readouterr().out)
+    assert (verdict["time_limit_scale"], verdict["time_limit_source"], verdict["time_limit_s"]) == (
+        1.0,
+        "problem.xml",
+        1.0,
+    )
+
+
+def test_remote_judging_reads_the_ini_and_records_a_calibration(spin_cache, monkeypatch):
+    pytest.importorskip("uvicorn", reason="the sandbox server needs uvicorn (the server extra)")
+    from servers import serve
+
+    from agentgspo.sandboxes.server import create_app
+
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(spin_cache))
+    with serve(create_app("test-token", max_concurrency=2)) as url:
+        remote = get_sandbox("remote", endpoints=[url], token="test-token")
+        added = judge_kattis(load_kattis_package(FIXTURES / "domjudge_add"), ADD_PY, backend=remote)
+        assert (added.verdict, added.time_limit_s, added.time_limit_source) == (Verdict.AC, 2.5, "domjudge-problem.ini")
+        spun = judge_kattis(load_kattis_package(SPIN), SPIN_CPP, "cpp", backend=remote, calibrate=True)
+    assert spun.verdict == Verdict.AC and spun.time_limit_scale > 1 and spun.time_limit_source == ".timelimit"
+    records = [json.loads(p.read_text()) for p in (spin_cache / "time-limit-calibration").glob("*.json")]
+    assert f"remote {url}" in [r["machine"] for r in records]  # measured through the servers, cached apart
