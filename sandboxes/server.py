@@ -5,8 +5,12 @@ Endpoints:
     POST /run_python   ``RunRequest`` -> ``ExecResult.to_dict()``
     POST /judge        ``JudgeRequest`` -> ``JudgeResult.to_dict()``
     POST /judge_package  ``PackageJudgeRequest`` (a Kattis package as a tar) -> ``JudgeResult.to_dict()``
-Every POST needs ``Authorization: Bearer TOKEN``, checked before the body is read (401, whatever the body); a body
-over ``max_body_mb`` is 413. At most ``max_concurrency`` requests execute at once; the others
+    /compat/SECRET/...   only with ``compat_secret`` (``--compat-apis``): SandboxFusion's /run_code, /submit,
+                         /v1/ping (``sandbox_fusion_api.py``) and Piston's /api/v2/execute, /api/v2/runtimes
+                         (``piston_api.py``); docs/sandbox_apis.md
+Every POST needs ``Authorization: Bearer TOKEN``, checked before the body is read (401, whatever the body), except
+under ``/compat/SECRET`` with the right secret (those APIs' clients send no credentials); a body over
+``max_body_mb`` is 413, compat paths included. At most ``max_concurrency`` requests execute at once; the others
 wait in the server (the client has its own limit too). The server judges with one of its own backends (local or
 docker), so the threat model is that backend's; checker and interactor programs sent by clients run unsandboxed
 on the server like any jury program, which is why the token is mandatory.
@@ -26,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .compat_apis import COMPAT_ROOT, check_compat_secret, compat_prefix
 from .judge.core import judge, run_python
 from .registry import get_sandbox
 from .results import Limits
@@ -163,15 +168,27 @@ def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
     return result.to_dict()
 
 
-def _guard(app, token: str, max_body_bytes: int):
+def _compat_path(path: str, secret: bytes | None) -> bool:
+    """Whether ``path`` is under ``/compat/SECRET/`` with this server's secret (compared in constant time)."""
+    root, _, rest = path.lstrip("/").partition("/")
+    if secret is None or f"/{root}" != COMPAT_ROOT:
+        return False
+    return hmac.compare_digest(rest.partition("/")[0].encode(), secret)
+
+
+def _guard(app, token: str, max_body_bytes: int, compat_secret: str | None = None):
     """ASGI wrapper: a POST without the token gets 401 before its body is read (an unauthenticated client could
-    otherwise make the server buffer any amount, and a broken body got 422 before auth); a body over the limit: 413."""
+    otherwise make the server buffer any amount, and a broken body got 422 before auth); a body over the limit: 413.
+    A POST under ``/compat/SECRET/`` with the right secret needs no token (its clients send none); the body limit
+    still applies. Any other path, a wrong secret's included, needs the token."""
     import json
 
     expected = f"Bearer {token}".encode()
+    secret = compat_secret.encode() if compat_secret else None
 
-    async def reply(send, status: int, detail: str) -> None:
-        body = json.dumps({"detail": detail}).encode()
+    async def reply(send, status: int, detail: str, compat: bool = False) -> None:
+        # Piston's clients read errors from "message", FastAPI's (ours, SandboxFusion's) from "detail"
+        body = json.dumps({"detail": detail, "message": detail} if compat else {"detail": detail}).encode()
         await send(
             {
                 "type": "http.response.start",
@@ -184,8 +201,9 @@ def _guard(app, token: str, max_body_bytes: int):
     async def guarded(scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "POST":
             return await app(scope, receive, send)
+        compat = _compat_path(scope["path"], secret)
         headers = dict(scope["headers"])
-        if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
+        if not compat and not hmac.compare_digest(headers.get(b"authorization", b""), expected):
             return await reply(send, 401, "missing or wrong bearer token")
         body = bytearray()
         while True:
@@ -198,6 +216,7 @@ def _guard(app, token: str, max_body_bytes: int):
                     send,
                     413,
                     f"request body over the server's limit of {max_body_bytes} bytes (sandbox-server --max-body-mb)",
+                    compat,
                 )
             if not message.get("more_body"):
                 break
@@ -215,12 +234,21 @@ def _guard(app, token: str, max_body_bytes: int):
     return guarded
 
 
-def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max_body_mb: float = 512.0):
-    """Build the FastAPI app. ``token`` must be non-empty; ``backend`` is the server's own sandbox backend."""
+def create_app(
+    token: str,
+    backend: str = "local",
+    max_concurrency: int = 8,
+    max_body_mb: float = 512.0,
+    compat_secret: str | None = None,
+):
+    """Build the FastAPI app. ``token`` must be non-empty; ``backend`` is the server's own sandbox backend.
+    ``compat_secret``: serve SandboxFusion's and Piston's APIs under ``/compat/SECRET`` (off when None)."""
     from fastapi import FastAPI, HTTPException
 
     if not token:
         raise ValueError("the sandbox server needs a token (--token or AGENTGSPO_SANDBOX_TOKEN)")
+    if compat_secret is not None:
+        check_compat_secret(compat_secret, token)
     if max_concurrency < 1:  # a semaphore of 0 would make every request wait forever
         raise ValueError(f"max_concurrency (--max-concurrency) must be >= 1, got {max_concurrency}")
     get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
@@ -264,4 +292,10 @@ def create_app(token: str, backend: str = "local", max_concurrency: int = 8, max
         except ValueError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
 
-    return _guard(app, token, int(max_body_mb * 1024 * 1024))
+    if compat_secret is not None:  # out of /docs and /openapi.json: the paths hold the secret
+        from . import piston_api, sandbox_fusion_api
+
+        prefix, hidden = compat_prefix(compat_secret), {"include_in_schema": False}
+        app.include_router(sandbox_fusion_api.build_router(limited, backend), prefix=prefix, **hidden)
+        app.include_router(piston_api.build_router(limited, backend), prefix=f"{prefix}/api/v2", **hidden)
+    return _guard(app, token, int(max_body_mb * 1024 * 1024), compat_secret)

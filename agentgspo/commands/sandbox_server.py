@@ -2,12 +2,20 @@
 
     AGENTGSPO_SANDBOX_TOKEN=secret agentgspo sandbox-server --host 0.0.0.0 --port 8910 --backend local
 Clients: ``judge(..., backend=get_sandbox("remote", endpoints=["http://HOST:8910"], token="secret"))``.
+
+With ``--compat-apis`` it also serves SandboxFusion's and Piston's APIs under ``/compat/SECRET`` (their clients send
+no credentials: the secret in the path is theirs; docs/sandbox_apis.md):
+    export AGENTGSPO_COMPAT_SECRET=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+    AGENTGSPO_SANDBOX_TOKEN=secret agentgspo sandbox-server --port 8910 --compat-apis
+Clients: ``sandbox_fusion.set_endpoint("http://HOST:8910/compat/SECRET")``;
+``PISTON_ENDPOINTS=http://HOST:8910/compat/SECRET/api/v2`` (open-r1).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import sys
 
@@ -36,6 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=512.0,
         help="largest request body accepted, in MB (default 512; larger ones get 413)",
     )
+    parser.add_argument(
+        "--compat-apis",
+        action="store_true",
+        help="also serve SandboxFusion's (/run_code, /submit, /v1/ping) and Piston's (/api/v2/execute, /runtimes) "
+        "APIs under /compat/SECRET, without the bearer token (off by default)",
+    )
+    parser.add_argument(
+        "--compat-secret",
+        default=None,
+        help="the SECRET of --compat-apis' paths (default $AGENTGSPO_COMPAT_SECRET, else a random one, printed); "
+        "at least 16 characters of A-Z a-z 0-9 _ -, not the token",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,9 +73,24 @@ def run(args: argparse.Namespace) -> int:
     if not args.token:
         print("agentgspo sandbox-server: a token is required (--token or AGENTGSPO_SANDBOX_TOKEN)", file=sys.stderr)
         return 2
+    if args.compat_secret and not args.compat_apis:
+        print(
+            "agentgspo sandbox-server: --compat-secret needs --compat-apis (the compat APIs are off)", file=sys.stderr
+        )
+        return 2
+    secret, shown_secret = None, None
+    if args.compat_apis:
+        secret = args.compat_secret or os.environ.get("AGENTGSPO_COMPAT_SECRET", "")
+        shown_secret = "<the --compat-secret>" if args.compat_secret else "$AGENTGSPO_COMPAT_SECRET"
+        if not secret:
+            secret = shown_secret = secrets.token_urlsafe(24)
     try:
         app = create_app(
-            args.token, backend=args.backend, max_concurrency=args.max_concurrency, max_body_mb=args.max_body_mb
+            args.token,
+            backend=args.backend,
+            max_concurrency=args.max_concurrency,
+            max_body_mb=args.max_body_mb,
+            compat_secret=secret,
         )
         sock = _listen(args.host, args.port)
     except (ValueError, OSError, RuntimeError) as exc:  # SandboxUnavailable is a RuntimeError
@@ -68,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
         f"AGENTGSPO_SANDBOX_URLS=http://{shown}:{port} and the same AGENTGSPO_SANDBOX_TOKEN)",
         flush=True,
     )
+    if secret is not None:
+        base = f"http://{shown}:{port}/compat/{shown_secret}"
+        print(
+            f"agentgspo sandbox-server: SandboxFusion at {base} (sandbox_fusion.set_endpoint), Piston at {base}/api/v2",
+            flush=True,
+        )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[sock])
     return 0

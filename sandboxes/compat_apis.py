@@ -1,0 +1,178 @@
+"""What the SandboxFusion and Piston APIs of ``agentgspo sandbox-server`` share (docs/sandbox_apis.md).
+
+``sandbox_fusion_api.py`` and ``piston_api.py`` each build a FastAPI router over this package's judge; the server
+(``server.create_app``) mounts both under ``/compat/SECRET`` when it runs with ``--compat-apis``. Neither API's
+client sends credentials, so the secret in the path is their authentication (``check_compat_secret``).
+
+Here: which languages the judge runs (``judge_languages``, read from ``judge/languages.py`` on every call, so that a
+language added there appears in both APIs), ``run_program`` (compile once where the language compiles, run once on
+stdin: the "run this code" call both APIs have, where ``judge`` compares outputs with answers) and the version of a
+language as the sandbox runs it (``language_version``).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from .judge import compile as compile_module
+from .judge import core as judge_core
+from .judge import languages as languages_module
+from .judge.core import _compile, _compile_error_of, _error_of, _run_spec, classify_run
+from .registry import get_sandbox
+from .results import ExecResult, JudgeResult, Limits, Verdict
+
+#: The path segment the compat APIs are mounted under: ``/compat/SECRET/...``.
+COMPAT_ROOT = "/compat"
+#: A secret rides in URLs (and so in clients' logs): long enough not to be guessed, in URL-safe characters.
+MIN_SECRET_CHARS = 16
+_SECRET = re.compile(r"[A-Za-z0-9_-]+")
+#: What "no memory limit" (SandboxFusion's ``memory_limit_MB=-1``, Piston's ``-1``) becomes: every run here has one.
+NO_LIMIT_MEMORY_MB = 1024.0
+# A box-less stand-in for ``_run_spec``: enough to ask whether a language runs a compiled binary.
+_NO_BOX = SimpleNamespace(bin_dir="")
+
+
+def check_compat_secret(secret: str, token: str) -> None:
+    """Refuse a secret that cannot guard the compat APIs: too short, not URL-safe, or the bearer token itself (which
+    would then travel in URLs)."""
+    if len(secret) < MIN_SECRET_CHARS or not _SECRET.fullmatch(secret):
+        raise ValueError(
+            f"the compat APIs' secret must be at least {MIN_SECRET_CHARS} characters of A-Z a-z 0-9 _ - (it is a "
+            f"path segment), got {len(secret)} characters; make one with "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    if secret == token:
+        raise ValueError("the compat APIs' secret must differ from the bearer token: the secret travels in URLs")
+
+
+def compat_prefix(secret: str) -> str:
+    """The path the compat APIs are served under."""
+    return f"{COMPAT_ROOT}/{secret}"
+
+
+def judge_languages() -> list[str]:
+    """The judge's language names, read from ``judge/languages.py`` now (its ``LANGUAGES`` table, in its order)."""
+    table = getattr(languages_module, "LANGUAGES", None)
+    if table is None:  # the judge before its language table: the languages of its suffix table
+        return sorted(set(compile_module.SUFFIXES.values()))
+    return list(table)
+
+
+def compiles(lang: str) -> bool:
+    """Whether the judge runs ``lang`` as a compiled binary (a compile stage before the run), by its own rule."""
+    return "binary" in _run_spec("", lang, _NO_BOX, Limits(), "stdio", "run")
+
+
+@dataclass
+class ProgramRun:
+    """One program, compiled where its language compiles and run once.
+
+    compiled: the language has a compile stage. compile_ok / compile_output / compile_time_s: that stage (a Python
+    syntax error is found by the run instead: ``run.verdict`` CE). run: the run, or for a compile error an ExecResult
+    with verdict CE and the compiler's output as stderr; verdict JE when the sandbox failed (``run.error`` says why).
+    """
+
+    compiled: bool
+    run: ExecResult
+    compile_ok: bool = True
+    compile_output: str = ""
+    compile_time_s: float = 0.0
+
+
+def run_program(source: str, lang: str, stdin: bytes, limits: Limits, backend: str = "local") -> ProgramRun:
+    """Compile ``source`` (when ``lang`` compiles) and run it once on ``stdin`` in one sandbox of ``backend``.
+
+    The judge's own compile and run steps, so that limits, measurements and verdicts (OK, TLE, MLE, OLE, RE, CE, JE)
+    are the judge's, for every language it runs. Never raises for the program.
+    """
+    lang = compile_module.normalize_language(lang)
+    compiled = compiles(lang)
+    sandbox = get_sandbox(backend)
+    # The judge's check that the language's compiler or interpreter is installed (a missing one is JE, not CE).
+    missing_tool = getattr(judge_core, "missing_tool", None)
+    missing = missing_tool(compile_module.get_language(lang), sandbox) if missing_tool else None
+    if missing is not None:
+        return ProgramRun(compiled, ExecResult(verdict=Verdict.JE, error=missing))
+    if lang == "cpp":
+        compile_module.host_pch_dir(build=True)
+    try:
+        with sandbox.session(limits.pids_limit) as box:
+            ok, output, seconds, error = _compile(box, source, lang, limits)
+            if error is not None:
+                failed = ExecResult(verdict=Verdict.JE, error=f"compilation could not run: {error}")
+                return ProgramRun(compiled, failed)
+            if not ok:
+                failed = ExecResult(stderr=output, exit_code=1, verdict=Verdict.CE)
+                return ProgramRun(compiled, failed, False, output, seconds)
+            events = box.call(_run_spec(source, lang, box, limits, "stdio", "run"), [stdin])
+    except Exception as exc:  # infrastructure: never the program's fault
+        return ProgramRun(compiled, ExecResult(verdict=Verdict.JE, error=f"{type(exc).__name__}: {exc}"))
+    return ProgramRun(compiled, _exec_result(events, limits), True, output, seconds)
+
+
+def _exec_result(events: list[dict], limits: Limits) -> ExecResult:
+    """The ExecResult of a one-test run's runner events, classified as the judge classifies a test."""
+    if _compile_error_of(events) is not None:
+        return ExecResult(stderr=_compile_error_of(events), exit_code=1, verdict=Verdict.CE)
+    event = next((e for e in events if e.get("event") == "test"), None)
+    if event is None:
+        return ExecResult(verdict=Verdict.JE, error=_error_of(events) or "the sandbox reported no run")
+    stdout = base64.b64decode(event.get("stdout_b64", ""))
+    verdict = classify_run(event, limits) or Verdict.OK
+    stderr = event.get("stderr", "")
+    return ExecResult(
+        stdout=stdout.decode("utf-8", "replace"),
+        stderr=stderr,
+        exit_code=event.get("exit_code"),
+        signal=event.get("signal"),
+        cpu_time_s=float(event.get("cpu_s", 0.0)),
+        wall_time_s=float(event.get("wall_s", 0.0)),
+        memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
+        stdout_truncated=event.get("stdout_bytes", 0) > len(stdout),
+        stderr_truncated=len(stderr) >= limits.runner_limits()["stderr_bytes"],
+        timed_out=verdict == Verdict.TLE,
+        verdict=verdict,
+    )
+
+
+# Programs that print the version of what runs them: Python's, or GCC's for C and C++ (one source is both).
+_PYTHON_VERSION = "import platform\nprint(platform.python_version())\n"
+_GCC_VERSION = (
+    "#include <stdio.h>\n"
+    'int main(void) { printf("%d.%d.%d\\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__); return 0; }\n'
+)
+_versions: dict[tuple[str, str], str | None] = {}
+_versions_lock = threading.Lock()
+
+
+def language_version(lang: str, backend: str = "local") -> str | None:
+    """The version of ``lang`` as the sandbox runs it ("3.11.2" for Python, the compiler's for C and C++), asked of
+    the sandbox once per language and backend; None when neither probe runs (a language of another family)."""
+    key = (lang, backend)
+    with _versions_lock:
+        if key in _versions:
+            return _versions[key]
+    probes = (_GCC_VERSION, _PYTHON_VERSION) if compiles(lang) else (_PYTHON_VERSION, _GCC_VERSION)
+    limits = Limits(time_limit_s=10, memory_limit_mb=NO_LIMIT_MEMORY_MB, output_limit_mb=1)
+    for probe in probes:
+        done = run_program(probe, lang, b"", limits, backend).run
+        version = done.stdout.strip()
+        if done.verdict == Verdict.OK and re.fullmatch(r"\d+(\.\d+)*", version):
+            with _versions_lock:
+                _versions[key] = version
+            return version
+        if done.verdict == Verdict.JE:
+            return None  # the sandbox failed: ask again next time
+    with _versions_lock:
+        _versions[key] = None
+    return None
+
+
+def judge_error(result: JudgeResult) -> str:
+    """Why a JE result is one: its message, else its first JE test's (a checker's failure is reported there)."""
+    failed = next((t.message for t in result.tests if t.verdict == Verdict.JE), "")
+    return f"judge error (not the program's fault): {result.message or failed or 'no reason given'}"
