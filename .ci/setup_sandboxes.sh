@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Prepare this machine for the sandbox tests: bubblewrap, g++, a private dockerd and the judge's base image.
+# Prepare this machine for the sandbox tests: bubblewrap, g++, pypy3, a private dockerd and the judge's base image.
 #
 # Idempotent and fast on re-run: every step is guarded by an "already there" check.
-#   - apt packages (bubblewrap docker.io debootstrap g++ python3) are installed only when missing;
+#   - apt packages (bubblewrap docker.io debootstrap g++ pypy3 python3) are installed only when missing;
 #   - dockerd is started in the background with its own data root and socket ($AGENTGSPO_DOCKER_HOST,
 #     default unix:///run/agentgspo-docker.sock) only when that socket does not answer;
-#   - the base image (Debian bookworm minbase + python3 + g++, with a precompiled bits/stdc++.h) is built
+#   - the base image (Debian bookworm minbase + python3 + g++ + pypy3, with a precompiled bits/stdc++.h) is built
 #     from a debootstrap rootfs with `docker import` (no registry is reachable) only when absent; the rootfs
 #     tarball is cached in $AGENTGSPO_CACHE (default /var/cache/agentgspo), so a wiped data root rebuilds in seconds.
+#     The image tag and the tarball's name change with its contents (sandboxes/docker_backend.py DEFAULT_IMAGE),
+#     so a machine holding an older image builds the new one.
 # Exports nothing: tests find the socket at the default path or through AGENTGSPO_DOCKER_HOST.
 set -euo pipefail
 
@@ -15,8 +17,8 @@ SOCK_URL="${AGENTGSPO_DOCKER_HOST:-unix:///run/agentgspo-docker.sock}"
 SOCK="${SOCK_URL#unix://}"
 DATA_ROOT="${AGENTGSPO_DOCKER_DATA_ROOT:-/var/lib/agentgspo-docker}"
 CACHE="${AGENTGSPO_CACHE:-/var/cache/agentgspo}"
-IMAGE="${AGENTGSPO_SANDBOX_IMAGE:-agentgspo-sandbox:1}"
-ROOTFS_TAR="$CACHE/rootfs-bookworm-py3-gxx-v1.tar"
+IMAGE="${AGENTGSPO_SANDBOX_IMAGE:-agentgspo-sandbox:2}"
+ROOTFS_TAR="$CACHE/rootfs-bookworm-py3-gxx-pypy3-v2.tar"
 LOG="$CACHE/dockerd.log"
 
 log() { echo "[setup_sandboxes] $*"; }
@@ -26,6 +28,7 @@ command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v g++ >/dev/null || need+=(g++)
+command -v pypy3 >/dev/null || need+=(pypy3)  # the judge's pypy3 language (Kattis' Python 3)
 command -v python3 >/dev/null || need+=(python3)
 command -v chromium >/dev/null || need+=(chromium)  # headless browser for the eval report's page test
 if ((${#need[@]})); then
@@ -65,8 +68,8 @@ if DOCKER_HOST="$SOCK_URL" docker image inspect "$IMAGE" >/dev/null 2>&1; then
 else
     if [[ ! -s "$ROOTFS_TAR" ]]; then
         ROOTFS="$(mktemp -d "$CACHE/rootfs.XXXXXX")"
-        log "debootstrap bookworm minbase + python3 g++ into $ROOTFS (about a minute)"
-        debootstrap --variant=minbase --include=python3,g++ bookworm "$ROOTFS" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
+        log "debootstrap bookworm minbase + python3 g++ pypy3 into $ROOTFS (about a minute)"
+        debootstrap --variant=minbase --include=python3,g++,pypy3 bookworm "$ROOTFS" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
             || { tail -n 20 "$CACHE/debootstrap.log"; exit 1; }
         # Precompiled bits/stdc++.h for the judge's flags (sandboxes/judge/compile.py: CPP_FLAGS).
         mkdir -p "$ROOTFS/opt/agentgspo/pch/bits"

@@ -3,7 +3,10 @@
 Tools: ``run(code, stdin, lang)`` runs a program on custom input, ``run_samples(code, lang)`` judges it on the
 statement's examples (showing input, expected and actual output: they are public), ``submit(code, lang)``
 judges it on the hidden tests with the problem's checker, interactor, time and memory limits
-(``agentgspo.sandboxes``). ``lang`` is ``"python"`` or ``"cpp"`` (C++17). A submission's tool message is its
+(``agentgspo.sandboxes``). ``lang`` is ``"python"`` (CPython 3), ``"pypy3"`` (PyPy 3), ``"cpp"`` (C++17) or ``"c"``
+(C17), as Codeforces offers them; on a Kattis package Python 3 runs under PyPy, as Kattis runs it
+(``sandboxes.judge.problems.judged_language``), and each submission's record (``info["submissions"]``) names the
+language that judged it (``lang``: ``python3``, ``pypy3``, ``cpp`` or ``c``). A submission's tool message is its
 verdict with per-test verdicts, times and memory, never a hidden test's content nor the checker's message about
 it. The episode ends at the first AC, when ``max_submissions`` are used, or at a turn without tool calls (its
 last code block, if any and if submissions are left, is submitted first).
@@ -52,15 +55,16 @@ from agentgspo.envs.tool_output import format_tool_output
 from agentgspo.environments.tool_calls import ToolCall
 
 SYSTEM_PROMPT = (
-    "Solve the competitive-programming problem in Python or C++17. Tools: run (your program on custom input), "
-    "run_samples (on the statement's examples) and submit (judged on hidden tests; limited submissions). "
+    "Solve the competitive-programming problem in Python 3 (CPython or PyPy), C++17 or C. Tools: run (your program "
+    "on custom input), run_samples (on the statement's examples) and submit (judged on hidden tests; limited "
+    "submissions). "
     "The episode ends at an accepted submission."
 )
 BUILTIN_DATA = "codeforces_builtin.jsonl"
 BUILTIN_SET = "builtin"  # the project's problem set, envs/data/problemset/
 __all__ = ["CodeforcesEnv", "CodeforcesTask", "ProblemSet", "format_statement", "load_problem_set", "task_from_row"]
-_LANGS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp", "c++17": "cpp"}
-_CODE_BLOCK = re.compile(r"```(python|py|python3|cpp|c\+\+)?[ \t]*\n(.*?)```", re.DOTALL)
+LANG_HELP = "'python' (CPython 3), 'pypy3' (PyPy 3), 'cpp' (C++17) or 'c' (C17)"
+_CODE_BLOCK = re.compile(r"```(python3|python|pypy3|pypy|py|cpp|c\+\+|c)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 _problem_sets: LoadedOnce[str, ProblemSet] = LoadedOnce()
@@ -118,11 +122,14 @@ def tasks_without(
 
 
 def judge_language(lang: str) -> str:
-    """``"py"`` or ``"cpp"`` for a tool's ``lang``; ValueError lists the accepted names."""
-    key = str(lang).lower().strip()
-    if key not in _LANGS:
-        raise ValueError(f"unknown lang {lang!r}; use 'python' or 'cpp'")
-    return _LANGS[key]
+    """The judge's language name (``sandboxes.judge.languages``) for a tool's ``lang``; ValueError lists the
+    accepted names."""
+    from agentgspo.sandboxes.judge.languages import normalize_language
+
+    try:
+        return normalize_language(lang)
+    except ValueError:
+        raise ValueError(f"unknown lang {lang!r}; use {LANG_HELP}") from None
 
 
 class _Capture:
@@ -144,7 +151,7 @@ def _last_code_block(text: str) -> tuple[str, str] | None:
     if not blocks:
         return None
     lang, code = blocks[-1]
-    return ("cpp" if lang in ("cpp", "c++") else "python"), code
+    return lang or "python", code
 
 
 # ----------------------------------------------------------------------------------------------- policies
@@ -255,9 +262,9 @@ class CodeforcesEnv(ChatEnv):
         """Run your program on custom input and return its output (or how it failed).
 
         Args:
-            code: the complete program (Python 3 or C++17).
+            code: the complete program (Python 3, C++17 or C).
             stdin: the input fed to the program.
-            lang: "python" or "cpp".
+            lang: "python" (CPython 3), "pypy3" (PyPy 3), "cpp" (C++17) or "c" (C17).
         """
         from agentgspo.sandboxes import Verdict, judge
 
@@ -266,7 +273,7 @@ class CodeforcesEnv(ChatEnv):
         result = judge(
             code,
             [(stdin, "")],
-            lang=judge_language(lang),
+            lang=self._language(lang),
             checker=_Capture(),
             limits=limits,
             io_mode=problem.io_mode,
@@ -287,8 +294,8 @@ class CodeforcesEnv(ChatEnv):
         """Judge your program on the statement's examples; shows input, expected and actual output of each.
 
         Args:
-            code: the complete program (Python 3 or C++17).
-            lang: "python" or "cpp".
+            code: the complete program (Python 3, C++17 or C).
+            lang: "python" (CPython 3), "pypy3" (PyPy 3), "cpp" (C++17) or "c" (C17).
         """
         from agentgspo.sandboxes import judge
         from agentgspo.sandboxes.judge.checkers import make_checker
@@ -300,7 +307,7 @@ class CodeforcesEnv(ChatEnv):
         result = judge(
             code,
             problem.samples,
-            lang=judge_language(lang),
+            lang=self._language(lang),
             checker=checker,
             interactor=problem.interactor,
             limits=problem.limits(),
@@ -321,8 +328,8 @@ class CodeforcesEnv(ChatEnv):
         """Submit your program: it is judged on the hidden tests (limited submissions; AC ends the episode).
 
         Args:
-            code: the complete program (Python 3 or C++17).
-            lang: "python" or "cpp".
+            code: the complete program (Python 3, C++17 or C).
+            lang: "python" (CPython 3), "pypy3" (PyPy 3), "cpp" (C++17) or "c" (C17).
         """
         if self.accepted:
             return "Already accepted; the episode is over."
@@ -330,10 +337,18 @@ class CodeforcesEnv(ChatEnv):
             return f"No submissions left (limit {self.max_submissions})."
         return self._judge_submission(code, judge_language(lang))
 
+    def _language(self, lang: str) -> str:
+        """The language a ``lang`` program is run and judged in on the posed problem (a Kattis package: Python 3
+        under PyPy, as its submissions are judged)."""
+        from agentgspo.sandboxes.judge.problems import judged_language
+
+        return judged_language(self.task.problem, judge_language(lang))
+
     def _judge_submission(self, code: str, lang: str) -> str:
         from agentgspo.sandboxes import judge_problem
 
         problem = self.task.problem
+        lang = self._language(lang)  # the language that judges it, recorded with the verdict
         result = judge_problem(problem, code, lang, backend=self.sandbox, stop_on_failure=not self.partial_credit)
         verdict = result.verdict.value
         if verdict == "JE":

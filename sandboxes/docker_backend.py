@@ -3,8 +3,8 @@
 Each session leases one idle container for one submission (a pool with a size limit: when all are busy, callers
 wait, which is the backpressure); the runner (``sandboxes/runner.py``) is sent as ``python3 -c`` and the spec on
 the exec's stdin. On release a background thread kills every process in the container and wipes its /tmp before
-the container goes back to the pool. The image (Debian + python3 + g++ + a precompiled bits/stdc++.h) is built
-locally by ``.ci/setup_sandboxes.sh``; no registry is used.
+the container goes back to the pool. The image (Debian + python3 + g++ + pypy3 + a precompiled bits/stdc++.h) is
+built locally by ``.ci/setup_sandboxes.sh``; no registry is used.
 
 Threat model.
 Protects against (tests in ``tests/sandboxes/test_isolation.py``, Docker variants):
@@ -42,7 +42,8 @@ from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_
 from .runner import DEADLOCK_S
 
 DEFAULT_SOCKET = "unix:///run/agentgspo-docker.sock"
-DEFAULT_IMAGE = "agentgspo-sandbox:1"
+# The tag changes with the image's contents (.ci/setup_sandboxes.sh), so older machines build it: 2 adds pypy3.
+DEFAULT_IMAGE = "agentgspo-sandbox:2"
 USER = "65534:65534"
 # pid 1 of every container: reaps orphans forever. It must be pid 1 itself (not a child of an init), because
 # the runner's kill(-1) spares only pid 1 and would otherwise stop the container.

@@ -36,7 +36,11 @@ def final_verdict(accepted: bool, submissions: Sequence[dict[str, Any]], stop_re
 def attempt_result(
     task: Any, index: int, sample: int, trajectory: Any, env: Any, renderer: Any, seconds: float, agent: str
 ) -> dict[str, Any]:
-    """One results.jsonl line: the problem's metadata, the outcome, the trajectory and its decoded segments."""
+    """One results.jsonl line: the problem's metadata, the outcome, the trajectory and its decoded segments.
+
+    ``language``: the language that judged the final verdict (the last submission's: ``python3``, ``pypy3``, ``cpp``
+    or ``c``; a Kattis package's Python runs under PyPy), ``None`` without a submission; each of ``submissions``
+    records its own as ``lang``."""
     submissions = list(getattr(env, "submissions", None) or [])
     accepted = bool(getattr(env, "accepted", False))
     record = trajectory.to_record().model_dump(mode="json")
@@ -54,6 +58,7 @@ def attempt_result(
         "reward": trajectory.reward,
         "verdict": final_verdict(accepted, submissions, trajectory.stop_reason),
         "verdicts": [str(s["verdict"]) for s in submissions],
+        "language": submissions[-1].get("lang") if submissions else None,
         "submissions": submissions,
         "judge_errors": int(getattr(env, "judge_errors", 0) or 0),
         "stop_reason": trajectory.stop_reason,

@@ -1,4 +1,5 @@
-"""How sources are compiled: the C++ command line and the precompiled ``bits/stdc++.h`` cached on the host.
+"""How sources are compiled: the compile step of each language (``languages.py``), and the precompiled
+``bits/stdc++.h`` cached on the host.
 
 Compilation itself always happens inside the sandbox (a source is untrusted: ``#include "/etc/..."`` must see
 nothing); only the precompiled header, built from the trusted system header, is made on the host, once per
@@ -15,39 +16,54 @@ import subprocess
 import threading
 from pathlib import Path
 
+from .languages import LANGUAGES, get_language
+from .languages import SUFFIXES, language_of, normalize_language  # noqa: F401 -- their old home re-exports them
+
 #: Flags of every C++ compile; the precompiled header is only used when built with exactly these.
-CPP_FLAGS = ["-std=gnu++17", "-O2", "-pipe"]
-#: Suffixes by language; ``language_of`` maps a file name to "py" or "cpp".
-SUFFIXES = {".py": "py", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp"}
+CPP_FLAGS = list(LANGUAGES["cpp"].flags)
+# PyPy's compile step (problemtools: ``pypy3 -m py_compile``): a syntax error is CE; else it writes the program the
+# runner executes, ``PYPY_GC_MAX=LIMIT exec pypy3 SOURCE`` (argv, line numbers and tracebacks as ``pypy3
+# solution.py`` gives them; the heap limit makes an allocation beyond the memory limit a MemoryError, i.e. MLE).
+PYPY_CHECK = """import os, shlex, sys, traceback
+source, program, heap_kb, interpreter = sys.argv[1:5]
+try:
+    with open(source, "rb") as f:
+        compile(f.read(), "solution.py", "exec", dont_inherit=True)
+except (SyntaxError, ValueError) as exc:
+    sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+    sys.exit(1)
+with open(program, "w") as f:
+    f.write("#!/bin/sh\\nPYPY_GC_MAX=%sKB exec %s %s\\n" % (heap_kb, shlex.quote(interpreter), shlex.quote(source)))
+os.chmod(program, 0o755)
+"""
 _pch_lock = threading.Lock()
 _pch_dir: Path | None = None
-
-
-def language_of(path: str | os.PathLike) -> str:
-    """The judge language of a source file from its suffix ("py" or "cpp"); ValueError names the fix."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in SUFFIXES:
-        raise ValueError(
-            f"cannot tell the language of {str(path)!r} from its suffix {suffix!r}: "
-            f"expected one of {sorted(SUFFIXES)}, or pass the language (--lang py|cpp)"
-        )
-    return SUFFIXES[suffix]
-
-
-def normalize_language(lang: str) -> str:
-    """Accepts py/python/python3 and cpp/c++/cpp17/g++; returns "py" or "cpp"."""
-    key = lang.lower().strip()
-    if key in ("py", "python", "python3", "py3"):
-        return "py"
-    if key in ("cpp", "c++", "cpp17", "c++17", "g++", "cxx", "gnu++17"):
-        return "cpp"
-    raise ValueError(f"unsupported language {lang!r}: expected 'py' (Python 3) or 'cpp' (C++17)")
 
 
 def cpp_compile_command(source_path: str, binary_path: str, pch_dir: str = "") -> list[str]:
     """The g++ argv that builds ``binary_path``; with ``pch_dir`` the precompiled bits/stdc++.h is found first."""
     include = ["-I", pch_dir, "-Winvalid-pch"] if pch_dir else []
     return ["g++", *CPP_FLAGS, *include, "-o", binary_path, source_path, "-lm"]
+
+
+def source_name(lang: str) -> str:
+    """The file name a ``lang`` source is compiled from (``solution.cpp``, ``solution.c``, ``solution.py``)."""
+    language = get_language(lang)
+    return "solution" + (language.suffixes[0] if language.suffixes else ".py").lower()
+
+
+def compile_command(lang: str, source_path: str, binary_path: str, pch_dir: str = "", memory_limit_mb: float = 0):
+    """The argv of ``lang``'s compile step inside the box, which leaves the program to execute at ``binary_path``;
+    None for CPython (the runner compiles it). ``memory_limit_mb``: PyPy's heap limit (PYPY_GC_MAX)."""
+    language = get_language(lang)
+    if language.in_runner:
+        return None
+    if language.name == "cpp":
+        return cpp_compile_command(source_path, binary_path, pch_dir)
+    if language.interpreted:
+        heap_kb = str(int(memory_limit_mb * 1024))
+        return [*language.compiler, "-c", PYPY_CHECK, source_path, binary_path, heap_kb, language.compiler[0]]
+    return [*language.compiler, *language.flags, "-o", binary_path, source_path, "-lm"]
 
 
 def _cache_root() -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -22,12 +23,21 @@ from ..registry import get_sandbox
 from ..results import ExecResult, JudgeResult, Limits, TestResult, Verdict
 from ..submission import TestCase
 from .checkers import Checker, make_checker, program_argv, python_crashed
-from .compile import cpp_compile_command, host_pch_dir, normalize_language
+from .compile import compile_command, host_pch_dir, source_name
+from .languages import Language, get_language, normalize_language
 from .testlib import compile_testlib_program, is_cpp_source, testlib_outcome
 
 BINARY = "solution"
 RUNNER_KILLED = "the solution ended the judge's runner (killed its parent process)"
-MEMORY_ERROR_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
+# PyPy's own: its fatal "using too much memory, aborting" and a JIT that could not map its code area.
+MEMORY_ERROR_MARKERS = (
+    "MemoryError",
+    "std::bad_alloc",
+    "Cannot allocate memory",
+    "out of memory",
+    "using too much memory",
+    "allocate some memory for the JIT",
+)
 _active_lock = threading.Lock()
 _active_batches = 0  # submissions this process is running tests of right now (they share the CPUs)
 # Interactive tests mostly wait (the solution and the interactor take turns), so more of them than CPUs run at once.
@@ -114,32 +124,35 @@ def _solution_broke_the_box(events: list[dict], box: Session, limits: Limits) ->
     if any(event.get("event") == "done" for event in events):
         return False
     try:
-        probe = box.call(_run_spec("pass\n", "py", box, limits, "stdio", "run"), [b""])
+        probe = box.call(_run_spec("pass\n", "python3", box, limits, "stdio", "run"), [b""])
     except Exception:
         return False
     return _error_of(probe) is None and any(e.get("event") == "test" and e.get("exit_code") == 0 for e in probe)
 
 
 def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool, str, float, str | None]:
-    """C++: compile inside the box. Returns (ok, compiler output, seconds, infrastructure error)."""
-    if lang != "cpp":
+    """Every language but CPython: its compile step inside the box (C, C++: the compiler; PyPy: a syntax check
+    that writes the launcher). Returns (ok, compiler output, seconds, infrastructure error)."""
+    language = get_language(lang)
+    if language.in_runner:
         return True, "", 0.0, None
     binary = f"{box.bin_dir}/{BINARY}"
+    # An interpreted source is read at each run: it stays in the session's bin dir (so does any source unisolated)
+    keep = language.interpreted or not box.isolated
+    source_path = f"{box.bin_dir}/{source_name(lang)}" if keep else f"/tmp/w/{source_name(lang)}"
     spec = {
         "mode": "compile",
-        "lang": "cpp",
+        "lang": language.name,
         "source": source,
         "make_dirs": [box.bin_dir],
-        "source_path": "/tmp/w/solution.cpp",
-        "compile_cmd": cpp_compile_command("/tmp/w/solution.cpp", binary, box.pch_dir),
+        "source_path": source_path,
+        "compile_cmd": compile_command(lang, source_path, binary, box.pch_dir, limits.memory_limit_mb),
         "compile_limits": {
             "cpu_s": limits.compile_time_limit_s,
             "wall_s": limits.compile_time_limit_s * 1.5,
             "memory_mb": limits.compile_memory_mb,
         },
     }
-    if not box.isolated:
-        spec["source_path"] = spec["compile_cmd"][-2] = os.path.join(box.bin_dir, "solution.cpp")
     events = box.call(spec)
     for event in events:
         if event.get("event") == "compile":
@@ -148,12 +161,35 @@ def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool
 
 
 def _run_spec(source: str, lang: str, box: Session, limits: Limits, io_mode: str, mode: str) -> dict:
-    spec = {"mode": mode, "lang": lang, "limits": limits.runner_limits(), "io_mode": io_mode}
-    if lang == "py":
+    """The runner's spec for the tests of a ``lang`` program: CPython's source runs in the runner ("py"), every
+    other language's compiled program (or launcher) is executed. PyPy's address space is the memory limit plus its
+    reservations (``Language.extra_address_space_mb``): the limit is then enforced on the peak RSS (classify_run)
+    and by PYPY_GC_MAX, as a judge limiting memory with a cgroup counts it, not by RLIMIT_AS."""
+    language = get_language(lang)
+    runner_limits = limits.runner_limits()
+    runner_limits["memory_mb"] += language.extra_address_space_mb
+    spec = {"mode": mode, "lang": "py" if language.in_runner else language.name, "limits": runner_limits}
+    spec["io_mode"] = io_mode
+    if language.in_runner:
         spec["source"] = source
     else:
         spec["binary"] = f"{box.bin_dir}/{BINARY}"
     return spec
+
+
+def missing_tool(language: Language, sandbox: Sandbox) -> str | None:
+    """Why the local backend cannot run ``language`` here (its compiler or interpreter is not installed; the box
+    binds this machine's /usr), else None. That is the judge's failure (JE), never the solution's CE. The Docker
+    image has them all (``.ci/setup_sandboxes.sh``); a remote server checks its own."""
+    if not language.compiler or getattr(sandbox, "name", "") != "local":
+        return None
+    tool = language.compiler[0]
+    if shutil.which(tool, path="/usr/bin:/bin") is not None:
+        return None
+    return (
+        f"{language.name} ({language.title}) needs {tool}, which is not installed on this machine: run "
+        f"`sudo bash .ci/setup_sandboxes.sh` (or `sudo apt-get install {os.path.basename(tool)}`)"
+    )
 
 
 def _compile_error_of(events: list[dict]) -> str | None:
@@ -423,7 +459,10 @@ def judge(
     workers: int | None = None,
     testlib_h: str | os.PathLike | None = None,
 ) -> JudgeResult:
-    """Judge ``source`` (Python 3 or C++17) on ``tests``; returns a JudgeResult (never raises for bad solutions).
+    """Judge ``source`` on ``tests``; returns a JudgeResult (never raises for bad solutions).
+
+    lang: a language of ``languages.LANGUAGES`` by name or alias: ``python3`` (CPython; also ``py``), ``pypy3``,
+    ``c`` (GNU C17), ``cpp`` (GNU C++17).
 
     tests: TestCase objects, ``(input, answer)`` pairs or ``{"input", "output"}`` dicts (str or bytes).
     checker: ``tokens`` | ``float:EPS`` | ``testlib:PATH`` | ``openr1:PATH`` or a Checker object.
@@ -468,6 +507,9 @@ def judge(
             stop_on_failure=stop_on_failure,
             io_mode=io_mode,
         )
+    missing = missing_tool(get_language(lang), sandbox)
+    if missing is not None:
+        return JudgeResult(Verdict.JE, message=missing)
     if lang == "cpp":
         host_pch_dir(build=True)
     try:
@@ -512,7 +554,7 @@ def run_python(
         return sandbox.run_remote(code, data, limits=limits)
     try:
         with sandbox.session(limits.pids_limit) as box:
-            events = box.call(_run_spec(code, "py", box, limits, "stdio", "run"), [data])
+            events = box.call(_run_spec(code, "python3", box, limits, "stdio", "run"), [data])
     except Exception as exc:
         return ExecResult(verdict=Verdict.JE, error=f"{type(exc).__name__}: {exc}")
     compile_error = _compile_error_of(events)

@@ -7,7 +7,9 @@
     formats/openr1.py      open-r1/codeforces dataset rows                        ``problem_from_codeforces_row``
     testdata.py            ``Problem`` and ``read_tests_dir``, shared by them
 
-``judge_problem`` judges a problem of any of them.
+``judge_problem`` judges a problem of any of them, in the language ``judged_language`` names: a Kattis package's
+as Kattis runs it (Python 3 under PyPy), any other's as given (Codeforces-style problems offer CPython, ``python3``,
+and PyPy, ``pypy3``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from .formats import FORMATS, load_any_package, load_any_problem
 from .formats.kattis import KattisPackage, judge_kattis, load_kattis_problem
 from .formats.openr1 import problem_from_codeforces_row
 from .formats.own_format import ProblemJson, load_problem
+from .languages import kattis_language, normalize_language
 from .testdata import Problem, read_tests_dir
+
+
+def judged_language(problem: Problem, lang: str) -> str:
+    """The language ``judge_problem`` judges a ``lang`` submission to ``problem`` in: on a Kattis package Kattis'
+    (``languages.kattis_language``: ``python3`` -> ``pypy3``), else ``lang`` itself; ValueError names the supported
+    languages."""
+    if isinstance(problem.metadata.get("package"), KattisPackage):
+        return kattis_language(lang)
+    return normalize_language(lang)
 
 
 def judge_problem(
@@ -30,11 +42,13 @@ def judge_problem(
     stop_on_failure: bool = False,
     limits: Limits | None = None,
 ) -> JudgeResult:
-    """Judge ``source`` on every test of ``problem`` with its checker, interactor, limits and io mode.
+    """Judge ``source`` on every test of ``problem`` with its checker, interactor, limits and io mode, in
+    ``judged_language(problem, lang)``.
 
     A Kattis package is judged as problemtools does (groups, grading, its validator: ``kattis.judge_kattis``)
     with ``limits``' time, memory and output limits; ``stop_on_failure`` does not apply there (its
     testdata.yaml's on_reject decides)."""
+    lang = judged_language(problem, lang)
     package = problem.metadata.get("package")
     if isinstance(package, KattisPackage):
         chosen = limits or problem.limits(output_limit_mb=package.output_limit_mb)
@@ -67,6 +81,7 @@ __all__ = [
     "Problem",
     "ProblemJson",
     "judge_problem",
+    "judged_language",
     "load_any_package",
     "load_any_problem",
     "load_kattis_problem",

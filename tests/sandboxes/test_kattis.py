@@ -19,18 +19,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SUM_PY = "n = int(input())\nprint(n // 2, n - n // 2)\n"
 SUM_CPP = '#include <cstdio>\nint main(){long long n;scanf("%lld",&n);printf("%lld %lld\\n",n/2,n-n/2);}\n'
 SUM_ZERO = "n = int(input())\nprint(0, n)\n"  # right except in the group whose flags ask for positive numbers
-GUESS = """lo, hi = 1, 100
-while True:
-    mid = (lo + hi) // 2
-    print(mid, flush=True)
-    reply = input()
-    if reply == "correct":
-        break
-    if reply == "lower":
-        hi = mid - 1
-    else:
-        lo = mid + 1
-"""
+GUESS = (FIXTURES / "kattis_guess" / "submissions" / "accepted" / "binary_search.py").read_text()
 GUESS_LINEAR = "for g in range(1, 101):\n    print(g, flush=True)\n    if input() == 'correct':\n        break\n"
 DOUBLE = "print(2 * int(input()))\n"
 DOUBLE_INT64 = '#include <cstdio>\nint main(){long long n;scanf("%lld",&n);printf("%lld\\n",2*n);}\n'

@@ -214,7 +214,7 @@ def test_cli_judges_a_kattis_package(tmp_path, capsys):
     [
         ("Sol.java", "class Sol {}", "is Java: not supported; the judge runs Python 3"),
         ("sol.py", "#!/usr/bin/env python2\nprint 1\n", "is Python 2"),
-        ("sol.c", "int main(){}", "is C: not supported"),
+        ("sol.rs", "fn main() {}", "is Rust: not supported"),
     ],
 )
 def test_cli_refuses_other_languages_by_name(tmp_path, capsys, name, text, message):
