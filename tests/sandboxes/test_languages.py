@@ -166,6 +166,28 @@ def test_python3_is_cpython_and_pypy3_is_pypy(local, lang, implementation):
     assert result.verdict == Verdict.AC, result.to_dict()
 
 
+VERDICTS = Limits(time_limit_s=0.5, memory_limit_mb=128, output_limit_mb=1, wall_limit_s=1.5)
+C_AND_PYPY = {
+    ("c", "WA"): '#include <stdio.h>\nint main(void){int a,b;scanf("%d %d",&a,&b);printf("%d\\n",a*b);}\n',
+    ("c", "RE"): "int main(void){volatile int *p = 0; return *p;}\n",
+    ("c", "TLE"): "int main(void){volatile unsigned long x = 0; for (;;) x++;}\n",
+    ("c", "MLE"): (  # a static array beyond the limit: its image counts, as a C++ one's does
+        '#include <stdio.h>\nchar big[600u << 20];\nint main(void){int a,b;scanf("%d %d",&a,&b);big[a*1000]=b;'
+        'printf("%d\\n",a+big[1000]);}\n'
+    ),
+    ("pypy3", "TLE"): "while True:\n    pass\n",
+    ("pypy3", "RE"): "raise ValueError('boom')\n",
+    ("pypy3", "OLE"): "while True:\n    print('y' * 1000)\n",
+}
+
+
+@pytest.mark.parametrize("lang, expected", list(C_AND_PYPY))
+def test_c_and_pypy_programs_get_the_judges_verdicts(local, lang, expected):
+    _needs(lang)
+    result = judge(C_AND_PYPY[lang, expected], APLUSB, lang=lang, limits=VERDICTS, backend=local)
+    assert result.verdict.value == expected, result.to_dict()
+
+
 @pytest.mark.parametrize(
     "lang, source, says",
     [
