@@ -19,8 +19,20 @@ DEFAULT_MEMORY_LIMIT_MB = 256.0
 CALIBRATED_FORMATS = ("kattis", "polygon")  # formats whose packages ship accepted and too-slow submissions
 
 
+def _language(value: str) -> str:
+    """``--lang``: a language the judge runs (its name), else argparse's error listing them."""
+    from agentgspo.sandboxes.judge.languages import normalize_language
+
+    try:
+        return normalize_language(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo judge`."""
+    from agentgspo.sandboxes.judge.languages import LANGUAGES
+
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--problem",
@@ -31,7 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     where.add_argument("--tests", type=Path, help="folder of NAME.in / NAME.ans pairs")
     parser.add_argument("--solution", required=True, type=Path, help="source file (Python 3 .py or C++ .cpp/.cc)")
-    parser.add_argument("--lang", choices=["py", "cpp"], help="language (default: from the file suffix)")
+    parser.add_argument(
+        "--lang",
+        type=_language,
+        help=f"language: {', '.join(LANGUAGES)} or an alias (py, pypy, c++...); default: from the file suffix",
+    )
     parser.add_argument(
         "--checker",
         default=None,

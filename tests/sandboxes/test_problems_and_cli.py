@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,15 @@ def test_cli_testlib_header_only_where_it_is_used(tmp_path, capsys):
         == 2
     )
     assert "--testlib-h goes with --tests or a Polygon package" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("pypy3") is None, reason="pypy3 not installed: sudo bash .ci/setup_sandboxes.sh")
+def test_cli_lang_takes_every_language_the_judge_runs(tmp_path, capsys):
+    _write_tests(tmp_path / "tests", [("1 2\n", "3\n")])
+    (tmp_path / "sol.txt").write_text(APLUSB)  # no suffix to go by: --lang says it
+    argv = ["judge", "--tests", str(tmp_path / "tests"), "--solution", str(tmp_path / "sol.txt"), "--json"]
+    assert main([*argv, "--lang", "pypy3"]) == 0  # the choices were py|cpp only
+    assert json.loads(capsys.readouterr().out)["verdict"] == "AC"
+    with pytest.raises(SystemExit):
+        main([*argv, "--lang", "rust"])
+    assert "Rust is not supported: expected one of python3" in capsys.readouterr().err

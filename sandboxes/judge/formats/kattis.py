@@ -355,8 +355,11 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
             "no Python or C++ submission in submissions/accepted to compute it from: add one of them, "
             "or pass a time limit (--time-limit / time_limit_s=)"
         )
+    # The languages the submissions are timed in are part of the key: a limit timed under CPython (before Kattis's
+    # mapping ran Python 3 under PyPy) must not be reused for PyPy runs.
+    judged_in = "-".join(sorted({kattis_language(lang) for _, lang in runnable}))
     digest = _package_digest(package)
-    cache = cache_root() / "kattis-timelimits" / f"{digest}.json"
+    cache = cache_root() / "kattis-timelimits" / f"{digest}-{judged_in}.json"
     if cache.is_file():
         saved = json.loads(cache.read_text())
         return saved["time_limit_s"], saved["source"]
