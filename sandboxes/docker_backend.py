@@ -28,6 +28,7 @@ import atexit
 import json
 import os
 import queue
+import select
 import signal
 import socket
 import struct
@@ -329,10 +330,16 @@ class DockerSession:
         os.close(from_peer_w)
         runner = _RunnerSignals(self)
         relayed = [time.monotonic()]  # when bytes last went either way between the peer and the box
+        pump_stop_r, pump_stop_w = os.pipe()  # a byte here: the box is gone, stop reading the peer
 
         def pump_to_box() -> None:
+            poller = select.poll()
+            poller.register(from_peer_r, select.POLLIN)
+            poller.register(pump_stop_r, select.POLLIN)
             try:
                 while True:
+                    if any(fd == pump_stop_r for fd, _ in poller.poll()):
+                        break
                     data = os.read(from_peer_r, 1 << 16)
                     if not data:
                         break
@@ -375,9 +382,20 @@ class DockerSession:
         finally:
             stop_requested = watch.finish()
             runner.finish()
+            # The runner is gone: close the peer's output pipe (the pump stops reading it; the shutdown wakes it if
+            # it is blocked sending to the exec, which reads nothing any more), and only then give the peer EOF.
+            # So a peer that writes once the solution has ended fails (SIGPIPE, EPIPE) as on the local backend,
+            # whose box holds the read end until its runner exits, instead of blocking or depending on timing.
+            os.write(pump_stop_w, b"x")
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            pump.join(timeout=5)
             os.close(to_peer_w)
             sock.close()
-        pump.join(timeout=5)
+            os.close(pump_stop_r)
+            os.close(pump_stop_w)
         del peer
         return mark_stop_requested(parse_events(err), stop_requested)
 

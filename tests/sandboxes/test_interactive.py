@@ -1,14 +1,16 @@
-"""Interactive tests: a rejection ends the test at once, tests run in parallel, and the Docker backend hangs up
-the solution's output when the interactor exits, as the local backend's pipes do."""
+"""Interactive tests: a rejection ends the test at once, tests run in parallel, the Docker backend hangs up the
+solution's output when the interactor exits, as the local backend's pipes do, and a solution that exits after its
+last answer is judged by the rule of the interactor's kind (Kattis: the validator decides; testlib: SIGPIPE is WA)."""
 
 from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from agentgspo.sandboxes import Limits, Verdict, judge
+from agentgspo.sandboxes import Limits, Verdict, judge, judge_kattis, load_kattis_package
 
 LIMITS = Limits(time_limit_s=1, memory_limit_mb=128, wall_limit_s=3)
 # Reads the solution's first line, then exits with the status the input names (0 accept, 1 reject), or waits for a
@@ -196,3 +198,39 @@ def test_a_busy_interactor_or_solution_is_not_a_deadlock(tmp_path, backend):
     assert slow_peer.verdict == Verdict.AC, slow_peer.to_dict()
     slow_own = judge(slow_solution, [("0\n", "")], interactor=interactor, limits=limits, backend=backend)
     assert slow_own.verdict == Verdict.AC, slow_own.to_dict()
+
+
+# Kattis's rule for a solution that leaves before the validator is done (problemtools' interactive.cc keeps the
+# read end of the validator's output open): the validator's exit code decides. tests/sandboxes/fixtures/
+# kattis_exit_early's C++ validator writes a final line the solution never reads; its "eof-first" tests make that
+# write land after the solution has exited every time (a short line, and one of 256 KiB: more than a pipe and the
+# Docker relay's last read hold). tests/sandboxes/stress_interactive_exit.py judges the timing-dependent order
+# ("reply-first") many times on both backends.
+EXIT_EARLY = Path(__file__).parent / "fixtures" / "kattis_exit_early"
+SUMS_THEN_EXIT = {
+    "py": "k = int(input())\nfor _ in range(k):\n    a, b = map(int, input().split())\n    print(a + b, flush=True)\n",
+    "cpp": (
+        '#include <cstdio>\nint main(){int k; if(scanf("%d",&k)!=1) return 1; while(k--){long long a,b;'
+        ' scanf("%lld %lld",&a,&b); printf("%lld\\n",a+b); fflush(stdout);}}\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["py", "cpp"])
+def test_a_kattis_validator_that_writes_after_the_solution_exited_decides(backend, lang):
+    result = judge_kattis(load_kattis_package(EXIT_EARLY), SUMS_THEN_EXIT[lang], lang, backend=backend)
+    assert result.verdict == Verdict.AC, result.to_dict()
+    assert [t.verdict for t in result.tests] == [Verdict.AC] * 3, result.to_dict()
+
+
+@pytest.mark.docker
+def test_a_testlib_interactor_writing_after_the_solution_left_is_wa_on_docker_as_locally(docker_backend, tmp_path):
+    """testlib's rule stays (docs/judge.md): the interactor killed by SIGPIPE is the solution's WA. The Docker relay
+    used to keep reading the interactor after the box had gone and then block, so the interactor never ended (JE)."""
+    floods = tmp_path / "flooding_interactor"  # a native program: the broken pipe kills it with SIGPIPE
+    floods.write_text("#!/bin/sh\nexec yes 1\n")
+    floods.chmod(0o755)
+    local = judge("print('! 1')\n", [("1\n", "")], interactor=floods, limits=LIMITS)
+    docker = judge("print('! 1')\n", [("1\n", "")], interactor=floods, limits=LIMITS, backend=docker_backend)
+    assert local.verdict == docker.verdict == Verdict.WA, (local.to_dict(), docker.to_dict())
+    assert "closed its input" in docker.tests[0].message, docker.to_dict()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentgspo.sandboxes import Limits, Verdict, judge, run_python
+from agentgspo.sandboxes.judge.core import usable_cpus
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LIMITS = Limits(time_limit_s=0.5, memory_limit_mb=128, output_limit_mb=1, wall_limit_s=1.5)
@@ -569,3 +571,42 @@ def test_host_deadline_covers_the_runners_starvation_extension():
 
     spec = {"limits": {"wall_s": 3.0, "cpu_s": 1.0}}
     assert call_deadline_s(spec, 4, overhead_s=15.0) >= 15.0 + 4 * (3.0 + 2 * 1.0)
+
+
+# Spins until alarm(1) rings, then greets (problemtools' hello_alarm idea, in C++): its running time is set by the
+# clock, so its CPU time is its share of a core times about a second of wall time, on any backend.
+ALARM_CPP = (
+    "#include <csignal>\n#include <cstdio>\n#include <unistd.h>\nvolatile std::sig_atomic_t rang = 0;\n"
+    "void ring(int) { rang = 1; }\n"
+    'int main() { std::signal(SIGALRM, ring); alarm(1); while (!rang) {} std::puts("Hello World!"); }\n'
+)
+SPINNER = "print('spinning', flush=True)\nwhile True:\n    pass\n"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_alarm_driven_spinner_gets_the_same_verdict_on_local_and_docker_while_the_other_cores_are_busy(
+    docker_backend,
+):
+    """Both backends measure CPU time alike (the runner's wait4 on the test's child; docs/judge.md, "CPU time on a
+    busy machine"). Under a time limit above its wall time the alarm program is AC on both, and the bound that makes
+    the verdicts agree holds on each: the CPU time of one thread never exceeds its wall time, whatever share of a
+    core the load leaves it."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", SPINNER], stdout=subprocess.PIPE, text=True)
+        for _ in range(max(1, usable_cpus() - 1))
+    ]
+    try:
+        for spinner in spinners:  # each one is running (it has printed) before the solutions start
+            assert spinner.stdout.readline() == "spinning\n"
+        limits = Limits(time_limit_s=2, memory_limit_mb=256)
+        local = judge(ALARM_CPP, [("", "Hello World!\n")], lang="cpp", limits=limits)
+        docker = judge(ALARM_CPP, [("", "Hello World!\n")], lang="cpp", limits=limits, backend=docker_backend)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert local.verdict == docker.verdict == Verdict.AC, (local.to_dict(), docker.to_dict())
+    for result in (local, docker):
+        test = result.tests[0]
+        assert test.time_s <= test.wall_time_s + 0.001, result.to_dict()  # rounding of both to 0.1 ms
