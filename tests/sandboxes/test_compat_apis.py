@@ -8,6 +8,7 @@ verdicts: AC, WA, TLE, RE, CE, MLE, in Python and C++.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ import pytest
 from servers import serve
 
 from agentgspo.sandboxes import SandboxUnavailable
+from agentgspo.sandboxes.judge.languages import LANGUAGES
 
 sandbox_fusion = pytest.importorskip(
     "sandbox_fusion", reason="the sandbox-fusion client is not installed: pip install sandbox-fusion==0.3.7"
@@ -176,6 +178,32 @@ def test_the_real_client_runs_python_and_cpp(compat):
     assert httpx.get(compat + "/v1/ping").json() == "pong"
 
 
+C_REVERSE = (
+    "#include <stdio.h>\n#include <string.h>\n"
+    'int main(void) { char s[64]; if (scanf("%63s", s) != 1) return 1;\n'
+    "  for (int i = (int)strlen(s) - 1; i >= 0; i--) putchar(s[i]); putchar('\\n'); return 0; }\n"
+)
+REVERSE_BY_FAMILY = {"python3": "print(input()[::-1])\n", "c": C_REVERSE, "cpp": C_REVERSE}
+
+
+@pytest.mark.parametrize("name", list(LANGUAGES))
+def test_every_language_of_the_judge_runs_through_both_apis(compat, name):
+    """Languages come from the judge's table: each one runs under its own name in /run_code and /execute, and
+    /runtimes lists it (a language added to languages.py needs only a program here)."""
+    language = LANGUAGES[name]
+    if language.compiler and shutil.which(language.compiler[0], path="/usr/bin:/bin") is None:
+        pytest.skip(f"{language.compiler[0]} is not installed: sudo bash .ci/setup_sandboxes.sh")
+    assert language.family in REVERSE_BY_FAMILY, f"add a string-reversing program for the {language.family} family"
+    source = REVERSE_BY_FAMILY[language.family]
+    ran = httpx.post(compat + "/run_code", json={"code": source, "language": name, "stdin": "abc"}, timeout=120)
+    assert ran.json()["run_result"]["stdout"] == "cba\n", ran.text
+    job = {"language": name, "version": "*", "files": [{"content": source}], "stdin": "abc"}
+    executed = httpx.post(compat + "/api/v2/execute", json=job, timeout=120).json()
+    assert executed["run"]["stdout"] == "cba\n" and executed["run"]["verdict"] == "OK", executed
+    listed = httpx.get(compat + "/api/v2/runtimes", timeout=120).json()
+    assert any(name == r["language"] or name in r["aliases"] for r in listed)
+
+
 def test_submit_runs_all_tests_when_asked_and_stops_at_the_first_failure_otherwise(compat):
     tests = [{"input": {"stdin": f"{i} {i}"}, "output": {"stdout": str(2 * i if i != 1 else 99)}} for i in range(4)]
     completion = f"```python\n{PY_AC}```"
@@ -333,6 +361,23 @@ def test_the_secret_guards_the_compat_paths_and_nothing_else(server_url, compat)
     assert httpx.post(compat + "/judge", json={}).status_code == 404  # our own API is not under the prefix
     assert httpx.post(server_url + "/judge", json={}).status_code == 401  # and still needs the token
     assert SECRET not in httpx.get(server_url + "/openapi.json").text  # the routes are out of the schema
+    for path in ("../judge", "%2e%2e/run_python", "/judge"):  # dot segments and // reach no route of our own API
+        assert raw_post(server_url, f"/compat/{SECRET}/{path}", b'{"code": "print(1)"}').startswith(b"HTTP/1.1 404")
+
+
+def raw_post(url: str, path: str, body: bytes) -> bytes:
+    """POST ``path`` exactly as written (an HTTP client would normalise dot segments); the response's bytes."""
+    import socket
+
+    host, port = url.split("//")[1].split(":")
+    head = f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head.encode() + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
 
 
 def test_a_secret_that_cannot_guard_is_refused():
