@@ -16,12 +16,10 @@ import base64
 import re
 import threading
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from .judge import compile as compile_module
-from .judge import core as judge_core
 from .judge import languages as languages_module
-from .judge.core import _compile, _compile_error_of, _error_of, _run_spec, classify_run
+from .judge.core import _compile, _compile_error_of, _error_of, _run_spec, classify_run, missing_tool
 from .registry import get_sandbox
 from .results import ExecResult, JudgeResult, Limits, Verdict
 
@@ -32,8 +30,6 @@ MIN_SECRET_CHARS = 16
 _SECRET = re.compile(r"[A-Za-z0-9_-]+")
 #: What "no memory limit" (SandboxFusion's ``memory_limit_MB=-1``, Piston's ``-1``) becomes: every run here has one.
 NO_LIMIT_MEMORY_MB = 1024.0
-# A box-less stand-in for ``_run_spec``: enough to ask whether a language runs a compiled binary.
-_NO_BOX = SimpleNamespace(bin_dir="")
 
 
 def check_compat_secret(secret: str, token: str) -> None:
@@ -56,15 +52,13 @@ def compat_prefix(secret: str) -> str:
 
 def judge_languages() -> list[str]:
     """The judge's language names, read from ``judge/languages.py`` now (its ``LANGUAGES`` table, in its order)."""
-    table = getattr(languages_module, "LANGUAGES", None)
-    if table is None:  # the judge before its language table: the languages of its suffix table
-        return sorted(set(compile_module.SUFFIXES.values()))
-    return list(table)
+    return list(languages_module.LANGUAGES)
 
 
 def compiles(lang: str) -> bool:
-    """Whether the judge runs ``lang`` as a compiled binary (a compile stage before the run), by its own rule."""
-    return "binary" in _run_spec("", lang, _NO_BOX, Limits(), "stdio", "run")
+    """Whether the judge compiles ``lang`` in the box before running it (C, C++; PyPy's syntax check): every language
+    but the one its runner executes itself (CPython)."""
+    return not languages_module.get_language(lang).in_runner
 
 
 @dataclass
@@ -89,12 +83,10 @@ def run_program(source: str, lang: str, stdin: bytes, limits: Limits, backend: s
     The judge's own compile and run steps, so that limits, measurements and verdicts (OK, TLE, MLE, OLE, RE, CE, JE)
     are the judge's, for every language it runs. Never raises for the program.
     """
-    lang = compile_module.normalize_language(lang)
+    lang = languages_module.normalize_language(lang)
     compiled = compiles(lang)
     sandbox = get_sandbox(backend)
-    # The judge's check that the language's compiler or interpreter is installed (a missing one is JE, not CE).
-    missing_tool = getattr(judge_core, "missing_tool", None)
-    missing = missing_tool(compile_module.get_language(lang), sandbox) if missing_tool else None
+    missing = missing_tool(languages_module.get_language(lang), sandbox)  # not installed here: JE, not CE
     if missing is not None:
         return ProgramRun(compiled, ExecResult(verdict=Verdict.JE, error=missing))
     if lang == "cpp":

@@ -45,8 +45,8 @@ from .compat_apis import (
     language_version,
     run_program,
 )
-from .judge import compile as compile_module
 from .judge.core import judge, run_python
+from .judge.languages import normalize_language
 from .results import ExecResult, JudgeResult, Limits, Verdict
 from .submission import TestCase
 
@@ -56,7 +56,6 @@ RUN_TIMEOUT_MS, RUN_CPU_TIME_MS, COMPILE_TIMEOUT_MS = 3000, 3000, 10000
 COMPILE_MEMORY_MB = 2048.0
 #: Plain runtimes by judge language: Piston's package name, its aliases, and the package providing it (gcc).
 PLAIN_RUNTIMES = {
-    "py": ("python", ("py", "py3", "python3"), None),  # the judge's name for CPython before it had a language table
     "python3": ("python", ("py", "py3", "python3"), None),
     "cpp": ("c++", ("cpp", "g++"), "gcc"),
     "c": ("c", ("gcc",), "gcc"),
@@ -144,7 +143,7 @@ def runtimes() -> list[Runtime]:
         name, aliases, package = PLAIN_RUNTIMES.get(lang, (lang, (), None))
         offered.append(Runtime(name, aliases, lang, package))
     for name, aliases, judge_name in CODEFORCES_RUNTIMES:
-        lang = compile_module.normalize_language(judge_name)
+        lang = normalize_language(judge_name)
         if lang in languages:
             offered.append(Runtime(name, aliases, lang, "codeforces", True))
     return offered

@@ -24,9 +24,9 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .compat_apis import NO_LIMIT_MEMORY_MB, ProgramRun, compiles, judge_error, judge_languages, run_program
-from .judge import compile as compile_module
 from .judge.checkers import make_checker
 from .judge.core import judge
+from .judge.languages import normalize_language
 from .results import JudgeResult, Limits, TestResult, Verdict
 from .submission import PROGRAM_CHECKERS, TestCase
 
@@ -48,9 +48,9 @@ def judge_language(name: str) -> str:
     True
     """
     try:
-        return compile_module.normalize_language("py" if name == "python" else name)
+        return normalize_language("py" if name == "python" else name)
     except ValueError:
-        cpython = compile_module.normalize_language("py")
+        cpython = normalize_language("py")
         others = [lang for lang in judge_languages() if lang not in (cpython, "cpp")]
         runs = ", ".join(["python (CPython)", "cpp", *others])
         raise ValueError(f"language {name!r} is not run by this server: it runs {runs}") from None
