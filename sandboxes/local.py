@@ -60,6 +60,12 @@ RUNNER_LOADER = "import marshal\nwith open(%r, 'rb') as f:\n    code = marshal.l
 BOX_DATA = "/box"  # read-only bind of the session directory (inputs, compiled binary)
 BOX_PCH = "/opt/agentgspo/pch"
 BOX_PROCESS_MEMORY_MB = 2048  # the box's memory cgroup holds this much for processes, plus its tmpfs
+# The box's pids cgroup holds this many times the session's pids limit. The box's own processes count there too: per
+# call in flight a bwrap monitor, its pid namespace's init and the runner (interactive tests are a call each, up to a
+# quarter of the limit at once: core.batch_workers), and so do processes that have just exited, which the kernel may
+# go on counting for a while (measured here with 8 short interactive tests at once: 30 and more beyond the live ones,
+# up to 69 in all against the default limit of 64, where bwrap or the runner failed to fork: a judge error).
+BOX_PIDS_PER_LIMIT = 2
 INLINE_INPUTS_MAX_BYTES = 16 << 20  # test inputs up to this total travel in the spec, larger ones as bound files
 _probe_lock = threading.Lock()
 _probe_result: str | None = None  # "" when bwrap works, else the reason
@@ -178,7 +184,9 @@ class LocalSession:
         self.pch_dir = (BOX_PCH if self.isolated else str(self._host_pch)) if self._host_pch else ""
         self.cgroup = None
         if backend.use_cgroups:
-            self.cgroup = cgroups.BoxCgroup(pids_max, (backend.tmpfs_mb + BOX_PROCESS_MEMORY_MB) << 20)
+            self.cgroup = cgroups.BoxCgroup(
+                BOX_PIDS_PER_LIMIT * pids_max, (backend.tmpfs_mb + BOX_PROCESS_MEMORY_MB) << 20
+            )
         self._procs: list[subprocess.Popen] = []
         self._lock = threading.Lock()
         self._scratch: str | None = None

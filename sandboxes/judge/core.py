@@ -250,10 +250,13 @@ def _interact_one(
             )
             result.verdict, result.message = verdict, message
             result.score = scored[0] if scored else result.score
+    # Only a runner that got as far as starting the solution (its "started" event) can have been ended by it: a box
+    # that never started (bwrap could not fork, the exec failed) stays the judge's failure even if a probe runs now.
     if (
         result.verdict == Verdict.JE
         and peer_holder
         and _error_of(events) is not None
+        and any(event.get("event") == "started" for event in events)
         and _solution_broke_the_box(events, box, limits)
     ):
         result = TestResult(case.name, Verdict.RE, message=f"{RUNNER_KILLED}: {_error_of(events)}")
