@@ -6,9 +6,10 @@ recompute`` at S = 0 (the synchronous loop), S = 1 and S = 2 with the decoupled 
 ``tis``, the default when S > 0), and S = 2 uncorrected two ways: ``S2-uncorrected`` (behaviour_correction
 ``none``: the ratio against the learner's recomputed old log-probs, no behaviour weight) and ``S2-sampler``
 (``none`` with ``--logp-old sampler``: the ratio clipped against the stale sampler's own log-probs, the setup of verl
-issue 7356). Reported per run: why it stopped, the GSPO steps to the stop, wall seconds, the final sampled and
-greedy success, and the mean clip fraction of the sequences. Runs already in OUT/results.json are kept, not run
-again (an interrupted benchmark resumes).
+issue 7356). Reported per run: why it stopped, the GSPO steps to the stop, wall seconds, the final sampled and greedy
+success, the mean clip fraction of the sequences over all minibatches and over each step's first minibatch (before any
+update of the step: staleness alone), and the behaviour KL. Runs already in OUT/results.json are kept, not run again (an
+interrupted benchmark resumes).
 
     python benchmarks/bench_async_learning.py --seeds 0,1,2 --out runs/async_learning
     python benchmarks/bench_async_learning.py --seeds 0 --steps 6 --warm-steps 20 --out /tmp/al   # a quick check
@@ -58,6 +59,10 @@ def run(name: str, seed: int, policy: str, args: argparse.Namespace, out: Path) 
         "seconds": sum(r["step_seconds"] for r in rows), "sampled": summary["final_eval"]["sampled"],
         "greedy": summary["final_eval"]["greedy"],
         "clip_frac_seq": statistics.mean(r.get("clip_frac_seq", 0.0) for r in rows),
+        # The first minibatch of a step, before any update of that step: its ratio is 1 against a recomputed old
+        # policy, so what clips there is staleness alone (the verl 7356 effect when against the sampler).
+        "mb0_clip_frac_seq": statistics.mean(r.get("mb0_clip_frac_seq", 0.0) for r in rows),
+        "behaviour_kl": statistics.mean(r.get("behaviour_kl", 0.0) for r in rows),
     }  # fmt: skip
 
 
@@ -80,14 +85,13 @@ def main() -> None:
                 continue  # measured already
             results.append(run(name, seed, policy, args, out))
             saved.write_text(json.dumps(results, indent=1))
-    print("| variant | seeds | steps to the stop | seconds | sampled | greedy | clip_frac_seq |")
-    print("|---|---|---|---|---|---|---|")
+    keys = ("steps", "seconds", "sampled", "greedy", "clip_frac_seq", "mb0_clip_frac_seq", "behaviour_kl")
+    print("| variant | seeds | " + " | ".join(keys) + " |")
+    print("|---|---|" + "---|" * len(keys))
     for name in args.variants.split(","):
         rows = [r for r in results if r["variant"] == name and str(r["seed"]) in args.seeds.split(",")]
-        mean = {key: statistics.mean(r[key] for r in rows) for key in ("steps", "seconds", "sampled", "greedy")}
-        clip = statistics.mean(r["clip_frac_seq"] for r in rows)
-        print(f"| {name} | {len(rows)} | {mean['steps']:.1f} | {mean['seconds']:.0f} | {mean['sampled']:.3f} | "
-              f"{mean['greedy']:.3f} | {clip:.3f} |")  # fmt: skip
+        mean = [statistics.mean(r.get(key, float("nan")) for r in rows) for key in keys]
+        print(f"| {name} | {len(rows)} | " + " | ".join(f"{value:.3g}" for value in mean) + " |")
 
 
 if __name__ == "__main__":
