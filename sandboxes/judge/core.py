@@ -330,7 +330,8 @@ def _interactive_verdict(
         )
     if peer_code == -signal.SIGPIPE:
         # Its only pipe out is the solution's stdin: the solution closed it (ended) while the interactor still
-        # had something to say. That is the solution's failure (WA), unless its own verdict comes first.
+        # had something to say. That is the solution's failure (WA), unless its own verdict comes first: testlib's
+        # rule. A Kattis validator never gets here: its adapter holds that pipe open, as Kattis's runner does.
         peer_code, peer_msg = 1, f"the solution closed its input before the interactor was done {peer_msg}".strip()
     peer_verdict, peer_msg, score = testlib_outcome(peer_code, peer_msg, role="interactor")
     if peer_verdict == Verdict.JE:
