@@ -250,15 +250,18 @@ def long_turns(policy, prompt, seeds, length=LONG):
 def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(servers, renderer, warm_model, tmp_path):
     # Asynchronous training: the update lands mid-turn. POST /pause?mode=keep freezes the turns on the server; they
     # finish after /resume (not lost, not re-sent), the old weights' draws up to some id and the new weights'
-    # alone after it (the prefix-cache reset made the server recompute their KV), and record the span 0 -> 1.
+    # alone after it (the prefix-cache reset made the server recompute their KV), and record the span 1 -> 2.
     updated = perturbed(warm_model)
     long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])  # > one KV block (128)
     policy = client([servers[0].url], renderer, max_attempts=1)
+    # Streamed updates open their gloo group at the first update: open it now, so the update below pauses the server
+    # at once (on a loaded machine the second it takes let the turns finish before the pause).
+    assert policy.update_weights(warm_model) == 1
 
     async def run():
         turns, short = long_turns(policy, long_prompt, (1, 2))
         await short
-        assert await asyncio.to_thread(policy.update_weights, updated, tmp_path / "weights") == 1
+        assert await asyncio.to_thread(policy.update_weights, updated, tmp_path / "weights") == 2
         finished = await asyncio.wait_for(asyncio.gather(*turns), timeout=600)
         after = await policy.sample(SampleRequest(long_prompt, [], SamplingParams(0.0, 1.0, 16)))
         return finished, after
@@ -269,7 +272,7 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
         policy.update_weights(warm_model, tmp_path / "weights")  # later tests expect the warm weights
     for turn in turns:
         assert len(turn.token_ids) == LONG and turn.finish_reason == "length"
-        assert (turn.policy_version, turn.policy_version_end) == (0, 1) and turn.token_versions() is None
+        assert (turn.policy_version, turn.policy_version_end) == (1, 2) and turn.token_versions() is None
         sampled = torch.tensor(turn.logprobs)
         old = learner_logprobs(warm_model, long_prompt, turn.token_ids)
         new = learner_logprobs(updated, long_prompt, turn.token_ids)
@@ -277,7 +280,7 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
         assert 1 <= switch < LONG and float((sampled[switch:] - new[switch:]).abs().max()) <= LOGPROB_ATOL
     # Item 7: the prompt's first KV block was cached under the old weights; a turn admitted after the update must
     # not reuse it (its log-probs are the new weights').
-    assert after.policy_version == 1 and after.policy_version_end is None
+    assert after.policy_version == 2 and after.policy_version_end is None
     expected = learner_logprobs(updated, long_prompt, after.token_ids)
     assert float((torch.tensor(after.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
     assert policy.retries == 0

@@ -303,8 +303,9 @@ def test_hello_time_limit_comes_from_the_c_alarm_submission_and_skips_python_2(l
     package = load_kattis_package(FIXTURES / "kattis_hello")
     limit, source = time_limit_of(package)
     # alarm(1) rings after a second of wall time: about a second of CPU x time_multiplier 5 = 5 s on an idle
-    # machine, less when the CPUs are shared; whatever the load it is the slowest, and the limit is whole seconds.
-    assert "hello_alarm.c" in source and limit in (1.0, 2.0, 3.0, 4.0, 5.0), (limit, source)
+    # machine (6 s when the CPU time is a hair over 1 s: rounded up), less when the CPUs are shared; whatever the load
+    # it is the slowest, and the limit is whole seconds.
+    assert "hello_alarm.c" in source and limit in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0), (limit, source)
     alarm = (FIXTURES / "kattis_hello" / "submissions" / "accepted" / "hello_alarm.c").read_text()
     result = judge_kattis(package, alarm, "c", backend=local)
     assert result.verdict == Verdict.AC and result.tests[0].wall_time_s >= 0.9, result.to_dict()
