@@ -12,14 +12,13 @@ language as the sandbox runs it (``language_version``).
 
 from __future__ import annotations
 
-import base64
 import re
 import threading
 from dataclasses import dataclass
 
 from .judge import compile as compile_module
 from .judge import languages as languages_module
-from .judge.core import _compile, _compile_error_of, _error_of, _run_spec, classify_run, missing_tool
+from .judge.core import _compile, _run_spec, exec_result, missing_tool
 from .registry import get_sandbox
 from .results import ExecResult, JudgeResult, Limits, Verdict
 
@@ -103,32 +102,7 @@ def run_program(source: str, lang: str, stdin: bytes, limits: Limits, backend: s
             events = box.call(_run_spec(source, lang, box, limits, "stdio", "run"), [stdin])
     except Exception as exc:  # infrastructure: never the program's fault
         return ProgramRun(compiled, ExecResult(verdict=Verdict.JE, error=f"{type(exc).__name__}: {exc}"))
-    return ProgramRun(compiled, _exec_result(events, limits), True, output, seconds)
-
-
-def _exec_result(events: list[dict], limits: Limits) -> ExecResult:
-    """The ExecResult of a one-test run's runner events, classified as the judge classifies a test."""
-    if _compile_error_of(events) is not None:
-        return ExecResult(stderr=_compile_error_of(events), exit_code=1, verdict=Verdict.CE)
-    event = next((e for e in events if e.get("event") == "test"), None)
-    if event is None:
-        return ExecResult(verdict=Verdict.JE, error=_error_of(events) or "the sandbox reported no run")
-    stdout = base64.b64decode(event.get("stdout_b64", ""))
-    verdict = classify_run(event, limits) or Verdict.OK
-    stderr = event.get("stderr", "")
-    return ExecResult(
-        stdout=stdout.decode("utf-8", "replace"),
-        stderr=stderr,
-        exit_code=event.get("exit_code"),
-        signal=event.get("signal"),
-        cpu_time_s=float(event.get("cpu_s", 0.0)),
-        wall_time_s=float(event.get("wall_s", 0.0)),
-        memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
-        stdout_truncated=event.get("stdout_bytes", 0) > len(stdout),
-        stderr_truncated=len(stderr) >= limits.runner_limits()["stderr_bytes"],
-        timed_out=verdict == Verdict.TLE,
-        verdict=verdict,
-    )
+    return ProgramRun(compiled, exec_result(events, limits), True, output, seconds)
 
 
 # Programs that print the version of what runs them: Python's, or GCC's for C and C++ (one source is both).

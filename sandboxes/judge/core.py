@@ -561,25 +561,31 @@ def run_python(
             events = box.call(_run_spec(code, "python3", box, limits, "stdio", "run"), [data])
     except Exception as exc:
         return ExecResult(verdict=Verdict.JE, error=f"{type(exc).__name__}: {exc}")
+    return exec_result(events, limits)
+
+
+def exec_result(events: list[dict], limits: Limits) -> ExecResult:
+    """The :class:`ExecResult` of a one-test run's runner events, classified as the judge classifies a test (used by
+    :func:`run_python` and the SandboxFusion / Piston endpoints)."""
     compile_error = _compile_error_of(events)
     if compile_error is not None:
         return ExecResult(stderr=compile_error, exit_code=1, verdict=Verdict.CE)
-    test_events = [e for e in events if e.get("event") == "test"]
-    if not test_events:
-        return ExecResult(verdict=Verdict.JE, error=_error_of(events) or "no result")
-    event = test_events[0]
+    event = next((e for e in events if e.get("event") == "test"), None)
+    if event is None:
+        return ExecResult(verdict=Verdict.JE, error=_error_of(events) or "the sandbox reported no run")
     verdict = classify_run(event, limits) or Verdict.OK
     stdout = base64.b64decode(event.get("stdout_b64", ""))
+    stderr = event.get("stderr", "")
     return ExecResult(
         stdout=stdout.decode("utf-8", "replace"),
-        stderr=event.get("stderr", ""),
+        stderr=stderr,
         exit_code=event.get("exit_code"),
         signal=event.get("signal"),
         cpu_time_s=float(event.get("cpu_s", 0.0)),
         wall_time_s=float(event.get("wall_s", 0.0)),
         memory_mb=round(event.get("memory_kb", 0) / 1024, 2),
         stdout_truncated=event.get("stdout_bytes", 0) > len(stdout),
-        stderr_truncated=len(event.get("stderr", "")) >= limits.runner_limits()["stderr_bytes"],
+        stderr_truncated=len(stderr) >= limits.runner_limits()["stderr_bytes"],
         timed_out=verdict == Verdict.TLE,
         verdict=verdict,
     )
