@@ -1,0 +1,11 @@
+"""Environments that travel: other ecosystems' environments played here, ours served to their trainers.
+
+- :mod:`~agentgspo.environments.interop.openenv_client`: an OpenEnv server (any URL, ``agentgspo env-server``
+  included) played as a chat env over OpenEnv's WebSocket protocol.
+- :mod:`~agentgspo.environments.interop.openenv_server`: any registered env served as an OpenEnv environment
+  (``create_app``), which ``agentgspo env-server`` runs.
+- :mod:`~agentgspo.environments.interop.verifiers_env`: verifiers environments in both directions.
+- :mod:`~agentgspo.environments.interop.trl_env`: a registered env as TRL's ``environment_factory`` class.
+
+What maps and what does not, per adapter: ``docs/envs.md``, "Other ecosystems".
+"""
