@@ -36,3 +36,9 @@ register(
     entry_point="agentgspo.envs.codeforces:CodeforcesEnv",
     budget=EnvBudget(max_turns=6, max_new_tokens=1024, max_context=4096),
 )
+
+# Other ecosystems' environments, outside the agentgspo/ namespace (they need arguments: which env to play).
+# openenv/Remote-v0: an OpenEnv server (url=...), `agentgspo env-server` included; a bare URL as the env id
+# means the same. verifiers/Env-v0: a verifiers environment (docs/envs.md, "Other ecosystems").
+register("openenv/Remote-v0", entry_point="agentgspo.environments.interop.openenv_client:OpenEnvEnv")
+register("verifiers/Env-v0", entry_point="agentgspo.environments.interop.verifiers_env:VerifiersEnv")
