@@ -15,6 +15,8 @@ from typing import Any
 from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.environments.tool_calls import ToolCall
 
+__all__ = ["calculate", "calculator_oracle", "calculator_wrong", "CalculatorEnv"]
+
 SYSTEM_PROMPT = "Use the calculate tool, then reply <answer>N</answer>."
 _ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")
 _QUESTION = re.compile(r"What is (.+)\?")

@@ -59,6 +59,19 @@ from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_ou
 from agentgspo.environments.tool_calls import ToolCall
 from agentgspo.envs.code_programs.wire import wire_decode, wire_encode  # noqa: F401 -- the host's side
 
+__all__ = [
+    "CodeProblem",
+    "load_code_problems",
+    "jury_file",
+    "CodeVerdict",
+    "judge_solution",
+    "judge_many",
+    "extract_code",
+    "code_oracle",
+    "code_wrong",
+    "CodeEnv",
+]
+
 SYSTEM_PROMPT = (
     "Complete the Python function. You may run code with the run_python tool. When you are done, reply without "
     "tool calls with the complete function (and any imports or helpers it needs) in one ```python code block."

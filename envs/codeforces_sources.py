@@ -49,6 +49,29 @@ from typing import Any
 
 from agentgspo.envs.datafiles import existing_file, read_data_file
 
+__all__ = [
+    "CodeforcesTask",
+    "ProblemSet",
+    "task_metadata",
+    "compose_statement",
+    "format_statement",
+    "open_r1_task",
+    "open_r1_row",
+    "code_contests_io_mode",
+    "code_contests_row",
+    "livecodebench_tests",
+    "livecodebench_task",
+    "ROW_SCHEMAS",
+    "row_schema",
+    "judged_row",
+    "read_rows_file",
+    "package_task",
+    "read_folder",
+    "read_tasks",
+    "set_problem_task",
+    "read_problemset",
+]
+
 _LANG_KEYS = {"python": "py", "py": "py", "python3": "py", "cpp": "cpp", "c++": "cpp", "cpp17": "cpp", "c++17": "cpp"}
 _CODE_CONTESTS_LANGS = {2: "cpp", 3: "py"}  # code_contests' Language enum: 1 PYTHON (2.x), 2 CPP, 3 PYTHON3, 4 JAVA
 # Reasons rows are skipped (ProblemSet.skipped's keys).

@@ -38,6 +38,18 @@ from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, t
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
 from agentgspo.environments.tool_calls import ToolCall
 
+__all__ = [
+    "last_boxed",
+    "verify_answer",
+    "VerifierPool",
+    "verifier_pool",
+    "run_python_sandboxed",
+    "run_python_subprocess",
+    "math_oracle",
+    "math_wrong",
+    "MathEnv",
+]
+
 SYSTEM_PROMPT = (
     "Solve the problem. You may run Python with the python tool (print what you need to see). "
     "Put the final answer in \\boxed{}."

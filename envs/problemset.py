@@ -35,6 +35,23 @@ from pathlib import Path
 
 from agentgspo.sandboxes import Limits, Problem, TestCase, Verdict, judge, load_problem, read_tests_dir
 
+__all__ = [
+    "builtin_problemset_dir",
+    "cache_root",
+    "WrongSolution",
+    "ProblemFolder",
+    "SetProblem",
+    "ProblemFolderError",
+    "read_problem_folder",
+    "problem_folders",
+    "folder_hash",
+    "run_generator",
+    "reference_answers",
+    "materialise_tests",
+    "load_set_problem",
+    "load_problemset",
+]
+
 CACHE_FORMAT = 1  # bump when the materialised layout changes: old cache entries are then ignored
 GENERATOR_CPU_LIMIT_S = 30  # CPU seconds (RLIMIT_CPU), so a loaded machine does not fail a sound generator;
 GENERATOR_WALL_LIMIT_S = 600.0  # the format asks for < 5 s. The wall limit only catches a generator that hangs.

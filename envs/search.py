@@ -27,6 +27,21 @@ from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, load_rows, resolved_path, task_index
 from agentgspo.environments.tool_calls import ToolCall
 
+__all__ = [
+    "normalize_answer",
+    "exact_match",
+    "token_f1",
+    "BM25Index",
+    "load_corpus",
+    "bm25_index",
+    "HTTPRetriever",
+    "make_retriever",
+    "format_results",
+    "search_oracle",
+    "search_wrong",
+    "SearchEnv",
+]
+
 SYSTEM_PROMPT = (
     "Answer the question. The facts are only in the knowledge base: use the search tool (you may search several "
     "times), then reply <answer>...</answer> with just the answer."

@@ -14,6 +14,8 @@ import pydantic
 
 from agentgspo.envs.search import bm25_index
 
+__all__ = ["SearchRequest", "SearchHit", "SearchResponse", "create_app"]
+
 
 class SearchRequest(pydantic.BaseModel):
     """A query and how many results to return."""

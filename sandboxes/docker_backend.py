@@ -42,6 +42,8 @@ from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 from .runner import DEADLOCK_S
 
+__all__ = ["docker_host", "DockerSandbox", "DockerSession"]
+
 DEFAULT_SOCKET = "unix:///run/agentgspo-docker.sock"
 # The tag changes with the image's contents (.ci/setup_sandboxes.sh), so older machines build it: 2 adds pypy3.
 DEFAULT_IMAGE = "agentgspo-sandbox:2"

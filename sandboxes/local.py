@@ -46,6 +46,8 @@ from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 from .runner import PEER_IDLE, STOP
 
+__all__ = ["LocalSandbox", "LocalSession"]
+
 INSTALL_HINT = (
     "bubblewrap is needed to isolate code: install it with `sudo apt-get install bubblewrap` "
     "(Fedora: `sudo dnf install bubblewrap`), and make sure unprivileged user namespaces are enabled "

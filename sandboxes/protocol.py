@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
+__all__ = ["SandboxUnavailable", "Session", "Sandbox", "call_deadline_s", "frame_spec", "parse_events"]
+
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 
 # start_peer(stdin_fd, stdout_fd) starts the interactor with those fds and returns its Popen.

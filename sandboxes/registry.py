@@ -9,6 +9,8 @@ import threading
 
 from .protocol import Sandbox
 
+__all__ = ["get_sandbox"]
+
 BACKENDS = ("local", "docker", "remote")
 _registry: dict[tuple, Sandbox] = {}
 _registry_lock = threading.Lock()

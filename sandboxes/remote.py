@@ -26,6 +26,8 @@ from .protocol import SandboxUnavailable
 from .results import ExecResult, JudgeResult, Limits, Verdict
 from .submission import PROGRAM_CHECKERS, TestCase
 
+__all__ = ["RemoteSandbox"]
+
 
 def _detail(response) -> str:
     """The ``detail`` of a FastAPI error response, or its text."""

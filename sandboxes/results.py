@@ -6,6 +6,8 @@ import dataclasses
 import enum
 from dataclasses import dataclass, field
 
+__all__ = ["Verdict", "Limits", "ExecResult", "TestResult", "JudgeResult"]
+
 
 class Verdict(str, enum.Enum):
     """Outcome of one test or one submission.

@@ -36,6 +36,8 @@ from .registry import get_sandbox
 from .results import Limits
 from .submission import PROGRAM_CHECKERS
 
+__all__ = ["RunRequest", "TestModel", "ProgramModel", "JudgeRequest", "PackageJudgeRequest", "create_app"]
+
 
 class RunRequest(BaseModel):
     """Run a Python program with stdin."""

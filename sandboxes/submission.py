@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["TestCase"]
+
 #: Checker specs ``KIND:PATH`` whose PATH is a jury program (it travels with a remote request).
 PROGRAM_CHECKERS = ("testlib", "openr1", "kattis")
 

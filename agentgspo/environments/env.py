@@ -48,6 +48,17 @@ import gymnasium as gym
 from agentgspo.environments.tool_calls import ToolCall, final_content, parse_tool_calls
 from agentgspo.environments.tools import ToolSet
 
+__all__ = [
+    "Action",
+    "as_action",
+    "truncation_reward",
+    "is_message",
+    "MessagesSpace",
+    "AssistantTurnSpace",
+    "ToolStepOutcome",
+    "ChatEnv",
+]
+
 Message = dict[str, Any]
 ToolErrorPolicy = Literal["feedback", "penalise", "mask"]
 TOOL_ERROR_POLICIES: tuple[str, ...] = ("feedback", "penalise", "mask")

@@ -14,6 +14,8 @@ import numpy as np
 
 from agentgspo.environments.env import is_message
 
+__all__ = ["EnvContractError", "play", "check_env"]
+
 
 class EnvContractError(AssertionError):
     """An environment broke the reset/step contract."""

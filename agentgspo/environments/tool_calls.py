@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["ToolCall", "final_content", "parse_tool_calls"]
+
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 THINK_CLOSE = "</think>"

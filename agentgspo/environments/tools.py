@@ -22,6 +22,8 @@ import pydantic
 
 from agentgspo.environments.tool_calls import ToolCall
 
+__all__ = ["ToolResult", "Tool", "ToolSet"]
+
 ERROR_KINDS = ("parse_error", "unknown_tool", "invalid_arguments", "tool_exception")
 _ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
 

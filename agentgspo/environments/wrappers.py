@@ -31,6 +31,8 @@ import gymnasium as gym
 
 from agentgspo.environments.env import truncation_reward
 
+__all__ = ["TurnLimit", "TimeBudget", "truncate", "MaxTurns", "EnvBudget"]
+
 
 class TurnLimit:
     """Assistant turns of one episode against ``max_turns``."""

@@ -8,6 +8,8 @@ trajectories.jsonl as HTML), ``hook`` (periodic eval during training). Nothing h
 plays ``agentgspo/CodeForces-v0`` through the registry.
 """
 
+__all__: list[str] = []  # the wing's modules hold its API (each defines its own __all__)
+
 #: An eval's time limits (``RolloutConfig`` fields; ``agentgspo eval``'s defaults and ``EvalHook``'s): generous, since
 #: a submission judged on many hidden tests is one long env call and a chat API's reasoning turn can take minutes.
 EVAL_TIME_LIMITS = {"env_call_timeout_s": 900.0, "env_budget_s": 3600.0, "sampler_timeout_s": 1800.0}

@@ -29,6 +29,8 @@ from typing import Any
 from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SampleRequest, is_context_overflow
 from agentgspo.environments.tool_calls import ToolCall, parse_tool_calls
 
+__all__ = ["load_renderer", "ShippedSolutionAgent", "openai_messages", "reply_text", "ChatEndpointAgent"]
+
 AGENTS = ("policy", "chat", "reference", "wrong")
 FALLBACK_WRONG = {"name": "print(0) (no wrong solution shipped)", "lang": "py", "code": "print(0)\n"}
 _LANG_NAMES = {"py": "python", "cpp": "cpp"}

@@ -29,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from agentgspo.eval.rating import SEARCH_RANGE, expected_place, rating_for_place
 
+__all__ = ["Contest", "Standings", "load_standings", "failed_before_accept", "contest_place", "codeelo_rating"]
+
 
 class _Problem(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -25,6 +25,8 @@ from agentgspo.eval.runner import evaluate, load_tasks, select_indices
 from agentgspo.eval.store import ResultsStore
 from agentgspo.rollouts.rollout import RolloutConfig
 
+__all__ = ["EvalHook"]
+
 
 class EvalHook:
     """Periodic held-out evaluation (see the module docstring).

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+__all__ = ["pass_at_k", "mean_pass_at_k", "parse_ks", "pass_at_ks"]
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k of one problem with ``n`` samples, ``c`` correct; ValueError unless 0 <= c <= n, 1 <= k <= n."""

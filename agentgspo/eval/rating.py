@@ -34,6 +34,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+__all__ = [
+    "solve_probability",
+    "log_likelihood",
+    "RatingFit",
+    "fit_rating",
+    "problem_outcomes",
+    "expected_place",
+    "rating_for_place",
+]
+
 LN10_OVER_400 = math.log(10) / 400
 CHI2_1_95 = 3.841458820694124  # 95% quantile of chi-square with 1 degree of freedom
 ONE_SIDED_CUT = -math.log(0.05)  # l(R) = log 0.05: the outcome seen (all solved / none) has probability 5% at R

@@ -12,6 +12,8 @@ from typing import Any
 
 from agentgspo.eval import html
 
+__all__ = ["plots", "markdown", "attempts_html", "html_report", "write_report"]
+
 PLOTS = ("pass_by_rating.svg", "verdicts.svg")
 
 

@@ -20,6 +20,16 @@ from agentgspo.eval.segments import segments
 from agentgspo.eval.store import ResultsStore
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
+__all__ = [
+    "final_verdict",
+    "attempt_result",
+    "pending_attempts",
+    "run_attempts",
+    "select_indices",
+    "load_tasks",
+    "evaluate",
+]
+
 ENV_ID = "agentgspo/CodeForces-v0"
 SEED_STRIDE = 1_000_003
 

@@ -36,6 +36,8 @@ try:
 except ImportError:  # not POSIX: no folder lock
     fcntl = None
 
+__all__ = ["ResultsStore"]
+
 REQUEUE_STOPS = tuple(reason for reason, ending in ENDINGS.items() if ending.requeue)
 RESULTS = "results.jsonl"
 CONFIG = "eval.json"

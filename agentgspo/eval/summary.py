@@ -17,6 +17,8 @@ from agentgspo.eval.passk import pass_at_ks
 from agentgspo.eval.rating import fit_rating, problem_outcomes
 from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
 
+__all__ = ["rating_bucket", "summarize"]
+
 
 def _counts(results: Sequence[dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """``{problem_id: (n, c)}`` over counted attempts."""

@@ -14,6 +14,8 @@ from typing import Any
 from agentgspo.eval import html
 from agentgspo.eval.segments import segments
 
+__all__ = ["trajectory_items", "view_page"]
+
 
 def _is_eval_results(path: Path) -> bool:
     """True when the first line is an eval result (it has ``segments``), not a bare trajectory record."""

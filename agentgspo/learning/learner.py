@@ -76,6 +76,17 @@ from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed,
 from agentgspo.objective.split_turns import episode_advantages
 from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
 
+__all__ = [
+    "LearnerConfig",
+    "loss_for",
+    "keep_compute_dtype_outputs",
+    "enable_activation_checkpointing",
+    "disable_stochastic_layers",
+    "routing_volatility",
+    "sample_weights",
+    "GSPOLearner",
+]
+
 OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
 # The loss of each (objective, unit) under a behaviour correction: the same objective, decoupled (clip against
 # pi_prox, each unit weighed by pi_prox / mu; agentgspo.objective.loss).

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+__all__ = ["agentgspo_experts_forward", "register"]
+
 EXPERTS_IMPLEMENTATION = "agentgspo"
 
 

@@ -41,6 +41,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+__all__ = [
+    "find_routers",
+    "record_routing",
+    "recompute_router_logits",
+    "replayed_weights",
+    "replay_routing",
+    "encode_routing",
+    "decode_routing",
+    "merge_routing",
+    "batch_replay",
+    "split_recorded",
+    "sampled_routing",
+]
+
 ROUTERS = {
     "Qwen3MoeTopKRouter": "norm_topk_prob",
     "OlmoeTopKRouter": "norm_topk_prob",

@@ -16,6 +16,8 @@ import torch
 from agentgspo.objective.logprobs import fused_token_logprobs, token_logprobs
 from agentgspo.rollouts.trajectory import Trajectory
 
+__all__ = ["Batch", "collate", "length_buckets", "score", "forward", "logprobs_from_logits"]
+
 
 @dataclass
 class Batch:

@@ -23,6 +23,8 @@ import torch
 
 from agentgspo.objective.advantages import group_advantages
 
+__all__ = ["episode_key", "episode_advantages"]
+
 
 def episode_key(trajectory: Any, index: int) -> tuple:
     """The episode a sample belongs to: its (group, sample, seed) for a split_turns sample, else itself."""

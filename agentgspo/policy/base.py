@@ -8,6 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+__all__ = [
+    "SamplingParams",
+    "SampleRequest",
+    "SampledTurn",
+    "is_context_overflow",
+    "PolicyConfigurationError",
+    "PolicyBackend",
+    "ScriptedPolicy",
+    "batch_seeds",
+]
+
 Message = dict[str, Any]
 
 

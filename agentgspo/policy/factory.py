@@ -20,6 +20,15 @@ import difflib
 import importlib
 from typing import Any
 
+__all__ = [
+    "register_backend",
+    "backend_class",
+    "add_backend_arguments",
+    "backend_options",
+    "run_options",
+    "make_backend",
+]
+
 #: name -> "module:class" of every backend; the first is the default.
 BACKENDS: dict[str, str] = {
     "hf": "agentgspo.policy.hf:HFPolicy",

@@ -21,6 +21,8 @@ from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, ba
 from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint, stop_ids_of
 from agentgspo.rollouts.chat import ChatRenderer
 
+__all__ = ["counter_uniform", "HFPolicy"]
+
 
 _MASK32 = 0xFFFFFFFF
 

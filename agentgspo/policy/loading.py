@@ -27,6 +27,19 @@ from agentgspo.policy.quiet import no_transformers_progress_bars
 from agentgspo.policy.tiny import tiny_policy_path
 from agentgspo.rollouts.chat import ChatRenderer
 
+__all__ = [
+    "is_hub_id",
+    "resolve_checkpoint",
+    "cached_snapshot",
+    "parse_dtype",
+    "check_attention",
+    "load_tokenizer",
+    "load_model",
+    "model_folder",
+    "stop_ids_of",
+    "load_renderer_and_stops",
+]
+
 #: owner/name, as the hub spells repository ids (letters, digits, '-', '_', '.'; no leading '.' or '-').
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

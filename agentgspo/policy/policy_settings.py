@@ -14,6 +14,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "PolicySettings",
+    "write_policy_settings",
+    "read_policy_settings",
+    "EpisodeSettings",
+    "resolve_episode_settings",
+]
+
 SETTINGS_FILE = "agentgspo.json"
 # The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollouts.rollout's).
 LIMIT_DEFAULTS: dict[str, Any] = {

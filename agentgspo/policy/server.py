@@ -67,6 +67,8 @@ from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, is
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
+__all__ = ["ServerUnavailable", "WeightUpdateFailed", "ServerPolicy"]
+
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 logger = logging.getLogger(__name__)
 

@@ -59,6 +59,8 @@ from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, ba
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
+__all__ = ["require_vllm", "set_cpu_defaults", "vllm_sampling_params", "to_turn", "VLLMPolicy"]
+
 logger = logging.getLogger(__name__)
 
 LOGPROBS_MODE = "processed_logprobs"

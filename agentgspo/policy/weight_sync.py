@@ -23,6 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+__all__ = ["save_weights", "repack_cpu_layers", "reload_in_worker", "WeightSyncExtension", "sync_weights", "unwrap"]
+
 #: How the learner's weights reach vLLM: ``"gloo"`` streams them from memory through vLLM's weight-transfer routes
 #: (:mod:`agentgspo.policy.weight_transfer`), ``"folder"`` writes a checkpoint folder vLLM reloads, ``"auto"``
 #: streams where the sampler accepts it.

@@ -51,6 +51,26 @@ from vllm.distributed.weight_transfer.base import (
 
 from agentgspo.policy.weight_sync import unwrap
 
+__all__ = [
+    "WeightTransferError",
+    "GlooInitInfo",
+    "GlooTrainerInitInfo",
+    "GlooUpdateInfo",
+    "buckets",
+    "open_group",
+    "broadcast",
+    "in_daemon_thread",
+    "dtype_name",
+    "GlooWeightTransferEngine",
+    "CheckpointSource",
+    "GlooTrainerWeightTransferEngine",
+    "EngineClient",
+    "ServersClient",
+    "connect",
+    "register",
+    "reachable_address",
+]
+
 logger = logging.getLogger(__name__)
 
 BACKEND = "gloo"  # the name vLLM's registries know this engine by

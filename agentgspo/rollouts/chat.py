@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["ChatRenderer", "TemplateCheck", "check_template"]
+
 Message = dict[str, Any]
 
 # A neutral history to render new messages after when a template is not prefix-preserving for the real one.

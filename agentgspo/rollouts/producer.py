@@ -34,6 +34,8 @@ from typing import Any
 from agentgspo.rollouts.rollout import RolloutRunner
 from agentgspo.rollouts.trajectory import Trajectory
 
+__all__ = ["Group", "RolloutProducer"]
+
 ORDERS = ("data", "completion")
 
 

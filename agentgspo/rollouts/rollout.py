@@ -60,6 +60,8 @@ from agentgspo.environments.env import truncation_reward
 from agentgspo.environments.wrappers import TimeBudget, TurnLimit
 from agentgspo.rollouts.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
 
+__all__ = ["DaemonThreadPool", "EnvCallTimeout", "SamplerFailed", "RolloutConfig", "RolloutRunner", "summarize"]
+
 
 class DaemonThreadPool:
     """A fixed-size pool of daemon threads; a worker lost to a hung call can be replaced."""

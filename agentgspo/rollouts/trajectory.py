@@ -15,6 +15,17 @@ from typing import Any, Literal
 
 import pydantic
 
+__all__ = [
+    "Ending",
+    "ENDINGS",
+    "UNCOUNTED_STOPS",
+    "sampler_logprobs_mismatch",
+    "Trajectory",
+    "TrajectoryRecord",
+    "write_jsonl",
+    "read_jsonl",
+]
+
 Message = dict[str, Any]
 StopReason = Literal[
     "completed",

@@ -19,6 +19,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "save_checkpoint",
+    "save_warm_checkpoint",
+    "latest_checkpoint",
+    "read_run_state",
+    "load_checkpoint",
+    "load_warm_checkpoint",
+]
+
 _PREFIX = "step-"
 _WARM_PREFIX = "warm-"
 _STATE = "run_state.json"

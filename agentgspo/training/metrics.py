@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+__all__ = ["MetricsLogger", "read_metrics", "moving_average", "plot_training", "rollout_metrics_over_ranks"]
+
 
 def _finite_numbers(metrics: dict[str, Any]) -> dict[str, float]:
     return {

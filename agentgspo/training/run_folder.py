@@ -17,6 +17,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "RunFolderMismatch",
+    "RunInterrupted",
+    "saved_config",
+    "differing_settings",
+    "check_run_folder",
+    "StopSignals",
+]
+
 CONFIG_FILE = "config.json"
 
 

@@ -32,6 +32,21 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
+__all__ = [
+    "setting",
+    "flag",
+    "flags_of",
+    "resumable_settings",
+    "default_of",
+    "with_defaults",
+    "optional_inner",
+    "add_settings",
+    "config_from_args",
+    "load_config",
+    "read_yaml",
+    "resume_command",
+]
+
 
 def setting(default: Any, help: str, *, resumable: bool = False, testing: bool = False) -> Any:  # noqa: A002
     """A config field with its help text (shown by ``--help``).

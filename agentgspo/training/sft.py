@@ -20,6 +20,8 @@ from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 from agentgspo.rollouts.trajectory import Trajectory
 
+__all__ = ["play_demonstrations", "sft_loss", "WarmStartProgress", "warm_start"]
+
 
 def play_demonstrations(
     make_env: Callable[[], gym.Env],

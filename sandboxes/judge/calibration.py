@@ -44,6 +44,18 @@ from ..results import JudgeResult, Verdict
 from .core import usable_cpus
 from .time_limits import time_submissions
 
+__all__ = [
+    "CalibrationError",
+    "Submission",
+    "Calibration",
+    "machine_fingerprint",
+    "content_digest",
+    "calibrate",
+    "folder_submissions",
+    "calibrate_kattis",
+    "calibrate_problem",
+]
+
 logger = logging.getLogger(__name__)
 
 MARGIN = 2.0

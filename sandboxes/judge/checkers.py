@@ -35,6 +35,19 @@ from ..results import Verdict
 from .testlib import compile_testlib_program, is_cpp_source, testlib_outcome
 from ..submission import PROGRAM_CHECKERS
 
+__all__ = [
+    "Checker",
+    "testlib_tokens",
+    "TokensChecker",
+    "FloatChecker",
+    "c_float",
+    "IcpcDefaultChecker",
+    "program_argv",
+    "python_crashed",
+    "ExternalChecker",
+    "make_checker",
+]
+
 CHECKER_TIMEOUT_S = 30.0
 
 

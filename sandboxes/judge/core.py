@@ -27,6 +27,17 @@ from .compile import compile_command, host_pch_dir, source_name
 from .languages import Language, get_language, normalize_language
 from .testlib import compile_testlib_program, is_cpp_source, testlib_outcome
 
+__all__ = [
+    "classify_run",
+    "missing_tool",
+    "usable_cpus",
+    "batch_workers",
+    "overall_verdict",
+    "judge",
+    "run_python",
+    "exec_result",
+]
+
 BINARY = "solution"
 RUNNER_KILLED = "the solution ended the judge's runner (killed its parent process)"
 # PyPy's own: its fatal "using too much memory, aborting" and a JIT that could not map its code area.

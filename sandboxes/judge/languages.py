@@ -23,6 +23,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "Language",
+    "PYPY_EXTRA_ADDRESS_SPACE_MB",
+    "LANGUAGES",
+    "normalize_language",
+    "get_language",
+    "platform_language",
+    "kattis_language",
+    "language_of",
+    "submission_language",
+]
+
 
 @dataclass(frozen=True)
 class Language:

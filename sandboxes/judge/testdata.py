@@ -10,6 +10,8 @@ from pathlib import Path
 from ..results import Limits
 from ..submission import TestCase
 
+__all__ = ["Problem", "read_tests_dir"]
+
 
 @dataclass
 class Problem:

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from ..results import Verdict
 
+__all__ = ["is_cpp_source", "find_testlib_header", "compile_testlib_program", "read_points", "testlib_outcome"]
+
 #: Flags of every jury compile (testlib needs C++11 or newer).
 TESTLIB_FLAGS = ["-std=gnu++17", "-O2"]
 TESTLIB_COMPILE_TIMEOUT_S = 300.0

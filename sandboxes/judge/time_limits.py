@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+__all__ = ["parse_domjudge_ini", "package_time_limit", "polygon_time_limit", "timing_workers", "time_submissions"]
+
 logger = logging.getLogger(__name__)
 
 PROBLEM_YAML, DOT_TIMELIMIT, DOMJUDGE_INI, PROBLEM_XML = (

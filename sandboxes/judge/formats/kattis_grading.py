@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from ...results import TestResult, Verdict
 from .kattis_package import SCORE_AGGREGATORS, VERDICT_AGGREGATORS, KattisGroup
 
+__all__ = ["Graded", "grade", "grade_group"]
+
 #: The default grader's order, worst first.
 ERROR_ORDER = ("JE", "IF", "RTE", "MLE", "TLE", "OLE", "WA", "PE", "AC")
 TO_KATTIS = {

@@ -35,6 +35,8 @@ from ..checkers import IcpcDefaultChecker
 from ..compile import build_once
 from ..time_limits import package_time_limit
 
+__all__ = ["KattisTest", "KattisGroup", "OutputValidator", "KattisPackage", "cache_root", "load_kattis_package"]
+
 #: problemtools' config/testdata.yaml defaults.
 GROUP_DEFAULTS = {
     "on_reject": "break",

@@ -13,6 +13,8 @@ from pathlib import Path
 from ...submission import TestCase
 from ..testdata import Problem
 
+__all__ = ["problem_from_codeforces_row"]
+
 
 def _checker_cache() -> Path:
     base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(os.path.expanduser("~/.cache"), "agentgspo")

@@ -24,6 +24,8 @@ from ...submission import PROGRAM_CHECKERS
 from ..testdata import Problem, read_tests_dir
 from .registry import ProblemFormat, ProblemPackage, solution_files
 
+__all__ = ["ProblemJson", "load_problem", "own_package"]
+
 
 class ProblemJson(BaseModel):
     """Schema of ``problem.json`` in the project's own format."""

@@ -46,6 +46,8 @@ from ..testlib import compile_testlib_program, is_cpp_source
 from ..time_limits import polygon_time_limit
 from .registry import SUFFIX_LANGS, ProblemFormat, ProblemPackage
 
+__all__ = ["load_polygon_problem", "polygon_statement", "polygon_solutions", "polygon_submissions", "polygon_package"]
+
 REFERENCE_TAGS = ("main", "accepted")
 WRONG_TAGS = (
     "wrong-answer",

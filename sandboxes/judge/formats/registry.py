@@ -24,6 +24,19 @@ from typing import Any
 
 from ..testdata import Problem
 
+__all__ = [
+    "ProblemPackage",
+    "ProblemFormat",
+    "register_format",
+    "unregister_format",
+    "format_of",
+    "expected_markers",
+    "load_any_problem",
+    "load_any_package",
+    "problem_folders",
+    "solution_files",
+]
+
 #: file suffix -> the judge's language name, for shipped solutions found by file name
 SUFFIX_LANGS = {".py": "py", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp"}
 
