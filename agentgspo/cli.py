@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "check a problem set: references AC, wrong solutions rejected, generators deterministic",
     ),
     "sandbox-server": ("agentgspo.commands.sandbox_server", "serve the sandbox over HTTP for remote execution"),
+    "env-server": ("agentgspo.commands.env_server", "serve a registered env over OpenEnv's protocol (remote envs)"),
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
     "eval": ("agentgspo.commands.eval", "evaluate an agent on CodeForces-style problems: pass@k, rating, report"),
     "serve-policy": ("agentgspo.commands.serve_policy", "serve a policy checkpoint with vLLM's OpenAI server"),

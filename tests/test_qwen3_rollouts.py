@@ -18,6 +18,7 @@ from agentgspo.policy.hf import HFPolicy
 from agentgspo.environments.registry import registered_ids
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 from qwen3 import build_tiny_qwen3_moe, load_tokenizer, unpack_tokenizer
+from token_exact import assert_token_exact  # tests/token_exact.py
 
 # The sampler (left-padded, KV cache, one token at a time) and the learner's scoring pass (right-padded, whole
 # sequence) run different kernels on the same fp32 weights.
@@ -45,33 +46,6 @@ def make_env_factory(env_id):
     return lambda: gym.make(env_id, disable_env_checker=True)
 
 
-def rerender(trajectory, renderer, tools):
-    """The ids the record must hold, re-derived from its messages: prompt + (sampled turn + env continuation)*."""
-    history = trajectory.messages
-    assistant_at = [i for i, m in enumerate(history) if m["role"] == "assistant"]
-    ids = renderer.prompt_ids(history[: assistant_at[0]], tools)
-    for turn, (at, (start, end)) in enumerate(zip(assistant_at, trajectory.turn_spans)):
-        sampled = trajectory.token_ids[start:end]
-        finished = sampled[-1] in (renderer.end_of_turn_id,)
-        assert finished or (turn + 1 == trajectory.num_turns and trajectory.stop_reason == "max_tokens")
-        assert renderer.decode(sampled[:-1] if finished else sampled) == history[at]["content"]
-        ids = ids + sampled
-        if turn + 1 < len(assistant_at):
-            continuation, exact = renderer.continuation_ids(
-                history[: at + 1], history[at + 1 : assistant_at[turn + 1]], tools
-            )
-            assert exact, "the Qwen3 template rewrote history without <think> blocks"
-            ids = ids + continuation
-    return ids
-
-
-def assert_token_exact(trajectories, renderer, tools):
-    for trajectory in trajectories:
-        assert trajectory.token_ids == rerender(trajectory, renderer, tools)
-        on_turns = {i for start, end in trajectory.turn_spans for i in range(start, end)}
-        assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
-
-
 def test_the_vendored_tokenizer_is_qwen3s(tmp_path):
     tokenizer = load_tokenizer(unpack_tokenizer(tmp_path))
     assert len(tokenizer) == 151669
@@ -92,7 +66,8 @@ def test_oracle_episodes_are_token_exact_under_the_qwen3_template(env_id, qwen3_
     trajectories = runner.run_sync(range(3))
     assert [t.reward for t in trajectories] == [1.0] * 6, [t.metadata for t in trajectories]
     assert any(t.num_turns >= 2 for t in trajectories)
-    assert_token_exact(trajectories, qwen3_renderer, env.unwrapped.tool_schemas)
+    for trajectory in trajectories:
+        assert_token_exact(trajectory, qwen3_renderer, env.unwrapped.tool_schemas)
     assert all(t.matches_full_render is True for t in trajectories)
     env.close()
 
@@ -128,7 +103,8 @@ def test_sampled_turns_of_a_random_qwen3_moe_are_token_exact(env_id, qwen3_rende
     trajectories = RolloutRunner(make_env, policy, qwen3_renderer, config, env_id=env_id).run_sync(range(2))
     multi_turn = [t for t in trajectories if t.num_turns >= 2]
     assert multi_turn, [(t.stop_reason, t.num_turns) for t in trajectories]
-    assert_token_exact(trajectories, qwen3_renderer, env.unwrapped.tool_schemas)
+    for trajectory in trajectories:
+        assert_token_exact(trajectory, qwen3_renderer, env.unwrapped.tool_schemas)
     # The model's turns carry real log-probs (about -log 151669 for random weights) equal to a fresh fp32 forward.
     batch = collate(trajectories, tokenizer.pad_token_id)
     with torch.no_grad():

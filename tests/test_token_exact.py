@@ -13,6 +13,7 @@ from agentgspo.envs.calculator import CalculatorEnv
 from agentgspo.policy.base import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
+from token_exact import rerender  # tests/token_exact.py
 
 # HF sampling (left-padded batch, KV cache, one token at a time) and scoring (right-padded, full sequence) run
 # different kernels on the same fp32 weights; they agree to ~1e-5 per token.
@@ -47,27 +48,6 @@ def sampled(warm_model, renderer, tokenizer):
     return RolloutRunner(AgainCalculator, policy, renderer, config).run_sync([11, 12, 13])
 
 
-def rerender(trajectory, renderer):
-    """The ids the record must hold, re-derived from its messages: prompt + (sampled turn + env continuation)*."""
-    tools = CalculatorEnv().tool_schemas
-    history = trajectory.messages
-    assistant_at = [i for i, m in enumerate(history) if m["role"] == "assistant"]
-    ids = renderer.prompt_ids(history[: assistant_at[0]], tools)
-    for turn, (at, (start, end)) in enumerate(zip(assistant_at, trajectory.turn_spans)):
-        sampled = trajectory.token_ids[start:end]
-        finished = sampled[-1] == renderer.end_of_turn_id  # a turn cut at max_new_tokens ends the episode
-        assert finished or (turn + 1 == trajectory.num_turns and trajectory.stop_reason == "max_tokens")
-        assert renderer.decode(sampled[:-1] if finished else sampled) == history[at]["content"]
-        ids = ids + sampled
-        if turn + 1 < len(assistant_at):
-            continuation, exact = renderer.continuation_ids(
-                history[: at + 1], history[at + 1 : assistant_at[turn + 1]], tools
-            )
-            assert exact
-            ids = ids + continuation
-    return ids
-
-
 def test_the_sampled_episodes_are_multi_turn_with_tool_messages(sampled):
     long_ones = [t for t in sampled if t.num_turns >= 3 and any(m["role"] == "tool" for m in t.messages)]
     assert long_ones, [(t.stop_reason, t.num_turns, t.messages[2:]) for t in sampled]
@@ -76,7 +56,7 @@ def test_the_sampled_episodes_are_multi_turn_with_tool_messages(sampled):
 
 def test_ids_are_the_sampled_turns_and_the_appended_env_ids(sampled, renderer):
     for trajectory in sampled:
-        assert trajectory.token_ids == rerender(trajectory, renderer)
+        assert trajectory.token_ids == rerender(trajectory, renderer, CalculatorEnv().tool_schemas)
 
 
 def test_loss_mask_is_one_exactly_on_sampled_tokens(sampled):

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             max_body_mb=args.max_body_mb,
             compat_secret=secret,
         )
-        sock = _listen(args.host, args.port)
+        sock = listen_socket(args.host, args.port)
     except (ValueError, OSError, RuntimeError) as exc:  # SandboxUnavailable is a RuntimeError
         print(f"agentgspo sandbox-server: {exc}", file=sys.stderr)
         return 2
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (port 0: any free one), bound before the line saying where it is."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)

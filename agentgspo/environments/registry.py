@@ -10,12 +10,15 @@ recipes use it unless told otherwise (:func:`env_budget`).
 from __future__ import annotations
 
 import difflib
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
 NAMESPACE = "agentgspo"
+#: The registration that plays an OpenEnv server (``agentgspo env-server`` or any other) given by URL.
+REMOTE_ENV_ID = "openenv/Remote-v0"
 
 
 class UnknownEnvError(gym.error.NameNotFound, LookupError):
@@ -79,10 +82,29 @@ def register(env_id: str, entry_point: str | Any, *, budget: EnvBudget | None = 
 
 
 def env_budget(env_id: str) -> EnvBudget | None:
-    """The budget registered with ``env_id``, or ``None`` when it registered none."""
+    """The budget registered with ``env_id``, or ``None`` when it registered none; for a server URL, the budget
+    its ``agentgspo env-server`` reports (``None`` from another OpenEnv server)."""
     import agentgspo.envs  # noqa: F401 -- registers the bundled ids
+    from agentgspo.environments.interop.openenv_client import is_remote_env_id, remote_budget
 
+    if is_remote_env_id(env_id):
+        return remote_budget(env_id)
     return _BUDGETS.get(env_id)
+
+
+def resolve(env_id: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The Gymnasium id and keyword arguments that make ``env_id``: itself (``module:id`` imports the module, which
+    registers the id, and gives the id), or for a server URL
+    (``http://host:port``, an ``agentgspo env-server`` or any OpenEnv server) ``openenv/Remote-v0`` with
+    ``url=env_id``."""
+    from agentgspo.environments.interop.openenv_client import is_remote_env_id
+
+    if is_remote_env_id(env_id):
+        return REMOTE_ENV_ID, {"url": env_id, **kwargs}
+    module, _, bare = env_id.rpartition(":")
+    if module:  # Gymnasium's "module:id": the module registers the id
+        importlib.import_module(module)
+    return bare, kwargs
 
 
 def registered_ids(namespace: str | None = NAMESPACE) -> list[str]:
@@ -91,8 +113,11 @@ def registered_ids(namespace: str | None = NAMESPACE) -> list[str]:
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gymnasium.make`` with a clear error naming close matches for an unknown id."""
+    """``gymnasium.make`` with a clear error naming close matches for an unknown id; a server URL as ``env_id``
+    plays the env it serves (:func:`resolve`)."""
     import agentgspo.envs  # noqa: F401 -- registers the bundled ids
+
+    env_id, kwargs = resolve(env_id, kwargs)
 
     if env_id not in gym.registry:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.5)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
-import importlib
 import json
 import os
 import signal
@@ -52,7 +51,8 @@ from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list, gather_object, set_seed
 from transformers import get_scheduler
 
-from agentgspo.environments.registry import check_env_kwargs, env_budget, make
+from agentgspo.environments.interop.openenv_client import is_remote_env_id
+from agentgspo.environments.registry import env_budget, make, resolve
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.learning.sharding import (
     MIXED_PRECISION,
@@ -392,11 +392,9 @@ def exit_process(status: int) -> None:
 
 
 def bare_env_id(env_id: str) -> str:
-    """``env_id`` without Gymnasium's ``module:`` prefix, its module imported (it registers the id)."""
-    module, _, bare = env_id.rpartition(":")
-    if module:
-        importlib.import_module(module)
-    return bare
+    """``env_id`` without Gymnasium's ``module:`` prefix, its module imported (it registers the id); a server URL
+    is returned as is."""
+    return env_id if is_remote_env_id(env_id) else resolve(env_id, {})[0]
 
 
 def episode_limits(config: Any) -> dict[str, int]:
@@ -437,9 +435,7 @@ def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.t
             _report(out, summary)
         return summary
     resolve_checkpoint(config.policy)  # not a model, or a hub id not cached: an error now, before any work
-    env_id = bare_env_id(config.env_id)
-    check_env_kwargs(env_id, config.train_env_kwargs())
-    make(env_id, **config.train_env_kwargs()).close()  # an unknown id or keyword: an error now
+    make(bare_env_id(config.env_id), **config.train_env_kwargs()).close()  # an unknown id or keyword: an error now
     accelerator = Accelerator(cpu=config.device == "cpu")
     if accelerator.num_processes != world:
         raise ValueError(
@@ -474,7 +470,8 @@ class _Run:
 
     def make_env(self) -> gym.Env:
         """A fresh training env."""
-        return gym.make(self.config.env_id, disable_env_checker=True, **self.config.train_env_kwargs())
+        env_id, kwargs = resolve(bare_env_id(self.config.env_id), self.config.train_env_kwargs())
+        return gym.make(env_id, disable_env_checker=True, **kwargs)
 
     def interrupted(self, where: str, checkpoint: Path) -> RunInterrupted:
         """The error that stops the run after ``checkpoint``, naming the command that resumes it."""
