@@ -73,10 +73,16 @@ class TimedEnv(gym.Wrapper):
 
 
 def one_run(
-    renderer: Any, seeds: int, group_size: int, env_workers: int = 64, profile: bool = False
+    renderer: Any,
+    seeds: int,
+    group_size: int,
+    env_workers: int = 64,
+    profile: bool = False,
+    env_id: str = "agentgspo/Calculator-v0",
 ) -> dict[str, float]:
     """Play ``seeds`` x ``group_size`` Calculator-v0 episodes with the oracle; wall, env, policy and framework time
-    (``profile``: under cProfile, printing the top entries)."""
+    (``profile``: under cProfile, printing the top entries). ``env_id`` may name an ``agentgspo env-server`` URL
+    serving Calculator-v0 (benchmarks/bench_env_server.py)."""
     from agentgspo.envs.calculator import calculator_oracle
     from agentgspo.policy.base import ScriptedPolicy
     from agentgspo.environments.registry import make
@@ -85,7 +91,7 @@ def one_run(
     watch = Stopwatch()
 
     def make_env() -> gym.Env:
-        return TimedEnv(watch.time("env", make, "agentgspo/Calculator-v0"), watch)
+        return TimedEnv(watch.time("env", make, env_id), watch)
 
     def oracle(messages):
         return watch.time("policy", calculator_oracle, messages)
@@ -101,7 +107,7 @@ def one_run(
             sampler_timeout_s=None,
             env_workers=env_workers,
         ),
-        env_id="agentgspo/Calculator-v0",
+        env_id=env_id,
     )
     profiler = cProfile.Profile() if profile else None
     started, cpu_started = time.perf_counter(), time.process_time()

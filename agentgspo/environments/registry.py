@@ -96,11 +96,11 @@ def resolve(env_id: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The Gymnasium id and keyword arguments that make ``env_id``: itself (``module:id`` imports the module, which
     registers the id, and gives the id), or for a server URL
     (``http://host:port``, an ``agentgspo env-server`` or any OpenEnv server) ``openenv/Remote-v0`` with
-    ``url=env_id``."""
+    ``url=env_id`` and ``kwargs`` as the env's keyword arguments, which must be those the server plays with."""
     from agentgspo.environments.interop.openenv_client import is_remote_env_id
 
     if is_remote_env_id(env_id):
-        return REMOTE_ENV_ID, {"url": env_id, **kwargs}
+        return REMOTE_ENV_ID, {"url": env_id, "env_kwargs": kwargs}
     module, _, bare = env_id.rpartition(":")
     if module:  # Gymnasium's "module:id": the module registers the id
         importlib.import_module(module)

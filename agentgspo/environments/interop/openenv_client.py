@@ -124,6 +124,9 @@ class OpenEnvEnv(gym.Env):
         action_field: the action field a turn's text goes to (another server's env only).
         connect_timeout_s: how long a server at capacity is retried before the episode fails.
         reset_kwargs: extra keyword arguments of every reset (OpenEnv passes those the env's ``reset`` accepts).
+        env_kwargs: the keyword arguments the env should have been made with: an ``agentgspo env-server`` makes its
+            env once, from its ``--env-kwargs``, so other ones are an error naming the flag (never ignored); another
+            OpenEnv server's env takes none.
     """
 
     metadata = {"render_modes": []}
@@ -137,6 +140,7 @@ class OpenEnvEnv(gym.Env):
         action_field: str | None = None,
         connect_timeout_s: float = 120.0,
         reset_kwargs: dict[str, Any] | None = None,
+        env_kwargs: dict[str, Any] | None = None,
     ):
         if not is_remote_env_id(url):
             raise ValueError(f"OpenEnvEnv: url {url!r} is not a server URL; expected http(s):// or ws(s)://HOST:PORT")
@@ -150,6 +154,17 @@ class OpenEnvEnv(gym.Env):
         self.action_space = AssistantTurnSpace()
         self.description = describe_server(self.url)
         self.native = self.description is not None  # an agentgspo env-server
+        served_kwargs = (self.description or {}).get("env_kwargs", {})
+        if env_kwargs and env_kwargs != served_kwargs:
+            if not self.native:
+                raise ValueError(
+                    f"env kwargs {env_kwargs}: the OpenEnv server at {self.url} is not an agentgspo env-server and "
+                    "takes no env keyword arguments; configure its env where it is served"
+                )
+            raise ValueError(
+                f"env kwargs {env_kwargs}: the env server at {self.url} plays {self.description['env_id']} with "
+                f"{served_kwargs}; start it with --env-kwargs '{json.dumps(env_kwargs)}' or pass its kwargs"
+            )
         self.tool_schemas: list[dict[str, Any]] | None = None
         self._action_schema: dict[str, Any] | None = None
         self._mcp = False
