@@ -92,6 +92,16 @@ def env_budget(env_id: str) -> EnvBudget | None:
     return _BUDGETS.get(env_id)
 
 
+def episode_capacity(env_id: str) -> int | None:
+    """How many episodes of ``env_id`` may be played at once: an ``agentgspo env-server`` URL's session limit, else
+    ``None`` (no limit: local envs, and OpenEnv servers, which do not say)."""
+    from agentgspo.environments.interop.openenv_client import describe_server, is_remote_env_id
+
+    if not is_remote_env_id(env_id):
+        return None
+    return (describe_server(env_id) or {}).get("max_concurrent_envs")
+
+
 def resolve(env_id: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The Gymnasium id and keyword arguments that make ``env_id``: itself (``module:id`` imports the module, which
     registers the id, and gives the id), or for a server URL

@@ -46,6 +46,7 @@ import queue
 import threading
 import time
 import traceback
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.learning.routing_replay import merge_routing
 from agentgspo.environments.env import truncation_reward
+from agentgspo.environments.registry import episode_capacity
 from agentgspo.environments.wrappers import TimeBudget, TurnLimit
 from agentgspo.rollouts.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
 
@@ -130,6 +132,9 @@ class RolloutConfig:
         sampler_timeout_s: most seconds one ``policy.sample`` call may take before the episode ends as
             ``sampler_error`` (not trained); ``None``: no limit.
         env_workers: threads running blocking env calls.
+        max_episodes_in_flight: most episodes played at once (per event loop); the others wait to start. ``None``:
+            no limit, except for an env id that is an ``agentgspo env-server`` URL, whose server's session limit
+            (``--max-concurrent-envs``) is the default.
         sampling: temperature, top-p, top-k and the most ids per turn.
         history: what each turn is conditioned on, and what the learner trains on. ``"as_sampled"``: the episode
             is one sequence that only grows (prompt, turn, env reply, turn, ...), each turn sampled after exactly
@@ -149,6 +154,7 @@ class RolloutConfig:
     env_budget_s: float | None = 1800.0
     sampler_timeout_s: float | None = 600.0
     env_workers: int = 64
+    max_episodes_in_flight: int | None = None
     sampling: SamplingParams = SamplingParams()
     history: str = "as_sampled"
     episode_timeout_s: dataclasses.InitVar[float | None] = None
@@ -162,6 +168,8 @@ class RolloutConfig:
             )
         if self.history not in HISTORY_MODES:
             raise ValueError(f"history: expected one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
+        if self.max_episodes_in_flight is not None and self.max_episodes_in_flight < 1:
+            raise ValueError(f"max_episodes_in_flight: expected >= 1 or None, got {self.max_episodes_in_flight}")
         for name in ("group_size", "max_turns", "max_context", "env_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
@@ -202,6 +210,10 @@ class RolloutRunner:
         self._pool: DaemonThreadPool | None = None
         self._runs = 0  # runs in progress: concurrent runs share the pool; the last one to finish shuts it down
         self._runs_lock = threading.Lock()  # runs may also come from several threads (run_sync)
+        # An env served remotely holds a server session per episode: more episodes than the server serves at once
+        # would wait for sessions on the env workers, which the open episodes need for their steps.
+        self.max_episodes_in_flight = self.config.max_episodes_in_flight or episode_capacity(env_id)
+        self._slots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its semaphore
 
     async def _env_call(
         self, fn: Callable[[], Any], budget: TimeBudget, late: Callable[[Any], Any] | None = None
@@ -275,8 +287,18 @@ class RolloutRunner:
         Returns its trajectory (``history="as_sampled"``), or one sample per assistant turn (``"split_turns"``,
         see :class:`RolloutConfig`). ``seed`` picks the task (``env.reset(seed=...)``); the policy's draws for turn
         k are seeded by ``(sampling_seed, seed, sample_id, k)``, so an episode replays identically whatever runs
-        beside it.
+        beside it. Past ``max_episodes_in_flight`` episodes of this event loop, it waits for one to finish first.
         """
+        if self.max_episodes_in_flight is None:
+            return await self._episode(seed, group_id, sample_id, sampling_seed)
+        loop = asyncio.get_running_loop()
+        with self._runs_lock:
+            slots = self._slots.setdefault(loop, asyncio.Semaphore(self.max_episodes_in_flight))
+        async with slots:
+            return await self._episode(seed, group_id, sample_id, sampling_seed)
+
+    async def _episode(self, seed: int, group_id: int, sample_id: int, sampling_seed: int) -> list[Trajectory]:
+        """:meth:`episode`, once it may start."""
         config = self.config
         split = config.history == "split_turns"
         sampling = self._sampling_record()

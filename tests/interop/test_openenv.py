@@ -181,10 +181,15 @@ def test_rollout_plays_an_openenv_plain_action_environment(games, renderer):
 
 
 def test_a_server_at_capacity_queues_episodes_instead_of_failing_them(renderer):
+    """The runner plays at most the server's session limit at once (waiting sessions would hold the env workers the
+    open episodes step on: with 2 workers and no limit, every worker waits for a session and no episode moves); a
+    runner told to play more retries the sessions the server refuses."""
     with env_server("agentgspo/Calculator-v0", "--max-concurrent-envs", "2") as (url, _):
         oracle = gym.make("agentgspo/Calculator-v0").unwrapped.oracle
-        trajectories = play(url, oracle, renderer, range(12), env_workers=12)
-    assert [t.reward for t in trajectories] == [1.0] * 12
+        assert RolloutRunner(lambda: make(url), None, renderer, env_id=url).max_episodes_in_flight == 2
+        limited = play(url, oracle, renderer, range(8), env_workers=2)
+        retried = play(url, oracle, renderer, range(12), env_workers=12, max_episodes_in_flight=12)
+    assert [t.reward for t in limited + retried] == [1.0] * 20
 
 
 def test_killing_the_env_server_mid_batch_fails_only_its_open_episodes(renderer):
