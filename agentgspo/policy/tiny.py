@@ -2,6 +2,7 @@
 
 Nothing is downloaded. The tokenizer is a ``tokenizers`` WordLevel model over printable ASCII plus a few word
 pieces of the tool-call JSON (so a call is ~20 tokens, not ~60), ChatML special tokens and the Hermes tool tags.
+Its ``response_template`` reads a sampled turn back into a message (TRL's GRPOTrainer finds tool calls with it).
 The model is ``Qwen3MoeForCausalLM`` from a config (4 experts, top-2). Both are saved with ``save_pretrained`` so
 any backend (transformers, vLLM) loads the folder like a hub checkpoint.
 """
@@ -84,6 +85,26 @@ CHAT_TEMPLATE = "".join(
     ]
 )
 
+# How a sampled turn is read back into a message (``tokenizer.parse_response``, which TRL's GRPOTrainer uses to find
+# tool calls): the template's ChatML turn, an optional <think> block, Hermes <tool_call>{json}</tool_call> blocks
+# (as the template writes ``tool_calls``) and the rest as content; the same fields as TRL's Qwen3 template.
+# transformers >= 5.13 reads ``response_template``; the older ``response_schema`` is dropped when a tokenizer loads.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close_pattern": r"</think>\s*", "content": "text"},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
+
 
 def build_tiny_tokenizer():
     """The character-level chat tokenizer of the tiny policy, as a ``PreTrainedTokenizerFast``."""
@@ -109,6 +130,7 @@ def build_tiny_tokenizer():
         model_max_length=1024,
     )
     tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.response_template = RESPONSE_TEMPLATE
     return tokenizer
 
 
@@ -172,7 +194,7 @@ def tiny_policy_path() -> Path:
     import hashlib
 
     # The folder name changes whenever what it is built from changes, so a stale build is never reused.
-    recipe = repr((TINY_VERSION, SPECIAL_TOKENS, TAG_TOKENS, WORD_PIECES, CHAT_TEMPLATE))
+    recipe = repr((TINY_VERSION, SPECIAL_TOKENS, TAG_TOKENS, WORD_PIECES, CHAT_TEMPLATE, RESPONSE_TEMPLATE))
     path = cache_dir() / f"tiny-moe-{TINY_VERSION}-{hashlib.sha256(recipe.encode()).hexdigest()[:10]}"
     if (path / "config.json").exists() and (path / "tokenizer.json").exists():
         return path
