@@ -85,6 +85,14 @@ class Action:
         return cls(text=text, tool_calls=tuple(calls), parse_errors=tuple(errors))
 
 
+class EnvInfrastructureError(RuntimeError):
+    """An env's infrastructure died, not the env's logic (a remote env server dropped, a sandbox host went away).
+
+    Raised from ``reset``/``step``, it ends the episode as ``infra_error``: not trained, re-queueable
+    (:data:`agentgspo.rollouts.trajectory.ENDINGS`), where any other exception is ``env_error``.
+    """
+
+
 def as_action(action: Action | str) -> Action:
     """Accept an :class:`Action` or the raw text of an assistant turn."""
     if isinstance(action, Action):

@@ -14,7 +14,8 @@ Per episode (each ending's meaning downstream is its row in :data:`agentgspo.rol
 - one ``policy.sample`` call that raises, or runs past ``sampler_timeout_s``, ends the episode with
   ``stop_reason="sampler_error"`` (not trained), except a
   :class:`~agentgspo.policy.base.PolicyConfigurationError` (no episode could succeed), which stops the batch;
-- an exception in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata;
+- an exception in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata, except an
+  :class:`~agentgspo.environments.env.EnvInfrastructureError` (a remote env server dropped, ...): ``infra_error``;
 - the context window is enforced: a turn gets at most the room left, and an env reply that does not fit (or a
   backend's ``"context"`` turn: its model had no room) ends the episode with ``stop_reason="context_overflow"``;
 - a turn that stops on a stop id other than the renderer's end-of-turn id (``<|endoftext|>``) is stepped (the env
@@ -57,7 +58,7 @@ import gymnasium as gym
 from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.learning.routing_replay import merge_routing
-from agentgspo.environments.env import truncation_reward
+from agentgspo.environments.env import EnvInfrastructureError, truncation_reward
 from agentgspo.environments.registry import episode_capacity
 from agentgspo.environments.wrappers import TimeBudget, TurnLimit
 from agentgspo.rollouts.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
@@ -417,7 +418,8 @@ class RolloutRunner:
         except PolicyConfigurationError:
             raise  # no episode can succeed: stop the batch, record nothing
         except Exception as exc:  # noqa: BLE001 -- an env failure ends this episode, not the batch
-            trajectory.stop_reason = "env_error"
+            infrastructure = isinstance(exc, EnvInfrastructureError)
+            trajectory.stop_reason = "infra_error" if infrastructure else "env_error"
             trajectory.metadata["error"] = f"{type(exc).__name__}: {exc}"
             trajectory.metadata["traceback"] = traceback.format_exc()
         finally:

@@ -178,6 +178,9 @@ def test_rollout_plays_an_openenv_plain_action_environment(games, renderer):
     assert [t.reward for t in half] == [0.5] * 4
     for trajectory in right + half:
         assert_token_exact(trajectory, renderer, None)
+    # An env that raises on the server is the env's bug: env_error, with the server's message.
+    [broken] = play(url, lambda m: "raise", renderer, [0])
+    assert broken.stop_reason == "env_error" and "the quiz was asked to raise" in broken.metadata["error"]
 
 
 def test_a_server_at_capacity_queues_episodes_instead_of_failing_them(renderer):
@@ -194,7 +197,8 @@ def test_a_server_at_capacity_queues_episodes_instead_of_failing_them(renderer):
 
 def test_killing_the_env_server_mid_batch_fails_only_its_open_episodes(renderer):
     """Six episodes answer at once; six hold their answer until those six finished, then the server is killed: the
-    batch completes, the first six keep their rewards, the other six are env errors (not trained)."""
+    batch completes, the first six keep their rewards, the other six end as infra_error (the ENDINGS row of a dead
+    env server: not trained, re-queueable), not env_error (an env that raised)."""
     oracle = gym.make("agentgspo/Calculator-v0").unwrapped.oracle
     early = set()
     with env_server("agentgspo/Calculator-v0") as (url, process):
@@ -242,7 +246,7 @@ def test_killing_the_env_server_mid_batch_fails_only_its_open_episodes(renderer)
     assert len(by_seed) == 12
     assert all(by_seed[s].reward == 1.0 and by_seed[s].stop_reason == "completed" for s in range(6))
     late = [by_seed[s] for s in range(6, 12)]
-    assert all(t.stop_reason == "env_error" for t in late), [(t.stop_reason, t.metadata) for t in late]
+    assert all(t.stop_reason == "infra_error" for t in late), [(t.stop_reason, t.metadata) for t in late]
     assert all("closed the connection" in t.metadata["error"] for t in late), late[0].metadata
 
 

@@ -19,8 +19,10 @@ Two kinds of server:
   per-step rewards (``None`` counts 0.0), summed by the runner; ``done`` is ``terminated``.
 
 Failures: a server that refuses the connection for capacity is retried until ``connect_timeout_s``; an error the
-server reports for a step (the env raised), or a connection that drops, raises :class:`RemoteEnvError`, which the
-runner records as that episode's ``env_error`` (the rest of the batch goes on); an action the env's schema rejects,
+server reports for a step (the env raised) raises :class:`RemoteEnvError`, which the runner records as that
+episode's ``env_error``; a connection that drops or a server that does not answer raises :class:`EnvServerLost`,
+``infra_error`` (the table's row for a dead env server: not trained, re-queueable); the rest of the batch goes on
+either way. An action the env's schema rejects,
 or a turn that is not one, is the policy's mistake: a ``user`` message saying what was expected, the episode goes on.
 """
 
@@ -37,7 +39,7 @@ import httpx
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
-from agentgspo.environments.env import AssistantTurnSpace, MessagesSpace, as_action
+from agentgspo.environments.env import AssistantTurnSpace, EnvInfrastructureError, MessagesSpace, as_action
 from agentgspo.environments.registry import EnvBudget
 
 #: env ids that name a server rather than a registration.
@@ -47,7 +49,12 @@ MCP_ACTION_TYPES = ("list_tools", "call_tool")
 
 
 class RemoteEnvError(RuntimeError):
-    """The env server failed this episode: it reported an error for a call, or the connection dropped."""
+    """The env server reported an error for a call of this episode (the env raised): ``env_error``."""
+
+
+class EnvServerLost(RemoteEnvError, EnvInfrastructureError):
+    """The env server is gone for this episode (the connection dropped, it does not answer, it stayed at capacity):
+    infrastructure, not the env's logic, so ``infra_error`` (re-queueable)."""
 
 
 def is_remote_env_id(env_id: str) -> bool:
@@ -76,7 +83,7 @@ _DESCRIPTIONS_LOCK = threading.Lock()
 
 def describe_server(url: str, timeout_s: float = 30.0) -> dict[str, Any] | None:
     """What an ``agentgspo env-server`` at ``url`` serves (``GET /agentgspo/env``: id, budget, demonstrators), or
-    ``None`` for another OpenEnv server; asked once per URL and process. Unreachable: :class:`RemoteEnvError`."""
+    ``None`` for another OpenEnv server; asked once per URL and process. Unreachable: :class:`EnvServerLost`."""
     base = http_base(url)
     with _DESCRIPTIONS_LOCK:
         if base in _DESCRIPTIONS:
@@ -84,7 +91,7 @@ def describe_server(url: str, timeout_s: float = 30.0) -> dict[str, Any] | None:
     try:
         response = httpx.get(f"{base}/agentgspo/env", timeout=timeout_s)
     except httpx.HTTPError as exc:
-        raise RemoteEnvError(
+        raise EnvServerLost(
             f"env server {base} did not answer ({type(exc).__name__}: {exc}); start it (agentgspo env-server "
             "--env ID --port N) or pass the URL it serves on"
         ) from None
@@ -185,7 +192,7 @@ class OpenEnvEnv(gym.Env):
                 return
             except (OSError, InvalidHandshake, TimeoutError) as exc:
                 if time.monotonic() + delay > deadline:
-                    raise RemoteEnvError(f"env server {self.url}: cannot open a session ({exc})") from None
+                    raise EnvServerLost(f"env server {self.url}: cannot open a session ({exc})") from None
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 
@@ -201,7 +208,7 @@ class OpenEnvEnv(gym.Env):
             answer = json.loads(self._socket.recv())
         except ConnectionClosed as exc:
             self._socket = None
-            raise RemoteEnvError(f"env server {self.url} closed the connection during {kind} ({exc})") from None
+            raise EnvServerLost(f"env server {self.url} closed the connection during {kind} ({exc})") from None
         if answer.get("type") == "error":
             raise _ServerError(answer.get("data", {}))
         return answer.get("data", {})
@@ -213,8 +220,12 @@ class OpenEnvEnv(gym.Env):
             try:
                 return self._call("reset", data)
             except _ServerError as exc:
-                if exc.code != "CAPACITY_REACHED" or time.monotonic() + delay > deadline:
+                if exc.code != "CAPACITY_REACHED":
                     raise RemoteEnvError(f"env server {self.url}: reset failed: {exc}") from None
+                if time.monotonic() + delay > deadline:
+                    raise EnvServerLost(
+                        f"env server {self.url} stayed at capacity for {self.connect_timeout_s} s: {exc}"
+                    ) from None
                 self._drop_socket()
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
@@ -302,8 +313,8 @@ class OpenEnvEnv(gym.Env):
             return
         try:
             self._action_schema = httpx.get(f"{self.url}/schema", timeout=30).json().get("action", {})
-        except (httpx.HTTPError, ValueError) as exc:
-            raise RemoteEnvError(f"env server {self.url}: GET /schema failed ({exc})") from None
+        except httpx.HTTPError as exc:
+            raise EnvServerLost(f"env server {self.url}: GET /schema failed ({exc})") from None
         fields = set(self._action_schema.get("properties", {})) - {"metadata"}
         self._mcp = not fields or fields <= {"type", "tool_name", "arguments"}
         if self._mcp:
