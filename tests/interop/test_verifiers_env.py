@@ -9,6 +9,7 @@ whole run, so the CLI's envs share its host (one verifiers serving(), one tool s
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -107,6 +108,65 @@ def test_a_runner_cut_scores_the_partial_trajectory(quiz, renderer):
     assert (trajectory.stop_reason, trajectory.reward, trajectory.turn_rewards) == ("max_turns", 0.5, [0.0, 0.5])
 
 
+def test_a_broken_env_is_an_env_error_naming_the_cause(quiz, renderer):
+    broken = {"fail": True, "taskset": {"tools": {"url": "http://127.0.0.1:9/mcp"}}}  # its tool server unstarted
+    config = RolloutConfig(group_size=1, max_turns=6, max_context=2048)
+    runner = RolloutRunner(
+        lambda: make("verifiers/Env-v0", **{**QUIZ, "config": broken}),
+        ScriptedPolicy(quiz.unwrapped.oracle, renderer),
+        renderer,
+        config,
+    )
+    (trajectory,) = runner.run_sync([0])
+    assert trajectory.stop_reason == "env_error"
+    assert "ended before its first model call" in trajectory.metadata["error"]
+    assert "the quiz is broken" in trajectory.metadata["error"]
+
+
+def test_a_failed_run_is_an_error_and_a_scored_one_pays_its_weighted_rewards():
+    """score_episode on verifiers' own records: a run whose scoring raised (recorded as verifiers records it) is an
+    error, never 0; a scored run pays the sum of its weighted rewards."""
+    import verifiers.v1 as vf
+    from verifiers.v1.errors import TaskError
+
+    def run(seat):
+        trace = vf.Trace(
+            task=vf.TraceTask(type="QuizTask", data=vf.TaskData(idx=4)),
+            agent=vf.AgentInfo(config=vf.AgentConfig(), name=seat),
+        )
+        trace.ok = True
+        return trace
+
+    failed = run("player")
+    failed.record_error(TaskError("task QuizTask scoring: ZeroDivisionError: division by zero"))
+    with pytest.raises(verifiers_host.VerifiersEpisodeError, match="task 4 failed: TaskError: .*ZeroDivisionError"):
+        verifiers_host.score_episode(vf.Episode(task=failed.task, traces=[failed]), "player", 4)
+    scored, other = run("player"), run("judge")
+    scored.record_reward("rounds_right", 0.5, 1.0)
+    scored.record_reward("style", 1.0, 0.5)
+    other.record_reward("ignored", 1.0)
+    reward, info = verifiers_host.score_episode(vf.Episode(task=scored.task, traces=[scored, other]), "player", 4)
+    assert reward == 1.0 and info["verifiers"]["rewards"] == {"rounds_right": 0.5, "style": 1.0}
+    with pytest.raises(verifiers_host.VerifiersEpisodeError, match="no run of seat 'player'"):
+        verifiers_host.score_episode(vf.Episode(task=other.task, traces=[other]), "player", 4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"taskset": "no_such_taskset"}, "taskset 'no_such_taskset' not found"),
+        ({**QUIZ, "seat": "playr"}, "no seat 'playr'. Did you mean 'player'?"),
+        ({**QUIZ, "config": {"id": "user-sim"}}, "name the one the policy plays"),
+        ({**QUIZ, "config": {"id": "user-sim"}, "seat": "assistant"}, "seat 'user' has no model of its own"),
+        ({**QUIZ, "oracle": "vf_tool_quiz.policies:nothing"}, "oracle: cannot import 'vf_tool_quiz.policies:nothing'"),
+        ({**QUIZ, "config": {"taskset": {"num_taks": 3}}}, "num_taks"),
+    ],
+)
+def test_a_bad_configuration_fails_at_construction_with_the_fix(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make("verifiers/Env-v0", **kwargs)
+
+
 def test_a_hung_env_call_is_cut_by_the_env_call_timeout_and_close_leaks_no_thread(quiz, renderer):
     """The quiz told to hang never makes its first model call, so reset() never returns: the runner's
     env_call_timeout ends the episode (env_timeout) and the env's close() stops its host (a config of its own),
@@ -115,8 +175,11 @@ def test_a_hung_env_call_is_cut_by_the_env_call_timeout_and_close_leaks_no_threa
     config = RolloutConfig(group_size=1, max_turns=6, max_context=2048, env_call_timeout_s=2.0)
     closed = threading.Event()
 
+    # Its own config, so its own host; its tool server given as a URL is not started (the quiz hangs first).
+    hanging = {"hang": True, "taskset": {"tools": {"url": "http://127.0.0.1:9/mcp"}}}
+
     def make_env():
-        env = make("verifiers/Env-v0", **{**QUIZ, "config": {"hang": True}})
+        env = make("verifiers/Env-v0", **{**QUIZ, "config": hanging})
         close = env.close
         env.close = lambda: (close(), closed.set())
         return env

@@ -4,7 +4,12 @@
   included) played as a chat env over OpenEnv's WebSocket protocol.
 - :mod:`~agentgspo.environments.interop.openenv_server`: any registered env served as an OpenEnv environment
   (``create_app``), which ``agentgspo env-server`` runs.
-- :mod:`~agentgspo.environments.interop.verifiers_env`: verifiers environments in both directions.
+- :mod:`~agentgspo.environments.interop.verifiers_env`: a verifiers environment played as a chat env
+  (``verifiers/Env-v0``; its machinery in :mod:`~agentgspo.environments.interop.verifiers_host`).
+- :mod:`~agentgspo.environments.interop.verifiers_export`: any registered env as a verifiers environment, which
+  ``vf-eval agentgspo-verifiers`` evaluates.
+- :mod:`~agentgspo.environments.interop.openai_chat`: our messages and ``<tool_call>`` text as OpenAI chat
+  messages and ``tool_calls``, and back.
 - :mod:`~agentgspo.environments.interop.trl_env`: a registered env as TRL's ``environment_factory`` class.
 
 What maps and what does not, per adapter: ``docs/envs.md``, "Other ecosystems".

@@ -33,6 +33,17 @@ from agentgspo.environments.tool_calls import (
     parse_tool_calls,
 )
 
+__all__ = [
+    "OpenAITurn",
+    "assistant_text",
+    "completion",
+    "completion_events",
+    "from_openai",
+    "text_of",
+    "to_openai_assistant",
+    "to_openai_replies",
+]
+
 Message = dict[str, Any]
 # A whole block, as the parser reads one (an unclosed block runs to the end of the text).
 _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + r".*?(?:" + re.escape(TOOL_CALL_CLOSE) + r"|$)", re.DOTALL)

@@ -28,6 +28,7 @@ edit tools would run the policy's commands on this host. Pin either in ``config`
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import hashlib
@@ -43,6 +44,8 @@ from typing import Any
 import gymnasium as gym
 
 from agentgspo.environments.env import AssistantTurnSpace, MessagesSpace
+
+__all__ = ["VerifiersEnv", "env_config", "import_text_policy", "played_seat"]
 
 Message = dict[str, Any]
 INSTALL = "pip install 'agentgspo[verifiers]'"
@@ -98,9 +101,9 @@ def _ensure_uv() -> None:
     )
 
 
-def env_config(taskset: str, config: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+def env_config(taskset: str, config: dict[str, Any] | None) -> Any:
     """verifiers' ``[env]`` block for ``taskset`` and ``config``, resolved to the env's config class, with this
-    module's runtime and harness defaults (see the module docstring) filled in; and its raw form."""
+    module's runtime and harness defaults (see the module docstring) filled in."""
     vf = _verifiers()
     from verifiers.v1.configs.agent import agent_config_fields
 
@@ -124,7 +127,7 @@ def env_config(taskset: str, config: dict[str, Any] | None) -> tuple[Any, dict[s
             seat_raw["runtime"] = {"type": "subprocess"}
         if spec.harness is None and not bundles_harness:
             seat_raw["harness"] = {"id": "null"}
-    return vf.resolve_env_config(copy.deepcopy(raw)), raw
+    return vf.resolve_env_config(raw)
 
 
 def played_seat(resolved: Any, seat: str | None) -> str:
@@ -196,7 +199,7 @@ class VerifiersEnv(gym.Env):
         if path is not None:
             _add_import_path(path)
         vf = _verifiers()
-        resolved, _ = env_config(taskset, config)
+        resolved = env_config(taskset, config)
         self.seat = played_seat(resolved, seat)
         harness = resolved.agent_harnesses()[self.seat]
         if harness.id in _UV_HARNESSES:
@@ -213,7 +216,6 @@ class VerifiersEnv(gym.Env):
         self._host = verifiers_host.acquire(
             self._key, lambda: verifiers_host.Host(vf.load_environment(resolved), self.seat, model, self.select)
         )
-        self._tasks: list[Any] | None = None
         self._episode: Any = None
         self._tools: list[dict[str, Any]] = []
         self._closed = False
@@ -253,8 +255,9 @@ class VerifiersEnv(gym.Env):
 
     def _end_episode(self) -> None:
         episode, self._episode = self._episode, None
-        if episode is not None and self._host.loop is not None:
-            self._host.call(episode.cancel)
+        if episode is not None:
+            with contextlib.suppress(RuntimeError):  # the host stopped meanwhile: the episode went with it
+                self._host.call(episode.cancel)
 
     def close(self) -> None:
         """End a live episode, and stop the verifiers host if no other env holds it (its thread joined)."""

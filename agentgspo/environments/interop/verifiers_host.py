@@ -102,6 +102,7 @@ class Episode:
         self.turns = 0
         self.truncated = False
         self.runner = asyncio.get_running_loop().create_task(self._play())
+        host.episodes.add(self)
 
     def _on_trace(self, trace: Any) -> None:
         self.traces[trace.id] = trace
@@ -144,6 +145,7 @@ class Episode:
         """The opening messages (the first model call's) and their tools."""
         kind, payload = await self.events.get()
         if kind != "request":
+            self._forget()
             raise self._ended_early(kind, payload, "before its first model call")
         messages = payload.get("messages") or []
         self.tools = payload.get("tools") or []
@@ -200,9 +202,13 @@ class Episode:
             self.pending.cancel()
         self.runner.cancel()
         await asyncio.wait({self.runner}, timeout=_CANCEL_GRACE_S)
+        self._forget()
+        self.events.put_nowait(("closed", None))
+
+    def _forget(self) -> None:
         for trace_id in self.traces:
             self.host.routes.pop(trace_id, None)
-        self.events.put_nowait(("closed", None))
+        self.host.episodes.discard(self)
 
     def _deliver(self, message: Message) -> None:
         if self.pending is not None and not self.pending.done():
@@ -222,28 +228,32 @@ class Episode:
         )
 
     def _score(self, kind: str, payload: Any) -> tuple[float, dict[str, Any]]:
-        """The played run's reward (the sum of its weighted rewards) and its verifiers record; a failed episode
-        raises."""
+        """The played run's reward and record (:func:`score_episode`); an episode that did not finish raises."""
+        self._forget()
         if kind != "done":
             raise self._ended_early(kind, payload, "before it was scored")
-        for trace_id in self.traces:
-            self.host.routes.pop(trace_id, None)
-        played = [t for t in payload.traces if t.agent.name == self.host.seat]
-        errors = _errors(payload, played)
-        if errors or not played:
-            raise VerifiersEpisodeError(
-                f"the verifiers episode of task {self.task.data.idx} failed: "
-                + ("; ".join(errors) or f"no run of seat {self.host.seat!r}")
-            )
-        trace = played[-1]
-        record = {
-            "rewards": {name: r.score for name, r in trace.rewards.items() if r is not None},
-            "weights": {name: r.weight for name, r in trace.rewards.items() if r is not None},
-            "metrics": dict(trace.metrics),
-            "stop_condition": trace.stop_condition,
-            "turns": trace.num_turns,
-        }
-        return float(sum(t.reward for t in played)), {"verifiers": record}
+        return score_episode(payload, self.host.seat, self.task.data.idx)
+
+
+def score_episode(episode: Any, seat: str, task_idx: Any) -> tuple[float, dict[str, Any]]:
+    """A finished verifiers episode's reward for ``seat`` (the sum of its run's weighted rewards and judges) and
+    the record ``step`` returns in ``info["verifiers"]``; an episode or run that failed (a hook, the harness, a
+    tool server, a reward function raised) is a :class:`VerifiersEpisodeError` naming the errors, never a 0."""
+    played = [t for t in episode.traces if t.agent.name == seat]
+    errors = _errors(episode, played)
+    if errors or not played:
+        raise VerifiersEpisodeError(
+            f"the verifiers episode of task {task_idx} failed: " + ("; ".join(errors) or f"no run of seat {seat!r}")
+        )
+    trace = played[-1]
+    record = {
+        "rewards": {name: r.score for name, r in trace.rewards.items() if r is not None},
+        "weights": {name: r.weight for name, r in trace.rewards.items() if r is not None},
+        "metrics": dict(trace.metrics),
+        "stop_condition": trace.stop_condition,
+        "turns": trace.num_turns,
+    }
+    return float(sum(t.reward for t in played)), {"verifiers": record}
 
 
 class Host:
@@ -263,7 +273,8 @@ class Host:
         self._view = vf_env.taskset.select(select)
         self._tasks: list[Any] | None = None  # loaded at the first episode
         self._stream: Any = None  # an infinite taskset's iterator, read as far as a seed needs
-        self.routes: dict[str, Episode] = {}
+        self.routes: dict[str, Episode] = {}  # trace id -> its episode, for the bridge
+        self.episodes: set[Episode] = set()  # the live ones, cancelled when the host stops
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.ctx: Any = None
@@ -375,7 +386,7 @@ class Host:
             raise
 
     async def _close(self) -> None:
-        for episode in {id(e): e for e in self.routes.values()}.values():
+        for episode in list(self.episodes):
             await episode.cancel()
         if self._stop is not None:
             self._stop.set()
