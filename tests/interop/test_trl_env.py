@@ -231,6 +231,28 @@ def test_rollouts_trl_cut_pay_on_truncation_once():
     assert cut_reward(completions=[answer], environments=[object()], completion_ids=[[2]]) == [None]  # not ours
 
 
+def test_an_env_that_raises_in_a_tool_call_stops_the_reward_path():
+    """TRL turns the exception into a tool error the model reads; the reward path must not score the episode."""
+
+    def explode(text: str) -> str:
+        """Fail.
+
+        Args:
+            text: anything.
+        """
+        raise OSError("disk gone")
+
+    env = trl_environment("trltest/Chatty-v0", tools=[Tool(explode)])()
+    env.reset(seed=0)
+    assert "raised OSError: disk gone" in env.explode(text="x")  # a tool's own failure is an observation
+    env.env.unwrapped.step = lambda action: 1 / 0  # a bug in the env itself
+    with pytest.raises(ZeroDivisionError):
+        env.explode(text="x")
+    assert env.episode.stop_reason == "env_error"
+    with pytest.raises(RuntimeError, match="(?s)raised in a tool call.*ZeroDivisionError"):
+        trl_reward(completions=[[{"role": "assistant", "content": "ok"}]], environments=[env])
+
+
 def _named(name: str):
     return Tool(note, name=name)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import keyword
 import numbers
+import traceback
 import typing
 import weakref
 from collections import Counter
@@ -60,6 +61,9 @@ class TRLEpisode:
         stop_reason: why it ended (the env's ``info["stop_reason"]``, ``completed``, or a cut's reason).
         tool_calls: tool methods called (each one env step).
         tool_errors: failed tool calls by kind, as the env counted them (``info["tool_errors"]``).
+        masked_turns: steps whose info asked the learner not to train on them (``info["mask_turn"]``); TRL has no
+            way to leave them out.
+        error: the traceback of an exception the env raised in a tool call (``stop_reason="env_error"``).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -68,6 +72,8 @@ class TRLEpisode:
     stop_reason: str | None = None
     tool_calls: int = 0
     tool_errors: Counter = field(default_factory=Counter)
+    masked_turns: int = 0
+    error: str | None = None
 
 
 class TRLEnvironment:
@@ -133,6 +139,7 @@ class TRLEnvironment:
         episode.messages.extend(messages)
         episode.reward += float(reward)
         episode.tool_errors.update(info.get("tool_errors", {}))
+        episode.masked_turns += bool(info.get("mask_turn"))
         if terminated or truncated:
             episode.ended = True
             episode.stop_reason = info.get("stop_reason", "completed" if terminated else TRL_TURN_CUT)
@@ -145,7 +152,12 @@ class TRLEnvironment:
         if self._episode.ended:
             return f"Error: the episode has ended ({self._episode.stop_reason}); answer without tool calls."
         self._episode.tool_calls += 1
-        messages = self._step(ToolCall(name, arguments).to_text())
+        try:
+            messages = self._step(ToolCall(name, arguments).to_text())
+        except Exception:  # TRL shows the model {"error": ...} and goes on: the reward path raises it again
+            self._episode.ended, self._episode.stop_reason = True, "env_error"
+            self._episode.error = traceback.format_exc()
+            raise
         return "\n\n".join(m["content"] for m in messages)
 
     def _finish(self, final_text: str | None, cut: str | None = None) -> float:
@@ -154,6 +166,12 @@ class TRLEnvironment:
         episode = self._episode
         if not self._started:
             raise RuntimeError(f"the reward path of {self._env_id} ran before reset(**row)")
+        if episode.error is not None:
+            raise RuntimeError(
+                f"{self._env_id} raised in a tool call of this rollout; agentgspo's runner leaves such an episode out "
+                "of training (env_error), TRL cannot, so trl_reward stops rather than score it. Fix the env:\n"
+                + episode.error
+            )
         if not episode.ended and cut is None and final_text is not None:
             self._step(final_text)
             cut = TRL_TURN_CUT  # the env wanted another turn, which TRL does not play
@@ -190,7 +208,9 @@ def trl_reward_function(stop_token_ids: Iterable[int] | None = None) -> Callable
             reward functions no stop reason, so a cut last turn is stepped as written.
 
     Returns ``None`` for an environment that is not a :func:`trl_environment` class (TRL ignores it), so it mixes
-    with other environments of a ``dict`` ``environment_factory``.
+    with other environments of a ``dict`` ``environment_factory``. Each rollout's stop reason goes to TRL's
+    completions table (``log_extra``, column ``stop_reason``). An env that raised in a tool call makes it raise:
+    TRL cannot leave the rollout out of training as our runner does.
     """
     stops = None if stop_token_ids is None else frozenset(int(i) for i in stop_token_ids)
 
@@ -214,6 +234,11 @@ def trl_reward_function(stop_token_ids: Iterable[int] | None = None) -> Callable
             if stops is not None and (not len(completion_ids[i]) or int(completion_ids[i][-1]) not in stops):
                 cut = TRL_TOKEN_CUT
             rewards.append(env._finish(final_text, cut))
+        if kwargs.get("log_extra") is not None:
+            stop_reasons = [
+                env.episode.stop_reason if isinstance(env, TRLEnvironment) else None for env in environments
+            ]
+            kwargs["log_extra"]("stop_reason", stop_reasons)
         return rewards
 
     return agentgspo_env_reward
