@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agentgspo.commands.estimate_memory",
         "estimate a training run's memory per GPU from a model config (no weights loaded)",
     ),
+    "docs": ("agentgspo.commands.docs", "build the documentation site strictly into site/; --serve serves it locally"),
     "view": ("agentgspo.commands.view", "render trajectories.jsonl or an eval's results as a self-contained HTML page"),
 }
 

@@ -1,0 +1,1 @@
+"""Tests of the documentation site (mkdocs.yml, docs/, the docstrings)."""
