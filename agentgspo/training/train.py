@@ -91,6 +91,8 @@ from agentgspo.training.run_folder import RunInterrupted, StopSignals, check_run
 from agentgspo.training.settings import flags_of, load_config, resumable_settings, resume_command, setting
 from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
+__all__ = ["TrainConfig", "SMOKE", "run_recipe", "run_config", "exit_process", "bare_env_id", "episode_limits", "train"]
+
 EVAL_SEEDS = range(0, 100_000)  # held out: evaluations play env seeds from 0, training prompts from TRAIN_SEED_BASE
 TRAIN_SEED_BASE = 1_000_000
 DEMO_SEED_BASE = 9_000_000  # warm-start demonstrations
