@@ -368,15 +368,57 @@ def _doctests_to_fences(text: str) -> str:
     return "\n".join(out)
 
 
+# Google-style section titles griffe parses (a blank line after one would end the section).
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Params|Parameters|Keyword Args|Keyword Arguments|Other Parameters|Raises|Exceptions|"
+    r"Returns|Yields|Receives|Examples?|Attributes|Functions|Methods|Classes|Modules|Warns|Warnings|Notes?|"
+    r"Deprecated|Type Aliases):\s*$"
+)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _plain_text_blocks(text: str) -> str:
+    """Blank lines where plain-text docstrings rely on layout that Markdown needs marked: before a ``- `` list that
+    follows a paragraph line, and around a block indented under a line ending in ``:`` (launch commands, formulas),
+    which then renders as code instead of running into the paragraph."""
+    lines = text.split("\n")
+    out: list[str] = []
+    block_indent = None  # the indentation of the current code block, while inside one
+    for line in lines:
+        previous = out[-1] if out else ""
+        if block_indent is not None and line.strip() and _indent(line) < block_indent:
+            out.append("")  # the block ends: a paragraph follows
+            block_indent = None
+        elif block_indent is None and previous.strip() and line.strip():
+            deeper = _indent(line) >= _indent(previous) + 4
+            if deeper and previous.rstrip().endswith(":") and not _SECTION.match(previous):
+                out.append("")
+                block_indent = _indent(previous) + 4
+            elif (
+                line.lstrip().startswith("- ")
+                and _indent(line) == _indent(previous)
+                and not previous.lstrip().startswith("- ")
+                and not _SECTION.match(previous)
+            ):
+                out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
 class SphinxRoles(griffe.Extension):
     """Griffe extension: the library's Sphinx-style docstring markup as Markdown (roles, simple tables, doctest
-    blocks) and ``a, b: text`` argument entries as one entry per name."""
+    blocks, lists and indented blocks under a paragraph) and ``a, b: text`` argument entries as one entry per
+    name."""
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         """Rewrite ``obj``'s docstring before mkdocstrings parses it."""
         if obj.docstring is not None:
             text = _roles_to_markdown(obj.docstring.value)
-            obj.docstring.value = _doctests_to_fences(_split_grouped_args(_rst_tables_to_markdown(text)))
+            text = _split_grouped_args(_rst_tables_to_markdown(text))
+            obj.docstring.value = _doctests_to_fences(_plain_text_blocks(text))
 
 
 if os.environ.get("AGENTGSPO_DOCS_DEBUG"):  # pragma: no cover -- a look at what the hooks see

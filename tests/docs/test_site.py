@@ -9,6 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 import agentgspo
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,3 +93,35 @@ def test_the_package_reports_the_changelog_version():
     )
     first_release = re.search(r"^## (\S+)", (REPO / "CHANGELOG.md").read_text(), re.M).group(1)
     assert first_release == agentgspo.__version__
+
+
+def test_docstring_markup_becomes_markdown():
+    table = "Stats:\n\n  ====  =====\n  ``a``  first\n        more\n  ``b``  second\n  ====  =====\n"
+    assert docs_hooks._rst_tables_to_markdown(table).splitlines()[2:] == [
+        "  |  |  |",
+        "  | --- | --- |",
+        "  | ``a`` | first more |",
+        "  | ``b`` | second |",
+    ]
+    grouped = "Args:\n    x, y: both tensors\n        of one shape.\n    z: one."
+    assert docs_hooks._split_grouped_args(grouped).splitlines() == [
+        "Args:",
+        "    x: both tensors",
+        "        of one shape.",
+        "    y: both tensors",
+        "        of one shape.",
+        "    z: one.",
+    ]
+    plain = "Launch:\n    python run.py\nDeviations:\n- one\n- two"
+    assert docs_hooks._plain_text_blocks(plain) == "Launch:\n\n    python run.py\n\nDeviations:\n\n- one\n- two"
+    assert docs_hooks._plain_text_blocks("Args:\n    x: a.") == "Args:\n    x: a."  # a section stays a section
+    role = docs_hooks._roles_to_markdown(":func:`~agentgspo.objective.loss.gspo_loss`")
+    assert role == '<autoref identifier="agentgspo.objective.loss.gspo_loss" optional><code>gspo_loss</code></autoref>'
+    assert docs_hooks._doctests_to_fences(">>> 1 + 1\n2\n\nafter") == "```pycon\n>>> 1 + 1\n2\n```\n\nafter"
+
+
+def test_the_docs_command_needs_a_clone(tmp_path):
+    from agentgspo.commands.docs import config_file
+
+    with pytest.raises(FileNotFoundError, match=r"builds from a clone.*pip install"):
+        config_file(tmp_path)
