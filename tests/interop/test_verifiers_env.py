@@ -160,6 +160,7 @@ def test_a_failed_run_is_an_error_and_a_scored_one_pays_its_weighted_rewards():
         ({**QUIZ, "config": {"id": "user-sim"}, "seat": "assistant"}, "seat 'user' has no model of its own"),
         ({**QUIZ, "oracle": "vf_tool_quiz.policies:nothing"}, "oracle: cannot import 'vf_tool_quiz.policies:nothing'"),
         ({**QUIZ, "config": {"taskset": {"num_taks": 3}}}, "num_taks"),
+        ({"taskset": "vf_legacy_env", "path": str(FIXTURES)}, "'vf_legacy_env' is written for verifiers' legacy API"),
     ],
 )
 def test_a_bad_configuration_fails_at_construction_with_the_fix(kwargs, message):

@@ -101,6 +101,25 @@ def _ensure_uv() -> None:
     )
 
 
+LEGACY = (
+    "verifiers/Env-v0: {taskset!r} is written for verifiers' legacy API (0.3: load_environment() returning a "
+    "vf.Environment such as MultiTurnEnv), which verifiers 0.4 (installed; one package, so not beside it) no longer "
+    "ships. Port it to verifiers.v1 (a Taskset, and an Env for its turns), or play it where verifiers<0.4 is "
+    "installed with that release's own tools ({cause})"
+)
+
+
+def _legacy_hint(taskset: str, exc: Exception) -> str | None:
+    """The legacy-API message when ``exc`` says the taskset module is a verifiers 0.3 environment: it used a name
+    0.4 dropped, or it loads but exports ``load_environment`` instead of a Taskset."""
+    if isinstance(exc, AttributeError) and "module 'verifiers' has no attribute" in str(exc):
+        return LEGACY.format(taskset=taskset, cause=exc)
+    module = sys.modules.get(taskset.rsplit("/", 1)[-1].split("@", 1)[0].replace("-", "_").lower())
+    if module is not None and hasattr(module, "load_environment"):
+        return LEGACY.format(taskset=taskset, cause=exc)
+    return None
+
+
 def env_config(taskset: str, config: dict[str, Any] | None) -> Any:
     """verifiers' ``[env]`` block for ``taskset`` and ``config``, resolved to the env's config class, with this
     module's runtime and harness defaults (see the module docstring) filled in."""
@@ -119,7 +138,7 @@ def env_config(taskset: str, config: dict[str, Any] | None) -> Any:
     try:
         resolved = vf.resolve_env_config(copy.deepcopy(raw))
     except (ModuleNotFoundError, AttributeError, TypeError, ValueError) as exc:
-        raise ValueError(f"verifiers/Env-v0: taskset {taskset!r} with config {config!r}: {exc}") from exc
+        raise ValueError(_legacy_hint(taskset, exc) or f"verifiers/Env-v0: taskset {taskset!r}: {exc}") from exc
     bundles_harness = vf.default_harness_id(taskset) != "bash"
     for seat, spec in agent_config_fields(resolved).items():
         seat_raw = raw.setdefault(seat, {})

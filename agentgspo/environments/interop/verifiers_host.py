@@ -36,6 +36,13 @@ from agentgspo.environments.interop.openai_chat import (
 Message = dict[str, Any]
 # The env var of the bridge's API key: never set (verifiers then sends "EMPTY"); the bridge listens on 127.0.0.1.
 BRIDGE_KEY_VAR = "AGENTGSPO_VERIFIERS_BRIDGE_KEY"
+#: verifiers' run limits (``AgentConfig.max_*``) and the stop reason of ours that means the same.
+LIMIT_STOPS = {
+    "max_turns": "max_turns",
+    "max_input_tokens": "context_overflow",
+    "max_total_tokens": "context_overflow",
+    "max_output_tokens": "max_tokens",
+}
 _CANCEL_GRACE_S = 60.0  # cancelling an episode waits this long for verifiers' cleanup (processes, servers)
 _names = itertools.count()
 
@@ -165,6 +172,9 @@ class Episode:
         kind, payload = await self.events.get()
         if kind != "request":
             reward, end_info = self._score(kind, payload)
+            cut = LIMIT_STOPS.get(end_info["verifiers"]["stop_condition"])
+            if cut is not None:  # verifiers' own limit ended the run: a truncation, as a limit wrapper's
+                return [], reward, False, True, {**info, **end_info, "stop_reason": cut}
             return [], reward, True, False, {**info, **end_info}
         messages = payload.get("messages") or []
         before = len(self.seen)
@@ -362,6 +372,7 @@ class Host:
 
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_route("*", "/{path:.*}", self._unsupported)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -407,6 +418,16 @@ class Host:
     async def new_episode(self, task: Any) -> Episode:
         """An episode of ``task``, started."""
         return Episode(self, task)
+
+    async def _unsupported(self, request: Any) -> Any:
+        from aiohttp import web
+
+        message = (
+            f"VerifiersEnv serves OpenAI chat completions only (POST /v1/chat/completions), not {request.method} "
+            f"{request.path}: the seat's harness speaks another API (Codex: Responses, Claude Code: Messages); pick "
+            "a chat-completions harness (null, bash) for the played seat"
+        )
+        return web.json_response({"error": {"message": message, "type": "invalid_request_error"}}, status=400)
 
     async def _handle(self, request: Any) -> Any:
         from aiohttp import web
