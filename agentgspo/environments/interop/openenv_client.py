@@ -77,6 +77,17 @@ def websocket_url(url: str) -> str:
     return urlunsplit((scheme, parts.netloc, parts.path + "/ws", "", ""))
 
 
+_HTTP: list[httpx.Client] = []  # one client for the process: building one per call costs milliseconds (TLS setup)
+
+
+def http_client() -> httpx.Client:
+    """The process's HTTP client for env servers' extension routes (thread-safe, connections kept alive)."""
+    with _DESCRIPTIONS_LOCK:
+        if not _HTTP:
+            _HTTP.append(httpx.Client(timeout=30))
+        return _HTTP[0]
+
+
 _DESCRIPTIONS: dict[str, dict[str, Any] | None] = {}
 _DESCRIPTIONS_LOCK = threading.Lock()
 
@@ -89,7 +100,7 @@ def describe_server(url: str, timeout_s: float = 30.0) -> dict[str, Any] | None:
         if base in _DESCRIPTIONS:
             return _DESCRIPTIONS[base]
     try:
-        response = httpx.get(f"{base}/agentgspo/env", timeout=timeout_s)
+        response = http_client().get(f"{base}/agentgspo/env", timeout=timeout_s)
     except httpx.HTTPError as exc:
         raise EnvServerLost(
             f"env server {base} did not answer ({type(exc).__name__}: {exc}); start it (agentgspo env-server "
@@ -242,7 +253,7 @@ class OpenEnvEnv(gym.Env):
         """The server's ``name`` policy as a local ``fn(messages) -> text``."""
 
         def demonstrate(messages: list[dict[str, Any]]) -> str:
-            response = httpx.post(
+            response = http_client().post(
                 f"{self.url}/agentgspo/demonstrate", json={"policy": name, "messages": messages}, timeout=300
             )
             response.raise_for_status()
@@ -312,7 +323,7 @@ class OpenEnvEnv(gym.Env):
         if self._action_schema is not None:
             return
         try:
-            self._action_schema = httpx.get(f"{self.url}/schema", timeout=30).json().get("action", {})
+            self._action_schema = http_client().get(f"{self.url}/schema").json().get("action", {})
         except httpx.HTTPError as exc:
             raise EnvServerLost(f"env server {self.url}: GET /schema failed ({exc})") from None
         fields = set(self._action_schema.get("properties", {})) - {"metadata"}
