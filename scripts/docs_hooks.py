@@ -35,6 +35,7 @@ from typing import Any
 
 import griffe
 import markdown
+from mkdocs.plugins import event_priority
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_TREE = ROOT / "build" / "docs-src"  # the package as it installs, as symlinks (gitignored build/)
@@ -205,8 +206,10 @@ def _api_nav(modules: dict[str, tuple[Path, list[str], str]]) -> list[Any]:
     return [f"{API_DIR}/index.md", *({group: pages} for group, pages in groups.items())]
 
 
+@event_priority(100)  # before mkdocstrings' own on_config, which drops search paths that do not exist yet
 def on_config(config: Any) -> Any:
-    """Lay out the installed package for griffe, point mkdocstrings at it, add the API nav and the link rewriter."""
+    """Lay out the installed package for griffe, check mkdocstrings looks there, add the API nav and the link
+    rewriter."""
     source = _lay_out_source_tree()
     paths = config.plugins["mkdocstrings"].config.handlers["python"].get("paths", [])
     if [Path(config.config_file_path).parent / p for p in paths] != [source]:
