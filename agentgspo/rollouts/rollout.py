@@ -213,7 +213,9 @@ class RolloutRunner:
         self._runs_lock = threading.Lock()  # runs may also come from several threads (run_sync)
         # An env served remotely holds a server session per episode: more episodes than the server serves at once
         # would wait for sessions on the env workers, which the open episodes need for their steps.
-        self.max_episodes_in_flight = self.config.max_episodes_in_flight or episode_capacity(env_id)
+        self.max_episodes_in_flight = self.config.max_episodes_in_flight or (
+            episode_capacity(env_id) if env_id else None
+        )
         self._slots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its semaphore
 
     async def _env_call(
