@@ -12,9 +12,13 @@ engine or a simulated user taking turns through ``agent.interaction``). Played h
   turns; or, when the episode ended, ``terminated`` with the reward;
 - the reward is the played run's verifiers score (the sum of its weighted rewards and judges), paid at the end;
   an episode the runner cuts is stopped with the runner's reason and its partial trajectory scored
-  (:meth:`VerifiersEnv.on_truncation`), as verifiers scores a run its own limits stop;
+  (:meth:`VerifiersEnv.on_truncation`), as verifiers scores a run its own limits stop; a run verifiers' own limits
+  stop (the seat's ``max_turns``, ``max_*_tokens``) ends ``truncated``, with the matching ``stop_reason``;
 - an episode that fails in verifiers (harness, tool server, hook or scoring error) raises: the runner records
   ``env_error`` with the cause, never a silent 0.
+
+The legacy API (verifiers 0.3: ``load_environment()`` returning a ``MultiTurnEnv``) is not played: it is the same
+package as 0.4, so the two cannot be installed side by side, and such a taskset is refused naming the port.
 
 How it runs (:mod:`agentgspo.environments.interop.verifiers_host`): the verifiers ``Env`` runs on its own event
 loop thread and reaches the model through verifiers' interception server, whose upstream endpoint is a bridge on
