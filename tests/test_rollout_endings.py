@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agentgspo.environments.env import Action, ChatEnv
+from agentgspo.environments.env import Action, ChatEnv, EnvInfrastructureError
 from agentgspo.policy.base import SampledTurn, SamplingParams, ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import ENDINGS, Trajectory
@@ -323,3 +323,43 @@ def test_every_trajectory_records_how_it_was_sampled(renderer, history):
     ] * len(trajectories)
     # max_new_tokens cut to the room left in the context; the other parameters kept
     assert [(p.max_new_tokens < 10_000, p.top_k, p.top_p) for p in policy.params] == [(True, 5, 0.9)] * 2
+
+
+# ------------------------------------------------------------------------------- infrastructure: re-queued episodes
+
+
+class FlakyHost(ChatEnv):
+    """Its host dies (EnvInfrastructureError) on the first ``fails`` attempts of each seed (one sample per seed),
+    then plays: "done" pays 1.0."""
+
+    fails = 1
+    attempts: dict[int, int] = {}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        FlakyHost.attempts[seed] = FlakyHost.attempts.get(seed, 0) + 1
+        if FlakyHost.attempts[seed] <= FlakyHost.fails:
+            raise EnvInfrastructureError(f"host of seed {seed} went away")
+        return [{"role": "user", "content": "say done"}], {}
+
+    def respond(self, action: Action):
+        return [], 1.0, True, False, {}
+
+
+@pytest.mark.parametrize(
+    "requeue_limit, fails, ending", [(0, 1, "infra_error"), (2, 1, "completed"), (2, 3, "infra_error")]
+)
+def test_episodes_lost_to_infrastructure_are_requeued_up_to_the_limit(renderer, requeue_limit, fails, ending):
+    FlakyHost.fails, FlakyHost.attempts = fails, {}
+    trajectories = runner(renderer, FlakyHost, scripted(renderer, "done"), requeue_limit=requeue_limit)
+    trajectories = trajectories.run_sync([0, 1])
+    assert [t.stop_reason for t in trajectories] == [ending] * 2
+    assert not ENDINGS["infra_error"].trained and ENDINGS["infra_error"].requeue
+    played = min(fails, requeue_limit) + 1  # the lost attempts, then the one that stands
+    assert FlakyHost.attempts == {0: played, 1: played}
+    lost = [t.metadata.get("requeued", []) for t in trajectories]
+    assert all(len(x) == min(fails, requeue_limit) for x in lost)
+    assert all(entry.startswith("infra_error: EnvInfrastructureError: host of seed") for x in lost for entry in x)
+    summary = summarize(trajectories)
+    assert summary["requeued_episodes"] == (2 if requeue_limit else 0)
+    assert summary["trained_episodes"] == (2 if ending == "completed" else 0)

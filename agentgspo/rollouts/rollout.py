@@ -136,6 +136,10 @@ class RolloutConfig:
         max_episodes_in_flight: most episodes played at once (per event loop); the others wait to start. ``None``:
             no limit, except for an env id that is an ``agentgspo env-server`` URL, whose server's session limit
             (``--max-concurrent-envs``) is the default.
+        requeue_limit: how many times an episode whose ending is re-queueable (``requeue`` in
+            :data:`~agentgspo.rollouts.trajectory.ENDINGS`: a dead replica, sandbox or env server, a hung call) is
+            played again, same task and seeds, before its failure stands (not trained either way);
+            ``metadata["requeued"]`` lists the endings it replaced. 0: never.
         sampling: temperature, top-p, top-k and the most ids per turn.
         history: what each turn is conditioned on, and what the learner trains on. ``"as_sampled"``: the episode
             is one sequence that only grows (prompt, turn, env reply, turn, ...), each turn sampled after exactly
@@ -156,6 +160,7 @@ class RolloutConfig:
     sampler_timeout_s: float | None = 600.0
     env_workers: int = 64
     max_episodes_in_flight: int | None = None
+    requeue_limit: int = 0
     sampling: SamplingParams = SamplingParams()
     history: str = "as_sampled"
     episode_timeout_s: dataclasses.InitVar[float | None] = None
@@ -171,6 +176,8 @@ class RolloutConfig:
             raise ValueError(f"history: expected one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
         if self.max_episodes_in_flight is not None and self.max_episodes_in_flight < 1:
             raise ValueError(f"max_episodes_in_flight: expected >= 1 or None, got {self.max_episodes_in_flight}")
+        if self.requeue_limit < 0:
+            raise ValueError(f"requeue_limit: expected >= 0, got {self.requeue_limit}")
         for name in ("group_size", "max_turns", "max_context", "env_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
@@ -299,6 +306,23 @@ class RolloutRunner:
             slots = self._slots.setdefault(loop, asyncio.Semaphore(self.max_episodes_in_flight))
         async with slots:
             return await self._episode(seed, group_id, sample_id, sampling_seed)
+
+    async def requeued_episode(
+        self, seed: int, group_id: int = 0, sample_id: int = 0, sampling_seed: int = 0
+    ) -> list[Trajectory]:
+        """:meth:`episode`, played again (up to ``requeue_limit`` times, same task and seeds) while it ends in a
+        re-queueable way: infrastructure that died is no one's answer, so the group gets its episode back."""
+        lost: list[str] = []
+        while True:
+            samples = await self.episode(seed, group_id, sample_id, sampling_seed)
+            last = samples[-1]
+            if not ENDINGS[last.stop_reason].requeue or len(lost) >= self.config.requeue_limit:
+                break
+            lost.append(f"{last.stop_reason}: {last.metadata.get('error', '')}"[:500])
+        if lost:
+            for sample in samples:
+                sample.metadata["requeued"] = lost
+        return samples
 
     async def _episode(self, seed: int, group_id: int, sample_id: int, sampling_seed: int) -> list[Trajectory]:
         """:meth:`episode`, once it may start."""
@@ -490,7 +514,7 @@ class RolloutRunner:
         """Play the ``group_size`` episodes of one seed concurrently (inside :meth:`playing`); their trajectories
         in sample order (``split_turns``: each episode's samples in turn order), after ``group_hook``."""
         episodes = await asyncio.gather(
-            *(self.episode(seed, group_id, k, sampling_seed) for k in range(self.config.group_size))
+            *(self.requeued_episode(seed, group_id, k, sampling_seed) for k in range(self.config.group_size))
         )
         if self.group_hook is not None:
             self.group_hook([episode[-1] for episode in episodes])  # one per episode (split_turns: its last)
@@ -551,5 +575,6 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
         "sampled_tokens": sampled_tokens,
         "stop_reasons": dict(stops),
         "tool_errors": dict(tool_errors),
+        "requeued_episodes": sum(bool(t.metadata.get("requeued")) for t in trajectories),
         "matches_full_render": sum(rendered) / len(rendered) if rendered else None,
     }

@@ -179,6 +179,11 @@ class TrainConfig(LearnerConfig):
     sampler_timeout_s: float = setting(
         600.0, "seconds one sampler call may take; past it the episode ends as sampler_error, not trained (0: no limit)"
     )
+    requeue_limit: int = setting(
+        2,
+        "times an episode lost to infrastructure (a re-queueable ending: a dead replica, sandbox or env server, a "
+        "hung call) is played again, same task and seeds, before its failure stands (never trained; 0: never)",
+    )
     history: str = setting(
         "as_sampled",
         "'as_sampled': one sample per episode, each turn conditioned on the "
@@ -544,6 +549,7 @@ class _Run:
             env_call_timeout_s=config.env_call_timeout_s or None,
             env_budget_s=config.env_budget_s or None,
             sampler_timeout_s=config.sampler_timeout_s or None,
+            requeue_limit=config.requeue_limit,
             sampling=SamplingParams(
                 temperature=config.temperature,
                 top_p=config.top_p,
