@@ -21,9 +21,10 @@ WINGS: dict[str, set[str]] = {
     "rollouts": {"environments", "policy.base", "learning.routing_replay"},
     "objective": {"rollouts"},
     "learning": {"objective", "rollouts"},
-    "policy": {"environments", "rollouts", "learning.routing_replay", "learning.moe"},
+    "policy": {"environments", "rollouts", "learning.routing_replay", "learning.moe", "fleet.manifest"},
     "training": {"environments", "rollouts", "objective", "learning", "policy"},
     "eval": {"environments", "rollouts", "policy"},
+    "fleet": set(),  # starts parts by their command lines and probes them over HTTP
 }
 
 

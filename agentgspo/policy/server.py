@@ -41,6 +41,14 @@ exact for turns that did not straddle the update (a reply received before the re
 may be one version too wide for a reply the server produced just before its pause but delivered after it, or for
 a turn sent during the pause (both sampled by one version). ``version_boundaries`` stays None.
 
+A fleet (``agentgspo fleet up``): ``urls`` may be ``["fleet:MANIFEST"]``, the manifest its supervisor keeps current
+(:mod:`agentgspo.fleet.manifest`). The servers are then its sampler replicas, read again whenever the manifest
+changes (checked at most once a second, and before every weight update): a replica taken out (``unhealthy``,
+``failed``) gets no new turn, its turns in flight fail over as above; one that comes back (a new incarnation:
+``restarts`` moved) or holds older weights (``needs_weights``) gets no turn until the next update has sent it the
+current weights, after which the update is acknowledged in the fleet's weights file (so the supervisor marks it
+``healthy``). With no replica serving, a turn waits for one (up to ``timeout_s``) instead of failing.
+
 A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the turns
 it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is never
 resampled elsewhere; the rollout records the episode as ``sampler_error``); the update goes on with the other servers
@@ -55,6 +63,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,7 +106,10 @@ class _Server:
     version: int = 0  # the policy version its weights are (bumped just before its resume)
     paused: bool = False  # between its /pause and the end of its /resume
     pauses: int = 0  # pauses started: a turn sent before one and failing after it was held by it
-    retired: str | None = None  # why no turn goes to it any more (it failed a weight update)
+    retired: str | None = None  # why no turn goes to it any more (it failed a weight update, it left the fleet)
+    part: str | None = None  # a fleet replica: its part id in the manifest
+    incarnation: int = 0  # a fleet replica: the manifest's ``restarts`` when this entry was made
+    admitted: bool = True  # takes turns; a fleet replica only once it holds the current weights
 
 
 class ServerPolicy:
@@ -143,9 +155,15 @@ class ServerPolicy:
 
         if not urls:
             raise ValueError("urls: expected at least one server URL, e.g. http://127.0.0.1:8000")
+        fleets = [str(url) for url in urls if str(url).startswith("fleet:")]
+        if fleets and len(urls) > 1:
+            raise ValueError(f"server URLs {list(urls)}: a fleet (fleet:MANIFEST) is the only entry when given")
         for url in urls:
-            if not str(url).startswith(("http://", "https://")):
-                raise ValueError(f"server URL {url!r}: expected http://host:port or https://host:port")
+            if not str(url).startswith(("http://", "https://", "fleet:")):
+                raise ValueError(
+                    f"server URL {url!r}: expected http://host:port, https://host:port or fleet:MANIFEST "
+                    "(the manifest of `agentgspo fleet up`)"
+                )
         for name, value in (("max_concurrency", max_concurrency), ("max_attempts", max_attempts)):
             if value < 1:
                 raise ValueError(f"{name}: expected >= 1, got {value}")
@@ -156,7 +174,13 @@ class ServerPolicy:
         if logprob_semantics not in LOGPROB_SEMANTICS:
             raise ValueError(f"logprob_semantics: expected one of {LOGPROB_SEMANTICS}, got {logprob_semantics!r}")
         self.logprob_semantics = logprob_semantics
-        self.servers = [_Server(str(url).rstrip("/").removesuffix("/v1")) for url in urls]
+        self.fleet_manifest = Path(fleets[0].removeprefix("fleet:")) if fleets else None
+        self.servers: list[_Server] = (
+            [] if fleets else [_Server(str(url).rstrip("/").removesuffix("/v1")) for url in urls]
+        )
+        self._fleet_lock = threading.Lock()  # the learner's thread and the sampling loop both sync the fleet
+        self._fleet_generation: int | None = None
+        self._fleet_checked = 0.0
         self.renderer = renderer
         self.end_of_turn_id = renderer.end_of_turn_id
         self.stop_ids = frozenset({self.end_of_turn_id, *stop_ids})
@@ -178,6 +202,7 @@ class ServerPolicy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Condition | None = None
+        self.sync_fleet(force=True)
 
     summary = "running vLLM servers, see --server-url"
 
@@ -191,7 +216,8 @@ class ServerPolicy:
             default=None,
             metavar="URL",
             help="base URL of a vLLM OpenAI-compatible server, e.g. http://127.0.0.1:8000 "
-            "(repeat for several: requests are balanced, failed ones go to another)",
+            "(repeat for several: requests are balanced, failed ones go to another), or fleet:MANIFEST for the "
+            "sampler replicas of `agentgspo fleet up` (kept current as they come and go)",
         )
         group.add_argument(
             "--server-concurrency",
@@ -229,14 +255,58 @@ class ServerPolicy:
         renderer, stop_ids = load_renderer_and_stops(resolve_checkpoint(path))
         return cls(urls, renderer, stop_ids=stop_ids, **options)
 
+    def sync_fleet(self, force: bool = False) -> bool:
+        """Bring the servers in line with the fleet manifest (a fleet only; read when it changed, at most once a
+        second unless ``force``): replicas that left get no new turn, new incarnations enter unadmitted unless they
+        hold this client's weight version. Returns whether the list changed."""
+        if self.fleet_manifest is None:
+            return False
+        from agentgspo.fleet.manifest import read_manifest
+
+        with self._fleet_lock:
+            now = time.monotonic()
+            if not force and now - self._fleet_checked < 1.0:
+                return False
+            self._fleet_checked = now
+            manifest = read_manifest(self.fleet_manifest)
+            if manifest.generation == self._fleet_generation:
+                return False
+            self._fleet_generation = manifest.generation
+            known = {server.part: server for server in self.servers if server.retired is None}
+            servers = []
+            for part in manifest.parts:
+                if part.kind != "sampler":
+                    continue
+                current = known.pop(part.id, None)
+                usable = part.status in ("healthy", "needs_weights") and part.url
+                url = (part.url or "").rstrip("/").removesuffix("/v1")
+                if current is not None and usable and (current.incarnation, current.url) == (part.restarts, url):
+                    servers.append(current)
+                    continue
+                if current is not None:  # gone, or back as a new incarnation: no new turn to the old entry
+                    current.retired = f"left the fleet ({part.status}, restarts {part.restarts})"
+                if usable:
+                    holds = (part.weight_version or 0) >= self.version
+                    servers.append(_Server(url, part=part.id, incarnation=part.restarts, admitted=holds))
+            for server in known.values():
+                server.retired = "left the fleet (no such part any more)"
+            self.servers = servers
+            logger.info(
+                "fleet %s: %d samplers serving, %d waiting for weights",
+                manifest.fleet,
+                sum(s.admitted for s in servers),
+                sum(not s.admitted for s in servers),
+            )
+            return True
+
     # -- per event loop state (asyncio.run makes a new loop per rollout; clients and locks belong to one) ----
     def _bind(self) -> tuple[httpx.AsyncClient, asyncio.Condition]:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop = loop
-            limits = httpx.Limits(
-                max_connections=self.max_concurrency * len(self.servers),
-                max_keepalive_connections=self.max_concurrency * len(self.servers),
+            limits = httpx.Limits(  # a fleet may grow: no cap on connections beyond the per-server slots
+                max_connections=None if self.fleet_manifest else self.max_concurrency * len(self.servers),
+                max_keepalive_connections=self.max_concurrency * max(len(self.servers), 1),
             )
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10)), limits=limits
@@ -284,22 +354,29 @@ class ServerPolicy:
     async def _acquire(self, slots: asyncio.Condition, avoid: _Server | None) -> _Server:
         """The healthy server with the fewest in flight and a free slot (waiting for one if needed); one being
         updated only when no other has room."""
+        waited_since = time.monotonic()
         async with slots:
             while True:
+                if self.sync_fleet():
+                    slots.notify_all()
                 now = time.monotonic()
                 serving = [s for s in self.servers if s.retired is None]
-                if not serving:
+                if not serving and self.fleet_manifest is None:
                     raise ServerUnavailable(
                         "every server failed a weight update: "
                         + "; ".join(f"{s.url}: {s.retired}" for s in self.servers)
                     )
-                up = [s for s in serving if s.down_until <= now and s.in_flight < self.max_concurrency]
+                if not serving and now - waited_since > self.timeout_s:
+                    raise ServerUnavailable(f"no sampler of fleet {self.fleet_manifest} served for {self.timeout_s} s")
+                up = [s for s in serving if s.admitted and s.down_until <= now and s.in_flight < self.max_concurrency]
                 preferred = [s for s in up if s is not avoid] or up
                 if preferred:
                     server = min(preferred, key=lambda s: (s.paused, s.in_flight))
                     server.in_flight += 1
                     return server
                 wake = min((s.down_until for s in self.servers if s.down_until > now), default=None)
+                if self.fleet_manifest is not None:  # look at the manifest again in a second
+                    wake = min(wake if wake is not None else now + 1.0, now + 1.0)
                 try:
                     await asyncio.wait_for(slots.wait(), timeout=None if wake is None else max(wake - now, 0.001))
                 except asyncio.TimeoutError:
@@ -375,6 +452,7 @@ class ServerPolicy:
         the turns it held fail (see the module docstring); the rest are updated, then this raises naming it.
         """
         version = self.version + 1
+        self.sync_fleet(force=True)
         if self._streams():
             failures = self._update_streamed(model, version)
         else:
@@ -394,6 +472,7 @@ class ServerPolicy:
                     except Exception as exc:  # noqa: BLE001 -- retired; the other servers are still updated
                         failures.append(f"{server.url}: {exc}")
         self.version = version
+        self._acknowledge(version)
         if failures:
             serving = sum(s.retired is None for s in self.servers)
             raise WeightUpdateFailed(
@@ -403,6 +482,17 @@ class ServerPolicy:
                 serving,
             )
         return self.version
+
+    def _acknowledge(self, version: int) -> None:
+        """After an update to ``version``: the servers that took it are admitted, and (a fleet) the fleet's weights
+        file says which incarnation of which replica holds it."""
+        updated = [s for s in self.servers if s.retired is None and s.version == version]
+        for server in updated:
+            server.admitted = True
+        if self.fleet_manifest is not None:
+            from agentgspo.fleet.manifest import acknowledge_weights
+
+            acknowledge_weights(self.fleet_manifest, version, {s.part: s.incarnation for s in updated})
 
     def _streams(self) -> bool:
         """Whether updates are streamed: ``weight_transfer`` says so, or (``"auto"``) the servers accept the
