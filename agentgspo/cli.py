@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
     "eval": ("agentgspo.commands.eval", "evaluate an agent on CodeForces-style problems: pass@k, rating, report"),
     "serve-policy": ("agentgspo.commands.serve_policy", "serve a policy checkpoint with vLLM's OpenAI server"),
+    "fleet": ("agentgspo.commands.fleet", "start, describe or stop a fleet of samplers, sandboxes and env servers"),
     "estimate-memory": (
         "agentgspo.commands.estimate_memory",
         "estimate a training run's memory per GPU from a model config (no weights loaded)",

