@@ -40,10 +40,11 @@ def run(args: argparse.Namespace) -> int:
 
     manifest = Path(args.manifest) if args.manifest else manifest_path(args.file)
     if args.action == "up" and args.foreground:
-        from agentgspo.fleet.spec import load_spec
+        from agentgspo.fleet.control import prepare
         from agentgspo.fleet.supervisor import Supervisor
 
-        return asyncio.run(Supervisor(load_spec(args.file), args.file, manifest).run())
+        spec, manifest = prepare(args.file, manifest)
+        return asyncio.run(Supervisor(spec, args.file, manifest).run())
     if args.action == "up":
         return fleet_up(args.file, manifest, timeout_s=args.timeout)
     if args.action == "status":

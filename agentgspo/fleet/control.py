@@ -20,9 +20,9 @@ from pathlib import Path
 
 from agentgspo.fleet.local import group_members, pid_alive
 from agentgspo.fleet.manifest import HEARTBEAT_S, Manifest, manifest_path, read_manifest, run_folder
-from agentgspo.fleet.spec import load_spec
+from agentgspo.fleet.spec import FleetSpec, load_spec
 
-__all__ = ["fleet_up", "fleet_status", "fleet_down", "format_status", "supervisor_alive", "leftovers"]
+__all__ = ["prepare", "fleet_up", "fleet_status", "fleet_down", "format_status", "supervisor_alive", "leftovers"]
 
 
 def supervisor_alive(manifest: Manifest) -> bool:
@@ -97,25 +97,34 @@ def _log_tail(path: str | None, lines: int = 25) -> str:
     return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
 
 
-def fleet_up(
-    spec_path: str | Path, manifest: str | Path | None = None, timeout_s: float = 1800.0, quiet: bool = False
-) -> int:
-    """Start the fleet of ``spec_path`` in the background; return 0 once every part serves, 1 (having stopped it
-    and printed why) if the supervisor fails, a part is given up or ``timeout_s`` passes first."""
-    spec = load_spec(spec_path)  # a wrong file fails here, with its fields, before anything starts
-    path = Path(manifest) if manifest else manifest_path(spec_path)
-    path = path.resolve()
+def prepare(spec_path: str | Path, manifest: str | Path | None = None) -> tuple[FleetSpec, Path]:
+    """Check the fleet file (a wrong one fails here, naming its fields, before anything starts) and that its fleet is
+    not already up; what a fleet whose supervisor died left running is killed. Returns (spec, manifest path)."""
+    spec = load_spec(spec_path)
+    path = (Path(manifest) if manifest else manifest_path(spec_path)).resolve()
     if path.exists():
         try:
             previous = read_manifest(path)
-        except ValueError:
+        except ValueError:  # not a manifest of ours: replaced
             previous = None
         if previous is not None and previous.state != "stopped" and supervisor_alive(previous):
             raise ValueError(
                 f"fleet {previous.fleet} is already up (supervisor pid {previous.supervisor.pid}, manifest {path}): "
                 f"agentgspo fleet down {spec_path}"
             )
+        if previous is not None and leftovers(previous):
+            print(f"fleet {previous.fleet}: its supervisor is gone; killing what it left: {leftovers(previous)}")
+            _kill_all(previous)
         path.unlink()
+    return spec, path
+
+
+def fleet_up(
+    spec_path: str | Path, manifest: str | Path | None = None, timeout_s: float = 1800.0, quiet: bool = False
+) -> int:
+    """Start the fleet of ``spec_path`` in the background; return 0 once every part serves, 1 (having stopped it
+    and printed why) if the supervisor fails, a part is given up or ``timeout_s`` passes first."""
+    spec, path = prepare(spec_path, manifest)
     run_dir = run_folder(path)
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "supervisor.log"

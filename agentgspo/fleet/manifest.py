@@ -187,6 +187,10 @@ class Manifest(BaseModel):
         """Samplers that answer but must receive the current weights before any turn (``needs_weights``)."""
         return [part for part in self.parts if part.status == "needs_weights"]
 
+    def sandbox_token(self) -> str | None:
+        """The sandbox servers' bearer token (from ``sandbox_token_file``), or None without sandboxes."""
+        return Path(self.sandbox_token_file).read_text().strip() if self.sandbox_token_file else None
+
     def part(self, part_id: str) -> PartEntry:
         """The part named ``part_id``; ``KeyError`` naming the ids there are otherwise."""
         for part in self.parts:

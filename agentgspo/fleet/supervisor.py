@@ -267,8 +267,9 @@ class Supervisor:
             except PartFailed as exc:
                 self.set_status(entry, "failed", f"cannot be restarted: {exc}")
                 return
-            except (OSError, ValueError, RuntimeError) as exc:
+            except Exception as exc:  # a port taken, a keeper that died, Ray busy: a failed start, counted
                 reason = f"did not start: {type(exc).__name__}: {exc}"
+                self.log(f"{part.id}: {reason}\n{traceback.format_exc()}")
             else:
                 self.adopt(entry, incarnation)
                 reason = await self.serve(part, entry, incarnation)

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
+import httpx
 import pytest
-from fleet.fleet_support import fleet, kill_and_watch, nothing_left
+from fleet.fleet_support import fleet, kill_and_watch, nothing_left, wait_for
 
 from agentgspo.fleet.local import group_members
 from agentgspo.fleet.manifest import manifest_path, read_manifest
@@ -37,6 +41,41 @@ def test_a_hung_part_fails_its_probes_and_is_restarted(tmp_path):
         down = fleet("down", spec)
     assert down.returncode == 0, down.stdout + down.stderr
     nothing_left(running)
+
+
+def test_foreground_runs_the_supervisor_here_until_interrupted(tmp_path):
+    spec = tmp_path / "fg.yaml"
+    spec.write_text("sandboxes: [{name: judge, cpus: 0}]\n")
+    path = manifest_path(spec)
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "agentgspo.cli", "fleet", "up", "--foreground", str(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_file(path, supervisor)
+        running = wait_for(path, lambda m: m.state == "running", 120, "the foreground fleet up")
+        assert running.supervisor.pid == supervisor.pid and running.supervisor.log is None
+        # the token clients use is in the file the manifest names (0600)
+        token_file = Path(running.sandbox_token_file)
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        body = {"source": "print(input())", "tests": [{"input_b64": "MQo=", "answer_b64": "MQo="}]}
+        headers = {"Authorization": f"Bearer {running.sandbox_token()}"}
+        judged = httpx.post(f"{running.part('judge-0').url}/judge", json=body, headers=headers, timeout=60)
+        assert judged.json()["verdict"] == "AC"
+    finally:
+        supervisor.send_signal(signal.SIGINT)  # Ctrl-C
+        output = supervisor.communicate(timeout=120)[0]
+    assert supervisor.returncode == 0, output
+    assert "fleet stopped" in output
+    nothing_left(running)
+
+
+def wait_for_file(path: Path, process: subprocess.Popen) -> None:
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[0]
+        time.sleep(0.02)
 
 
 def test_a_part_that_cannot_start_is_given_up_and_up_says_why(tmp_path):
