@@ -42,6 +42,17 @@ from websockets.sync.client import ClientConnection, connect
 from agentgspo.environments.env import AssistantTurnSpace, EnvInfrastructureError, MessagesSpace, as_action
 from agentgspo.environments.registry import EnvBudget
 
+__all__ = [
+    "OpenEnvEnv",
+    "RemoteEnvError",
+    "EnvServerLost",
+    "is_remote_env_id",
+    "describe_server",
+    "remote_budget",
+    "http_base",
+    "websocket_url",
+]
+
 #: env ids that name a server rather than a registration.
 REMOTE_SCHEMES = ("http://", "https://", "ws://", "wss://")
 #: OpenEnv's MCP action types (``openenv.core.env_server.mcp_types``).

@@ -38,6 +38,8 @@ from pydantic import BaseModel, Field
 from agentgspo.environments.env import truncation_reward
 from agentgspo.environments.registry import env_budget, make
 
+__all__ = ["ChatAction", "ChatObservation", "AgentGSPOEnvironment", "create_env_app"]
+
 #: The extension routes' prefix (OpenEnv's own routes are unprefixed).
 EXTENSION_PREFIX = "/agentgspo"
 
