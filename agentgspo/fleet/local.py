@@ -7,7 +7,9 @@ and two replicas fight over all of them). Cores are claimed with a lock file per
 core; the Ray launcher claims cores on its nodes the same way. Sandbox and env servers are not pinned. A sampler
 with GPUs gets its own ``CUDA_VISIBLE_DEVICES`` (the visible GPUs handed out in order; untested here: no GPU).
 
-Every part listens on a free port of ``host`` (default 127.0.0.1); a restarted part keeps its port when it is free.
+Every part listens on a free port of ``host`` (default 127.0.0.1), a new one each time it is (re)started: a client
+that missed the manifest's change then fails to connect, loudly, instead of reaching an incarnation it never sent
+the current weights (a restarted replica holds the fleet file's model).
 """
 
 from __future__ import annotations
@@ -59,18 +61,6 @@ def free_port(host: str) -> int:
     with socket.socket(family) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    """Whether ``port`` of ``host`` can be listened on now."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def claim_cores(count: int, lock_dir: str | Path | None = None) -> tuple[list[int], list[int]]:
@@ -169,8 +159,8 @@ class LocalLauncher:
         self.cores: dict[str, list[int]] = {}
         self.gpus: dict[str, str] = {}
         self._locks: list[int] = []
-        self._ports: dict[str, int] = {}
         self._keepers: list[subprocess.Popen] = []  # every keeper started, for close()
+        self._used_ports: set[int] = set()
         parts = spec.parts()
         pinned = [part for part in parts if part.bind_cores]
         needed = sum(int(part.cpus) for part in pinned)
@@ -206,9 +196,10 @@ class LocalLauncher:
 
     async def start(self, part: PartSpec, restarts: int) -> Incarnation:
         """Start ``part`` (its ``restarts``-th restart); returns once its keeper reported the server's pid."""
-        previous = self._ports.get(part.id)
-        port = previous if previous and port_is_free(self.host, previous) else free_port(self.host)
-        self._ports[part.id] = port
+        port = free_port(self.host)
+        while port in self._used_ports:  # never an earlier incarnation's URL (the kernel may hand a port out again)
+            port = free_port(self.host)
+        self._used_ports.add(port)
         log = self.run_dir / f"{part.id}.log"
         pidfile = self.run_dir / f"{part.id}.pid"
         pidfile.unlink(missing_ok=True)

@@ -30,8 +30,10 @@ A part:
 - ``id``: ``GROUP-INDEX`` (``policy-0``), stable across restarts; ``kind``: ``"sampler"``, ``"sandbox"`` or
   ``"env_server"``; ``group``, ``index``: its group in the fleet file and its place there.
 - ``status``: see below. ``since``: unix time it last changed.
-- ``url``: ``http://HOST:PORT`` of its current incarnation (null before its first start). It may change when the
-  part is restarted (a Ray actor can come back on another node): read it again whenever ``restarts`` changes.
+- ``url``: ``http://HOST:PORT`` of its current incarnation (null before its first start). Each incarnation has a
+  URL of its own (a new port; a Ray actor may also come back on another node), so a client that missed a restart
+  fails to connect rather than reach a replica it never sent the current weights: read it again whenever
+  ``restarts`` changes, and key what you know of a part by (``id``, ``restarts``), not by URL.
 - ``restarts``: how many times it has been restarted, which also names its current incarnation (the weights file
   quotes it); ``max_restarts``: the bound, after which it is ``failed``.
 - ``weight_version``: samplers only (null otherwise): the policy version its weights hold. 0 whenever it (re)starts

@@ -15,6 +15,7 @@ from fleet.fleet_support import (
     NOTICE_BOUND_S,
     OPENENV_PYTHON,
     allowed_cores,
+    closed,
     fleet,
     generates,
     kill_all_and_watch,
@@ -121,6 +122,7 @@ def test_killed_parts_are_noticed_restarted_and_a_replica_needs_the_current_weig
         assert "killed by SIGKILL" in out.part(part_id).last_error
         assert not group_members(before.pgid)  # nothing of the old one left (vLLM's engine core included)
         assert back.restarts == 1 and back.pid != before.pid and back.probe.ok
+        assert back.url != before.url and closed(before.url)  # a stale client fails loudly, never reaches it
         assert back.status == ("needs_weights" if back.kind == "sampler" else "healthy")
 
     back = read_manifest(path)

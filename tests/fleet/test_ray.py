@@ -1,8 +1,8 @@
 """The ray launcher for real: a local Ray cluster (`ray start --head` on 127.0.0.1 with honest resources: 2 CPUs, a
 capped object store) started and stopped here; `agentgspo fleet up` places two vLLM (CPU build) replicas of the tiny
-policy, one placement group each, and a sandbox server; a replica's vLLM process killed, another's Ray actor killed,
-the sandbox server killed: each noticed, restarted by Ray, dropped from and re-added to the manifest; `fleet down`
-leaves no process (nor actor, nor placement group) behind."""
+policy, one placement group each, a sandbox server and (with the openenv venv) an env server; a replica's vLLM
+process, another's Ray actor and the servers killed: each noticed, restarted by Ray, dropped from and re-added to the
+manifest; `fleet down` leaves no process (nor actor, nor placement group) behind."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from fleet.fleet_support import (
     NOTICE_BOUND_S,
+    OPENENV_PYTHON,
     fleet,
     generates,
     kill_all_and_watch,
@@ -47,6 +48,9 @@ samplers:
   - {name: policy, model: tiny, count: 2, cpus: 1, enforce_eager: true, max_num_seqs: 8}
 sandboxes:
   - {name: judge, cpus: 0}
+"""
+ENV_SERVER = """env_servers:
+  - {name: calc, env: agentgspo/Calculator-v0, cpus: 0, python: %s}
 """
 RAY = str(Path(sys.executable).with_name("ray"))
 
@@ -100,7 +104,7 @@ def ray_cluster():
 def ray_fleet(ray_cluster, tmp_path_factory):
     folder = tmp_path_factory.mktemp("ray-fleet")
     spec = folder / "fleet.yaml"
-    spec.write_text(FLEET % ray_cluster)
+    spec.write_text(FLEET % ray_cluster + (ENV_SERVER % OPENENV_PYTHON if OPENENV_PYTHON.exists() else ""))
     up = fleet("up", spec)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -147,13 +151,14 @@ def test_a_killed_vllm_process_actor_and_sandbox_are_restarted_by_ray(ray_fleet)
     acknowledge_weights(path, 1, {p.id: p.restarts for p in manifest.parts if p.kind == "sampler"})
     manifest = wait_for(path, lambda m: m.weight_version == 1, 30, "the learner's version read")
     # all at once (each replica restarts on its own core): one replica's vLLM API server, the other's Ray actor (its
-    # worker process, as the OOM killer would), the sandbox server
+    # worker process, as the OOM killer would), the sandbox server, the env server (with the openenv venv)
     seen = kill_all_and_watch(
         path,
         {
             "policy-0": lambda part: os.kill(part.pid, signal.SIGKILL),
             "policy-1": lambda part: os.kill(part.actor_pid, signal.SIGKILL),
             "judge-0": lambda part: os.kill(part.pid, signal.SIGKILL),
+            **({"calc-0": lambda part: os.kill(part.pid, signal.SIGKILL)} if OPENENV_PYTHON.exists() else {}),
         },
     )
     for part_id, watched in seen.items():
@@ -162,6 +167,7 @@ def test_a_killed_vllm_process_actor_and_sandbox_are_restarted_by_ray(ray_fleet)
         assert part_id not in [p.id for p in watched["out"].parts if p.status == "healthy"]
         assert not group_members(before.pgid) and not pid_alive(before.actor_pid)  # the old actor and its server
         assert back.actor_pid != before.actor_pid and back.actor == before.actor  # Ray restarted the same actor
+        assert back.url != before.url
         assert back.probe.ok and back.status == ("needs_weights" if back.kind == "sampler" else "healthy")
     assert "killed by SIGKILL" in seen["policy-0"]["out"].part("policy-0").last_error
     assert "Ray actor died" in seen["policy-1"]["out"].part("policy-1").last_error
