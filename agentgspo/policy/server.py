@@ -112,6 +112,12 @@ class _Server:
     admitted: bool = True  # takes turns; a fleet replica only once it holds the current weights
 
 
+def _member(server: _Server) -> tuple[str, str | None, int]:
+    """Who is in a weight-transfer group: a server's URL and, for a fleet replica, its part and incarnation (a
+    replica restarted on the same address is a new process that never joined the old group)."""
+    return server.url, server.part, server.incarnation
+
+
 class ServerPolicy:
     """vLLM OpenAI-compatible servers as a :class:`~agentgspo.policy.base.PolicyBackend`.
 
@@ -197,7 +203,7 @@ class ServerPolicy:
         self.transfer_timeout_s = transfer_timeout_s
         self._streaming: bool | None = None  # "auto": decided at the first update
         self._transfer: Any = None  # the trainer's end of the gloo group with the servers in _members
-        self._members: list[str] = []
+        self._members: list[tuple] = []  # (url, part, incarnation): a restarted replica may come back on a used port
         self._calls = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
@@ -528,7 +534,7 @@ class ServerPolicy:
         except BaseException:
             client.close()
             raise
-        self._members = [s.url for s in members]
+        self._members = [_member(s) for s in members]
 
     def _close_transfer(self) -> None:
         if self._transfer is not None:
@@ -559,7 +565,7 @@ class ServerPolicy:
                 if not members:
                     break
                 try:
-                    if [s.url for s in members] != self._members:
+                    if [_member(s) for s in members] != self._members:
                         self._connect(members)
                     self._transfer.source = source
                     self._transfer.send_weights()
