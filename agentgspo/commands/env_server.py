@@ -51,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         env_kwargs = json.loads(args.env_kwargs)
     except json.JSONDecodeError as exc:
-        print(f"agentgspo env-server: --env-kwargs is not JSON ({exc}): pass an object like '{{\"k\": 1}}'")
+        print(
+            f"agentgspo env-server: --env-kwargs is not JSON ({exc}): pass an object like '{{\"k\": 1}}'",
+            file=sys.stderr,
+        )
         return 2
     if not isinstance(env_kwargs, dict) or args.max_concurrent_envs < 1:
         print(
