@@ -8,6 +8,12 @@ proxy: 504) is not retried (the server may still be running it; a retry would ru
 result saying so. The sync methods run the async ones on a private event-loop thread, so any number of worker
 threads may call them at once.
 
+A fleet (``agentgspo fleet up``): ``endpoints="fleet:MANIFEST"`` (or ``AGENTGSPO_SANDBOX_URLS=fleet:MANIFEST``) sends
+work to the fleet's healthy sandbox servers as its manifest lists them now, with the fleet's token. A server that
+dies under a request is the supervisor's to replace: the request waits for a healthy server (up to ``fleet_wait_s``)
+and is sent again, rather than ending as a judge error after a few quick retries; it fails at once when the fleet
+has no sandbox server left that could come back (every one ``failed``, or the fleet stopped).
+
 Threat model: the server's backend isolates the code (see ``local.py`` / ``docker_backend.py``); this client adds
 bearer-token authentication and nothing else. Use TLS (a reverse proxy) between machines you do not control; the
 token grants running code and jury programs on the server.
@@ -20,7 +26,10 @@ import base64
 import itertools
 import os
 import threading
+import time
 from pathlib import Path
+
+from agentgspo.fleet.manifest import Manifest, read_manifest
 
 from .protocol import SandboxUnavailable
 from .results import ExecResult, JudgeResult, Limits, Verdict
@@ -41,12 +50,17 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+class _Retry(Exception):
+    """An attempt failed in a way another attempt may fix (no connection, 429, 500, 502, 503)."""
+
+
 class RemoteSandbox:
     """Client for one or more sandbox servers. Thread-safe; also usable from asyncio (``ajudge``, ``arun_python``).
 
-    endpoints: base URLs (default ``$AGENTGSPO_SANDBOX_URLS``, comma-separated); token: bearer token (default
-    ``$AGENTGSPO_SANDBOX_TOKEN``); max_concurrency: requests in flight at once; retries: extra attempts per request;
-    backoff_s: first retry delay (doubles each attempt); timeout_s: per-request timeout.
+    endpoints: base URLs (default ``$AGENTGSPO_SANDBOX_URLS``, comma-separated), or ``fleet:MANIFEST``; token: bearer
+    token (default ``$AGENTGSPO_SANDBOX_TOKEN``; a fleet's own); max_concurrency: requests in flight at once; retries:
+    extra attempts per request; backoff_s: first retry delay (doubles each attempt); timeout_s: per-request timeout;
+    fleet_wait_s: how long a request waits for a healthy sandbox server of a fleet.
     """
 
     name = "remote"
@@ -59,12 +73,28 @@ class RemoteSandbox:
         retries: int = 3,
         backoff_s: float = 0.2,
         timeout_s: float = 600.0,
+        fleet_wait_s: float = 300.0,
     ) -> None:
         if endpoints is None:
             endpoints = os.environ.get("AGENTGSPO_SANDBOX_URLS", "")
         if isinstance(endpoints, str):
             endpoints = [e.strip() for e in endpoints.split(",") if e.strip()]
-        if not endpoints:
+        fleets = [e for e in endpoints if e.startswith("fleet:")]
+        if fleets and len(endpoints) > 1:
+            raise ValueError(f"sandbox endpoints {endpoints}: a fleet (fleet:MANIFEST) is the only entry when given")
+        self.fleet_manifest = Path(fleets[0].removeprefix("fleet:")) if fleets else None
+        self.fleet_wait_s = fleet_wait_s
+        self._fleet_seen: tuple[int, Manifest] | None = None  # (manifest mtime_ns, manifest) last read
+        if self.fleet_manifest is not None:
+            fleet = self._read_fleet()
+            if not any(part.kind == "sandbox" for part in fleet.parts):
+                raise SandboxUnavailable(
+                    f"fleet {fleet.fleet} ({self.fleet_manifest}) has no sandbox servers: add a `sandboxes:` group to "
+                    f"its fleet file {fleet.spec}"
+                )
+            token = token if token is not None else fleet.sandbox_token()
+            endpoints = []
+        if not endpoints and self.fleet_manifest is None:
             raise SandboxUnavailable(
                 "the remote backend needs endpoints: pass endpoints=[...] or set "
                 "AGENTGSPO_SANDBOX_URLS=http://host:8910 "
@@ -75,7 +105,7 @@ class RemoteSandbox:
                 f"the remote backend needs max_concurrency >= 1 and retries >= 0, got "
                 f"max_concurrency={max_concurrency}, retries={retries}"
             )
-        self.endpoints = [e.rstrip("/") for e in endpoints]
+        self.endpoints = [e.rstrip("/") for e in endpoints]  # a fleet's are read from its manifest per request
         self.token = token if token is not None else os.environ.get("AGENTGSPO_SANDBOX_TOKEN", "")
         if not self.token.strip() or any(c in self.token for c in "\r\n\0"):
             # else httpx fails on the first request with "Illegal header value b'Bearer '"
@@ -91,7 +121,7 @@ class RemoteSandbox:
             backoff_s,
             timeout_s,
         )
-        self._cycle = itertools.cycle(range(len(self.endpoints)))
+        self._cycle = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
         self._clients: dict[int, tuple] = {}  # id(loop) -> (loop, httpx.AsyncClient, Semaphore)
@@ -126,42 +156,104 @@ class RemoteSandbox:
             )
         return self._clients[id(loop)][1:]
 
-    async def _post(self, path: str, payload: dict) -> dict:
-        """POST with round robin over endpoints, retries with exponential backoff, and the concurrency cap."""
+    def _read_fleet(self) -> Manifest:
+        """The fleet's manifest, read again only when the file changed."""
+        try:
+            stamp = self.fleet_manifest.stat().st_mtime_ns
+            if self._fleet_seen is None or self._fleet_seen[0] != stamp:
+                self._fleet_seen = (stamp, read_manifest(self.fleet_manifest))
+        except (OSError, ValueError) as exc:
+            if self._fleet_seen is None:  # never read: a wrong path, not a fleet being rewritten
+                raise SandboxUnavailable(
+                    f"sandbox fleet manifest {self.fleet_manifest}: {exc}; start the fleet with `agentgspo fleet up "
+                    "FILE` and pass the manifest it prints"
+                ) from None
+        return self._fleet_seen[1]
+
+    def _fleet_endpoints(self) -> list[str]:
+        """The fleet's healthy sandbox servers now; raises ConnectionError when none can come back."""
+        fleet = self._read_fleet()
+        sandboxes = [part for part in fleet.parts if part.kind == "sandbox"]
+        healthy = [url.rstrip("/") for url in fleet.urls("sandbox")]
+        if not healthy and (
+            fleet.state in ("stopping", "stopped", "failed")
+            or all(part.status in ("failed", "stopped") for part in sandboxes)
+        ):
+            raise ConnectionError(
+                f"fleet {fleet.fleet} has no sandbox server that could serve (fleet {fleet.state}; "
+                + ", ".join(f"{part.id} {part.status}" for part in sandboxes)
+                + f"): see `agentgspo fleet status {fleet.spec}`"
+            )
+        return healthy
+
+    async def _attempt(self, client, url: str, payload: dict, headers: dict) -> dict:
+        """One POST. Returns the answer; raises ``_Retry`` for what another attempt may fix (no connection, 429, 500,
+        502, 503), ConnectionError for what must not be sent twice (a timeout: the server may still be running it),
+        ValueError for a refused request and RuntimeError for any other status."""
         import httpx
 
+        try:
+            response = await client.post(url, json=payload, headers=headers)
+        except httpx.ReadTimeout as exc:
+            # The request was sent and the server may still be running it: a retry would duplicate work.
+            raise ConnectionError(
+                f"{url}: no response within {self.timeout_s} s ({type(exc).__name__}); "
+                "not retried, since the server may still be running it"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise _Retry(f"{url}: {type(exc).__name__}: {exc}") from None
+        if response.status_code == 200:
+            return response.json()
+        error = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
+        if response.status_code == 422:  # bad input (language, checker, limits...): the caller's to fix
+            raise ValueError(f"{url}: the sandbox server refused the request: {_detail(response)}")
+        if response.status_code == 504:  # a proxy gave up waiting: the server may still be running it
+            raise ConnectionError(f"{error}; not retried, since the server may still be running it")
+        if response.status_code in (429, 500, 502, 503):
+            raise _Retry(error)
+        raise RuntimeError(error)
+
+    async def _post(self, path: str, payload: dict) -> dict:
+        """POST with round robin over endpoints, retries with exponential backoff, and the concurrency cap."""
         client, gate = self._client()
         headers = {"Authorization": f"Bearer {self.token}"}
         last_error = ""
         async with gate:
+            if self.fleet_manifest is not None:
+                return await self._post_to_fleet(client, path, payload, headers)
             # Round robin picks where a request starts; its retries then walk the other endpoints in turn, so a
             # dead endpoint cannot take every attempt of one request while concurrent requests share the cycle.
             first = next(self._cycle)
             for attempt in range(self.retries + 1):
                 url = self.endpoints[(first + attempt) % len(self.endpoints)] + path
                 try:
-                    response = await client.post(url, json=payload, headers=headers)
-                except httpx.ReadTimeout as exc:
-                    # The request was sent and the server may still be running it: a retry would duplicate work.
-                    raise ConnectionError(
-                        f"{url}: no response within {self.timeout_s} s ({type(exc).__name__}); "
-                        "not retried, since the server may still be running it"
-                    ) from None
-                except httpx.HTTPError as exc:
-                    last_error = f"{url}: {type(exc).__name__}: {exc}"
-                else:
-                    if response.status_code == 200:
-                        return response.json()
-                    last_error = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
-                    if response.status_code == 422:  # bad input (language, checker, limits...): the caller's to fix
-                        raise ValueError(f"{url}: the sandbox server refused the request: {_detail(response)}")
-                    if response.status_code == 504:  # a proxy gave up waiting: the server may still be running it
-                        raise ConnectionError(f"{last_error}; not retried, since the server may still be running it")
-                    if response.status_code not in (429, 500, 502, 503):
-                        raise RuntimeError(last_error)
+                    return await self._attempt(client, url, payload, headers)
+                except _Retry as exc:
+                    last_error = str(exc)
                 if attempt < self.retries:
                     await asyncio.sleep(self.backoff_s * 2**attempt)
         raise ConnectionError(f"sandbox server unreachable after {self.retries + 1} attempts; last: {last_error}")
+
+    async def _post_to_fleet(self, client, path: str, payload: dict, headers: dict) -> dict:
+        """A fleet's request: sent to a healthy server of the manifest; after a failure, sent again (to whichever
+        server is healthy by then: the supervisor restarts a dead one on a new port) until ``fleet_wait_s``."""
+        deadline = time.monotonic() + self.fleet_wait_s
+        last_error, delay = "no healthy sandbox server in the manifest yet", self.backoff_s
+        while True:
+            endpoints = self._fleet_endpoints()
+            if endpoints:
+                url = endpoints[next(self._cycle) % len(endpoints)] + path
+                try:
+                    return await self._attempt(client, url, payload, headers)
+                except _Retry as exc:
+                    last_error = str(exc)
+            if time.monotonic() + delay > deadline:
+                raise ConnectionError(
+                    f"no sandbox server of fleet {self.fleet_manifest} answered within {self.fleet_wait_s} s "
+                    f"(fleet_wait_s); last: {last_error}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 1.0)  # the manifest changes within a second of a death; look that often
 
     async def ajudge(
         self,
