@@ -112,6 +112,8 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
     assert (tmp_path / "checkpoints").is_dir() and json.loads((tmp_path / "config.json").read_text())["steps"] == 2
     assert 0.0 <= summary["final_eval"]["sampled"] <= 1.0 and summary["final_eval"]["episodes"] == 4
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
+    warm = summary["warm_start"]  # what the demonstrations scored (the plot's dashed line) and the warm evals
+    assert 0.0 <= warm["demonstrator_success"] <= 1.0 and [e["step"] for e in warm["evals"]] == [2]
     settings = json.loads((tmp_path / "final" / "agentgspo.json").read_text())  # what rollout plays it with
     assert settings["env_id"] == "agentgspo/Calculator-v0" and settings["env_kwargs"] == {"system_prompt": None}
     assert (settings["max_new_tokens"], settings["max_turns"], settings["max_context"]) == (24, 3, 256)

@@ -926,6 +926,7 @@ class _Run:
                 "reward_mean": [row["reward_mean"] for row in metrics],
                 "success": [row["success"] for row in metrics],
                 "final_eval": final_eval,
+                "warm_start": self.warm_log,  # the demonstrators' success and the warm start's evaluations
                 "parameter_checksums": checksums,
             }
             shown = (
