@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from agentgspo.fleet.manifest import Manifest, read_manifest
+from agentgspo.fleet.manifest import FleetFollower
 
 from .protocol import SandboxUnavailable
 from .results import ExecResult, JudgeResult, Limits, Verdict
@@ -84,9 +84,13 @@ class RemoteSandbox:
             raise ValueError(f"sandbox endpoints {endpoints}: a fleet (fleet:MANIFEST) is the only entry when given")
         self.fleet_manifest = Path(fleets[0].removeprefix("fleet:")) if fleets else None
         self.fleet_wait_s = fleet_wait_s
-        self._fleet_seen: tuple[int, Manifest] | None = None  # (manifest mtime_ns, manifest) last read
+        self._fleet: FleetFollower | None = None
         if self.fleet_manifest is not None:
-            fleet = self._read_fleet()
+            try:
+                self._fleet = FleetFollower(self.fleet_manifest)
+            except FileNotFoundError as exc:
+                raise SandboxUnavailable(str(exc)) from None
+            fleet = self._fleet.read()
             if not any(part.kind == "sandbox" for part in fleet.parts):
                 raise SandboxUnavailable(
                     f"fleet {fleet.fleet} ({self.fleet_manifest}) has no sandbox servers: add a `sandboxes:` group to "
@@ -156,36 +160,6 @@ class RemoteSandbox:
             )
         return self._clients[id(loop)][1:]
 
-    def _read_fleet(self) -> Manifest:
-        """The fleet's manifest, read again only when the file changed."""
-        try:
-            stamp = self.fleet_manifest.stat().st_mtime_ns
-            if self._fleet_seen is None or self._fleet_seen[0] != stamp:
-                self._fleet_seen = (stamp, read_manifest(self.fleet_manifest))
-        except (OSError, ValueError) as exc:
-            if self._fleet_seen is None:  # never read: a wrong path, not a fleet being rewritten
-                raise SandboxUnavailable(
-                    f"sandbox fleet manifest {self.fleet_manifest}: {exc}; start the fleet with `agentgspo fleet up "
-                    "FILE` and pass the manifest it prints"
-                ) from None
-        return self._fleet_seen[1]
-
-    def _fleet_endpoints(self) -> list[str]:
-        """The fleet's healthy sandbox servers now; raises ConnectionError when none can come back."""
-        fleet = self._read_fleet()
-        sandboxes = [part for part in fleet.parts if part.kind == "sandbox"]
-        healthy = [url.rstrip("/") for url in fleet.urls("sandbox")]
-        if not healthy and (
-            fleet.state in ("stopping", "stopped", "failed")
-            or all(part.status in ("failed", "stopped") for part in sandboxes)
-        ):
-            raise ConnectionError(
-                f"fleet {fleet.fleet} has no sandbox server that could serve (fleet {fleet.state}; "
-                + ", ".join(f"{part.id} {part.status}" for part in sandboxes)
-                + f"): see `agentgspo fleet status {fleet.spec}`"
-            )
-        return healthy
-
     async def _attempt(self, client, url: str, payload: dict, headers: dict) -> dict:
         """One POST. Returns the answer; raises ``_Retry`` for what another attempt may fix (no connection, 429, 500,
         502, 503), ConnectionError for what must not be sent twice (a timeout: the server may still be running it),
@@ -240,7 +214,7 @@ class RemoteSandbox:
         deadline = time.monotonic() + self.fleet_wait_s
         last_error, delay = "no healthy sandbox server in the manifest yet", self.backoff_s
         while True:
-            endpoints = self._fleet_endpoints()
+            endpoints = self._fleet.serving_urls("sandbox")
             if endpoints:
                 url = endpoints[next(self._cycle) % len(endpoints)] + path
                 try:

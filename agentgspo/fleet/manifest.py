@@ -102,6 +102,8 @@ __all__ = [
     "read_manifest",
     "read_weights",
     "acknowledge_weights",
+    "FleetUnavailable",
+    "FleetFollower",
 ]
 
 SCHEMA = 1
@@ -277,3 +279,50 @@ def acknowledge_weights(manifest: Manifest | str | Path, version: int, replicas:
     acknowledged.update({part_id: {"restarts": restarts, "version": version} for part_id, restarts in replicas.items()})
     data = WeightsFile(version=version, replicas=acknowledged, updated_at=time.time())
     write_json_atomic(manifest.weights_file, data.model_dump(mode="json"))
+
+
+class FleetUnavailable(ConnectionError):
+    """A fleet has no part of the kind a client needs that serves or could come back (all ``failed``, or the fleet
+    stopped): waiting for it is pointless."""
+
+
+class FleetFollower:
+    """A client's view of a fleet: its manifest, read again only when the file changed, and the parts serving now.
+
+    The sandbox backend (``fleet:MANIFEST``) and the remote env client pick a part per request or session from
+    :meth:`serving_urls`; a wrong path fails when the follower is made, naming how to start the fleet.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._seen: tuple[int, Manifest] | None = None  # (the file's mtime_ns, the manifest) last read
+        self.read()
+
+    def read(self) -> Manifest:
+        """The manifest now (the last one read while the file is being replaced or cannot be parsed)."""
+        try:
+            stamp = self.path.stat().st_mtime_ns
+            if self._seen is None or self._seen[0] != stamp:
+                self._seen = (stamp, read_manifest(self.path))
+        except (OSError, ValueError) as exc:
+            if self._seen is None:  # never read: a wrong path, not a manifest being rewritten
+                raise FileNotFoundError(
+                    f"fleet manifest {str(self.path)!r}: {exc}; start the fleet with `agentgspo fleet up FILE` and "
+                    "pass the manifest it prints"
+                ) from None
+        return self._seen[1]
+
+    def serving_urls(self, kind: str) -> list[str]:
+        """The URLs of the ``healthy`` parts of ``kind`` now (empty while they restart); raises
+        :class:`FleetUnavailable` when none could serve again."""
+        manifest = self.read()
+        parts = [part for part in manifest.parts if part.kind == kind]
+        urls = [url.rstrip("/") for url in manifest.urls(kind)]
+        stopped = manifest.state in ("stopping", "stopped", "failed")
+        if not urls and (stopped or all(part.status in ("failed", "stopped") for part in parts)):
+            raise FleetUnavailable(
+                f"fleet {manifest.fleet} has no {kind.replace('_', ' ')} that could serve (fleet {manifest.state}; "
+                + (", ".join(f"{part.id} {part.status}" for part in parts) or f"no {kind} parts")
+                + f"): see `agentgspo fleet status {manifest.spec}`"
+            )
+        return urls
