@@ -17,7 +17,7 @@ PACKAGE_DIRS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["set
 
 #: The core's wings (agentgspo/<wing>/) and the other wings each may import (README's table).
 WINGS: dict[str, set[str]] = {
-    "environments": set(),
+    "environments": {"fleet.manifest"},  # a remote env follows a fleet's env servers
     "rollouts": {"environments", "policy.base", "learning.routing_replay"},
     "objective": {"rollouts"},
     "learning": {"objective", "rollouts"},
@@ -77,8 +77,15 @@ def test_the_package_mapping_resolves_every_folder():
     assert package_of(ROOT / "agentgspo" / "learning" / "learner.py") == "agentgspo.learning.learner"
 
 
-def test_sandboxes_import_nothing_of_ours_above_them():
-    assert not violations("sandboxes", lambda path, name: within(name, ["agentgspo.sandboxes"]))
+def test_sandboxes_import_nothing_of_ours_above_them_but_the_fleet_manifest():
+    # the remote backend follows a fleet's sandbox servers; the manifest module imports nothing of ours
+    allowed = ["agentgspo.sandboxes", "agentgspo.fleet.manifest"]
+    assert not violations("sandboxes", lambda path, name: within(name, allowed))
+
+
+def test_the_fleet_manifest_imports_nothing_of_ours():
+    # what environments, sandboxes and the policy may import of the fleet: it must stay a leaf
+    assert not imported(ROOT / "agentgspo" / "fleet" / "manifest.py")
 
 
 def test_envs_import_the_core_and_sandboxes_only():

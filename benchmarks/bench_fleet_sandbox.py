@@ -1,0 +1,155 @@
+"""The sandbox server of a fleet killed while it judges: do code-judging episodes survive, scored as without the kill?
+
+Issue 24's acceptance run for sandboxes. The CodeForces-v0 recipe at its smoke size (the tiny policy; a warm start
+whose demonstrations, played by the env's oracle and its `wrong` demonstrator, submit real programs to the judge)
+runs twice:
+
+- ``local``: with the env's own sandbox (bubblewrap, in the learner's process);
+- ``fleet``: with ``--env-kwargs '{"sandbox": "remote"}'`` and ``AGENTGSPO_SANDBOX_URLS=fleet:MANIFEST``, judging on
+  a fleet's sandbox server (``--launcher local``: a process here; ``ray``: a Ray actor on a one-node cluster started
+  here). Once that server runs a submitted program (a descendant process appears), it is killed: ``process``
+  SIGKILLs the server, ``actor`` its Ray actor's worker.
+
+Reported: the kill's timings (out of service, back), what the demonstrations scored in both runs (the same when no
+episode was lost or mis-scored), every episode's stop reason and the judge errors the env counted, the episodes lost
+and re-queued, the learner's exit status, and that ``fleet down`` left nothing. OUT/results.json holds it all.
+
+    python benchmarks/bench_fleet_sandbox.py --launcher ray --kill actor --out runs/fleet_sandbox
+    python benchmarks/bench_fleet_sandbox.py --launcher local --kill process --out runs/fleet_sandbox
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_fleet_learning import agentgspo, start_ray, stop_ray, watch_kill  # noqa: E402
+
+ROOT = HERE.parent
+FLEET = """launcher: {launcher}
+{ray}max_restarts: 3
+probes: {{interval_s: 5, timeout_s: 30}}
+sandboxes:
+  - {{name: judge, cpus: 0}}
+"""
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from ``/proc``; the judge's programs run in sessions of their own)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def recipe(folder: Path, args: argparse.Namespace, env_kwargs: dict, environ: dict) -> subprocess.Popen:
+    """The CodeForces-v0 recipe at its smoke size with a judged warm start, writing to ``folder``."""
+    command = [sys.executable, str(ROOT / "recipes" / "gspo_codeforces.py"), "--smoke", "--out", str(folder),
+               "--seed", str(args.seed), "--warm-demos", str(args.demos), "--warm-steps", "2",
+               "--warm-wrong-frac", "0.5", "--env-kwargs", json.dumps(env_kwargs),
+               # room for whole demonstrations (the smoke's 1,024-token context cuts most of them before they submit)
+               "--max-context", "16384", "--max-turns", "8", "--max-new-tokens", "1024"]  # fmt: skip
+    log = open(folder.with_name(folder.name + ".log"), "w")
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **environ}, cwd=ROOT)
+
+
+def outcome(folder: Path, exit_status: int) -> dict:
+    """What a run shows: exit status, the demonstrations' success, stop reasons, judge errors, re-queued episodes."""
+    summary = json.loads((folder / "summary.json").read_text())
+    stops, lost, requeued, judge_errors = Counter(), Counter(), 0, 0
+    for path in sorted(folder.rglob("*.jsonl")):
+        if path.name == "metrics.jsonl":
+            continue
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if "stop_reason" not in record:
+                continue
+            stops[record["stop_reason"]] += 1
+            judge_errors += int(record.get("judge_errors") or record.get("metadata", {}).get("judge_errors") or 0)
+            for ending in record.get("metadata", {}).get("requeued", []):
+                lost[ending.split(":")[0]] += 1
+            requeued += bool(record.get("metadata", {}).get("requeued"))
+    warm = summary.get("warm_start") or summary.get("warm_log") or {}
+    return {
+        "exit": exit_status,
+        "demonstrator_success": warm.get("demonstrator_success"),
+        "stop_reasons": dict(stops),
+        "judge_errors": judge_errors,
+        "lost_endings": dict(lost),
+        "requeued_episodes": requeued,
+        "steps": summary.get("steps"),
+    }
+
+
+def main() -> None:
+    """The recipe with its own sandbox, then with a fleet's sandbox killed under it; both outcomes as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="runs/fleet_sandbox")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--launcher", choices=("ray", "local"), default="ray")
+    parser.add_argument("--kill", choices=("process", "actor"), default="actor")
+    parser.add_argument("--demos", type=int, default=32, help="warm-start demonstrations (each one judged)")
+    args = parser.parse_args()
+    if args.kill == "actor" and args.launcher != "ray":
+        parser.error("--kill actor needs --launcher ray")
+    from agentgspo.fleet.control import leftovers
+    from agentgspo.fleet.manifest import manifest_path, read_manifest
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / "results.json"
+    results = json.loads(saved.read_text()) if saved.exists() else {}
+    if f"local-s{args.seed}" not in results:
+        folder = out / f"local-s{args.seed}"
+        results[folder.name] = outcome(folder, recipe(folder, args, {}, {}).wait())
+        saved.write_text(json.dumps(results, indent=1))
+
+    name = f"fleet-{args.launcher}-{args.kill}-s{args.seed}"
+    folder, work = out / name, out / f"{name}-fleet"
+    work.mkdir(parents=True, exist_ok=True)
+    head, ray = None, ""
+    if args.launcher == "ray":
+        head, address = start_ray(work)
+        ray = f'ray: {{address: "{address}", namespace: agentgspo-bench}}\n'
+    spec = work / "fleet.yaml"
+    spec.write_text(FLEET.format(launcher=args.launcher, ray=ray))
+    manifest, result = manifest_path(spec), {}
+    try:
+        up = agentgspo("fleet", "up", str(spec), capture_output=True)
+        if up.returncode != 0:
+            raise RuntimeError(f"fleet up failed:\n{up.stdout}\n{up.stderr}")
+        learner = recipe(folder, args, {"sandbox": "remote"}, {"AGENTGSPO_SANDBOX_URLS": f"fleet:{manifest}"})
+        server = read_manifest(manifest).part("judge-0")
+        idle = descendants(server.pid)
+        while descendants(server.pid) <= idle and learner.poll() is None:  # until it runs a submitted program
+            time.sleep(0.01)
+        result["kill"] = watch_kill(manifest, "judge-0", args.kill) if learner.poll() is None else "learner ended"
+        result.update(outcome(folder, learner.wait()))
+    finally:
+        down = agentgspo("fleet", "down", str(spec), capture_output=True)
+        result["fleet_down"] = down.stdout.strip().splitlines()[-1:] + down.stderr.strip().splitlines()[-3:]
+        result["left_running"] = leftovers(read_manifest(manifest)) if manifest.exists() else None
+        if head is not None:
+            stop_ray(head)
+    results[name] = result
+    saved.write_text(json.dumps(results, indent=1))
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
