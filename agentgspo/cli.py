@@ -1,6 +1,7 @@
 """The `agentgspo` console command.
 
-Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int`` (and, when its
+command line is more than argparse parses, ``parse(parser, argv) -> Namespace``: `fleet run FILE -- COMMAND`).
 Only the chosen subcommand's module is imported, so `agentgspo judge --help` does not import torch.
 """
 
@@ -27,7 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search-server": ("agentgspo.commands.search_server", "serve a BM25 retriever over HTTP for Search-v0"),
     "eval": ("agentgspo.commands.eval", "evaluate an agent on CodeForces-style problems: pass@k, rating, report"),
     "serve-policy": ("agentgspo.commands.serve_policy", "serve a policy checkpoint with vLLM's OpenAI server"),
-    "fleet": ("agentgspo.commands.fleet", "start, describe or stop a fleet of samplers, sandboxes and env servers"),
+    "fleet": (
+        "agentgspo.commands.fleet",
+        "start, describe or stop a fleet of samplers, sandboxes and env servers; run a command (or a Ray job) with it",
+    ),
     "estimate-memory": (
         "agentgspo.commands.estimate_memory",
         "estimate a training run's memory per GPU from a model config (no weights loaded)",
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"agentgspo {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
-    args = parser.parse_args(rest)
+    args = module.parse(parser, rest) if hasattr(module, "parse") else parser.parse_args(rest)
     try:
         return int(module.run(args) or 0)
     except (ValueError, LookupError, FileNotFoundError, NotADirectoryError, ImportError) as exc:

@@ -123,7 +123,8 @@ def fleet_up(
     spec_path: str | Path, manifest: str | Path | None = None, timeout_s: float = 1800.0, quiet: bool = False
 ) -> int:
     """Start the fleet of ``spec_path`` in the background; return 0 once every part serves, 1 (having stopped it
-    and printed why) if the supervisor fails, a part is given up or ``timeout_s`` passes first."""
+    and printed why) if the supervisor fails, a part is given up or ``timeout_s`` passes first. A KeyboardInterrupt
+    while it waits stops what it started, then propagates."""
     spec, path = prepare(spec_path, manifest)
     run_dir = run_folder(path)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -142,6 +143,28 @@ def fleet_up(
         )
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
     say(f"fleet {spec.name}: supervisor pid {supervisor.pid} ({spec.launcher} launcher), log {log}")
+    try:
+        return _wait_until_up(spec, path, supervisor, log, timeout_s, say)
+    except KeyboardInterrupt:  # Ctrl-C (or a caller's signal handler) while waiting: stop what was started
+        print(f"fleet {spec.name}: interrupted while starting; stopping it", file=sys.stderr, flush=True)
+        _stop_started(path, supervisor)
+        raise
+
+
+def _stop_started(path: Path, supervisor: subprocess.Popen) -> None:
+    """Stop a fleet ``fleet_up`` started: through its manifest once the supervisor wrote one, else the supervisor."""
+    try:
+        read_manifest(path)
+    except (FileNotFoundError, ValueError):
+        if supervisor.poll() is None:
+            supervisor.terminate()
+            supervisor.wait()
+        return
+    fleet_down(path, quiet=True)
+
+
+def _wait_until_up(spec: FleetSpec, path: Path, supervisor: subprocess.Popen, log: Path, timeout_s: float, say) -> int:
+    """``fleet_up``'s wait: 0 once the manifest says running; 1 (the fleet stopped, why printed) on a failure."""
     started, seen = time.monotonic(), {}
     while True:
         failure = None
@@ -173,10 +196,7 @@ def fleet_up(
             print(f"fleet {spec.name}: {failure}\nsupervisor log ({log}):\n{_log_tail(str(log))}", file=sys.stderr)
             if current is not None:
                 print(format_status(current), file=sys.stderr)
-                fleet_down(path, quiet=True)
-            elif supervisor.poll() is None:
-                supervisor.terminate()
-                supervisor.wait()
+            _stop_started(path, supervisor)
             return 1
         time.sleep(0.2)
 

@@ -1,12 +1,16 @@
 """Shared by the fleet tests: `agentgspo fleet` run as a command, waits on the manifest, a part killed and watched
-until it is back, and the processes a manifest names."""
+until it is back, the processes a manifest names, and a local Ray cluster started and stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -14,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from agentgspo.fleet.control import format_status, leftovers
-from agentgspo.fleet.local import group_members, pid_alive
+from agentgspo.fleet.local import free_port, group_members, pid_alive
 from agentgspo.fleet.manifest import Manifest, read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +29,7 @@ SERVING = ("healthy", "needs_weights")
 NOTICE_BOUND_S = 10.0
 #: a restarted vLLM replica on one loaded core: 30-80 s measured; generous for a busy CI machine.
 BACK_BOUND_S = 900.0
+RAY = str(Path(sys.executable).with_name("ray"))
 
 
 def fleet(action: str, spec: Path, *extra: str, timeout_s: float = 1800.0) -> subprocess.CompletedProcess:
@@ -124,3 +129,56 @@ def nothing_left(manifest: Manifest) -> None:
     assert not leftovers(manifest), leftovers(manifest)
     assert not any(processes(manifest).values()), processes(manifest)
     assert all(closed(part.url) for part in manifest.parts if part.url)
+
+
+@contextlib.contextmanager
+def ray_head(dashboard_port: int | None = None):
+    """A one-node Ray cluster on 127.0.0.1 (2 CPUs, 100 MiB object store), its ports free ones, this venv first on
+    its PATH (a Ray job's entrypoint finds `agentgspo` there); a dashboard (the Job Submission API) on
+    ``dashboard_port``, or none. Yields the cluster's address; stopped with its `ray start --block` process group at
+    the end, which must leave nothing."""
+    temp = tempfile.mkdtemp(prefix="rayf", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    port = free_port("127.0.0.1")
+    ports = {
+        flag: str(free_port("127.0.0.1"))
+        for flag in (
+            "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
+            "--runtime-env-agent-port", "--metrics-export-port", "--node-manager-port", "--object-manager-port",
+        )
+    }  # fmt: skip
+    if dashboard_port is None:
+        dashboard = ["--include-dashboard", "false"]
+    else:
+        dashboard = ["--include-dashboard", "true", "--dashboard-host", "127.0.0.1"]
+        dashboard += ["--dashboard-port", str(dashboard_port)]
+    command = [RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
+    command += ["--num-cpus", "2", "--object-store-memory", str(100 * 2**20), *dashboard]
+    command += ["--disable-usage-stats", "--temp-dir", temp, *[part for item in ports.items() for part in item]]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    head = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env
+    )
+    started = threading.Event()
+    output: list[str] = []
+
+    def read() -> None:
+        for line in head.stdout:
+            output.append(line)
+            if "Ray runtime started" in line:
+                started.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 300
+        while not started.wait(0.1):
+            assert head.poll() is None and time.monotonic() < deadline, "ray start failed:\n" + "".join(output)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(timeout=120)
+        deadline = time.monotonic() + 60
+        while group_members(head.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = group_members(head.pid)
+        shutil.rmtree(temp, ignore_errors=True)
+        assert not left, f"Ray's processes outlived the cluster: {left}"

@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
-import time
-from pathlib import Path
 
 import pytest
 from fleet.fleet_support import (
@@ -26,10 +21,11 @@ from fleet.fleet_support import (
     kill_all_and_watch,
     nothing_left,
     processes,
+    ray_head,
     wait_for,
 )
 
-from agentgspo.fleet.local import free_port, group_members, pid_alive
+from agentgspo.fleet.local import group_members, pid_alive
 from agentgspo.fleet.manifest import acknowledge_weights, manifest_path, read_manifest
 
 for needed in ("ray", "vllm"):
@@ -52,52 +48,13 @@ sandboxes:
 ENV_SERVER = """env_servers:
   - {name: calc, env: agentgspo/Calculator-v0, cpus: 0, python: %s}
 """
-RAY = str(Path(sys.executable).with_name("ray"))
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A one-node Ray cluster on 127.0.0.1 (2 CPUs, 100 MiB object store, no dashboard), its ports free ones; stopped
-    with its `ray start --block` process group at the end, which must leave nothing."""
-    temp = tempfile.mkdtemp(prefix="rayf", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    port = free_port("127.0.0.1")
-    ports = {
-        flag: str(free_port("127.0.0.1"))
-        for flag in (
-            "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
-            "--runtime-env-agent-port", "--metrics-export-port", "--node-manager-port", "--object-manager-port",
-        )
-    }  # fmt: skip
-    command = [RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
-    command += ["--num-cpus", "2", "--object-store-memory", str(100 * 2**20), "--include-dashboard", "false"]
-    command += ["--disable-usage-stats", "--temp-dir", temp, *[part for item in ports.items() for part in item]]
-    head = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    started = threading.Event()
-    output: list[str] = []
-
-    def read() -> None:
-        for line in head.stdout:
-            output.append(line)
-            if "Ray runtime started" in line:
-                started.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        deadline = time.monotonic() + 300
-        while not started.wait(0.1):
-            assert head.poll() is None and time.monotonic() < deadline, "ray start failed:\n" + "".join(output)
-        yield f"127.0.0.1:{port}"
-    finally:
-        os.killpg(head.pid, signal.SIGTERM)
-        head.wait(timeout=120)
-        deadline = time.monotonic() + 60
-        while group_members(head.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = group_members(head.pid)
-        shutil.rmtree(temp, ignore_errors=True)
-        assert not left, f"Ray's processes outlived the cluster: {left}"
+    """A one-node Ray cluster on 127.0.0.1 (2 CPUs, 100 MiB object store, no dashboard), stopped at the end."""
+    with ray_head() as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
