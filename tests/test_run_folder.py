@@ -56,6 +56,18 @@ def test_the_first_signal_asks_to_stop_the_second_stops_at_once(signum):
     with StopSignals(announce=False) as signals:
         os.kill(os.getpid(), signum)  # delivered to this (main) thread before kill returns to Python code
         assert signals.signum == signum and signals.name == signal.Signals(signum).name
+        signals._received_at -= StopSignals.SAME_REQUEST_S  # a second request, not the same one delivered twice
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signum)
     assert signal.getsignal(signum) is before
+
+
+def test_a_signal_delivered_twice_at_once_is_one_request_another_signal_is_a_second():
+    """A Ctrl-C reaches the process group and torchrun's agent forwards it again to each worker: the worker must
+    still save its checkpoint; a different signal in that moment is a second request."""
+    with StopSignals(announce=False) as signals:
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)  # the launcher's copy of the same request
+        assert signals.signum == signal.SIGTERM
+        with pytest.raises(KeyboardInterrupt, match="SIGINT again"):
+            os.kill(os.getpid(), signal.SIGINT)

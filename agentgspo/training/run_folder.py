@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -132,20 +133,28 @@ class StopSignals:
     """Within the block, SIGINT and SIGTERM set :attr:`signum` (the run stops at its next step boundary and
     checkpoints); a second one raises ``KeyboardInterrupt`` at once. Previous handlers are restored on exit.
 
+    The same signal again within :attr:`SAME_REQUEST_S` of the first is the same request, not a second one: a
+    Ctrl-C (or ``agentgspo fleet run``'s forwarding) reaches the whole process group, and under a multi-process
+    ``accelerate launch`` torchrun's agent forwards it to its workers too, so each worker gets it twice at once.
+
     Only the main thread can install handlers; elsewhere the block does nothing (signals keep their handlers).
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SAME_REQUEST_S = 1.0
 
     def __init__(self, announce: bool = True):
         self.signum: int | None = None
         self.announce = announce
         self._previous: dict[int, Any] = {}
+        self._received_at = 0.0
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.signum is not None:
+            if signum == self.signum and time.monotonic() - self._received_at < self.SAME_REQUEST_S:
+                return  # the same request, delivered twice (the group's signal and a launcher's forwarding)
             raise KeyboardInterrupt(f"{signal.Signals(signum).name} again: stopped without saving")
-        self.signum = signum
+        self.signum, self._received_at = signum, time.monotonic()
         if self.announce:
             print(
                 f"\n{signal.Signals(signum).name}: stopping after this step to save a checkpoint "
