@@ -132,20 +132,6 @@ def judge_language(lang: str) -> str:
         raise ValueError(f"unknown lang {lang!r}; use {LANG_HELP}") from None
 
 
-class _Capture:
-    """A checker that keeps the program's output as its message, with ``inner``'s verdict (AC when None)."""
-
-    def __init__(self, inner: Any = None):
-        self.inner = inner
-
-    def check(self, input_data: bytes, output: bytes, answer: bytes):
-        """``inner``'s verdict, and the output itself as the message."""
-        from agentgspo.sandboxes import Verdict
-
-        verdict = self.inner.check(input_data, output, answer)[0] if self.inner is not None else Verdict.AC
-        return verdict, output.decode("utf-8", "replace")
-
-
 def _last_code_block(text: str) -> tuple[str, str] | None:
     blocks = _CODE_BLOCK.findall(text)
     if not blocks:
@@ -274,7 +260,7 @@ class CodeforcesEnv(ChatEnv):
             code,
             [(stdin, "")],
             lang=self._language(lang),
-            checker=_Capture(),
+            checker="capture",  # the output itself, on any backend
             limits=limits,
             io_mode=problem.io_mode,
             backend=self.sandbox,
@@ -298,12 +284,11 @@ class CodeforcesEnv(ChatEnv):
             lang: "python" (CPython 3), "pypy3" (PyPy 3), "cpp" (C++17) or "c" (C17).
         """
         from agentgspo.sandboxes import judge
-        from agentgspo.sandboxes.judge.checkers import make_checker
 
         problem = self.task.problem
         if not problem.samples:
             return "This problem has no examples; use run with your own input."
-        checker = None if problem.interactor else _Capture(make_checker(problem.checker))
+        checker = None if problem.interactor else f"capture:{problem.checker or 'tokens'}"  # the verdict and output
         result = judge(
             code,
             problem.samples,

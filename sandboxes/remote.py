@@ -254,18 +254,21 @@ class RemoteSandbox:
             "tests": [{"name": c.name, "input_b64": _b64(c.input), "answer_b64": _b64(c.answer)} for c in cases],
         }
         if isinstance(checker, str):
-            kind, _, arg = checker.partition(":")
+            capture, inner = (
+                ("capture:", checker.removeprefix("capture:")) if checker.startswith("capture:") else ("", checker)
+            )
+            kind, _, arg = inner.partition(":")
             if kind in PROGRAM_CHECKERS:  # the program travels with the request
                 if not arg or not Path(arg).is_file():
                     raise ValueError(f"bad checker {checker!r}: checker program {arg!r} does not exist")
-                payload["checker"] = kind
+                payload["checker"] = capture + kind
                 payload["checker_program"] = {"name": Path(arg).name, "data_b64": _b64(Path(arg).read_bytes())}
             else:
                 payload["checker"] = checker
         elif checker is not None:
             raise ValueError(
-                "the remote backend takes checkers as strings (tokens, float:EPS, testlib:PATH, "
-                "openr1:PATH, kattis:PATH)"
+                "the remote backend takes checkers as strings (tokens, float:EPS, icpc[:FLAGS], testlib:PATH, "
+                "openr1:PATH, kattis:PATH, capture[:SPEC]), not checker objects"
             )
         if interactor is not None:
             payload["interactor"] = {"name": Path(interactor).name, "data_b64": _b64(Path(interactor).read_bytes())}

@@ -68,7 +68,8 @@ class JudgeRequest(BaseModel):
     source: str
     lang: str = "py"
     tests: list[TestModel]
-    checker: str = "tokens"  # tokens | float:EPS | testlib | openr1 | kattis (the program in checker_program)
+    checker: str = "tokens"  # tokens | float:EPS | icpc | testlib | openr1 | kattis (the program in checker_program),
+    # any of them after capture: (the output as the message)
     checker_program: ProgramModel | None = None
     interactor: ProgramModel | None = None
     limits: Limits = Field(default_factory=Limits)  # pydantic validates the dataclass
@@ -109,16 +110,18 @@ def _write_program(directory: str, program: ProgramModel) -> str:
 
 def _judge_request(request: JudgeRequest, backend: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="agentgspo-server-") as tmp:
-        checker = request.checker
+        capture = "capture:" if request.checker.startswith("capture:") else ""  # the output as the message
+        checker = request.checker.removeprefix(capture)
         if checker.partition(":")[0] in PROGRAM_CHECKERS and checker not in PROGRAM_CHECKERS:
             raise ValueError(
-                f"checker {checker!r}: a path on the client means nothing here; send the kind "
+                f"checker {request.checker!r}: a path on the client means nothing here; send the kind "
                 "(testlib, openr1 or kattis) as checker and the program in checker_program"
             )
         if checker in PROGRAM_CHECKERS:
             if request.checker_program is None:
-                raise ValueError(f"checker {checker!r} needs checker_program")
+                raise ValueError(f"checker {request.checker!r} needs checker_program")
             checker = f"{checker}:{_write_program(tmp, request.checker_program)}"
+        checker = capture + checker
         interactor = _write_program(tmp, request.interactor) if request.interactor else None
         tests = [
             (_b64decode(t.input_b64, f"tests[{i}].input_b64"), _b64decode(t.answer_b64, f"tests[{i}].answer_b64"))

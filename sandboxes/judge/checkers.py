@@ -45,6 +45,7 @@ __all__ = [
     "program_argv",
     "python_crashed",
     "ExternalChecker",
+    "CaptureChecker",
     "make_checker",
 ]
 
@@ -348,11 +349,27 @@ class ExternalChecker:
         return Verdict.JE, f"checker crashed (judge failure, not the solution's): {tail}"
 
 
+class CaptureChecker:
+    """``capture[:SPEC]``: the program's output itself as the test's message (what a "run my program" tool shows),
+    with the verdict of checker SPEC, or AC for any output without one. A spec string, so it travels to a sandbox
+    server like the other checkers (a Python checker object cannot)."""
+
+    def __init__(self, inner: Checker | None = None):
+        self.inner = inner
+
+    def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
+        """SPEC's verdict (AC without one) and the output, decoded, as the message."""
+        verdict = self.inner.check(input_data, output, answer)[0] if self.inner is not None else Verdict.AC
+        return verdict, output.decode("utf-8", "replace")
+
+
 def make_checker(spec: "str | Checker | None", testlib_h: str | os.PathLike | None = None) -> Checker:
     """Build a checker from ``tokens`` | ``float:EPS`` | ``icpc[:FLAGS]`` | ``testlib:PATH`` | ``openr1:PATH`` |
-    ``kattis:PATH``.
+    ``kattis:PATH``, or ``capture[:SPEC]`` (:class:`CaptureChecker`: the output as the message).
 
     >>> make_checker("float:1e-6").eps
+    1e-06
+    >>> make_checker("capture:float:1e-6").inner.eps
     1e-06
     """
     if spec is None or spec == "tokens":
@@ -360,6 +377,11 @@ def make_checker(spec: "str | Checker | None", testlib_h: str | os.PathLike | No
     if not isinstance(spec, str):
         return spec
     kind, _, arg = spec.partition(":")
+    if kind == "capture":
+        try:
+            return CaptureChecker(make_checker(arg, testlib_h) if arg else None)
+        except ValueError as exc:
+            raise ValueError(f"bad checker {spec!r}: {exc}") from None
     if kind == "float":
         try:
             eps = float(arg)
@@ -382,5 +404,6 @@ def make_checker(spec: "str | Checker | None", testlib_h: str | os.PathLike | No
             )
         return ExternalChecker(arg, style=kind)
     raise ValueError(
-        f"unknown checker {spec!r}: expected tokens, float:EPS, icpc[:FLAGS], testlib:PATH, openr1:PATH or kattis:PATH"
+        f"unknown checker {spec!r}: expected tokens, float:EPS, icpc[:FLAGS], testlib:PATH, openr1:PATH, kattis:PATH "
+        "or capture[:SPEC]"
     )

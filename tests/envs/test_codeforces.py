@@ -4,6 +4,7 @@ open-r1 rows and bad data."""
 from __future__ import annotations
 
 import json
+import re
 
 import gymnasium as gym
 import pytest
@@ -351,3 +352,34 @@ def test_excluded_problems_are_never_posed_and_bad_ids_name_the_close_ones():
         CodeforcesEnv(exclude=["9000A", "9000B", "9000C", "9000D", "9000E"])
     with pytest.raises(ValueError, match="expected a list of problem ids"):
         CodeforcesEnv(exclude="9000A")
+
+
+@pytest.fixture(scope="module")
+def remote_sandbox():
+    """A real sandbox server on 127.0.0.1 and a remote backend pointed at it."""
+    from servers import serve
+
+    from agentgspo.sandboxes.remote import RemoteSandbox
+    from agentgspo.sandboxes.server import create_app
+
+    with serve(create_app("codeforces-token", max_concurrency=2)) as url:
+        yield RemoteSandbox([url], token="codeforces-token")
+
+
+def test_the_tools_show_the_same_through_a_sandbox_server(remote_sandbox):
+    """`run` and `run_samples` show the program's output (a capture checker); as a checker object it could not
+    travel to a server, and both tools failed there with a tool error while `submit` still worked."""
+
+    def shown(sandbox, index: int, call: str) -> str:
+        messages, *_ = _env(index, sandbox=sandbox).step(call)
+        return re.sub(r"\d+\.\d+ s|\d+ MB", "T", messages[0]["content"])  # times and memory vary between runs
+
+    calls = [
+        (0, _call("run", code=A_PLUS_B, stdin="20 22")),
+        (3, _call("run_samples", code="print('YES')\nprint('YES')")),  # WA: shows the output it got
+        (0, _call("run_samples", code=A_PLUS_B)),
+    ]
+    for index, call in calls:
+        local, remote = shown("local", index, call), shown(remote_sandbox, index, call)
+        assert local == remote and "Error" not in remote, (local, remote)
+    assert "42" in shown(remote_sandbox, 0, calls[0][1]) and "got:\nYES\nYES" in shown(remote_sandbox, 3, calls[1][1])

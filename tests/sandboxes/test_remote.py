@@ -267,3 +267,16 @@ def test_a_package_archive_that_escapes_or_is_not_a_tar_is_refused(server_url):
     with pytest.raises(ValueError, match="not a readable package archive"):
         remote.judge_package_remote(buffer.getvalue(), "print(1)")
     assert not (Path(tempfile.gettempdir()) / "escape.txt").exists()  # the server unpacks under the temp folder
+
+
+def test_a_capture_checker_travels_and_shows_the_output_with_the_inner_verdict(server_url):
+    remote = get_sandbox("remote", endpoints=[server_url], token=TOKEN)
+    program = "print(float(input()) / 3)\n"
+    tests = [("1", "0.3333"), ("1", "0.5")]
+    for backend in ("local", remote):
+        result = judge(program, tests, checker="capture:float:1e-3", backend=backend)
+        assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA]
+        assert [t.message for t in result.tests] == ["0.3333333333333333\n"] * 2  # the output, not a diff
+    assert judge(program, [("3", "")], checker="capture", backend=remote).tests[0].message == "1.0\n"
+    with pytest.raises(ValueError, match="bad checker 'capture:nonsense': unknown checker 'nonsense'"):
+        judge(program, tests, checker="capture:nonsense", backend="local")
