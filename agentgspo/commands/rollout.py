@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--env",
         default=None,
-        help="registered env id, e.g. agentgspo/Calculator-v0 (default: the env a trained policy "
+        help="registered env id, e.g. agentgspo/Calculator-v0; an env server's URL (http://HOST:PORT); or "
+        "fleet:MANIFEST[#GROUP] for the env servers of `agentgspo fleet up` (default: the env a trained policy "
         "folder records in its agentgspo.json)",
     )
     parser.add_argument(

@@ -82,8 +82,9 @@ def register(env_id: str, entry_point: str | Any, *, budget: EnvBudget | None = 
 
 
 def env_budget(env_id: str) -> EnvBudget | None:
-    """The budget registered with ``env_id``, or ``None`` when it registered none; for a server URL, the budget
-    its ``agentgspo env-server`` reports (``None`` from another OpenEnv server)."""
+    """The budget registered with ``env_id``, or ``None`` when it registered none; for a server URL (or a fleet's
+    env servers, ``fleet:MANIFEST[#GROUP]``), the budget its ``agentgspo env-server`` reports (``None`` from another
+    OpenEnv server)."""
     import agentgspo.envs  # noqa: F401 -- registers the bundled ids
     from agentgspo.environments.interop.openenv_client import is_remote_env_id, remote_budget
 
@@ -93,8 +94,9 @@ def env_budget(env_id: str) -> EnvBudget | None:
 
 
 def episode_capacity(env_id: str) -> int | None:
-    """How many episodes of ``env_id`` may be played at once: an ``agentgspo env-server`` URL's session limit, else
-    ``None`` (no limit: local envs, and OpenEnv servers, which do not say)."""
+    """How many episodes of ``env_id`` may be played at once: an ``agentgspo env-server`` URL's session limit (a
+    fleet's env server group: the sum of its servers'), else ``None`` (no limit: local envs, and OpenEnv servers,
+    which do not say)."""
     from agentgspo.environments.interop.openenv_client import describe_server, is_remote_env_id
 
     if not is_remote_env_id(env_id):
@@ -105,8 +107,9 @@ def episode_capacity(env_id: str) -> int | None:
 def resolve(env_id: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The Gymnasium id and keyword arguments that make ``env_id``: itself (``module:id`` imports the module, which
     registers the id, and gives the id), or for a server URL
-    (``http://host:port``, an ``agentgspo env-server`` or any OpenEnv server) ``openenv/Remote-v0`` with
-    ``url=env_id`` and ``kwargs`` as the env's keyword arguments, which must be those the server plays with."""
+    (``http://host:port``, an ``agentgspo env-server`` or any OpenEnv server) or a fleet's env servers
+    (``fleet:MANIFEST[#GROUP]``) ``openenv/Remote-v0`` with ``url=env_id`` and ``kwargs`` as the env's keyword
+    arguments, which must be those the server plays with."""
     from agentgspo.environments.interop.openenv_client import is_remote_env_id
 
     if is_remote_env_id(env_id):

@@ -157,7 +157,11 @@ class TrainConfig(LearnerConfig):
         "sampler accepts it (folders otherwise; the choice is logged)",
     )
     # Env and episodes.
-    env_id: str = setting("agentgspo/Calculator-v0", "registered env id ('module:id' imports the module first)")
+    env_id: str = setting(
+        "agentgspo/Calculator-v0",
+        "registered env id ('module:id' imports the module first), an env server's URL (http://HOST:PORT), or "
+        "fleet:MANIFEST[#GROUP] for a fleet's env servers",
+    )
     env_kwargs: dict = setting({}, "keyword arguments of the env (a JSON object on the command line)")
     max_turns: int = setting(6, "assistant turns per episode (0: the env's registered budget)")
     max_new_tokens: int = setting(

@@ -1,5 +1,6 @@
-"""Shared by the fleet tests: `agentgspo fleet` run as a command, waits on the manifest, a part killed and watched
-until it is back, the processes a manifest names, and a local Ray cluster started and stopped."""
+"""Shared by the fleet tests: `agentgspo fleet` run as a command (and a fleet up for a block), waits on the manifest,
+a part killed and watched until it is back, the processes a manifest names, and a local Ray cluster started and
+stopped."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import httpx
 
 from agentgspo.fleet.control import format_status, leftovers
 from agentgspo.fleet.local import free_port, group_members, pid_alive
-from agentgspo.fleet.manifest import Manifest, read_manifest
+from agentgspo.fleet.manifest import Manifest, manifest_path, read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The openenv venv's Python (tests/interop/openenv_support.py): env servers run there, or are left out.
@@ -41,6 +42,18 @@ def fleet(action: str, spec: Path, *extra: str, timeout_s: float = 1800.0) -> su
         timeout=timeout_s,
         cwd=ROOT,
     )
+
+
+@contextlib.contextmanager
+def fleet_running(spec: Path):
+    """``agentgspo fleet up SPEC`` (which must succeed); yields the manifest's path; ``fleet down`` at the end,
+    whatever happened."""
+    up = fleet("up", spec)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield manifest_path(spec)
+    finally:
+        fleet("down", spec)
 
 
 def wait_for(path: Path, condition, timeout_s: float, what: str) -> Manifest:

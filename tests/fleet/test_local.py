@@ -17,6 +17,7 @@ from fleet.fleet_support import (
     allowed_cores,
     closed,
     fleet,
+    fleet_running,
     generates,
     kill_all_and_watch,
     nothing_left,
@@ -25,7 +26,7 @@ from fleet.fleet_support import (
 )
 
 from agentgspo.fleet.local import group_members
-from agentgspo.fleet.manifest import acknowledge_weights, manifest_path, read_manifest
+from agentgspo.fleet.manifest import acknowledge_weights, read_manifest
 from agentgspo.fleet.probes import probe_sampler
 
 if importlib.util.find_spec("vllm") is None:
@@ -53,12 +54,8 @@ def local_fleet(tmp_path_factory):
     folder = tmp_path_factory.mktemp("local-fleet")
     spec = folder / "fleet.yaml"
     spec.write_text(FLEET + (ENV_SERVER % OPENENV_PYTHON if OPENENV_PYTHON.exists() else ""))
-    up = fleet("up", spec)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield spec, manifest_path(spec)
-    finally:
-        fleet("down", spec)
+    with fleet_running(spec) as path:
+        yield spec, path
 
 
 def test_up_returns_once_every_part_passed_its_probe(local_fleet):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fleet.fleet_support import fleet
+from fleet.fleet_support import fleet, fleet_running
 
 from agentgspo.fleet.manifest import Manifest, SupervisorEntry, manifest_path, read_manifest, write_json_atomic
 from agentgspo.sandboxes import Limits, SandboxUnavailable, Verdict, judge
@@ -51,12 +51,8 @@ def sandbox_fleet(tmp_path_factory):
     """A local fleet of one sandbox server (its manifest's path); stopped at the end whatever happened."""
     spec = tmp_path_factory.mktemp("sandbox-fleet") / "fleet.yaml"
     spec.write_text(FLEET)
-    up = fleet("up", spec)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield manifest_path(spec)
-    finally:
-        fleet("down", spec)
+    with fleet_running(spec) as path:
+        yield path
 
 
 def test_a_fleet_client_judges_with_the_fleets_url_and_token(sandbox_fleet, monkeypatch):

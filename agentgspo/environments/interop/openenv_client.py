@@ -24,13 +24,23 @@ episode's ``env_error``; a connection that drops or a server that does not answe
 ``infra_error`` (the table's row for a dead env server: not trained, re-queueable); the rest of the batch goes on
 either way. An action the env's schema rejects,
 or a turn that is not one, is the policy's mistake: a ``user`` message saying what was expected, the episode goes on.
+
+A fleet's env servers (``agentgspo fleet up`` with an ``env_servers:`` group): the env id ``fleet:MANIFEST`` (or
+``fleet:MANIFEST#GROUP`` when the fleet has several env server groups) plays the group's servers as one env
+(:class:`FleetEnvServers`). Each episode's session (each reset opens one) goes to a server the manifest lists as
+``healthy`` at that moment, round robin; with none healthy (a restart in progress) the reset waits for one, re-reading
+the manifest, up to ``connect_timeout_s``, and fails at once (:class:`FleetEnvUnavailable`) when none could come back.
+A server that dies under an episode ends it as ``infra_error``, as above; the runner's requeue plays it again, on
+whichever server is healthy then (a restarted one serves on a new port: the manifest names it).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -41,12 +51,17 @@ from websockets.sync.client import ClientConnection, connect
 
 from agentgspo.environments.env import AssistantTurnSpace, EnvInfrastructureError, MessagesSpace, as_action
 from agentgspo.environments.registry import EnvBudget
+from agentgspo.fleet.manifest import HEARTBEAT_S, FleetFollower, FleetUnavailable, Manifest
 
 __all__ = [
     "OpenEnvEnv",
     "RemoteEnvError",
     "EnvServerLost",
+    "FleetEnvUnavailable",
+    "FleetEnvServers",
     "is_remote_env_id",
+    "is_fleet_env_id",
+    "fleet_env_servers",
     "describe_server",
     "remote_budget",
     "http_base",
@@ -55,6 +70,10 @@ __all__ = [
 
 #: env ids that name a server rather than a registration.
 REMOTE_SCHEMES = ("http://", "https://", "ws://", "wss://")
+#: an env id naming a fleet's env servers: ``fleet:MANIFEST`` or ``fleet:MANIFEST#GROUP``.
+FLEET_PREFIX = "fleet:"
+#: a manifest not rewritten for this long (the supervisor writes it every HEARTBEAT_S) has no supervisor behind it.
+STALE_MANIFEST_S = 6 * HEARTBEAT_S
 #: OpenEnv's MCP action types (``openenv.core.env_server.mcp_types``).
 MCP_ACTION_TYPES = ("list_tools", "call_tool")
 
@@ -68,9 +87,20 @@ class EnvServerLost(RemoteEnvError, EnvInfrastructureError):
     infrastructure, not the env's logic, so ``infra_error`` (re-queueable)."""
 
 
+class FleetEnvUnavailable(EnvServerLost, FleetUnavailable):
+    """A fleet has no env server of the group that serves or could come back (all ``failed``, the fleet stopped, its
+    supervisor gone): waiting is pointless, so a reset fails at once (``infra_error``; a requeue fails at once too)."""
+
+
 def is_remote_env_id(env_id: str) -> bool:
-    """True for an env id that is a server URL (``http://host:port`` and the like)."""
-    return env_id.startswith(REMOTE_SCHEMES)
+    """True for an env id played over OpenEnv's protocol: a server URL (``http://host:port`` and the like) or a
+    fleet's env servers (``fleet:MANIFEST[#GROUP]``)."""
+    return env_id.startswith(REMOTE_SCHEMES) or is_fleet_env_id(env_id)
+
+
+def is_fleet_env_id(env_id: str) -> bool:
+    """True for an env id naming a fleet's env servers (``fleet:MANIFEST`` or ``fleet:MANIFEST#GROUP``)."""
+    return env_id.startswith(FLEET_PREFIX)
 
 
 def http_base(url: str) -> str:
@@ -105,7 +135,11 @@ _DESCRIPTIONS_LOCK = threading.Lock()
 
 def describe_server(url: str, timeout_s: float = 30.0) -> dict[str, Any] | None:
     """What an ``agentgspo env-server`` at ``url`` serves (``GET /agentgspo/env``: id, budget, demonstrators), or
-    ``None`` for another OpenEnv server; asked once per URL and process. Unreachable: :class:`EnvServerLost`."""
+    ``None`` for another OpenEnv server; asked once per URL and process. Unreachable: :class:`EnvServerLost`. For a
+    fleet id, a healthy server's description (waiting up to ``timeout_s`` for one) with ``max_concurrent_envs`` the
+    group's (:meth:`FleetEnvServers.describe`)."""
+    if is_fleet_env_id(url):
+        return fleet_env_servers(url).describe(time.monotonic() + timeout_s)[1]
     base = http_base(url)
     with _DESCRIPTIONS_LOCK:
         if base in _DESCRIPTIONS:
@@ -130,6 +164,149 @@ def remote_budget(url: str) -> EnvBudget | None:
     return EnvBudget(**budget) if budget else None
 
 
+class FleetEnvServers:
+    """The env servers of one ``env_servers:`` group of a fleet, as its manifest lists them now (one per env id and
+    process: :func:`fleet_env_servers`).
+
+    Args:
+        env_id: ``fleet:MANIFEST`` (the fleet's one env server group) or ``fleet:MANIFEST#GROUP``.
+
+    A manifest that does not exist, a group the fleet lacks, an id naming no group of a fleet with several, or a
+    fleet without env servers is refused here, naming the fix.
+    """
+
+    def __init__(self, env_id: str):
+        path, _, group = env_id.removeprefix(FLEET_PREFIX).partition("#")
+        if not path:
+            raise ValueError(
+                f"env id {env_id!r}: expected fleet:MANIFEST or fleet:MANIFEST#GROUP (the manifest that "
+                "`agentgspo fleet up FILE` prints)"
+            )
+        self.env_id = env_id
+        try:
+            self.follower = FleetFollower(path)
+        except FileNotFoundError as exc:  # its message names `agentgspo fleet up`
+            raise FileNotFoundError(f"env id {env_id!r}: {exc}") from None
+        manifest = self.follower.read()
+        groups = list(dict.fromkeys(part.group for part in manifest.parts if part.kind == "env_server"))
+        where = f"fleet {manifest.fleet} ({path})"
+        if not groups:
+            raise ValueError(
+                f"env id {env_id!r}: {where} has no env servers; add an `env_servers:` group to its fleet file "
+                f"{manifest.spec} (docs/fleet.md) or play another env id"
+            )
+        if group and group not in groups:
+            raise ValueError(
+                f"env id {env_id!r}: {where} has no env server group {group!r}; its env server groups: "
+                f"{', '.join(groups)} (e.g. fleet:{path}#{groups[0]})"
+            )
+        if not group and len(groups) > 1:
+            raise ValueError(
+                f"env id {env_id!r}: {where} has several env server groups ({', '.join(groups)}); name one: "
+                + " or ".join(f"fleet:{path}#{name}" for name in groups)
+            )
+        self.group = group or groups[0]
+        self._turn = itertools.count()  # round robin over the healthy servers, shared by this process's envs
+        self._described: tuple[str, dict[str, Any] | None] | None = None
+
+    def _parts(self, manifest: Manifest) -> list:
+        return [part for part in manifest.parts if part.kind == "env_server" and part.group == self.group]
+
+    def healthy_urls(self) -> list[str]:
+        """The URLs of the group's ``healthy`` servers now (empty while they restart); :class:`FleetEnvUnavailable`
+        when none could serve again."""
+        try:
+            serving = set(self.follower.serving_urls("env_server"))
+        except FleetUnavailable as exc:
+            raise FleetEnvUnavailable(f"env id {self.env_id}: {exc}") from None
+        manifest = self.follower.read()
+        parts = self._parts(manifest)
+        urls = [part.url.rstrip("/") for part in parts if part.url and part.url.rstrip("/") in serving]
+        if not urls and all(part.status in ("failed", "stopped") for part in parts):
+            raise FleetEnvUnavailable(
+                f"env id {self.env_id}: group {self.group} of fleet {manifest.fleet} has no env server that could "
+                f"serve ({', '.join(f'{part.id} {part.status}' for part in parts)}): see `agentgspo fleet status "
+                f"{manifest.spec}`"
+            )
+        return urls
+
+    def _check_supervisor(self) -> None:
+        """:class:`FleetEnvUnavailable` when the manifest has not been rewritten for :data:`STALE_MANIFEST_S` (its
+        supervisor is gone, and the servers it lists with it); asked after a listed server failed to answer."""
+        manifest = self.follower.read()
+        age = time.time() - manifest.updated_at
+        if manifest.state not in ("stopped", "failed") and age > STALE_MANIFEST_S:
+            raise FleetEnvUnavailable(
+                f"env id {self.env_id}: the supervisor of fleet {manifest.fleet} is gone (its manifest was last "
+                f"written {age:.0f} s ago, state {manifest.state}) and its env servers do not answer: see "
+                f"`agentgspo fleet status {manifest.spec}`, then `agentgspo fleet up {manifest.spec}`"
+            )
+
+    def pick(self, deadline: float, after_failure: bool = False) -> str:
+        """A healthy server's URL, round robin; while none is healthy, the manifest is read again until ``deadline``
+        (``time.monotonic()``), then :class:`EnvServerLost`. ``after_failure``: the last server picked did not
+        answer (a manifest left by a dead supervisor then fails at once)."""
+        if after_failure:
+            self._check_supervisor()
+        delay = 0.05
+        while True:
+            urls = self.healthy_urls()
+            if urls:
+                return urls[next(self._turn) % len(urls)]
+            if time.monotonic() + delay > deadline:
+                manifest = self.follower.read()
+                states = ", ".join(f"{part.id} {part.status}" for part in self._parts(manifest))
+                raise EnvServerLost(
+                    f"env id {self.env_id}: no env server of group {self.group} was healthy in time ({states}); "
+                    f"see `agentgspo fleet status {manifest.spec}`"
+                )
+            time.sleep(delay)
+            delay = min(2 * delay, 0.5)  # the manifest changes within a second of a death; look that often
+
+    def capacity(self, per_server: int | None) -> int | None:
+        """Episodes the group serves at once: each server's session limit (the manifest's, else ``per_server``)
+        summed over the servers that are not ``failed``."""
+        parts = [part for part in self._parts(self.follower.read()) if part.status != "failed"]
+        limits = [part.info.get("max_concurrent_envs", per_server) for part in parts]
+        return sum(limits) if limits and None not in limits else None
+
+    def describe(self, deadline: float) -> tuple[str, dict[str, Any] | None]:
+        """(a server's URL, what the group's servers serve: :func:`describe_server` of a healthy one, its
+        ``max_concurrent_envs`` the group's :meth:`capacity`), read once; waits for a healthy server until
+        ``deadline`` (``time.monotonic()``)."""
+        if self._described is not None:
+            return self._described
+        failed = False
+        while True:
+            url = self.pick(deadline, after_failure=failed)
+            try:
+                description = describe_server(url, timeout_s=max(min(30.0, deadline - time.monotonic()), 1.0))
+                break
+            except EnvServerLost:
+                if time.monotonic() > deadline:
+                    raise
+                failed = True
+                time.sleep(0.2)
+        if description is not None:
+            description = {**description, "max_concurrent_envs": self.capacity(description.get("max_concurrent_envs"))}
+        self._described = (url, description)
+        return self._described
+
+
+_FLEETS: dict[tuple[str, str], FleetEnvServers] = {}
+_FLEETS_LOCK = threading.Lock()
+
+
+def fleet_env_servers(env_id: str) -> FleetEnvServers:
+    """The process's :class:`FleetEnvServers` for ``env_id`` (made on first use; bad input is not remembered)."""
+    path, _, group = env_id.removeprefix(FLEET_PREFIX).partition("#")
+    key = (str(Path(path).resolve()) if path else "", group)
+    with _FLEETS_LOCK:
+        if key not in _FLEETS:
+            _FLEETS[key] = FleetEnvServers(env_id)
+        return _FLEETS[key]
+
+
 def text_of_tool_result(observation: dict[str, Any]) -> str:
     """The text of an MCP ``call_tool`` observation: its result's text parts, or its error."""
     error = observation.get("error")
@@ -147,11 +324,14 @@ class OpenEnvEnv(gym.Env):
     """An OpenEnv environment server played as a chat env (see the module docstring for what maps).
 
     Args:
-        url: the server, ``http://host:port`` (or ``ws://``, with or without ``/ws``).
+        url: the server, ``http://host:port`` (or ``ws://``, with or without ``/ws``); or a fleet's env servers,
+            ``fleet:MANIFEST`` / ``fleet:MANIFEST#GROUP``: each reset opens its session on a healthy one
+            (:class:`FleetEnvServers`), and :attr:`url` is then the server of the current session.
         system_prompt: a system message put before the first observation (another server's env only).
         observation_field: the observation field that is the user's message (another server's env only).
         action_field: the action field a turn's text goes to (another server's env only).
-        connect_timeout_s: how long a server at capacity is retried before the episode fails.
+        connect_timeout_s: how long a server at capacity is retried before the episode fails (a fleet: also how
+            long a reset waits for a healthy server).
         reset_kwargs: extra keyword arguments of every reset (OpenEnv passes those the env's ``reset`` accepts).
         env_kwargs: the keyword arguments the env should have been made with: an ``agentgspo env-server`` makes its
             env once, from its ``--env-kwargs``, so other ones are an error naming the flag (never ignored); another
@@ -172,8 +352,10 @@ class OpenEnvEnv(gym.Env):
         env_kwargs: dict[str, Any] | None = None,
     ):
         if not is_remote_env_id(url):
-            raise ValueError(f"OpenEnvEnv: url {url!r} is not a server URL; expected http(s):// or ws(s)://HOST:PORT")
-        self.url = http_base(url)
+            raise ValueError(
+                f"OpenEnvEnv: url {url!r} is not a server URL; expected http(s):// or ws(s)://HOST:PORT, or "
+                "fleet:MANIFEST[#GROUP] for a fleet's env servers"
+            )
         self.system_prompt = system_prompt
         self.observation_field = observation_field
         self.action_field = action_field
@@ -181,18 +363,29 @@ class OpenEnvEnv(gym.Env):
         self.reset_kwargs = dict(reset_kwargs or {})
         self.observation_space = MessagesSpace()
         self.action_space = AssistantTurnSpace()
-        self.description = describe_server(self.url)
+        self.fleet = fleet_env_servers(url) if is_fleet_env_id(url) else None
+        if self.fleet is None:
+            self.url = http_base(url)
+            self.description = describe_server(self.url)
+        else:  # a healthy server's description (the group's servers all serve one env)
+            self.url, self.description = self.fleet.describe(time.monotonic() + connect_timeout_s)
         self.native = self.description is not None  # an agentgspo env-server
         served_kwargs = (self.description or {}).get("env_kwargs", {})
         if env_kwargs and env_kwargs != served_kwargs:
+            where = f"the env servers of {url}" if self.fleet else f"the env server at {self.url}"
             if not self.native:
                 raise ValueError(
-                    f"env kwargs {env_kwargs}: the OpenEnv server at {self.url} is not an agentgspo env-server and "
-                    "takes no env keyword arguments; configure its env where it is served"
+                    f"env kwargs {env_kwargs}: {where} is not an agentgspo env-server and takes no env keyword "
+                    "arguments; configure its env where it is served"
                 )
+            fix = (
+                f"set env_kwargs: {json.dumps(env_kwargs)} in group {self.fleet.group} of the fleet file"
+                if self.fleet
+                else f"start it with --env-kwargs '{json.dumps(env_kwargs)}'"
+            )
             raise ValueError(
-                f"env kwargs {env_kwargs}: the env server at {self.url} plays {self.description['env_id']} with "
-                f"{served_kwargs}; start it with --env-kwargs '{json.dumps(env_kwargs)}' or pass its kwargs"
+                f"env kwargs {env_kwargs}: {where} plays {self.description['env_id']} with {served_kwargs}; "
+                f"{fix} or pass its kwargs"
             )
         self.tool_schemas: list[dict[str, Any]] | None = None
         self._action_schema: dict[str, Any] | None = None
@@ -205,9 +398,14 @@ class OpenEnvEnv(gym.Env):
     # --- the wire ----------------------------------------------------------------------------------------------
 
     def _connect(self) -> None:
-        """Open this env's session; a server at capacity is retried with backoff until ``connect_timeout_s``."""
+        """Open this env's session; a server at capacity is retried with backoff until ``connect_timeout_s``. A
+        fleet's: on a healthy server (:meth:`FleetEnvServers.pick`), another pick after each failed attempt."""
         deadline, delay = time.monotonic() + self.connect_timeout_s, 0.05
+        failed = False
         while True:
+            if self.fleet is not None:
+                self.url = self.fleet.pick(deadline, after_failure=failed)
+            failed = True
             try:
                 # __enter__: the connection itself (websockets >= 17 warns when connect() is not entered).
                 self._socket = connect(websocket_url(self.url), max_size=64 * 2**20, open_timeout=30).__enter__()
@@ -236,7 +434,8 @@ class OpenEnvEnv(gym.Env):
         return answer.get("data", {})
 
     def _reset_call(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``reset``, reconnecting while the server reports it is at capacity (until ``connect_timeout_s``)."""
+        """``reset``, reconnecting while the server reports it is at capacity (until ``connect_timeout_s``); a
+        fleet's also when its server died under the reset (another one takes it)."""
         deadline, delay = time.monotonic() + self.connect_timeout_s, 0.05
         while True:
             try:
@@ -244,13 +443,16 @@ class OpenEnvEnv(gym.Env):
             except _ServerError as exc:
                 if exc.code != "CAPACITY_REACHED":
                     raise RemoteEnvError(f"env server {self.url}: reset failed: {exc}") from None
-                if time.monotonic() + delay > deadline:
-                    raise EnvServerLost(
-                        f"env server {self.url} stayed at capacity for {self.connect_timeout_s} s: {exc}"
-                    ) from None
-                self._drop_socket()
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+                lost = EnvServerLost(f"env server {self.url} stayed at capacity for {self.connect_timeout_s} s: {exc}")
+            except EnvServerLost as exc:
+                if self.fleet is None or isinstance(exc, FleetUnavailable):
+                    raise
+                lost = exc
+            if time.monotonic() + delay > deadline:
+                raise lost
+            self._drop_socket()
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def _drop_socket(self) -> None:
         if self._socket is not None:
@@ -264,9 +466,19 @@ class OpenEnvEnv(gym.Env):
         """The server's ``name`` policy as a local ``fn(messages) -> text``."""
 
         def demonstrate(messages: list[dict[str, Any]]) -> str:
-            response = http_client().post(
-                f"{self.url}/agentgspo/demonstrate", json={"policy": name, "messages": messages}, timeout=300
-            )
+            deadline, failed = time.monotonic() + self.connect_timeout_s, False
+            while True:  # a fleet's: any healthy server, another one if it dies under the call (nothing is kept)
+                url = self.url if self.fleet is None else self.fleet.pick(deadline, after_failure=failed)
+                try:
+                    response = http_client().post(
+                        f"{url}/agentgspo/demonstrate", json={"policy": name, "messages": messages}, timeout=300
+                    )
+                    break
+                except httpx.TransportError:
+                    if self.fleet is None or time.monotonic() > deadline:
+                        raise
+                    failed = True
+                    time.sleep(0.2)
             response.raise_for_status()
             return response.json()["text"]
 
