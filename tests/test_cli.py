@@ -150,6 +150,36 @@ def test_rollout_checks_the_output_folder_before_playing(tmp_path, capsys):
     assert str(out) in capsys.readouterr().err and resets == []
 
 
+@pytest.mark.parametrize("requeue_limit, stop_reason", [("1", "completed"), ("0", "infra_error")])
+def test_rollout_replays_episodes_lost_to_infrastructure_up_to_its_requeue_limit(tmp_path, requeue_limit, stop_reason):
+    import agentgspo
+    from agentgspo.environments.env import EnvInfrastructureError
+
+    attempts: dict = {}
+
+    class LosesItsHostOnce(agentgspo.ChatEnv):
+        oracle = staticmethod(lambda messages: "done")
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            attempts[seed] = attempts.get(seed, 0) + 1
+            if attempts[seed] == 1:
+                raise EnvInfrastructureError(f"the host of seed {seed} went away")
+            return [{"role": "user", "content": "hi"}], {}
+
+        def respond(self, action):
+            return [], 1.0, True, False, {}
+
+    env_id = f"test/LosesItsHostOnce{requeue_limit}-v0"  # an id per case: registering is idempotent
+    agentgspo.register(env_id, entry_point=LosesItsHostOnce)
+    out = tmp_path / "rollout"
+    command = ["rollout", "--env", env_id, "--policy", "oracle", "--episodes", "2"]
+    assert main([*command, "--group-size", "1", "--requeue-limit", requeue_limit, "--out", str(out)]) == 0
+    records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert [r["stop_reason"] for r in records] == [stop_reason] * 2
+    assert [len(r["metadata"].get("requeued", [])) for r in records] == [int(requeue_limit)] * 2
+
+
 @pytest.mark.parametrize("command", [["search-server"], ["sandbox-server", "--token", "t"]])
 @pytest.mark.parametrize("port", ["-5", "70000"])
 def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(command, port, capsys):

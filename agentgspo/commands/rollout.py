@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="first task seed; prompts use seed, seed+1, ...")
     parser.add_argument(
+        "--requeue-limit",
+        type=int,
+        default=2,
+        help="times an episode lost to infrastructure (a re-queueable ending: a dead sampler, sandbox or env server, "
+        "a hung call) is played again with the same task and seeds before its failure stands (0: never)",
+    )
+    parser.add_argument(
         "--max-turns",
         type=int,
         default=None,
@@ -236,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"rollout: {settings.env_id} env_kwargs {json.dumps(settings.env_kwargs)}; {limits}", file=sys.stderr)
     config = RolloutConfig(
         group_size=args.group_size,
+        requeue_limit=args.requeue_limit,
         max_turns=settings.max_turns,
         max_context=settings.max_context,
         **time_limits(args),
