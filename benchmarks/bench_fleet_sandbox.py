@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -96,6 +97,23 @@ def outcome(folder: Path, exit_status: int) -> dict:
     }
 
 
+def same_demonstrations(a: Path, b: Path) -> dict:
+    """How many of the two runs' warm-start demonstrations (the same seeds, deterministic) ended alike: reward, stop
+    reason and every message, the judge's times and memory masked (they vary from run to run)."""
+
+    def key(line: str) -> tuple:
+        record = json.loads(line)
+        messages = [re.sub(r"\d+\.\d+ s|\d+ MB", "T", str(m.get("content"))) for m in record["messages"]]
+        return record["seed"], record["reward"], record["stop_reason"], messages
+
+    left = [key(line) for line in (a / "demonstrations.jsonl").read_text().splitlines()]
+    right = [key(line) for line in (b / "demonstrations.jsonl").read_text().splitlines()]
+    return {
+        "demonstrations": len(left),
+        "alike": sum(x == y for x, y in zip(left, right)) if len(left) == len(right) else 0,
+    }
+
+
 def main() -> None:
     """The recipe with its own sandbox, then with a fleet's sandbox killed under it; both outcomes as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -140,6 +158,7 @@ def main() -> None:
             time.sleep(0.01)
         result["kill"] = watch_kill(manifest, "judge-0", args.kill) if learner.poll() is None else "learner ended"
         result.update(outcome(folder, learner.wait()))
+        result["same_as_local"] = same_demonstrations(out / f"local-s{args.seed}", folder)
     finally:
         down = agentgspo("fleet", "down", str(spec), capture_output=True)
         result["fleet_down"] = down.stdout.strip().splitlines()[-1:] + down.stderr.strip().splitlines()[-3:]
