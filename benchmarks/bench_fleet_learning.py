@@ -111,6 +111,44 @@ def watch_kill(manifest: Path, part_id: str, how: str) -> dict:
     return timings
 
 
+def replica_logprob_gaps(manifest: Path, final: Path, turns: int = 4) -> dict[str, float]:
+    """Per sampler replica serving now: the largest |replica log-prob - learner log-prob| over ``turns`` sampled
+    turns (temperature 1, log_softmax of the final policy's fp32 logits), i.e. whether every replica, the restarted
+    ones included, holds the learner's final weights."""
+    import asyncio
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from agentgspo.fleet.manifest import read_manifest
+    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.policy.server import ServerPolicy
+
+    model = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32).eval()
+    gaps = {}
+    for part in read_manifest(manifest).parts:
+        if part.kind != "sampler" or part.status != "healthy":
+            continue
+        url = part.url.rstrip("/").removesuffix("/v1")
+        replica = ServerPolicy.from_pretrained(str(final), urls=[url], weight_transfer="folder")
+        prompt = replica.renderer.prompt_ids([{"role": "user", "content": "What is 347*29+18?"}])
+
+        async def sample():
+            params = SamplingParams(1.0, 1.0, 24)
+            return await asyncio.gather(
+                *(replica.sample(SampleRequest(prompt, [], params, seed=k)) for k in range(turns))
+            )
+
+        gap = 0.0
+        for turn in asyncio.run(sample()):
+            with torch.no_grad():
+                logits = model(torch.tensor([prompt + turn.token_ids])).logits[0, len(prompt) - 1 : -1].float()
+            learner = torch.log_softmax(logits, -1).gather(-1, torch.tensor(turn.token_ids)[:, None]).squeeze(-1)
+            gap = max(gap, float((torch.tensor(turn.logprobs) - learner).abs().max()))
+        gaps[f"{part.id} (restarts {part.restarts})"] = gap
+    return gaps
+
+
 def gspo_steps_done(folder: Path) -> int:
     """GSPO steps the run logged so far."""
     metrics = folder / "metrics.jsonl"
@@ -153,6 +191,10 @@ def fleet_run(args: argparse.Namespace, policy: str, out: Path) -> dict:
                 break
             kills.append({"at_step": gspo_steps_done(folder), **watch_kill(manifest, part, how)})
         result["learner_exit"] = learner.wait()
+        try:
+            result["replica_logprob_gap_to_final"] = replica_logprob_gaps(manifest, folder / "final")
+        except Exception as exc:  # noqa: BLE001 -- reported; the run's other numbers are kept
+            result["replica_logprob_gap_to_final"] = f"{type(exc).__name__}: {exc}"
         result["status_at_end"] = agentgspo("fleet", "status", str(spec), capture_output=True).stdout
     finally:
         down = agentgspo("fleet", "down", str(spec), capture_output=True)
@@ -209,8 +251,9 @@ def main() -> None:
         print(f"{name}: stopped {result['stopped']!r} after {result['steps']} steps, {result['seconds']:.0f} s; "
               f"final sampled {result['sampled']:.3f} greedy {result['greedy']:.3f}")  # fmt: skip
         print("  success: " + " ".join(f"{s:.2f}" for s in result["success"]))
-    print(json.dumps({k: fleet.get(k) for k in ("kills", "lost_endings", "requeued_episodes", "stop_reasons",
-                                                 "left_running", "fleet_up_s", "learner_exit")}, indent=1))  # fmt: skip
+    shown = ("kills", "lost_endings", "requeued_episodes", "stop_reasons", "left_running", "fleet_up_s",
+             "learner_exit", "replica_logprob_gap_to_final")  # fmt: skip
+    print(json.dumps({k: fleet.get(k) for k in shown}, indent=1))
 
 
 if __name__ == "__main__":
