@@ -10,9 +10,13 @@ runs twice:
   here). Once that server runs a submitted program (a descendant process appears), it is killed: ``process``
   SIGKILLs the server, ``actor`` its Ray actor's worker.
 
-Reported: the kill's timings (out of service, back), what the demonstrations scored in both runs (the same when no
-episode was lost or mis-scored), every episode's stop reason and the judge errors the env counted, the episodes lost
-and re-queued, the learner's exit status, and that ``fleet down`` left nothing. OUT/results.json holds it all.
+Then, on the same fleet, ``agentgspo rollout`` of the env's oracle plays ``--batch`` episodes at once and the server
+is killed again while several of its submissions run (at least four judge processes).
+
+Reported: the kills' timings (out of service, back), what the demonstrations scored in both runs and whether every
+message matched (the same when no episode was lost or mis-scored), every episode's stop reason, the episodes lost and
+re-queued, the oracle batch's rewards (all 1.0 when none was lost), the exit statuses, and that ``fleet down`` left
+nothing. OUT/results.json holds it all.
 
     python benchmarks/bench_fleet_sandbox.py --launcher ray --kill actor --out runs/fleet_sandbox
     python benchmarks/bench_fleet_sandbox.py --launcher local --kill process --out runs/fleet_sandbox
@@ -97,6 +101,15 @@ def outcome(folder: Path, exit_status: int) -> dict:
     }
 
 
+def wait_serving(manifest: Path, part_id: str):
+    """The part's manifest entry once it serves (after a restart)."""
+    from agentgspo.fleet.manifest import read_manifest
+
+    while (part := read_manifest(manifest).part(part_id)).status != "healthy":
+        time.sleep(0.05)
+    return part
+
+
 def same_demonstrations(a: Path, b: Path) -> dict:
     """How many of the two runs' warm-start demonstrations (the same seeds, deterministic) ended alike: reward, stop
     reason and every message, the judge's times and memory masked (they vary from run to run)."""
@@ -114,6 +127,26 @@ def same_demonstrations(a: Path, b: Path) -> dict:
     }
 
 
+def oracle_batch(out: Path, episodes: int, environ: dict, env_kwargs: dict) -> subprocess.Popen:
+    """``agentgspo rollout`` of CodeForces-v0's oracle: ``episodes`` episodes played at once, each one judged."""
+    command = [sys.executable, "-m", "agentgspo.cli", "rollout", "--env", "agentgspo/CodeForces-v0", "--policy",
+               "oracle", "--episodes", str(episodes), "--group-size", "1", "--out", str(out), "--env-kwargs",
+               json.dumps(env_kwargs)]  # fmt: skip
+    log = open(out.with_name(out.name + ".log"), "w")
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **environ}, cwd=ROOT)
+
+
+def batch_outcome(out: Path) -> dict:
+    """Rewards and stop reasons of an oracle batch."""
+    records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    return {
+        "episodes": len(records),
+        "rewards": dict(Counter(r["reward"] for r in records)),
+        "stop_reasons": dict(Counter(r["stop_reason"] for r in records)),
+        "requeued_episodes": sum(bool(r["metadata"].get("requeued")) for r in records),
+    }
+
+
 def main() -> None:
     """The recipe with its own sandbox, then with a fleet's sandbox killed under it; both outcomes as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -122,6 +155,7 @@ def main() -> None:
     parser.add_argument("--launcher", choices=("ray", "local"), default="ray")
     parser.add_argument("--kill", choices=("process", "actor"), default="actor")
     parser.add_argument("--demos", type=int, default=32, help="warm-start demonstrations (each one judged)")
+    parser.add_argument("--batch", type=int, default=16, help="oracle episodes played at once, then (0: none)")
     args = parser.parse_args()
     if args.kill == "actor" and args.launcher != "ray":
         parser.error("--kill actor needs --launcher ray")
@@ -151,7 +185,8 @@ def main() -> None:
         up = agentgspo("fleet", "up", str(spec), capture_output=True)
         if up.returncode != 0:
             raise RuntimeError(f"fleet up failed:\n{up.stdout}\n{up.stderr}")
-        learner = recipe(folder, args, {"sandbox": "remote"}, {"AGENTGSPO_SANDBOX_URLS": f"fleet:{manifest}"})
+        environ = {"AGENTGSPO_SANDBOX_URLS": f"fleet:{manifest}"}
+        learner = recipe(folder, args, {"sandbox": "remote"}, environ)
         server = read_manifest(manifest).part("judge-0")
         idle = descendants(server.pid)
         while descendants(server.pid) <= idle and learner.poll() is None:  # until it runs a submitted program
@@ -159,6 +194,16 @@ def main() -> None:
         result["kill"] = watch_kill(manifest, "judge-0", args.kill) if learner.poll() is None else "learner ended"
         result.update(outcome(folder, learner.wait()))
         result["same_as_local"] = same_demonstrations(out / f"local-s{args.seed}", folder)
+        if args.batch:  # several judge requests in flight when the server dies
+            batch = oracle_batch(folder.with_name(name + "-batch"), args.batch, environ, {"sandbox": "remote"})
+            server = wait_serving(manifest, "judge-0")
+            idle = descendants(server.pid)
+            while len(descendants(server.pid) - idle) < 4 and batch.poll() is None:
+                time.sleep(0.01)
+            in_flight = len(descendants(server.pid) - idle)
+            result["batch_kill"] = {"processes_judging": in_flight, **watch_kill(manifest, "judge-0", args.kill)}
+            result["batch_exit"] = batch.wait()
+            result["batch"] = batch_outcome(folder.with_name(name + "-batch"))
     finally:
         down = agentgspo("fleet", "down", str(spec), capture_output=True)
         result["fleet_down"] = down.stdout.strip().splitlines()[-1:] + down.stderr.strip().splitlines()[-3:]
