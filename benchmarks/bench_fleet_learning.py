@@ -160,7 +160,7 @@ def fleet_run(args: argparse.Namespace, policy: str, out: Path) -> dict:
     from agentgspo.fleet.control import leftovers
     from agentgspo.fleet.manifest import manifest_path, read_manifest
 
-    name = f"fleet-{args.launcher}-s{args.seed}"
+    name = f"fleet-{args.launcher}{'' if args.kills else '-nokill'}-s{args.seed}"
     folder, work = out / name, out / f"{name}-fleet"
     work.mkdir(parents=True, exist_ok=True)
     head, ray = None, ""
