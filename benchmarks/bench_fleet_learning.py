@@ -24,6 +24,7 @@ fleet run's trajectories show, and that ``fleet down`` left nothing running. OUT
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -40,10 +41,7 @@ from bench_async_learning import run as run_in_process  # noqa: E402
 from bench_async_learning import warm_policy  # noqa: E402
 
 SERVING = ("healthy", "needs_weights")
-FLEET = """launcher: {launcher}
-{ray}max_restarts: 3
-probes: {{interval_s: 5, timeout_s: 30}}
-samplers:
+PARTS = """samplers:
   - {{name: policy, model: {model}, count: 2, cpus: 1, enforce_eager: true, max_num_seqs: 256}}
 sandboxes:
   - {{name: judge, cpus: 0}}
@@ -78,6 +76,36 @@ def stop_ray(head: subprocess.Popen) -> None:
             return
         except (ProcessLookupError, subprocess.TimeoutExpired):
             continue
+
+
+@contextlib.contextmanager
+def bench_fleet(work: Path, launcher: str, parts: str, result: dict):
+    """The fleet of ``parts`` (the fleet file's groups) up with ``launcher`` for the block (``ray``: on a one-node
+    cluster started here), then down, whatever happened; ``result`` gets ``fleet_up_s``, the last words of ``fleet
+    down`` and what it left running. Yields (the fleet file, its manifest)."""
+    from agentgspo.fleet.control import leftovers
+    from agentgspo.fleet.manifest import manifest_path, read_manifest
+
+    head, ray = None, ""
+    if launcher == "ray":
+        head, address = start_ray(work)
+        ray = f'ray: {{address: "{address}", namespace: agentgspo-bench}}\n'
+    spec = work / "fleet.yaml"
+    spec.write_text(f"launcher: {launcher}\n{ray}max_restarts: 3\nprobes: {{interval_s: 5, timeout_s: 30}}\n{parts}")
+    manifest = manifest_path(spec)
+    try:
+        started = time.monotonic()
+        up = agentgspo("fleet", "up", str(spec), capture_output=True)
+        result["fleet_up_s"] = round(time.monotonic() - started, 1)
+        if up.returncode != 0:
+            raise RuntimeError(f"fleet up failed:\n{up.stdout}\n{up.stderr}")
+        yield spec, manifest
+    finally:
+        down = agentgspo("fleet", "down", str(spec), capture_output=True)
+        result["fleet_down"] = down.stdout.strip().splitlines()[-1:] + down.stderr.strip().splitlines()[-3:]
+        result["left_running"] = leftovers(read_manifest(manifest)) if manifest.exists() else None
+        if head is not None:
+            stop_ray(head)
 
 
 def watch_kill(manifest: Path, part_id: str, how: str) -> dict:
@@ -157,25 +185,11 @@ def gspo_steps_done(folder: Path) -> int:
 
 def fleet_run(args: argparse.Namespace, policy: str, out: Path) -> dict:
     """The quickstart through a fleet, with the kills; its numbers."""
-    from agentgspo.fleet.control import leftovers
-    from agentgspo.fleet.manifest import manifest_path, read_manifest
-
     name = f"fleet-{args.launcher}{'' if args.kills else '-nokill'}-s{args.seed}"
     folder, work = out / name, out / f"{name}-fleet"
     work.mkdir(parents=True, exist_ok=True)
-    head, ray = None, ""
-    if args.launcher == "ray":
-        head, address = start_ray(work)
-        ray = f'ray: {{address: "{address}", namespace: agentgspo-bench}}\n'
-    spec = work / "fleet.yaml"
-    spec.write_text(FLEET.format(launcher=args.launcher, ray=ray, model=policy))
-    manifest, kills, result = manifest_path(spec), [], {"variant": name, "seed": args.seed}
-    try:
-        started = time.monotonic()
-        up = agentgspo("fleet", "up", str(spec), capture_output=True)
-        result["fleet_up_s"] = round(time.monotonic() - started, 1)
-        if up.returncode != 0:
-            raise RuntimeError(f"fleet up failed:\n{up.stdout}\n{up.stderr}")
+    kills, result = [], {"variant": name, "seed": args.seed}
+    with bench_fleet(work, args.launcher, PARTS.format(model=policy), result) as (spec, manifest):
         plan = sorted((int(step), how, part) for step, how, part in (k.split(":") for k in args.kills.split(",") if k))
         learner = subprocess.Popen(
             [sys.executable, "-m", "agentgspo.cli", "quickstart", "--out", str(folder), "--seed", str(args.seed),
@@ -196,13 +210,6 @@ def fleet_run(args: argparse.Namespace, policy: str, out: Path) -> dict:
         except Exception as exc:  # noqa: BLE001 -- reported; the run's other numbers are kept
             result["replica_logprob_gap_to_final"] = f"{type(exc).__name__}: {exc}"
         result["status_at_end"] = agentgspo("fleet", "status", str(spec), capture_output=True).stdout
-    finally:
-        down = agentgspo("fleet", "down", str(spec), capture_output=True)
-        final = read_manifest(manifest) if manifest.exists() else None
-        result["fleet_down"] = down.stdout.strip().splitlines()[-1:] + down.stderr.strip().splitlines()[-3:]
-        result["left_running"] = leftovers(final) if final else None
-        if head is not None:
-            stop_ray(head)
     result["kills"] = kills
     summary = json.loads((folder / "summary.json").read_text())
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]

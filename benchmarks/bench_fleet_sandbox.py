@@ -36,14 +36,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_fleet_learning import agentgspo, start_ray, stop_ray, watch_kill  # noqa: E402
+from bench_fleet_learning import bench_fleet, watch_kill  # noqa: E402
 
 ROOT = HERE.parent
-FLEET = """launcher: {launcher}
-{ray}max_restarts: 3
-probes: {{interval_s: 5, timeout_s: 30}}
-sandboxes:
-  - {{name: judge, cpus: 0}}
+PARTS = """sandboxes:
+  - {name: judge, cpus: 0}
 """
 
 
@@ -159,8 +156,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.kill == "actor" and args.launcher != "ray":
         parser.error("--kill actor needs --launcher ray")
-    from agentgspo.fleet.control import leftovers
-    from agentgspo.fleet.manifest import manifest_path, read_manifest
+    from agentgspo.fleet.manifest import read_manifest
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -174,17 +170,8 @@ def main() -> None:
     name = f"fleet-{args.launcher}-{args.kill}-s{args.seed}"
     folder, work = out / name, out / f"{name}-fleet"
     work.mkdir(parents=True, exist_ok=True)
-    head, ray = None, ""
-    if args.launcher == "ray":
-        head, address = start_ray(work)
-        ray = f'ray: {{address: "{address}", namespace: agentgspo-bench}}\n'
-    spec = work / "fleet.yaml"
-    spec.write_text(FLEET.format(launcher=args.launcher, ray=ray))
-    manifest, result = manifest_path(spec), {}
-    try:
-        up = agentgspo("fleet", "up", str(spec), capture_output=True)
-        if up.returncode != 0:
-            raise RuntimeError(f"fleet up failed:\n{up.stdout}\n{up.stderr}")
+    result: dict = {}
+    with bench_fleet(work, args.launcher, PARTS, result) as (_, manifest):
         environ = {"AGENTGSPO_SANDBOX_URLS": f"fleet:{manifest}"}
         learner = recipe(folder, args, {"sandbox": "remote"}, environ)
         server = read_manifest(manifest).part("judge-0")
@@ -204,12 +191,6 @@ def main() -> None:
             result["batch_kill"] = {"processes_judging": in_flight, **watch_kill(manifest, "judge-0", args.kill)}
             result["batch_exit"] = batch.wait()
             result["batch"] = batch_outcome(folder.with_name(name + "-batch"))
-    finally:
-        down = agentgspo("fleet", "down", str(spec), capture_output=True)
-        result["fleet_down"] = down.stdout.strip().splitlines()[-1:] + down.stderr.strip().splitlines()[-3:]
-        result["left_running"] = leftovers(read_manifest(manifest)) if manifest.exists() else None
-        if head is not None:
-            stop_ray(head)
     results[name] = result
     saved.write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
