@@ -254,9 +254,8 @@ class RemoteSandbox:
             "tests": [{"name": c.name, "input_b64": _b64(c.input), "answer_b64": _b64(c.answer)} for c in cases],
         }
         if isinstance(checker, str):
-            capture, inner = (
-                ("capture:", checker.removeprefix("capture:")) if checker.startswith("capture:") else ("", checker)
-            )
+            capture = "capture:" if checker.startswith("capture:") else ""  # the output as the message
+            inner = checker.removeprefix(capture)
             kind, _, arg = inner.partition(":")
             if kind in PROGRAM_CHECKERS:  # the program travels with the request
                 if not arg or not Path(arg).is_file():
