@@ -38,8 +38,10 @@ lists, dicts, sorting and number parsing, what the references spend their time o
 verdicts use; but on a shared machine other processes still inflate CPU time (caches, memory bandwidth, the
 host's other guests), by up to 1.5x over a run of many minutes on the 2-core machines, which is why each problem
 is calibrated just before its references, under the same load, and the median of several runs ignores one
-disturbed run. The C++ reference's own time is no yardstick for Python: it is milliseconds, mostly
-process start-up, and the Python/C++ speed ratio itself differs between CPUs and Python versions.
+disturbed run. A reference over the margin is calibrated and timed again (RETIMES times at most) and its best
+attempt counts: one disturbed run of the reference itself must not fail a sound problem. The C++ reference's own
+time is no yardstick for Python: it is milliseconds, mostly process start-up, and the Python/C++ speed ratio
+itself differs between CPUs and Python versions.
 
 Margin. MAX_TIME_RATIO = 1/3 of the limit on the reference machine means that on a machine 3x slower a correct
 Python solution as fast as the reference still runs within its limit, and one 1.5x slower than the reference has
@@ -57,6 +59,7 @@ import sys
 import statistics
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -73,6 +76,7 @@ EMPTY_SOLUTION = "pass\n"  # prints nothing: any checker or interactor must reje
 REFERENCE_MACHINE = "AMD EPYC (Zen 2, family 23 model 49) under KVM, 2 cores, Python 3.11.2, g++ 12"
 REFERENCE_CALIBRATION_S = {"python": 0.180, "cpp": 0.210}
 CALIBRATION_RUNS = 3  # per problem
+RETIMES = 2  # a reference over the margin is timed again (calibrated again first) up to this many times
 CALIBRATION_ROUNDS = {"python": 150, "cpp": 40}  # the programs' input: about a quarter second each, there
 CALIBRATION_PY = """\
 def calibration_work(rounds):
@@ -355,19 +359,36 @@ def check_generator(report: ProblemReport, info) -> None:
         report.add(f">= {MIN_HIDDEN_TESTS} hidden tests", len(first) >= MIN_HIDDEN_TESTS, f"{len(first)} tests")
 
 
-def check_references(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
-    """Each reference AC on every test within MAX_TIME_RATIO of the time limit, in reference-machine seconds."""
+def check_references(
+    report: ProblemReport, item, backend, speed: MachineSpeed, remeasure: Callable[[], MachineSpeed] | None = None
+) -> None:
+    """Each reference AC on every test within MAX_TIME_RATIO of the time limit, in reference-machine seconds.
+
+    A reference over the margin is timed again, up to RETIMES more times (after ``remeasure()``, when given, has
+    calibrated the machine again), and its best attempt counts: a load spike during the reference's run (after a
+    quiet calibration) reads as work it did not do, while a reference that does too much work fails every attempt.
+    A spike during a calibration reads the other way, so the best of three can be low by that much: far less than
+    the 1/3 margin."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
     limit = item.problem.time_limit_s
     for lang, source in item.references.items():
-        slowdown = report.slowdown[lang] = round(speed.slowdown(lang), 3)
-        result = judge_problem(
-            item.problem, source, _LANG[lang], backend=backend, limits=validation_limits(item.problem, slowdown)
-        )
-        slowest = max(result.tests, key=lambda t: t.time_s, default=None)
-        ratio = round(slowest.time_s / slowdown / limit, 3) if slowest else 0.0
-        report.time_ratio[lang] = ratio
+        best = None
+        for attempt in range(1 + RETIMES):
+            if attempt and remeasure is not None:
+                speed = remeasure()
+            slowdown = round(speed.slowdown(lang), 3)
+            result = judge_problem(
+                item.problem, source, _LANG[lang], backend=backend, limits=validation_limits(item.problem, slowdown)
+            )
+            slowest = max(result.tests, key=lambda t: t.time_s, default=None)
+            ratio = round(slowest.time_s / slowdown / limit, 3) if slowest else 0.0
+            if best is None or ratio < best[2]:
+                best = (result, slowest, ratio, slowdown)
+            if result.verdict != Verdict.AC or ratio <= MAX_TIME_RATIO:
+                break
+        result, slowest, ratio, slowdown = best
+        report.time_ratio[lang], report.slowdown[lang] = ratio, slowdown
         if result.verdict != Verdict.AC:
             failed = next((t for t in result.tests if t.verdict != Verdict.AC), None)
             where = f" on {failed.name}: {failed.message[:200]}" if failed else f": {result.message[:300]}"
@@ -382,7 +403,7 @@ def check_references(report: ProblemReport, item, backend, speed: MachineSpeed) 
             + (
                 ""
                 if ratio <= MAX_TIME_RATIO
-                else f"; raise time_limit_s to at least "
+                else f" (the best of {1 + RETIMES} attempts); raise time_limit_s to at least "
                 f"{slowest.time_s / slowdown / MAX_TIME_RATIO:.1f} or make the reference faster"
             ),
         )
@@ -458,8 +479,9 @@ def validate_problem(folder: Path, backend: str = "local", speed: MachineSpeed |
     except (ProblemFolderError, ValueError) as exc:
         report.add("hidden tests materialised", False, str(exc))
         return report
+    remeasure = None if speed else lambda: measure_machine_speed(backend)
     speed = speed or measure_machine_speed(backend)  # now: under the load the references will run under
-    check_references(report, item, backend, speed)
+    check_references(report, item, backend, speed, remeasure)
     check_wrong_solutions(report, item, backend, speed)
     check_jury_rejects_empty(report, item, backend, speed)
     return report

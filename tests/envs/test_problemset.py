@@ -355,6 +355,23 @@ def test_a_slower_machine_still_catches_a_reference_too_slow_for_its_limit(tmp_p
     assert "(this one takes 4.00x its time)" in failed["reference python within 0.33 of the limit"]
 
 
+def test_a_reference_slowed_by_the_machine_after_a_quiet_calibration_is_timed_again(tmp_path, cache, monkeypatch):
+    # CI, session 30: the calibration ran in a quiet moment (0.69x the median slowdown), the reference under load
+    # right after: 0.35 of its limit, 0.24 at the median speed. Here the first calibration reads this machine 5x
+    # faster than it is; the reference (0.1-0.15 of its limit at the true speed) reads 0.5-0.75, is calibrated
+    # and timed again, and passes. Without the retime it fails the margin.
+    here = machine_speed()
+    quiet = MachineSpeed({lang: seconds / 5 for lang, seconds in here.seconds.items()})
+    calibrations = iter([quiet, here, here])
+    monkeypatch.setattr(validate_problems, "measure_machine_speed", lambda backend="local": next(calibrations))
+    folder = write_problem(tmp_path)
+    (folder / "solutions" / "ref.py").write_text(working_reference(0.2))
+    set_time_limit(folder, round(2.0 / here.slowdown("python"), 3))  # 2 s here
+    report = validate_problem(folder)
+    assert report.ok, failed_checks(report)
+    assert report.slowdown["python"] == round(here.slowdown("python"), 3)  # the second calibration's
+
+
 def test_validator_catches_a_checker_that_accepts_anything(tmp_path, cache):
     folder = write_problem(tmp_path)
     (folder / "checker.py").write_text("import sys\nsys.exit(0)\n")
