@@ -6,6 +6,7 @@ real server or by a real HTTP proxy."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 
@@ -31,8 +32,10 @@ from vllm_support import (  # noqa: E402
     save_checkpoint,
 )
 
+from agentgspo.policy import weight_transfer  # noqa: E402
 from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable, WeightUpdateFailed  # noqa: E402
+from agentgspo.policy.weight_transfer import broadcast  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
 
 PARAMS = SamplingParams(temperature=1.0, max_new_tokens=24)
@@ -248,6 +251,24 @@ def long_turns(policy, prompt, seeds, length=LONG):
     return turns, policy.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 8), seed=99))
 
 
+def hold(*servers) -> None:
+    """Freeze the turns in flight on each server (``POST /pause?mode=keep``, the update's own first step, which then
+    finds the server paused already): they wait for the update's /resume however long the update takes to begin. On
+    a loaded machine that took seconds, as long as the turns took to finish."""
+    for server in servers:
+        reply = httpx.post(f"{server.url}/pause", params={"mode": "keep", "clear_cache": "false"}, timeout=60)
+        reply.raise_for_status()
+
+
+async def held_long_turns(policy, prompt, seeds, *servers):
+    """``long_turns`` frozen on ``servers`` once decoding (none finished: 700 ids take far longer than the pause)."""
+    turns, short = long_turns(policy, prompt, seeds)
+    await short
+    await asyncio.to_thread(hold, *servers)
+    assert not any(turn.done() for turn in turns), "a long turn finished before its server was paused"
+    return turns
+
+
 def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(servers, renderer, warm_model, tmp_path):
     # Asynchronous training: the update lands mid-turn. POST /pause?mode=keep freezes the turns on the server; they
     # finish after /resume (not lost, not re-sent), the old weights' draws up to some id and the new weights'
@@ -255,13 +276,10 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
     updated = perturbed(warm_model)
     long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])  # > one KV block (128)
     policy = client([servers[0].url], renderer, max_attempts=1)
-    # Streamed updates open their gloo group at the first update: open it now, so the update below pauses the server
-    # at once (on a loaded machine the second it takes let the turns finish before the pause).
-    assert policy.update_weights(warm_model) == 1
+    assert policy.update_weights(warm_model) == 1  # streamed: the gloo group opens at the first update
 
     async def run():
-        turns, short = long_turns(policy, long_prompt, (1, 2))
-        await short
+        turns = await held_long_turns(policy, long_prompt, (1, 2), servers[0])
         assert await asyncio.to_thread(policy.update_weights, updated, tmp_path / "weights") == 2
         finished = await asyncio.wait_for(asyncio.gather(*turns), timeout=600)
         after = await policy.sample(SampleRequest(long_prompt, [], SamplingParams(0.0, 1.0, 16)))
@@ -299,39 +317,48 @@ def spare_server(checkpoint, tmp_path):
 
 
 def test_a_server_killed_during_a_streamed_update_is_retired_and_the_others_get_the_weights(
-    servers, spare_server, renderer, warm_model
+    servers, spare_server, renderer, warm_model, monkeypatch
 ):
     # One broadcast feeds every server, so a member that dies mid-transfer breaks it for all. The servers that still
     # answer get the weights again in a new group without it; the dead one is retired, the turns frozen on it fail
     # (never re-sent), those on the others finish with their version span, and the update raises naming it.
+    # The victim dies between two buckets: the survivor, waiting for the next, is freed when the learner drops the
+    # group, not at the transfer timeout (600 s here, past its turns' 300 s). The garbage collector is off during
+    # the update: only the last reference dropped frees the group (a failed broadcast's traceback held it).
     updated = perturbed(warm_model)
     long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])
-    policy = client([servers[0].url, spare_server.url], renderer, timeout_s=120.0)
+    policy = client([servers[0].url, spare_server.url], renderer, timeout_s=300.0, transfer_timeout_s=600.0)
     assert policy.update_weights(warm_model) == 1  # streamed: the group with both servers is open
-    send = policy._transfer.client.update_weights
-    held_by_victim = []
+    policy._transfer.bucket_bytes = 2**16  # many broadcasts
+    held_by_victim, sent = [], []
 
-    def killed_mid_transfer(update_info):
-        held_by_victim.append(policy.servers[1].in_flight)
-        spare_server.kill()  # returns once the server process is reaped
-        return send(update_info)
+    def killed_mid_transfer(group, tensor):
+        sent.append(tensor.numel())
+        if len(sent) == 2:
+            held_by_victim.append(policy.servers[1].in_flight)
+            spare_server.kill()  # returns once the server process is reaped
+        broadcast(group, tensor)
 
-    policy._transfer.client.update_weights = killed_mid_transfer
+    monkeypatch.setattr(weight_transfer, "broadcast", killed_mid_transfer)
 
     async def run():
-        turns, short = long_turns(policy, long_prompt, (1, 2, 3, 4))
-        await short
-        with pytest.raises(
-            WeightUpdateFailed, match=f"failed on 1 of 2 servers .*1 still serve.*{spare_server.url}: weight transfer"
-        ) as failed:
-            await asyncio.to_thread(policy.update_weights, updated)
+        turns = await held_long_turns(policy, long_prompt, (1, 2, 3, 4), servers[0], spare_server)
+        gc.disable()
+        try:
+            with pytest.raises(
+                WeightUpdateFailed,
+                match=f"failed on 1 of 2 servers .*1 still serve.*{spare_server.url}: weight transfer",
+            ) as failed:
+                await asyncio.to_thread(policy.update_weights, updated)
+        finally:
+            gc.enable()
         assert failed.value.serving == 1  # a training loop goes on with it
         held = await asyncio.gather(*turns, return_exceptions=True)
         after = await policy.sample(SampleRequest(long_prompt, [], SamplingParams(0.0, 1.0, 16)))
         return held, after
 
     try:
-        held, after = asyncio.run(asyncio.wait_for(run(), timeout=600))
+        held, after = asyncio.run(asyncio.wait_for(run(), timeout=900))
     finally:
         policy.update_weights(warm_model)  # the survivor back to the warm weights for the tests after
     lost = [turn for turn in held if isinstance(turn, ServerUnavailable)]
@@ -382,8 +409,7 @@ def test_a_server_killed_during_a_keep_mode_pause_fails_the_turns_it_held(server
     policy._reload = killed_while_paused
 
     async def run():
-        turns, short = long_turns(policy, long_prompt, (1, 2))
-        await short
+        turns = await held_long_turns(policy, long_prompt, (1, 2), servers[0])
         with pytest.raises(RuntimeError, match=f"{servers[0].url}: weight reload failed"):
             await asyncio.to_thread(policy.update_weights, warm_model, tmp_path / "weights")
         return await asyncio.gather(*turns, return_exceptions=True)

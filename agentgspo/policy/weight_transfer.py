@@ -31,6 +31,7 @@ import datetime
 import logging
 import math
 import threading
+import traceback
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -308,6 +309,7 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
         super().__init__(client=client, source=source, is_sender=True)
         self.timeout_s = timeout_s
         self.group: Any = None
+        self.bucket_bytes = BUCKET_BYTES  # the largest broadcast (the members read it from each update's info)
 
     @classmethod
     def trainer_init(
@@ -350,6 +352,7 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
             names=[m.name for m in meta],
             dtype_names=[dtype_name(m.dtype) for m in meta],
             shapes=[list(m.shape) for m in meta],
+            bucket_bytes=self.bucket_bytes,
         )
         received: Future | None = None
         try:
@@ -371,8 +374,11 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
             self.client.finish_weight_update()
         except Exception as exc:
             # The group is unusable now. Closing this end breaks the members' pending receives at once (instead
-            # of at their timeout); then their update calls return, saying which of them failed.
+            # of at their timeout); then their update calls return, saying which of them failed. Gloo closes its
+            # sockets only when the group is freed (abort() and shutdown() leave a member's receive waiting), and
+            # the failed broadcast's frame, kept by this traceback, still holds the group: clear it first.
             self.group = None
+            traceback.clear_frames(exc.__traceback__)
             failed = getattr(exc, "failed", None) or {}
             if received is not None and received is not exc:
                 try:
