@@ -26,7 +26,7 @@ from fleet.fleet_support import (
 )
 
 from agentgspo.fleet.local import group_members
-from agentgspo.fleet.manifest import acknowledge_weights, read_manifest
+from agentgspo.fleet.manifest import read_manifest
 from agentgspo.fleet.probes import probe_sampler
 
 if importlib.util.find_spec("vllm") is None:
@@ -100,13 +100,33 @@ def test_a_hung_engine_answers_health_but_fails_the_generation_probe(local_fleet
     assert asyncio.run(probe()).ok  # the same replica, running again
 
 
-def test_killed_parts_are_noticed_restarted_and_a_replica_needs_the_current_weights(local_fleet):
+def test_killed_parts_come_back_and_a_replica_samples_only_once_the_learner_sent_it_the_current_weights(
+    local_fleet, renderer
+):
+    """The supervisor's side and the learner's (ServerPolicy on fleet:MANIFEST): the learner's update reaches every
+    live replica and is acknowledged (the supervisor marks them healthy at its version); a replica's vLLM server, the
+    sandbox server and the env server killed at once are each noticed, restarted and probed; the replica comes back
+    with the fleet file's weights and gets no turn until the next update sent it the current ones, after which its
+    log-probs are the learner's. One kill of each: a vLLM restart costs 30-80 s here."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from vllm_support import LOGPROB_ATOL, learner_logprobs, perturbed
+
+    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.policy.server import ServerPolicy
+    from agentgspo.policy.tiny import tiny_policy_path
+
     _, path = local_fleet
-    manifest = read_manifest(path)
-    # the learner moved to version 1 and updated both replicas: both stay healthy
-    acknowledge_weights(path, 1, {p.id: p.restarts for p in manifest.parts if p.kind == "sampler"})
-    manifest = wait_for(path, lambda m: m.weight_version == 1, 30, "the learner's version read")
-    assert [p.status for p in manifest.parts if p.kind == "sampler"] == ["healthy", "healthy"]
+    model = AutoModelForCausalLM.from_pretrained(tiny_policy_path(), dtype=torch.float32).eval()
+    updated = perturbed(model)
+    policy = ServerPolicy([f"fleet:{path}"], renderer, timeout_s=120.0)
+    version = policy.update_weights(updated)
+    manifest = wait_for(
+        path,
+        lambda m: all(p.status == "healthy" and p.weight_version == version for p in m.parts if p.kind == "sampler"),
+        30,
+        "both replicas acknowledged at the learner's version",
+    )
     other_since = manifest.part("policy-1").since
 
     # SIGKILL, all at once: one replica's vLLM API server, the sandbox server, the env server (if any)
@@ -124,52 +144,15 @@ def test_killed_parts_are_noticed_restarted_and_a_replica_needs_the_current_weig
 
     back = read_manifest(path)
     replica = back.part("policy-0")
-    # back with the fleet file's weights: it must receive version 1 before new work; it samples, on its own core
+    # back with the fleet file's weights, on its own core: it samples, but clients do not send to it yet
     assert replica.weight_version == 0 and replica.cores == manifest.part("policy-0").cores
     assert [p.id for p in back.needing_weights()] == ["policy-0"] and back.urls("sampler") == [
         back.part("policy-1").url
     ]
     assert generates(replica.url)
-    acknowledge_weights(path, 1, {"policy-0": replica.restarts})  # the learner updated it
-    after = wait_for(path, lambda m: m.part("policy-0").status == "healthy", 30, "policy-0 healthy once updated")
-    assert after.part("policy-0").weight_version == 1 and len(after.urls("sampler")) == 2
-    assert after.part("policy-1").since == other_since and after.part("policy-1").restarts == 0  # never disturbed
-
-
-def test_the_learner_sends_a_replica_that_came_back_the_current_weights_before_it_samples(local_fleet, renderer):
-    """The learner's side (ServerPolicy on fleet:MANIFEST): its updates reach every live replica and are acknowledged
-    (the supervisor marks them healthy); a replica killed and restarted gets no turn until the next update sent it
-    the current weights, after which its log-probs are the learner's."""
-    import torch
-    from transformers import AutoModelForCausalLM
-    from vllm_support import LOGPROB_ATOL, learner_logprobs, perturbed
-
-    from agentgspo.policy.base import SampleRequest, SamplingParams
-    from agentgspo.policy.server import ServerPolicy
-    from agentgspo.policy.tiny import tiny_policy_path
-
-    _, path = local_fleet
-    model = AutoModelForCausalLM.from_pretrained(tiny_policy_path(), dtype=torch.float32).eval()
-    updated = perturbed(model)
-    policy = ServerPolicy([f"fleet:{path}"], renderer, timeout_s=120.0)
-    version = policy.update_weights(updated)
-    wait_for(
-        path,
-        lambda m: all(p.status == "healthy" and p.weight_version == version for p in m.parts if p.kind == "sampler"),
-        30,
-        "both replicas acknowledged at the learner's version",
-    )
-    victim = read_manifest(path).part("policy-0")
-    os.kill(victim.pid, signal.SIGKILL)
-    back = wait_for(
-        path,
-        lambda m: m.part("policy-0").restarts > victim.restarts and m.part("policy-0").status == "needs_weights",
-        600,
-        "policy-0 back, waiting for weights",
-    )
     policy.sync_fleet(force=True)
     returned = next(s for s in policy.servers if s.part == "policy-0")
-    assert not returned.admitted and returned.incarnation == back.part("policy-0").restarts
+    assert not returned.admitted and returned.incarnation == replica.restarts
     prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12*7?"}])
 
     async def turns(client, n):
@@ -181,9 +164,10 @@ def test_the_learner_sends_a_replica_that_came_back_the_current_weights_before_i
     assert returned.served == 0  # no turn before it holds the current weights
     version = policy.update_weights(updated)
     assert returned.admitted and returned.version == version
-    healthy = wait_for(path, lambda m: m.part("policy-0").status == "healthy", 30, "policy-0 healthy once updated")
-    assert healthy.part("policy-0").weight_version == version
-    direct = ServerPolicy([healthy.part("policy-0").url], renderer, weight_transfer="folder")
+    after = wait_for(path, lambda m: m.part("policy-0").status == "healthy", 30, "policy-0 healthy once updated")
+    assert after.part("policy-0").weight_version == version and len(after.urls("sampler")) == 2
+    assert after.part("policy-1").since == other_since and after.part("policy-1").restarts == 0  # never disturbed
+    direct = ServerPolicy([after.part("policy-0").url], renderer, weight_transfer="folder")
     for turn in asyncio.run(turns(direct, 2)):
         expected = learner_logprobs(updated, prompt, turn.token_ids, 0.7)
         assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
