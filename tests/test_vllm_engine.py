@@ -114,7 +114,11 @@ def test_a_seed_gives_the_same_turn_whatever_else_is_batched(engine, prompt, ren
     params = SamplingParams(1.0, 1.0, 24)
     alone = engine.generate([prompt], params, seeds=[42])[0]
     crowded = engine.generate([other, prompt, other, prompt], params, seeds=[1, 42, 2, 43])
-    assert crowded[1].token_ids == alone.token_ids and crowded[1].logprobs == alone.logprobs
+    assert crowded[1].token_ids == alone.token_ids
+    # The ids are the seed's alone; the log-probs only to round-off: vLLM's CPU kernels are not batch-invariant, so a
+    # batch of four sums in another order than a batch of one (CI read 1e-6 apart).
+    gap = (torch.tensor(crowded[1].logprobs) - torch.tensor(alone.logprobs)).abs().max()
+    assert float(gap) <= 1e-5
     assert crowded[3].token_ids != alone.token_ids
 
 
