@@ -145,10 +145,10 @@ def nothing_left(manifest: Manifest) -> None:
 
 
 @contextlib.contextmanager
-def ray_head(dashboard_port: int | None = None):
+def ray_head(dashboard_port: int):
     """A one-node Ray cluster on 127.0.0.1 (2 CPUs, 100 MiB object store), its ports free ones, this venv first on
-    its PATH (a Ray job's entrypoint finds `agentgspo` there); a dashboard (the Job Submission API) on
-    ``dashboard_port``, or none. Yields the cluster's address; stopped with its `ray start --block` process group at
+    its PATH (a Ray job's entrypoint finds `agentgspo` there); its dashboard (the Job Submission API) on
+    ``dashboard_port``. Yields the cluster's address; stopped with its `ray start --block` process group at
     the end, which must leave nothing."""
     temp = tempfile.mkdtemp(prefix="rayf", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     port = free_port("127.0.0.1")
@@ -159,11 +159,14 @@ def ray_head(dashboard_port: int | None = None):
             "--runtime-env-agent-port", "--metrics-export-port", "--node-manager-port", "--object-manager-port",
         )
     }  # fmt: skip
-    if dashboard_port is None:
-        dashboard = ["--include-dashboard", "false"]
-    else:
-        dashboard = ["--include-dashboard", "true", "--dashboard-host", "127.0.0.1"]
-        dashboard += ["--dashboard-port", str(dashboard_port)]
+    dashboard = [
+        "--include-dashboard",
+        "true",
+        "--dashboard-host",
+        "127.0.0.1",
+        "--dashboard-port",
+        str(dashboard_port),
+    ]
     command = [RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
     command += ["--num-cpus", "2", "--object-store-memory", str(100 * 2**20), *dashboard]
     command += ["--disable-usage-stats", "--temp-dir", temp, *[part for item in ports.items() for part in item]]

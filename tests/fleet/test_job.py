@@ -1,7 +1,7 @@
 """One command for a whole run, for real: `agentgspo fleet run FILE -- COMMAND` brings a fleet (a sandbox server) up,
 runs the command (a script under `accelerate launch` that reads the manifest and has a program judged) and brings the
 fleet down, whatever the command's end (its status, a SIGTERM passed on to it); `agentgspo fleet submit` does the same
-as a Ray job on a local one-node cluster started here with its dashboard; and what both refuse."""
+as a Ray job on the package's local one-node cluster (tests/fleet/conftest.py); and what both refuse."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fleet.fleet_support import ROOT, fleet, nothing_left, ray_head
+from fleet.fleet_support import ROOT, fleet, nothing_left
 
 from agentgspo.fleet.local import free_port, pid_alive
 from agentgspo.fleet.manifest import manifest_path, read_manifest
@@ -173,15 +173,6 @@ def test_run_and_submit_refuse_what_cannot_work(tmp_path):
         assert done.returncode == 2 and "did you mean 'name'" in done.stderr, done.stderr  # refused before Ray
 
 
-@pytest.fixture(scope="module")
-def ray_dashboard():
-    """A local one-node Ray cluster with its dashboard: (its address, the dashboard's URL)."""
-    pytest.importorskip("ray", reason="fleet submit needs Ray: pip install 'agentgspo[ray]'")
-    port = free_port("127.0.0.1")
-    with ray_head(dashboard_port=port) as address:
-        yield address, f"http://127.0.0.1:{port}"
-
-
 def fleet_actors(dashboard: str) -> list:
     """The Ray actors of the test fleets' namespace, whatever their state."""
     from ray.util.state import list_actors
@@ -191,10 +182,10 @@ def fleet_actors(dashboard: str) -> list:
 
 @needs_ray
 @pytest.mark.slow
-def test_submit_runs_the_fleet_and_the_learner_as_one_ray_job(tmp_path, ray_dashboard):
+def test_submit_runs_the_fleet_and_the_learner_as_one_ray_job(tmp_path, ray_cluster):
     from ray.job_submission import JobSubmissionClient
 
-    address, dashboard = ray_dashboard
+    address, dashboard = ray_cluster
     folder = tmp_path / "job"  # uploaded by Ray as the job's working dir: the fleet file and the script
     folder.mkdir()
     spec, script = write(folder, "fleet.yaml", RAY_FLEET % address), write(folder, "judge.py", JUDGE)
@@ -215,10 +206,10 @@ def test_submit_runs_the_fleet_and_the_learner_as_one_ray_job(tmp_path, ray_dash
 
 @needs_ray
 @pytest.mark.slow
-def test_ctrl_c_of_submit_stops_the_job_its_command_signalled_once_and_the_fleet_down(tmp_path, ray_dashboard):
+def test_ctrl_c_of_submit_stops_the_job_its_command_signalled_once_and_the_fleet_down(tmp_path, ray_cluster):
     """Ray's job stop sends SIGTERM to every process of the job: `fleet run` does not pass it on again (the learner
     would take a second one as "stop now, without saving"), waits for the command, brings the fleet down."""
-    address, dashboard = ray_dashboard
+    address, dashboard = ray_cluster
     spec, script = write(tmp_path, "fleet.yaml", RAY_FLEET % address), write(tmp_path, "waits.py", WAITS)
     command = ["submit", str(spec), "--address", dashboard, "--", sys.executable, str(script), str(tmp_path)]
     status, output = signalled_when_ready(command, tmp_path, signal.SIGINT)
