@@ -132,11 +132,6 @@ def closed(url: str) -> bool:
         return sock.connect_ex((host.strip("[]"), int(port))) != 0
 
 
-def allowed_cores(pid: int) -> set[int]:
-    """The cores process ``pid`` may run on."""
-    return os.sched_getaffinity(pid)
-
-
 def nothing_left(manifest: Manifest) -> None:
     """Assert that no process the manifest names is alive and no part's port answers."""
     assert not leftovers(manifest), leftovers(manifest)

@@ -1,10 +1,10 @@
-"""The ray launcher for real: a local Ray cluster (`ray start --head` on 127.0.0.1 with honest resources: 2 CPUs, a
-capped object store) started and stopped here; `agentgspo fleet up` places two vLLM (CPU build) replicas of the tiny
-policy, one placement group each, a sandbox server and (with the openenv venv) an env server; a replica's vLLM
-process, another's Ray actor and the servers killed: each noticed, restarted by Ray, dropped from and re-added to the
-manifest; a hung engine caught by the generation probe; the learner (ServerPolicy on fleet:MANIFEST) updating every
-live replica and admitting a returned one only once it sent it the current weights; `fleet down` leaves no process
-(nor actor, nor placement group) behind. The Ray cluster is the package's (tests/fleet/conftest.py)."""
+"""The ray launcher for real, on the package's local Ray cluster (tests/fleet/conftest.py: `ray start --head` on
+127.0.0.1 with honest resources, 2 CPUs and a capped object store): `agentgspo fleet up` places two vLLM (CPU build)
+replicas of the tiny policy, one placement group each, a sandbox server and (with the openenv venv) an env server; a
+hung engine is caught by the generation probe; a replica's vLLM process, another's Ray actor and the servers killed:
+each noticed, restarted by Ray, dropped from and re-added to the manifest; the learner (ServerPolicy on
+fleet:MANIFEST) updates every live replica and admits a returned one only once it sent it the current weights;
+`fleet down` leaves no process (nor actor, nor placement group) behind."""
 
 from __future__ import annotations
 
