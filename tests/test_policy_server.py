@@ -240,6 +240,9 @@ def test_bad_client_settings_are_refused(renderer):
 
 
 LONG = 700  # ids of a long turn: long enough to be decoding when an update lands, on a loaded machine too
+# Round-off over a long turn's ids (contexts up to ~850): one of 1400 ids read 1.3e-4 from the learner's once (the
+# others within 1e-5), past the short turns' LOGPROB_ATOL; still 20x under MOVED, what the update moves log-probs by.
+LONG_TURN_ATOL = 5 * LOGPROB_ATOL
 
 
 def long_turns(policy, prompt, seeds, length=LONG):
@@ -298,8 +301,9 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
         sampled = torch.tensor(turn.logprobs)
         old = learner_logprobs(warm_model, long_prompt, turn.token_ids)
         new = learner_logprobs(updated, long_prompt, turn.token_ids)
-        switch = int(((sampled - old).abs() > LOGPROB_ATOL).nonzero()[0])  # the first id not the old weights'
-        assert 1 <= switch < LONG and float((sampled[switch:] - new[switch:]).abs().max()) <= LOGPROB_ATOL
+        switch = int(((sampled - old).abs() > LONG_TURN_ATOL).nonzero()[0])  # the first id not the old weights'
+        gap = (sampled[switch:] - new[switch:]).abs()
+        assert 1 <= switch < LONG and float(gap.max()) <= LONG_TURN_ATOL, (switch, int(gap.argmax()), float(gap.max()))
     # Item 7: the prompt's first KV block was cached under the old weights; a turn admitted after the update must
     # not reuse it (its log-probs are the new weights').
     assert after.policy_version == 2 and after.policy_version_end is None
