@@ -16,7 +16,7 @@ from agentgspo.commands.validate_problems import (
     CALIBRATION_ROUNDS,
     MAX_TIME_RATIO,
     MachineSpeed,
-    machine_speed,
+    measure_machine_speed,
     statement_examples,
     validate_problem,
     validate_problemset,
@@ -97,18 +97,27 @@ def failed_checks(report) -> dict[str, str]:
     return {check.name: check.detail for check in report.checks if not check.ok}
 
 
-def working_reference(seconds_here: float) -> str:
-    """REF_PY after about ``seconds_here`` CPU seconds of work on this machine: the calibration program's own work,
-    so its time follows the machine's speed as the calibration's does (a CPU-seconds spin would not)."""
-    rounds = max(1, round(seconds_here / machine_speed().seconds["python"] * CALIBRATION_ROUNDS["python"]))
+@pytest.fixture
+def here() -> MachineSpeed:
+    """This machine's speed now, for a test that sizes work or limits by it: measured at the test, not once per
+    process (``machine_speed()``), which may have been minutes ago under another load: a reference sized by a stale
+    reading ran 1.7x longer than meant, and got TLE instead of failing the margin."""
+    return measure_machine_speed()
+
+
+def working_reference(seconds_here: float, here: MachineSpeed) -> str:
+    """REF_PY after about ``seconds_here`` CPU seconds of work on this machine (speed ``here``): the calibration
+    program's own work, so its time follows the machine's speed as the calibration's does (a CPU-seconds spin
+    would not)."""
+    rounds = max(1, round(seconds_here / here.seconds["python"] * CALIBRATION_ROUNDS["python"]))
     return CALIBRATION_PY + f"calibration_work({rounds})\n" + REF_PY
 
 
-def limits_set_on_a_faster_machine(monkeypatch, factor: float) -> None:
-    """Make the reference machine ``factor`` times faster than this one: what a machine that much slower than the
-    one the limits were set on measures."""
-    here = machine_speed().seconds
-    monkeypatch.setattr(validate_problems, "REFERENCE_CALIBRATION_S", {lang: here[lang] / factor for lang in here})
+def limits_set_on_a_faster_machine(monkeypatch, factor: float, here: MachineSpeed) -> None:
+    """Make the reference machine ``factor`` times faster than this one (speed ``here``): what a machine that much
+    slower than the one the limits were set on measures."""
+    seconds = here.seconds
+    monkeypatch.setattr(validate_problems, "REFERENCE_CALIBRATION_S", {lang: s / factor for lang, s in seconds.items()})
 
 
 def set_time_limit(folder: Path, seconds: float) -> None:
@@ -312,60 +321,59 @@ def test_validator_catches_a_sample_that_differs_from_the_statement(tmp_path, ca
     assert failed["samples match the statement"] == "example 1's output in statement.md differs from sample/1.ans"
 
 
-def test_validator_catches_a_limit_set_far_too_low(tmp_path, cache):
+def test_validator_catches_a_limit_set_far_too_low(tmp_path, cache, here):
     folder = write_problem(tmp_path)
-    (folder / "solutions" / "ref.py").write_text(working_reference(0.15))
+    (folder / "solutions" / "ref.py").write_text(working_reference(0.15, here))
     # about 0.15 s here is 0.15 / slowdown s on the reference machine: make that half the limit (the start-up adds)
-    set_time_limit(folder, round(0.15 / machine_speed().slowdown("python") / 0.5, 3))
+    set_time_limit(folder, round(0.15 / here.slowdown("python") / 0.5, 3))
     failed = failed_checks(validate_problem(folder))
     assert list(failed) == ["reference python within 0.33 of the limit"], failed
     assert "raise time_limit_s to at least" in failed["reference python within 0.33 of the limit"]
 
 
-def test_validator_catches_a_reference_doing_far_more_work_than_needed(tmp_path, cache):
+def test_validator_catches_a_reference_doing_far_more_work_than_needed(tmp_path, cache, here):
     folder = write_problem(tmp_path)  # REF_PY needs microseconds; this one adds 0.3 reference-machine s, limit 0.5 s
-    (folder / "solutions" / "ref.py").write_text(working_reference(0.3 * machine_speed().slowdown("python")))
+    (folder / "solutions" / "ref.py").write_text(working_reference(0.3 * here.slowdown("python"), here))
     set_time_limit(folder, 0.5)
     failed = failed_checks(validate_problem(folder))
     assert list(failed) == ["reference python within 0.33 of the limit"], failed
 
 
-def test_a_sound_reference_passes_on_a_machine_slower_than_the_reference_one(tmp_path, cache, monkeypatch):
+def test_a_sound_reference_passes_on_a_machine_slower_than_the_reference_one(tmp_path, cache, monkeypatch, here):
     # issue 19, item 8: on a machine about 2x slower than the one the limits were set on, references used 0.51-0.69
     # of their limits and failed a check of absolute CPU seconds. Here the limits' machine is made 4x faster than
     # this one, and a reference uses 0.7 of its limit in this machine's seconds: 0.175 on the reference machine.
-    limits_set_on_a_faster_machine(monkeypatch, 4.0)
+    limits_set_on_a_faster_machine(monkeypatch, 4.0, here)
     folder = write_problem(tmp_path)
-    (folder / "solutions" / "ref.py").write_text(working_reference(0.35))
+    (folder / "solutions" / "ref.py").write_text(working_reference(0.35, here))
     set_time_limit(folder, 0.5)
-    report = validate_problem(folder, speed=machine_speed())
+    report = validate_problem(folder, speed=here)
     assert report.ok, failed_checks(report)
     assert report.slowdown["python"] == 4.0 and report.time_ratio["python"] <= MAX_TIME_RATIO
 
 
-def test_a_slower_machine_still_catches_a_reference_too_slow_for_its_limit(tmp_path, cache, monkeypatch):
+def test_a_slower_machine_still_catches_a_reference_too_slow_for_its_limit(tmp_path, cache, monkeypatch, here):
     # the same 4x slower machine: a reference that uses 0.6 of its limit on the reference machine takes 2.4 limits
     # here; it runs to the end (the limits are scaled by 4) and fails the margin, not with a TLE
-    limits_set_on_a_faster_machine(monkeypatch, 4.0)
+    limits_set_on_a_faster_machine(monkeypatch, 4.0, here)
     folder = write_problem(tmp_path)
-    (folder / "solutions" / "ref.py").write_text(working_reference(0.6))
+    (folder / "solutions" / "ref.py").write_text(working_reference(0.6, here))
     set_time_limit(folder, 0.25)
-    failed = failed_checks(validate_problem(folder, speed=machine_speed()))
+    failed = failed_checks(validate_problem(folder, speed=here))
     assert list(failed) == ["reference python within 0.33 of the limit"], failed
     assert "(this one takes 4.00x its time)" in failed["reference python within 0.33 of the limit"]
 
 
-def test_a_reference_slowed_by_the_machine_after_a_quiet_calibration_is_timed_again(tmp_path, cache, monkeypatch):
+def test_a_reference_slowed_by_the_machine_after_a_quiet_calibration_is_timed_again(tmp_path, cache, monkeypatch, here):
     # CI, session 30: the calibration ran in a quiet moment (0.69x the median slowdown), the reference under load
     # right after: 0.35 of its limit, 0.24 at the median speed. Here the first calibration reads this machine 5x
     # faster than it is; the reference (0.1-0.15 of its limit at the true speed) reads 0.5-0.75, is calibrated
     # and timed again, and passes. Without the retime it fails the margin.
-    here = machine_speed()
     quiet = MachineSpeed({lang: seconds / 5 for lang, seconds in here.seconds.items()})
     calibrations = iter([quiet, here, here])
     monkeypatch.setattr(validate_problems, "measure_machine_speed", lambda backend="local": next(calibrations))
     folder = write_problem(tmp_path)
-    (folder / "solutions" / "ref.py").write_text(working_reference(0.2))
+    (folder / "solutions" / "ref.py").write_text(working_reference(0.2, here))
     set_time_limit(folder, round(2.0 / here.slowdown("python"), 3))  # 2 s here
     report = validate_problem(folder)
     assert report.ok, failed_checks(report)
