@@ -38,25 +38,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_fleet_learning import bench_fleet, watch_kill  # noqa: E402
 
+from agentgspo.fleet.local import descendants  # noqa: E402
+
 ROOT = HERE.parent
 PARTS = """sandboxes:
   - {name: judge, cpus: 0}
 """
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` (from ``/proc``; the judge's programs run in sessions of their own)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def recipe(folder: Path, args: argparse.Namespace, env_kwargs: dict, environ: dict) -> subprocess.Popen:

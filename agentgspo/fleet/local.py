@@ -90,20 +90,37 @@ def omp_bind(cores: list[int], shards: int) -> str:
     return "|".join(",".join(map(str, cores[i * size : (i + 1) * size])) for i in range(shards))
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group ``pgid`` on this machine."""
-    members = []
+def process_table() -> dict[int, tuple[str, int, int]]:
+    """Every process on this machine, from ``/proc/PID/stat``: pid -> (state, parent pid, process group)."""
+    table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rpartition(")")[2].split()
-        except OSError:
+                fields = handle.read().rpartition(")")[2].split()  # after "(comm)", which may hold spaces
+        except OSError:  # gone since the listing
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
+        table[int(entry)] = (fields[0], int(fields[1]), int(fields[2]))
+    return table
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid`` on this machine."""
+    return [pid for pid, (state, _, group) in process_table().items() if group == pgid and state != "Z"]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` in the process tree, however deep (children in sessions or groups of their own
+    too: a sandbox's programs)."""
+    children: dict[int, list[int]] = {}
+    for child, (_, parent, _) in process_table().items():
+        children.setdefault(parent, []).append(child)
+    found, frontier = set(), [pid]
+    while frontier:
+        frontier = [child for parent in frontier for child in children.get(parent, ()) if child not in found]
+        found.update(frontier)
+    return found
 
 
 def pid_alive(pid: int) -> bool:

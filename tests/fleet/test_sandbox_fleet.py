@@ -9,11 +9,11 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from fleet.fleet_support import fleet, fleet_running
 
+from agentgspo.fleet.local import descendants
 from agentgspo.fleet.manifest import Manifest, SupervisorEntry, manifest_path, read_manifest, write_json_atomic
 from agentgspo.sandboxes import Limits, SandboxUnavailable, Verdict, judge
 from agentgspo.sandboxes.remote import RemoteSandbox
@@ -28,22 +28,6 @@ sandboxes:
 """
 #: sleeps long enough for the test to kill its server while it runs, then answers
 SLOW_ECHO = "import time\ntime.sleep(3)\nprint(input())\n"
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` (``/proc``: the sandbox's programs run in sessions of their own)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 @pytest.fixture(scope="module")
