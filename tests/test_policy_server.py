@@ -271,8 +271,9 @@ def release(*servers) -> None:
 
 async def held_long_turns(policy, prompt, seeds, *servers, attempts=3):
     """``long_turns`` frozen on ``servers`` while decoding. The pause has to land before they finish: alone it lands
-    0.1-0.9 s after the short turn and 700 ids take about 9 s, yet in two full-suite runs both long turns had
-    finished when it returned (the cause is not known). Such an attempt says nothing about what the tests check:
+    0.1-0.9 s after the short turn and 700 ids take about 9 s, yet in full-suite runs a long turn had finished when
+    it returned (once both, with all 700 ids; the cause is not known). Such an attempt says nothing about what the
+    tests check:
     the servers are resumed, its turns finish, and fresh ones are started, ``attempts`` times at most."""
     for _ in range(attempts):
         turns, short = long_turns(policy, prompt, seeds)

@@ -116,8 +116,8 @@ def working_reference(seconds_here: float, here: MachineSpeed) -> str:
 def limits_set_on_a_faster_machine(monkeypatch, factor: float, here: MachineSpeed) -> None:
     """Make the reference machine ``factor`` times faster than this one (speed ``here``): what a machine that much
     slower than the one the limits were set on measures."""
-    seconds = here.seconds
-    monkeypatch.setattr(validate_problems, "REFERENCE_CALIBRATION_S", {lang: s / factor for lang, s in seconds.items()})
+    faster = {lang: seconds / factor for lang, seconds in here.seconds.items()}
+    monkeypatch.setattr(validate_problems, "REFERENCE_CALIBRATION_S", faster)
 
 
 def set_time_limit(folder: Path, seconds: float) -> None:
