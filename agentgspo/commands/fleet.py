@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="up: run the supervisor in this process until Ctrl-C (a container's or Ray job's main process)",
     )
+    parser.add_argument(
+        "--stray-grace",
+        type=float,
+        default=None,
+        help="run, submit: seconds processes the command left running get before SIGTERM, and again before SIGKILL "
+        "(default 10)",
+    )
     parser.add_argument("--json", action="store_true", help="status: print the manifest itself")
     parser.add_argument(
         "--address",
@@ -112,12 +119,14 @@ def run(args: argparse.Namespace) -> int:
             manifest=args.manifest,
             timeout_s=args.timeout,
             stop_timeout_s=args.stop_timeout,
+            stray_grace_s=args.stray_grace,
         )
     manifest = Path(args.manifest) if args.manifest else manifest_path(args.file)
     if args.action == "run":
-        from agentgspo.fleet.job import fleet_run
+        from agentgspo.fleet.job import STRAY_GRACE_S, fleet_run
 
-        return fleet_run(args.file, args.command, manifest, timeout_s=timeout)
+        grace = STRAY_GRACE_S if args.stray_grace is None else args.stray_grace
+        return fleet_run(args.file, args.command, manifest, timeout_s=timeout, stray_grace_s=grace)
     if args.action == "up" and args.foreground:
         from agentgspo.fleet.control import prepare
         from agentgspo.fleet.supervisor import Supervisor

@@ -38,6 +38,8 @@ from agentgspo.fleet.spec import load_spec
 
 __all__ = [
     "MANIFEST_ENV",
+    "STRAY_GRACE_S",
+    "check_stray_grace",
     "command_with_manifest",
     "fleet_run",
     "dashboard_address",
@@ -51,6 +53,7 @@ MANIFEST_ENV = "AGENTGSPO_FLEET_MANIFEST"
 PLACEHOLDER = "{manifest}"
 #: Seconds processes of COMMAND's group may outlive it, unsignalled, before they are told to stop (SIGTERM), and
 #: again before they are killed: strays (a server the command left running), not a learner saving its checkpoint.
+#: ``fleet run --stray-grace S`` sets it for one run.
 STRAY_GRACE_S = 10.0
 #: Ray's job supervisor sets this variable in the environment of a job's entrypoint (ray/dashboard/modules/job).
 RAY_JOB_MARKER = "RAY_JOB_CONFIG_JSON_ENV_VAR"
@@ -73,6 +76,12 @@ def command_with_manifest(command: list[str], manifest: str | Path) -> list[str]
     return [argument.replace(PLACEHOLDER, str(manifest)) for argument in command]
 
 
+def check_stray_grace(seconds: float) -> None:
+    """Refuse a stray grace that is not a finite number of seconds >= 0 (``--stray-grace``)."""
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"--stray-grace {seconds:g}: must be a number of seconds >= 0 (default {STRAY_GRACE_S:g})")
+
+
 def _say(text: str) -> None:
     print(f"agentgspo fleet run: {text}", file=sys.stderr, flush=True)
 
@@ -81,13 +90,15 @@ class _Relay:
     """SIGINT and SIGTERM of ``fleet run``, by phase: while the fleet starts (``up``), the first interrupts the start
     (``KeyboardInterrupt``: ``fleet_up`` stops what it started); while COMMAND starts, they wait; while it (or its
     group) runs (``command``), they go to its group (a third one: SIGKILL), unless ``forward`` is off (a Ray job:
-    Ray signalled the group itself); while the fleet comes down (``down``), they are noted."""
+    Ray signalled the group itself); while the fleet comes down (``down``), they are noted. Strays of a group that
+    was not told to stop get ``stray_grace_s`` (:meth:`wait_group`)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, forward: bool = True):
+    def __init__(self, forward: bool = True, stray_grace_s: float = STRAY_GRACE_S):
         self.phase = "up"
         self.forward = forward
+        self.stray_grace_s = stray_grace_s
         self.group: int | None = None
         self.received: list[int] = []
         self.pending: list[int] = []
@@ -148,8 +159,9 @@ class _Relay:
 
     def wait_group(self) -> None:
         """Wait until no process of COMMAND's group is left. A group told to stop is waited for (the learner saves
-        its checkpoint); strays of one that was not get :data:`STRAY_GRACE_S`, then SIGTERM, as long again, SIGKILL."""
-        deadline = None if self.told else time.monotonic() + STRAY_GRACE_S
+        its checkpoint); strays of one that was not get ``stray_grace_s``, then SIGTERM, as long again, SIGKILL."""
+        grace = self.stray_grace_s
+        deadline = None if self.told else time.monotonic() + grace
         noted, strays = time.monotonic(), 0
         while members := group_members(self.group):
             now = time.monotonic()
@@ -157,9 +169,9 @@ class _Relay:
                 deadline = None
             if deadline is not None and now > deadline:
                 signum = signal.SIGTERM if strays == 0 else signal.SIGKILL
-                _say(f"processes {members} outlived the command by {STRAY_GRACE_S:.0f} s: {signum.name}")
+                _say(f"processes {members} outlived the command by {grace:g} s: {signum.name}")
                 self.signal_group(signum)
-                strays, deadline = strays + 1, now + STRAY_GRACE_S
+                strays, deadline = strays + 1, now + grace
             elif deadline is None and now - noted > 30:
                 _say(f"waiting for processes {members} of the command to exit")
                 noted = now
@@ -198,17 +210,23 @@ def _bring_down(path: Path) -> int:
 
 
 def fleet_run(
-    spec_path: str | Path, command: list[str], manifest: str | Path | None = None, timeout_s: float = 1800.0
+    spec_path: str | Path,
+    command: list[str],
+    manifest: str | Path | None = None,
+    timeout_s: float = 1800.0,
+    stray_grace_s: float = STRAY_GRACE_S,
 ) -> int:
     """Bring the fleet of ``spec_path`` up, run ``command`` with its manifest (``AGENTGSPO_FLEET_MANIFEST``, and
     ``{manifest}`` replaced in its arguments), bring the fleet down whatever happened. Returns the command's exit
-    status (128 + N when signal N killed it), or 1 when the fleet could not be brought up or down."""
+    status (128 + N when signal N killed it), or 1 when the fleet could not be brought up or down. Processes the
+    command left running get ``stray_grace_s`` before SIGTERM, as long again before SIGKILL."""
     if not command:
         raise ValueError(missing_command("run", spec_path))
+    check_stray_grace(stray_grace_s)
     path = (Path(manifest) if manifest else manifest_path(spec_path)).resolve()
     argv = command_with_manifest(command, path)
     env = {**os.environ, MANIFEST_ENV: str(path)}
-    with _Relay(forward=RAY_JOB_MARKER not in os.environ) as relay:
+    with _Relay(forward=RAY_JOB_MARKER not in os.environ, stray_grace_s=stray_grace_s) as relay:
         try:
             if fleet_up(spec_path, path, timeout_s=timeout_s) != 0:
                 return 1
@@ -258,9 +276,11 @@ def job_entrypoint(
     working_dir: str | Path | None = None,
     manifest: str | Path | None = None,
     timeout_s: float | None = None,
+    stray_grace_s: float | None = None,
 ) -> str:
-    """The Ray job's shell command: ``agentgspo fleet run FILE [--manifest M] [--timeout T] -- COMMAND...``, quoted;
-    FILE absolute, or relative to ``working_dir`` (which Ray uploads and runs the job in) when one is given."""
+    """The Ray job's shell command: ``agentgspo fleet run FILE [--manifest M] [--timeout T] [--stray-grace S] --
+    COMMAND...``, quoted; FILE absolute, or relative to ``working_dir`` (which Ray uploads and runs the job in) when
+    one is given."""
     spec = Path(spec_path).resolve()
     if working_dir is not None:
         folder = Path(working_dir).resolve()
@@ -273,6 +293,7 @@ def job_entrypoint(
     words = ["agentgspo", "fleet", "run", str(spec)]
     words += ["--manifest", str(manifest)] if manifest else []
     words += ["--timeout", f"{timeout_s:g}"] if timeout_s is not None else []
+    words += ["--stray-grace", f"{stray_grace_s:g}"] if stray_grace_s is not None else []
     return shlex.join([*words, "--", *command])
 
 
@@ -303,15 +324,19 @@ def fleet_submit(
     manifest: str | Path | None = None,
     timeout_s: float | None = None,
     stop_timeout_s: float = 600.0,
+    stray_grace_s: float | None = None,
 ) -> int:
     """Submit ``agentgspo fleet run spec_path -- command`` as a Ray job to the dashboard at ``address``
     (:func:`dashboard_address`); print its id and, with ``wait``, follow its logs until it ends: 0 if it
     SUCCEEDED, 1 otherwise (130 after a Ctrl-C, which stops the job and waits for it). ``stop_timeout_s``: how long
-    Ray lets the job's processes exit after a stop before it kills them (``RAY_JOB_STOP_WAIT_TIME_S``)."""
+    Ray lets the job's processes exit after a stop before it kills them (``RAY_JOB_STOP_WAIT_TIME_S``);
+    ``stray_grace_s``: passed to the job's ``fleet run`` (its default when ``None``)."""
     if not command:
         raise ValueError(missing_command("submit", spec_path))
+    if stray_grace_s is not None:
+        check_stray_grace(stray_grace_s)
     load_spec(spec_path)  # a wrong fleet file is refused here, naming its fields, before Ray is asked anything
-    entrypoint = job_entrypoint(spec_path, command, working_dir, manifest, timeout_s)
+    entrypoint = job_entrypoint(spec_path, command, working_dir, manifest, timeout_s, stray_grace_s)
     address = dashboard_address(address)
     client = _job_client(address)
     if client is None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from fleet.fleet_support import ROOT, fleet, nothing_left
 
+from agentgspo.fleet.job import job_entrypoint
 from agentgspo.fleet.local import free_port, pid_alive
 from agentgspo.fleet.manifest import manifest_path, read_manifest
 
@@ -111,12 +112,13 @@ def test_run_brings_the_fleet_up_runs_the_learner_under_accelerate_and_brings_it
 @pytest.mark.slow
 def test_run_exits_with_the_commands_status_and_stops_what_it_left(tmp_path):
     """A command that fails (status 3) and leaves a process of its own running: the status is passed on, the stray
-    stopped (after a grace), the fleet down."""
+    stopped (after the grace --stray-grace gives it), the fleet down."""
     spec = write(tmp_path, "fleet.yaml", LOCAL_FLEET)
     stray = tmp_path / "stray.pid"
-    done = fleet("run", spec, "--", "sh", "-c", f"sleep 600 & echo $! > {stray}; exit 3", timeout_s=300)
+    command = ["--stray-grace", "1", "--", "sh", "-c", f"sleep 600 & echo $! > {stray}; exit 3"]
+    done = fleet("run", spec, *command, timeout_s=300)
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "outlived the command" in done.stderr and not pid_alive(int(stray.read_text()))
+    assert "outlived the command by 1 s: SIGTERM" in done.stderr and not pid_alive(int(stray.read_text()))
     stopped(manifest_path(spec))
 
 
@@ -163,6 +165,8 @@ def test_run_and_submit_refuse_what_cannot_work(tmp_path):
         assert done.returncode == 2 and "needs the command to run after `--`" in done.stderr, done.stderr
     done = fleet("up", spec, "--", "true", timeout_s=120)
     assert done.returncode == 2 and "takes no command" in done.stderr
+    done = fleet("run", spec, "--stray-grace", "-1", "--", "true", timeout_s=120)
+    assert done.returncode == 2 and "--stray-grace -1: must be a number of seconds >= 0" in done.stderr, done.stderr
     assert not manifest_path(spec).exists()  # nothing was started
     if importlib.util.find_spec("ray") is not None:
         address = f"http://127.0.0.1:{free_port('127.0.0.1')}"
@@ -171,6 +175,13 @@ def test_run_and_submit_refuse_what_cannot_work(tmp_path):
         wrong = write(tmp_path, "wrong.yaml", "sandboxes: [{nmae: judge}]\n")
         done = fleet("submit", wrong, "--address", address, "--", "true", timeout_s=120)
         assert done.returncode == 2 and "did you mean 'name'" in done.stderr, done.stderr  # refused before Ray
+
+
+def test_submit_passes_its_run_options_to_the_jobs_fleet_run(tmp_path):
+    spec = write(tmp_path, "fleet.yaml", LOCAL_FLEET)
+    entrypoint = job_entrypoint(spec, ["echo", "a b"], tmp_path, "m.json", timeout_s=90, stray_grace_s=2.5)
+    assert entrypoint == "agentgspo fleet run fleet.yaml --manifest m.json --timeout 90 --stray-grace 2.5 -- echo 'a b'"
+    assert "--stray-grace" not in job_entrypoint(spec, ["true"])  # the job's fleet run keeps its default
 
 
 def fleet_actors(dashboard: str) -> list:
