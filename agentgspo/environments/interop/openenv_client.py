@@ -164,6 +164,22 @@ def remote_budget(url: str) -> EnvBudget | None:
     return EnvBudget(**budget) if budget else None
 
 
+class _Retry:
+    """The waits between a client's attempts until ``deadline`` (``time.monotonic()``): the first ``first_s``, each
+    next one twice as long, at most ``cap_s``."""
+
+    def __init__(self, deadline: float, first_s: float = 0.05, cap_s: float = 1.0):
+        self.deadline, self.delay, self.cap_s = deadline, first_s, cap_s
+
+    def pause(self) -> bool:
+        """Sleep the next wait and return True; False at once (no sleep) when that wait would end past the deadline."""
+        if time.monotonic() + self.delay > self.deadline:
+            return False
+        time.sleep(self.delay)
+        self.delay = min(2 * self.delay, self.cap_s)
+        return True
+
+
 class FleetEnvServers:
     """The env servers of one ``env_servers:`` group of a fleet, as its manifest lists them now (one per env id and
     process: :func:`fleet_env_servers`).
@@ -248,20 +264,18 @@ class FleetEnvServers:
         answer (a manifest left by a dead supervisor then fails at once)."""
         if after_failure:
             self._check_supervisor()
-        delay = 0.05
+        retry = _Retry(deadline, cap_s=0.5)  # the manifest changes within a second of a death; look that often
         while True:
             urls = self.healthy_urls()
             if urls:
                 return urls[next(self._turn) % len(urls)]
-            if time.monotonic() + delay > deadline:
+            if not retry.pause():
                 manifest = self.follower.read()
                 states = ", ".join(f"{part.id} {part.status}" for part in self._parts(manifest))
                 raise EnvServerLost(
                     f"env id {self.env_id}: no env server of group {self.group} was healthy in time ({states}); "
                     f"see `agentgspo fleet status {manifest.spec}`"
                 )
-            time.sleep(delay)
-            delay = min(2 * delay, 0.5)  # the manifest changes within a second of a death; look that often
 
     def capacity(self, per_server: int | None) -> int | None:
         """Episodes the group serves at once: each server's session limit (the manifest's, else ``per_server``)
@@ -276,17 +290,16 @@ class FleetEnvServers:
         ``deadline`` (``time.monotonic()``)."""
         if self._described is not None:
             return self._described
-        failed = False
+        failed, retry = False, _Retry(deadline, first_s=0.2, cap_s=0.2)
         while True:
             url = self.pick(deadline, after_failure=failed)
             try:
                 description = describe_server(url, timeout_s=max(min(30.0, deadline - time.monotonic()), 1.0))
                 break
             except EnvServerLost:
-                if time.monotonic() > deadline:
+                if not retry.pause():
                     raise
                 failed = True
-                time.sleep(0.2)
         if description is not None:
             description = {**description, "max_concurrent_envs": self.capacity(description.get("max_concurrent_envs"))}
         self._described = (url, description)
@@ -400,21 +413,18 @@ class OpenEnvEnv(gym.Env):
     def _connect(self) -> None:
         """Open this env's session; a server at capacity is retried with backoff until ``connect_timeout_s``. A
         fleet's: on a healthy server (:meth:`FleetEnvServers.pick`), another pick after each failed attempt."""
-        deadline, delay = time.monotonic() + self.connect_timeout_s, 0.05
-        failed = False
+        retry, failed = _Retry(time.monotonic() + self.connect_timeout_s), False
         while True:
             if self.fleet is not None:
-                self.url = self.fleet.pick(deadline, after_failure=failed)
+                self.url = self.fleet.pick(retry.deadline, after_failure=failed)
             failed = True
             try:
                 # __enter__: the connection itself (websockets >= 17 warns when connect() is not entered).
                 self._socket = connect(websocket_url(self.url), max_size=64 * 2**20, open_timeout=30).__enter__()
                 return
             except (OSError, InvalidHandshake, TimeoutError) as exc:
-                if time.monotonic() + delay > deadline:
+                if not retry.pause():
                     raise EnvServerLost(f"env server {self.url}: cannot open a session ({exc})") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
 
     def _call(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one message of the session; the answer's ``data`` (an ``error`` answer raises)."""
@@ -436,7 +446,7 @@ class OpenEnvEnv(gym.Env):
     def _reset_call(self, data: dict[str, Any]) -> dict[str, Any]:
         """``reset``, reconnecting while the server reports it is at capacity (until ``connect_timeout_s``); a
         fleet's also when its server died under the reset (another one takes it)."""
-        deadline, delay = time.monotonic() + self.connect_timeout_s, 0.05
+        retry = _Retry(time.monotonic() + self.connect_timeout_s)
         while True:
             try:
                 return self._call("reset", data)
@@ -448,11 +458,9 @@ class OpenEnvEnv(gym.Env):
                 if self.fleet is None or isinstance(exc, FleetUnavailable):
                     raise
                 lost = exc
-            if time.monotonic() + delay > deadline:
-                raise lost
             self._drop_socket()
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            if not retry.pause():
+                raise lost
 
     def _drop_socket(self) -> None:
         if self._socket is not None:
@@ -466,19 +474,18 @@ class OpenEnvEnv(gym.Env):
         """The server's ``name`` policy as a local ``fn(messages) -> text``."""
 
         def demonstrate(messages: list[dict[str, Any]]) -> str:
-            deadline, failed = time.monotonic() + self.connect_timeout_s, False
+            retry, failed = _Retry(time.monotonic() + self.connect_timeout_s, first_s=0.2, cap_s=0.2), False
             while True:  # a fleet's: any healthy server, another one if it dies under the call (nothing is kept)
-                url = self.url if self.fleet is None else self.fleet.pick(deadline, after_failure=failed)
+                url = self.url if self.fleet is None else self.fleet.pick(retry.deadline, after_failure=failed)
                 try:
                     response = http_client().post(
                         f"{url}/agentgspo/demonstrate", json={"policy": name, "messages": messages}, timeout=300
                     )
                     break
                 except httpx.TransportError:
-                    if self.fleet is None or time.monotonic() > deadline:
+                    if self.fleet is None or not retry.pause():
                         raise
                     failed = True
-                    time.sleep(0.2)
             response.raise_for_status()
             return response.json()["text"]
 
