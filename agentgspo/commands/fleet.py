@@ -123,10 +123,9 @@ def run(args: argparse.Namespace) -> int:
         )
     manifest = Path(args.manifest) if args.manifest else manifest_path(args.file)
     if args.action == "run":
-        from agentgspo.fleet.job import STRAY_GRACE_S, fleet_run
+        from agentgspo.fleet.job import fleet_run
 
-        grace = STRAY_GRACE_S if args.stray_grace is None else args.stray_grace
-        return fleet_run(args.file, args.command, manifest, timeout_s=timeout, stray_grace_s=grace)
+        return fleet_run(args.file, args.command, manifest, timeout_s=timeout, stray_grace_s=args.stray_grace)
     if args.action == "up" and args.foreground:
         from agentgspo.fleet.control import prepare
         from agentgspo.fleet.supervisor import Supervisor

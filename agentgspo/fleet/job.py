@@ -76,10 +76,14 @@ def command_with_manifest(command: list[str], manifest: str | Path) -> list[str]
     return [argument.replace(PLACEHOLDER, str(manifest)) for argument in command]
 
 
-def check_stray_grace(seconds: float) -> None:
-    """Refuse a stray grace that is not a finite number of seconds >= 0 (``--stray-grace``)."""
+def check_stray_grace(seconds: float | None) -> float:
+    """The stray grace to use: ``seconds``, or :data:`STRAY_GRACE_S` when ``None``; refused unless a finite number of
+    seconds >= 0 (``--stray-grace``)."""
+    if seconds is None:
+        return STRAY_GRACE_S
     if not 0 <= seconds < float("inf"):
         raise ValueError(f"--stray-grace {seconds:g}: must be a number of seconds >= 0 (default {STRAY_GRACE_S:g})")
+    return seconds
 
 
 def _say(text: str) -> None:
@@ -214,15 +218,16 @@ def fleet_run(
     command: list[str],
     manifest: str | Path | None = None,
     timeout_s: float = 1800.0,
-    stray_grace_s: float = STRAY_GRACE_S,
+    stray_grace_s: float | None = None,
 ) -> int:
     """Bring the fleet of ``spec_path`` up, run ``command`` with its manifest (``AGENTGSPO_FLEET_MANIFEST``, and
     ``{manifest}`` replaced in its arguments), bring the fleet down whatever happened. Returns the command's exit
     status (128 + N when signal N killed it), or 1 when the fleet could not be brought up or down. Processes the
-    command left running get ``stray_grace_s`` before SIGTERM, as long again before SIGKILL."""
+    command left running get ``stray_grace_s`` (default :data:`STRAY_GRACE_S`) before SIGTERM, as long again before
+    SIGKILL."""
     if not command:
         raise ValueError(missing_command("run", spec_path))
-    check_stray_grace(stray_grace_s)
+    stray_grace_s = check_stray_grace(stray_grace_s)
     path = (Path(manifest) if manifest else manifest_path(spec_path)).resolve()
     argv = command_with_manifest(command, path)
     env = {**os.environ, MANIFEST_ENV: str(path)}
@@ -333,8 +338,7 @@ def fleet_submit(
     ``stray_grace_s``: passed to the job's ``fleet run`` (its default when ``None``)."""
     if not command:
         raise ValueError(missing_command("submit", spec_path))
-    if stray_grace_s is not None:
-        check_stray_grace(stray_grace_s)
+    check_stray_grace(stray_grace_s)
     load_spec(spec_path)  # a wrong fleet file is refused here, naming its fields, before Ray is asked anything
     entrypoint = job_entrypoint(spec_path, command, working_dir, manifest, timeout_s, stray_grace_s)
     address = dashboard_address(address)
