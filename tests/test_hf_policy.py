@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import threading
 
 import pytest
 import torch
 
-from agentgspo.policy.base import SamplingParams
+from agentgspo.policy.base import EventLoopConflict, SampleRequest, SamplingParams
 from agentgspo.policy.hf import HFPolicy, stop_ids_of
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12)
@@ -136,3 +137,70 @@ def test_an_update_during_a_batch_applies_from_the_next_batch_without_waiting_fo
     assert (
         float((torch.tensor(turn.logprobs) - full_logprobs(warm_model, prompt, turn.token_ids, 1.0)).abs().max()) > 1e-2
     )
+
+
+def _loop_in_thread():
+    """A running event loop on a thread of its own: the rollout producer's arrangement under asynchronous
+    training. Returns the loop and a function that stops it."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def stop():
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=60)
+        loop.close()
+
+    return loop, stop
+
+
+def test_a_second_event_loop_is_refused_while_the_first_has_a_turn_in_flight(warm_model, renderer, tokenizer):
+    # An evaluation sampling from a loop of its own while the producer's loop has a turn in flight: the request
+    # joined the other loop's batch queue and its future, set from that loop, never woke it (it stalled until
+    # sampler_timeout_s). Now it is refused at once with an error naming the fix; the first loop's turn is unharmed.
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
+    prompt = renderer.prompt_ids([{"role": "user", "content": "1 + 1?"}])
+    params = SamplingParams(1.0, 1.0, 8)
+    in_forward, release = threading.Event(), threading.Event()
+
+    def hold(module, args, output):  # the first loop's batch waits inside its forward: its turn is in flight
+        in_forward.set()
+        assert release.wait(timeout=120)
+
+    producer, stop = _loop_in_thread()
+    hook = warm_model.register_forward_hook(hold)
+    try:
+        first = asyncio.run_coroutine_threadsafe(policy.sample(SampleRequest(prompt, [], params, seed=1)), producer)
+        assert in_forward.wait(timeout=120)
+
+        async def second():
+            return await asyncio.wait_for(policy.sample(SampleRequest(prompt, [], params, seed=2)), timeout=5)
+
+        with pytest.raises(EventLoopConflict, match=r"hf backend: .*another event loop .* has 1 requests in flight"):
+            asyncio.run(second())
+    finally:
+        release.set()
+        hook.remove()
+    try:
+        assert first.result(timeout=120).token_ids
+    finally:
+        stop()
+
+
+def test_a_new_event_loop_takes_the_backend_over_once_the_first_is_done(warm_model, renderer, tokenizer):
+    # Rebinding stays allowed (asyncio.run per rollout makes a new loop each time; tests share one backend): the
+    # first loop, still running, has no turn in flight, so a second loop samples at once with a queue of its own.
+    policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
+    prompt = renderer.prompt_ids([{"role": "user", "content": "1 + 1?"}])
+    request = SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 8), seed=1)
+
+    async def again():
+        return await asyncio.wait_for(policy.sample(request), timeout=60)
+
+    producer, stop = _loop_in_thread()
+    try:
+        first = asyncio.run_coroutine_threadsafe(policy.sample(request), producer).result(timeout=120)
+        assert asyncio.run(again()).token_ids == first.token_ids  # the first loop runs on, idle; same seed, same ids
+    finally:
+        stop()
+    assert asyncio.run(again()).token_ids == first.token_ids  # and a third loop after it

@@ -9,6 +9,7 @@ import asyncio
 import gc
 import logging
 import threading
+import time
 
 import httpx
 import pytest
@@ -33,10 +34,11 @@ from vllm_support import (  # noqa: E402
 )
 
 from agentgspo.policy import weight_transfer  # noqa: E402
-from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.policy.base import EventLoopConflict, SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable, WeightUpdateFailed  # noqa: E402
 from agentgspo.policy.weight_transfer import broadcast  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
+from agentgspo.rollouts.trajectory import ENDINGS  # noqa: E402
 
 PARAMS = SamplingParams(temperature=1.0, max_new_tokens=24)
 
@@ -133,7 +135,6 @@ class FaultProxy:
     ("500": an HTTP 500 without forwarding, "hang": no reply ever) or, past the list, is forwarded."""
 
     def __init__(self, upstream: str, faults: list[str]):
-        import uvicorn
         from starlette.applications import Starlette
         from starlette.responses import Response
         from starlette.routing import Route
@@ -156,7 +157,12 @@ class FaultProxy:
                 )
             return Response(reply.content, status_code=reply.status_code, media_type="application/json")
 
-        app = Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])])
+        self._listen(Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])]))
+
+    def _listen(self, app) -> None:
+        """Serve ``app`` on a free port of 127.0.0.1 (on a thread); returns once it listens."""
+        import uvicorn
+
         self.port = free_port()
         self.server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1)
@@ -391,6 +397,144 @@ def test_a_server_killed_during_a_streamed_update_is_retired_and_the_others_get_
     assert after.policy_version == 2  # the survivor got the new weights, from the second broadcast
     expected = learner_logprobs(updated, long_prompt, after.token_ids)
     assert float((torch.tensor(after.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+
+
+class RefusingProxy(FaultProxy):
+    """A real HTTP proxy on 127.0.0.1 in front of one server: it forwards every request but refuses every weight
+    update (``/start_weight_update`` and ``/finish_weight_update`` answer HTTP 500 unforwarded: the server itself
+    never starts a reload), and from its second refusal on ``/health`` answers 503 too (a server going down while
+    the update is retried). With ``hold_replies`` it keeps each completions reply (sets ``arrived``) until
+    ``release`` is set."""
+
+    def __init__(self, upstream: str, hold_replies: bool = False):
+        from starlette.applications import Starlette
+        from starlette.responses import Response
+        from starlette.routing import Route
+
+        self.upstream, self.refusals = upstream, 0
+        self.arrived, self.release = threading.Event(), threading.Event()
+        if not hold_replies:
+            self.release.set()
+
+        async def forward(request):
+            path = request.url.path
+            if path in ("/start_weight_update", "/finish_weight_update"):
+                self.refusals += path == "/start_weight_update"
+                return Response("injected refusal", status_code=500)
+            if path == "/health" and self.refusals >= 2:
+                return Response("injected: down", status_code=503)
+            async with httpx.AsyncClient(timeout=600) as upstream_client:
+                reply = await upstream_client.request(
+                    request.method,
+                    f"{self.upstream}{path}",
+                    params=request.query_params,
+                    content=await request.body(),
+                    headers={"content-type": request.headers.get("content-type", "application/json")},
+                )
+            if path == "/v1/completions":
+                self.arrived.set()
+                assert await asyncio.to_thread(self.release.wait, 120)
+            return Response(reply.content, status_code=reply.status_code, media_type=reply.headers.get("content-type"))
+
+        self._listen(Starlette(routes=[Route("/{path:path}", forward, methods=["GET", "POST"])]))
+
+
+def restore(policy, servers, renderer, model) -> None:
+    """Drop ``policy``'s transfer group and put ``model``'s weights on ``servers`` (the tests after expect them)."""
+    policy._close_transfer()
+    fresh = client([s.url for s in servers], renderer)
+    try:
+        fresh.update_weights(model)
+    finally:
+        fresh._close_transfer()
+
+
+def test_a_server_whose_own_transfer_failed_is_never_served_as_the_new_version(servers, renderer, warm_model):
+    # One server (behind a proxy) refuses every weight update, then stops answering /health. Before, the retry's
+    # failure retired only the server that no longer answered and finished the other as the new version though
+    # its own transfer had failed as well: it served its old weights labelled new. Now only the servers of a
+    # transfer that completed are finished; the refusing one is left out of the retry, so the other takes the
+    # update, and the error says which servers took it and which were retired.
+    updated = perturbed(warm_model)
+    long_prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7? " * 10}])
+    proxy = RefusingProxy(servers[1].url)
+    policy = client([proxy.url, servers[0].url], renderer, max_attempts=1)
+    try:
+        with pytest.raises(WeightUpdateFailed, match=f"failed on 1 of 2 servers .*{proxy.url}: weight transfer") as e:
+            policy.update_weights(updated)
+        (after,) = sample_all(policy, long_prompt, [1], SamplingParams(0.0, 1.0, 16))
+    finally:
+        proxy.close()
+        restore(policy, servers, renderer, warm_model)
+    expected = learner_logprobs(updated, long_prompt, after.token_ids)
+    assert after.policy_version == 1  # labelled new: it must be sampled by the new weights
+    assert float((torch.tensor(after.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+    failed = e.value
+    assert (failed.version, failed.updated, failed.retired, failed.serving) == (1, [servers[0].url], [proxy.url], 1)
+    assert failed.errors[proxy.url].startswith("weight transfer failed") and "injected refusal" in str(failed)
+
+
+def test_a_turn_answered_by_a_server_retired_during_it_is_a_sampler_error(servers, renderer, warm_model):
+    # The episode's turn is in flight on the refusing server (the proxy holds its reply) while the update retires
+    # that server; the reply comes after. Before, it was a valid turn labelled with the old version, from a server
+    # that may hold a partial load; now the episode ends as sampler_error (not trained, re-queueable).
+    proxy = RefusingProxy(servers[1].url, hold_replies=True)
+    policy = client([proxy.url, servers[0].url], renderer, max_attempts=1)  # a first turn goes to the first
+    config = RolloutConfig(group_size=1, max_turns=3, max_context=1024, env_call_timeout_s=300, sampling=PARAMS)
+
+    async def run():
+        episode = asyncio.ensure_future(RolloutRunner(AgainCalculator, policy, renderer, config).run([11]))
+        assert await asyncio.to_thread(proxy.arrived.wait, 120)
+        with pytest.raises(WeightUpdateFailed, match=f"{proxy.url}: weight transfer failed"):
+            await asyncio.to_thread(policy.update_weights, warm_model)  # same weights, a new version
+        proxy.release.set()
+        return (await asyncio.wait_for(episode, timeout=300))[0]
+
+    try:
+        trajectory = asyncio.run(run())
+    finally:
+        proxy.release.set()
+        proxy.close()
+        policy._close_transfer()
+    assert trajectory.stop_reason == "sampler_error" and trajectory.num_turns == 0, trajectory.metadata
+    assert f"{proxy.url} was retired while this turn was in flight" in trajectory.metadata["error"]
+    assert ENDINGS["sampler_error"].requeue
+
+
+def test_a_second_event_loop_is_refused_while_the_first_has_turns_in_flight(servers, renderer, prompt):
+    # An evaluation sampling from a loop of its own while the producer's loop has a turn in flight: the client's
+    # per-loop state was made anew, the in-flight counts reset to 0 under the first loop's turn. Now the second
+    # loop is refused, naming the fix; once the first loop's turns are done, a new loop takes the client over.
+    proxy = FaultProxy(servers[0].url, ["hang"])  # the first turn stays in flight until cancelled
+    producer = asyncio.new_event_loop()
+    thread = threading.Thread(target=producer.run_forever, daemon=True)
+    thread.start()
+    policy = client([proxy.url], renderer)
+
+    async def start():
+        return asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], PARAMS, seed=1)))
+
+    async def cancel(task):
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    try:
+        held = asyncio.run_coroutine_threadsafe(start(), producer).result(timeout=60)
+        deadline = time.monotonic() + 60
+        while not policy.servers[0].in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert policy.servers[0].in_flight == 1
+        with pytest.raises(EventLoopConflict, match=r"server backend: .*another event loop .* has 1 requests in"):
+            sample_all(policy, prompt, [2])
+        assert policy.servers[0].in_flight == 1  # the first loop's turn is still counted
+        asyncio.run_coroutine_threadsafe(cancel(held), producer).result(timeout=60)
+        (turn,) = sample_all(policy, prompt, [3])  # the first loop runs on, idle: a new loop takes over
+    finally:
+        proxy.close()
+        producer.call_soon_threadsafe(producer.stop)
+        thread.join(timeout=60)
+        producer.close()
+    assert turn.token_ids and policy.servers[0].in_flight == 0
 
 
 def test_a_server_killed_mid_batch_fails_over_to_the_other(servers, renderer, prompt):

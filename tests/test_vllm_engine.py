@@ -4,6 +4,7 @@ the learner computes, seeds, stop ids, token-exact multi-turn records, and weigh
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 import torch
@@ -26,7 +27,7 @@ from vllm_support import (  # noqa: E402
     save_checkpoint,
 )
 
-from agentgspo.policy.base import SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.policy.base import EventLoopConflict, SampleRequest, SamplingParams  # noqa: E402
 from agentgspo.policy.vllm import VLLMPolicy  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
 
@@ -149,6 +150,37 @@ def test_concurrent_async_turns_share_the_engine(engine, prompt):
     assert [t.token_ids for t in turns] == [
         t.token_ids for t in engine.generate([prompt] * 24, SamplingParams(1.0, 1.0, 16), seeds=list(range(24)))
     ]
+
+
+def test_a_second_event_loop_is_refused_while_the_first_has_a_turn_in_flight(engine, prompt):
+    # One rule for every backend (agentgspo.policy.base.LoopOwner): code that shares a backend between two loops
+    # stalls the HF backend and corrupts the server backend's counts, so it is refused here too, where the
+    # engine's thread-safe futures would have hidden it; once the first loop's turn is done a new loop samples.
+    producer = asyncio.new_event_loop()
+    thread = threading.Thread(target=producer.run_forever, daemon=True)
+    thread.start()
+    short = SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 4), seed=2)
+
+    async def start():  # returns once the turn is in flight on the producer's loop
+        task = asyncio.ensure_future(engine.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 256), seed=1)))
+        await asyncio.sleep(0)
+        return task
+
+    stop_ids, engine.stop_ids = engine.stop_ids, frozenset()  # 256 ids: in flight for a while
+    held = None
+    try:
+        held = asyncio.run_coroutine_threadsafe(start(), producer).result(timeout=60)
+        with pytest.raises(EventLoopConflict, match=r"vllm backend: .*another event loop .* has 1 requests in"):
+            asyncio.run(engine.sample(short))
+    finally:
+        if held is not None:  # the turn ends on its loop before the loop closes
+            turn = asyncio.run_coroutine_threadsafe(asyncio.wait_for(held, 300), producer).result()
+        engine.stop_ids = stop_ids
+        producer.call_soon_threadsafe(producer.stop)
+        thread.join(timeout=60)
+        producer.close()
+    assert len(turn.token_ids) == 256
+    assert asyncio.run(engine.sample(short)).token_ids  # a new loop takes the engine over
 
 
 def test_many_seeded_turns_with_long_prompts_in_one_batch(engine, renderer):

@@ -8,6 +8,10 @@ current weights)::
     ...
     metrics.update(hook(step, policy) or {})
 
+Under asynchronous training the backend belongs to the rollout producer's event loop: pass ``run=producer.run``
+(``hook(step, policy, run=producer.run)``) so the evaluation samples there; a second loop is refused while the
+producer's has turns in flight (:class:`~agentgspo.policy.base.EventLoopConflict`).
+
 Each evaluation writes ``out/step_NNNNNN/results.jsonl`` (resumable like any eval, so a training run resumed from
 a checkpoint does not redo a finished evaluation) and ``summary.json``. Problems the policy trains on must not be
 in ``held_out``: pass the training env's problems elsewhere (a different ``data_files`` or ``--only`` subset).
@@ -15,8 +19,9 @@ in ``held_out``: pass the training env's problems elsewhere (a different ``data_
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +77,19 @@ class EvalHook:
         """Whether ``step`` is an evaluation step."""
         return step > 0 and step % self.every == 0
 
-    def __call__(self, step: int, policy: Any, renderer: Any | None = None) -> dict[str, float] | None:
-        """Evaluate ``policy`` at ``step`` when due; the metrics to log (``None`` when not due)."""
+    def __call__(
+        self,
+        step: int,
+        policy: Any,
+        renderer: Any | None = None,
+        *,
+        run: Callable[[Coroutine[Any, Any, int]], int] = asyncio.run,
+    ) -> dict[str, float] | None:
+        """Evaluate ``policy`` at ``step`` when due; the metrics to log (``None`` when not due).
+
+        ``run`` runs the evaluation's coroutine to completion (:func:`~agentgspo.eval.runner.evaluate`): under
+        asynchronous training pass ``producer.run``, so the episodes sample on the loop that owns the backend
+        (a second loop is refused while the producer's has turns in flight)."""
         if not self.due(step):
             return None
         renderer = renderer or policy.renderer
@@ -101,6 +117,7 @@ class EvalHook:
             seed=self.seed,
             agent_name="policy",
             progress=False,
+            run=run,
         )
         (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         metrics = {f"eval/{k}": v for k, v in summary.items() if k.startswith("pass@") and v is not None}

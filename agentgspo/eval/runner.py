@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from agentgspo.eval.segments import segments
@@ -199,12 +199,19 @@ def evaluate(
     seed: int = 0,
     agent_name: str = "",
     progress: bool = True,
+    run: Callable[[Coroutine[Any, Any, int]], int] = asyncio.run,
 ) -> tuple[int, dict[str, Any], list[dict]]:
-    """Play the missing attempts, then summarise the wanted ones: ``(played, summary, results)``."""
+    """Play the missing attempts, then summarise the wanted ones: ``(played, summary, results)``.
+
+    ``run`` runs the attempts' coroutine to completion and returns its result: ``asyncio.run`` (a new event loop)
+    by default. A backend serves one event loop at a time
+    (:class:`~agentgspo.policy.base.EventLoopConflict`), so an eval during asynchronous training passes the
+    producer's ``run`` (``RolloutProducer.run``): the attempts then sample on the loop the rollouts use.
+    """
     from agentgspo.eval.summary import summarize
     from agentgspo.environments.registry import make
 
-    played = asyncio.run(
+    played = run(
         run_attempts(
             lambda: make(ENV_ID, **env_kwargs),
             tasks,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -14,6 +17,8 @@ __all__ = [
     "SampledTurn",
     "is_context_overflow",
     "PolicyConfigurationError",
+    "EventLoopConflict",
+    "LoopOwner",
     "PolicyBackend",
     "ScriptedPolicy",
     "batch_seeds",
@@ -133,6 +138,56 @@ class PolicyConfigurationError(ValueError):
     rollout raises it instead of recording each episode as a ``sampler_error``. The message names the fix."""
 
 
+class EventLoopConflict(PolicyConfigurationError):
+    """A backend was asked for a turn from one event loop while another loop has requests in flight on it. A
+    backend's async state (batches, futures, HTTP clients, in-flight counts) belongs to one loop at a time: futures
+    of one loop completed from another never wake their waiter (the HF backend stalled until ``sampler_timeout_s``)
+    and the server backend's in-flight counts were reset under the other loop's turns. A usage error, not a
+    sampler failure: the rollout stops instead of recording every episode as ``sampler_error``."""
+
+
+class LoopOwner:
+    """Which event loop a backend serves, and how many of its requests are in flight there.
+
+    A backend wraps each ``sample`` in :meth:`request`. A request from another loop is refused
+    (:class:`EventLoopConflict`) while the owning loop has requests in flight; once they have all finished (or that
+    loop is closed), the next loop takes the backend over and the backend makes its per-loop state afresh (tests
+    and ``asyncio.run`` per rollout make a new loop each time). Thread-safe: the loops may run on different
+    threads.
+    """
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.in_flight = 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def request(self) -> Iterator[bool]:
+        """Count one request of the running loop for as long as the block runs; yields whether the backend was
+        just (re)bound to this loop (its per-loop state must be made for it)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            rebound = loop is not self.loop
+            if rebound:
+                if self.in_flight and self.loop is not None and not self.loop.is_closed():
+                    raise EventLoopConflict(
+                        f"{self.backend} backend: a request came from event loop {id(loop):#x} while another event "
+                        f"loop ({id(self.loop):#x}) has {self.in_flight} requests in flight on it; a backend serves "
+                        "one event loop at a time. Run the call on the loop that owns the backend (under "
+                        "asynchronous training the producer's: RolloutProducer.run(coroutine), e.g. "
+                        "EvalHook(...)(step, policy, run=producer.run)), or wait until those requests finished"
+                    )
+                self.loop, self.in_flight = loop, 0
+            self.in_flight += 1
+        try:
+            yield rebound
+        finally:
+            with self._lock:
+                if self.loop is loop:
+                    self.in_flight -= 1
+
+
 @runtime_checkable
 class PolicyBackend(Protocol):
     """Samples assistant turns. ``sample`` is called concurrently by many episodes; backends batch them.
@@ -150,6 +205,9 @@ class PolicyBackend(Protocol):
     ``sample`` raises on any sampler failure (an engine error, a server unavailable after retries) with a message
     naming the engine or server; it never returns a turn it did not sample. The rollout records such an episode as
     ``sampler_error``.
+
+    A backend serves one event loop at a time (:class:`LoopOwner`): ``sample`` from a second loop while the first
+    has requests in flight raises :class:`EventLoopConflict`; a new loop takes over once the old one's are done.
     """
 
     end_of_turn_id: int

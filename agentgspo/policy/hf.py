@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
+from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, batch_seeds
 from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint, stop_ids_of
 from agentgspo.rollouts.chat import ChatRenderer
 
@@ -110,8 +110,9 @@ class HFPolicy:
         self._lock = threading.Lock()  # one batch at a time on the model; weights load only under it
         self._staging = threading.Lock()  # guards _staged and version (taken briefly, never around a forward)
         self._staged: dict[str, torch.Tensor] | None = None  # weights of ``version`` waiting for the next batch
-        self._pending: list[tuple[SampleRequest, asyncio.Future]] = []
+        self._pending: list[tuple[SampleRequest, asyncio.Future]] = []  # the owning loop's queue
         self._flusher: asyncio.Task | None = None
+        self._owner = LoopOwner("hf")  # which event loop the queue and flusher belong to
 
     summary = "transformers in this process, default"
 
@@ -322,22 +323,29 @@ class HFPolicy:
         return version
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
-        """Queue one turn; requests arriving together are sampled as one batch."""
-        future = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
-        return await future
+        """Queue one turn; requests arriving together are sampled as one batch. The queue and its flusher belong to
+        one event loop at a time (a future of one loop set from another never wakes its waiter): a request from a
+        second loop while the first has requests in flight raises
+        :class:`~agentgspo.policy.base.EventLoopConflict`; a loop that comes after gets a fresh queue."""
+        with self._owner.request() as rebound:
+            if rebound:
+                self._pending, self._flusher = [], None
+            future = asyncio.get_running_loop().create_future()
+            self._pending.append((request, future))
+            if self._flusher is None or self._flusher.done():
+                self._flusher = asyncio.create_task(self._flush(self._pending))
+            return await future
 
-    async def _flush(self) -> None:
-        while self._pending:
+    async def _flush(self, pending: list[tuple[SampleRequest, asyncio.Future]]) -> None:
+        """Sample the requests of ``pending`` (one loop's queue, emptied in place) in batches until none is left."""
+        while pending:
             # Let every episode that is about to ask join the batch: wait until a tick adds no new request.
             seen = -1
-            while len(self._pending) != seen and len(self._pending) < self.max_batch_size:
-                seen = len(self._pending)
+            while len(pending) != seen and len(pending) < self.max_batch_size:
+                seen = len(pending)
                 await asyncio.sleep(0.001)
-            todo, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size :]
-            todo = [(r, f) for r, f in todo if not f.cancelled()]
+            todo = [(r, f) for r, f in pending[: self.max_batch_size] if not f.cancelled()]
+            del pending[: self.max_batch_size]
             by_params: dict[SamplingParams, list[tuple[SampleRequest, asyncio.Future]]] = {}
             for request, future in todo:
                 by_params.setdefault(request.params, []).append((request, future))

@@ -51,9 +51,13 @@ current weights, after which the update is acknowledged in the fleet's weights f
 
 A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the turns
 it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is never
-resampled elsewhere; the rollout records the episode as ``sampler_error``); the update goes on with the other servers
-and then raises, naming it. (Streamed, a dead member breaks the broadcast for all: the servers that still answer
-``/health`` are sent the weights again in a new group without it.) A server without the ``/pause`` route (vLLM before
+resampled elsewhere; the rollout records the episode as ``sampler_error``); a reply it sends after all (it is resumed
+if it still answers, and its weights may be partly loaded) fails the same way. The update goes on with the other
+servers and then raises :class:`WeightUpdateFailed`, naming the servers that took it and those retired. (Streamed, a
+dead member breaks the broadcast for all: it is sent again once, in a new group without the members the error names
+or, when it names them all, without those no longer answering ``/health``; a server counts as updated only once a
+transfer it was part of completed, so when the second fails too, every member is retired, none is labelled with a
+version it may hold only part of.) A server without the ``/pause`` route (vLLM before
 it, or without ``VLLM_SERVER_DEV_MODE=1``) is updated the old way, unpaused, with a logged warning, when this client has
 no turn in flight on it, and refused with an error saying so when it has.
 """
@@ -72,7 +76,7 @@ from typing import Any
 
 import httpx
 
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, is_context_overflow
+from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, is_context_overflow
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
@@ -88,12 +92,33 @@ class ServerUnavailable(RuntimeError):
 
 
 class WeightUpdateFailed(RuntimeError):
-    """Some servers failed a weight update and were retired; ``serving`` says how many still serve (with the new
-    weights). A training loop goes on while any does."""
+    """Some servers failed a weight update and were retired. What a training loop needs to decide whether to go on
+    with fewer samplers or to stop naming them:
 
-    def __init__(self, message: str, serving: int):
+    - ``version``: the version the update was to;
+    - ``updated``: URLs of the servers that took it (their own transfer completed): they serve ``version`` now;
+    - ``retired``: URLs of the servers this update retired (no turn goes to them again; a turn they answer after
+      it is a ``sampler_error``);
+    - ``errors``: each retired server's URL -> why;
+    - ``serving``: how many servers still serve (all with the new weights; ``len(updated)`` outside a fleet).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        serving: int,
+        *,
+        version: int | None = None,
+        updated: Sequence[str] = (),
+        retired: Sequence[str] = (),
+        errors: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.serving = serving
+        self.version = version
+        self.updated = list(updated)
+        self.retired = list(retired)
+        self.errors = dict(errors or {})
 
 
 @dataclass
@@ -107,6 +132,7 @@ class _Server:
     paused: bool = False  # between its /pause and the end of its /resume
     pauses: int = 0  # pauses started: a turn sent before one and failing after it was held by it
     retired: str | None = None  # why no turn goes to it any more (it failed a weight update, it left the fleet)
+    failed_update: int | None = None  # the version whose update it failed (retired then: its replies are not used)
     part: str | None = None  # a fleet replica: its part id in the manifest
     incarnation: int = 0  # a fleet replica: the manifest's ``restarts`` when this entry was made
     admitted: bool = True  # takes turns; a fleet replica only once it holds the current weights
@@ -208,6 +234,7 @@ class ServerPolicy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Condition | None = None
+        self._owner = LoopOwner("server")  # which event loop _client, _slots and the in-flight counts belong to
         self.sync_fleet(force=True)
 
     summary = "running vLLM servers, see --server-url"
@@ -306,21 +333,20 @@ class ServerPolicy:
             return True
 
     # -- per event loop state (asyncio.run makes a new loop per rollout; clients and locks belong to one) ----
-    def _bind(self) -> tuple[httpx.AsyncClient, asyncio.Condition]:
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._loop = loop
-            limits = httpx.Limits(  # a fleet may grow: no cap on connections beyond the per-server slots
-                max_connections=None if self.fleet_manifest else self.max_concurrency * len(self.servers),
-                max_keepalive_connections=self.max_concurrency * max(len(self.servers), 1),
-            )
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10)), limits=limits
-            )
-            self._slots = asyncio.Condition()
-            for server in self.servers:
-                server.in_flight = 0
-        return self._client, self._slots
+    def _bind(self) -> None:
+        """Make the per-loop state for the running loop, which just took the client over (``self._owner``: no turn
+        of the previous loop is in flight, so its in-flight counts are stale and start again from 0)."""
+        self._loop = asyncio.get_running_loop()
+        limits = httpx.Limits(  # a fleet may grow: no cap on connections beyond the per-server slots
+            max_connections=None if self.fleet_manifest else self.max_concurrency * len(self.servers),
+            max_keepalive_connections=self.max_concurrency * max(len(self.servers), 1),
+        )
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10)), limits=limits
+        )
+        self._slots = asyncio.Condition()
+        for server in self.servers:
+            server.in_flight = 0
 
     def request_body(self, prompt_ids: Sequence[int], params: SamplingParams, seed: int) -> dict[str, Any]:
         """The ``/v1/completions`` JSON body of one turn."""
@@ -401,10 +427,18 @@ class ServerPolicy:
             slots.notify_all()
 
     async def sample(self, request: SampleRequest) -> SampledTurn:
-        """Sample one turn on some server, retrying elsewhere after a failure (see the module docstring)."""
+        """Sample one turn on some server, retrying elsewhere after a failure (see the module docstring). The HTTP
+        client, the slots and the in-flight counts belong to one event loop at a time: a request from a second loop
+        while the first has turns in flight raises :class:`~agentgspo.policy.base.EventLoopConflict`."""
         if len(request.prompt_ids) == 0:
             raise ValueError("prompt is empty: expected at least one id to condition on")
-        client, slots = self._bind()
+        with self._owner.request() as rebound:
+            if rebound:
+                self._bind()
+            return await self._sample(request, self._client, self._slots)
+
+    async def _sample(self, request: SampleRequest, client: httpx.AsyncClient, slots: asyncio.Condition) -> SampledTurn:
+        """:meth:`sample` on the owning loop's ``client`` and ``slots``."""
         seed = request.seed if request.seed is not None else hash((self.seed, next(self._calls))) & 0x7FFFFFFFFFFFFFFF
         body = self.request_body(request.prompt_ids, request.params, seed)
         errors: list[str] = []
@@ -435,6 +469,11 @@ class ServerPolicy:
                 errors.append(f"{server.url}: HTTP {response.status_code}: {response.text[:200]}")
                 continue
             await self._release(slots, server, failed=False)
+            if server.failed_update is not None:  # retired during this turn (it was serving when the turn was sent)
+                raise ServerUnavailable(
+                    f"{server.url} was retired while this turn was in flight ({server.retired}): its reply may come "
+                    "from partly loaded weights and is not used (the turn is not re-sent)"
+                )
             if is_context_overflow(response.status_code, response.text):  # no room for a reply: not an error
                 return SampledTurn([], [], "context", policy_version=version)
             if response.status_code != 200:
@@ -468,7 +507,7 @@ class ServerPolicy:
                     "(a shared file system), e.g. the run folder's sampler-RANK/"
                 )
             saved = save_weights(model, folder).resolve()
-            failures = []
+            failures = {}
             with httpx.Client(timeout=self.timeout_s) as client:
                 for server in self.servers:
                     if server.retired is not None:
@@ -476,18 +515,28 @@ class ServerPolicy:
                     try:
                         self._update_server(client, server, saved, version)
                     except Exception as exc:  # noqa: BLE001 -- retired; the other servers are still updated
-                        failures.append(f"{server.url}: {exc}")
+                        failures[server.url] = str(exc)
         self.version = version
         self._acknowledge(version)
         if failures:
-            serving = sum(s.retired is None for s in self.servers)
-            raise WeightUpdateFailed(
-                f"weight update to version {version} failed on {len(failures)} of {len(self.servers)} servers "
-                f"(retired: no turn goes to them; their frozen turns fail; {serving} still serve): "
-                + "; ".join(failures),
-                serving,
-            )
+            raise self._update_failed(version, failures)
         return self.version
+
+    def _update_failed(self, version: int, failures: dict[str, str]) -> WeightUpdateFailed:
+        """The error of an update to ``version`` that ``failures`` (URL -> why) retired servers in."""
+        updated = [s.url for s in self.servers if s.retired is None and s.version == version]
+        serving = sum(s.retired is None for s in self.servers)
+        return WeightUpdateFailed(
+            f"weight update to version {version} failed on {len(failures)} of {len(self.servers)} servers "
+            f"(retired: no turn goes to them; their frozen turns fail; {serving} still serve): "
+            + "; ".join(f"{url}: {error}" for url, error in failures.items())
+            + f". Took the update: {', '.join(updated) or 'none'}; retired: {', '.join(failures)}",
+            serving,
+            version=version,
+            updated=updated,
+            retired=list(failures),
+            errors=failures,
+        )
 
     def _acknowledge(self, version: int) -> None:
         """After an update to ``version``: the servers that took it are admitted, and (a fleet) the fleet's weights
@@ -543,13 +592,16 @@ class ServerPolicy:
             self._transfer = None
         self._members = []
 
-    def _update_streamed(self, model: Any, version: int) -> list[str]:
-        """Pause every live server, broadcast ``model``'s weights to all of them, reset and resume each. A transfer
-        that fails is retried once with the servers still healthy (the group broke: it is opened again without
-        the dead ones). Returns the failures (the failed servers are retired)."""
-        from agentgspo.policy.weight_transfer import CheckpointSource, WeightTransferError
+    def _update_streamed(self, model: Any, version: int) -> dict[str, str]:
+        """Pause every live server, broadcast ``model``'s weights to all of them, reset and resume each. A server
+        counts as updated only once a transfer it was a member of returned without error: a failed one may have
+        left any share of its layers loaded, so only the servers of a completed transfer are finished and labelled
+        ``version``; every other is retired. A failed transfer is retried once without the servers that failed it
+        (named by the error, or no longer answering ``/health``): the group broke and is opened again. Returns the
+        failures (URL -> why; those servers are retired)."""
+        from agentgspo.policy.weight_transfer import CheckpointSource
 
-        failures: list[str] = []
+        failures: dict[str, str] = {}
         source = CheckpointSource(model)
         with httpx.Client(timeout=self.timeout_s) as client:
             members: list[_Server] = []
@@ -560,32 +612,52 @@ class ServerPolicy:
                         members.append(server)
                     except Exception as exc:  # noqa: BLE001 -- retired; the others are still updated
                         self._retire(client, server, version, exc)
-                        failures.append(f"{server.url}: {exc}")
-            for attempt in range(2):
-                if not members:
-                    break
-                try:
-                    if [_member(s) for s in members] != self._members:
-                        self._connect(members)
-                    self._transfer.source = source
-                    self._transfer.send_weights()
-                    break
-                except WeightTransferError as exc:
-                    self._close_transfer()
-                    dead = [s for s in members if not self._healthy(client, s)] or (members if attempt else [])
-                    for server in dead:
-                        failures.append(f"{server.url}: {exc}")
-                        self._retire(client, server, version, exc)
-                    members = [s for s in members if s not in dead]
-                    for server in members:  # end an update the failure left open (its unloaded layers keep theirs)
-                        self._post(client, server, "/finish_weight_update", "finish", allow=(500,))
-            for server in members:
+                        failures[server.url] = str(exc)
+            updated = self._transfer_to(client, members, source, version, failures)
+            for server in updated:
                 try:
                     self._finish(client, server, version)
                 except Exception as exc:  # noqa: BLE001 -- retired; the others are still updated
                     self._retire(client, server, version, exc)
-                    failures.append(f"{server.url}: {exc}")
+                    failures[server.url] = str(exc)
         return failures
+
+    def _transfer_to(
+        self, client: httpx.Client, members: list[_Server], source: Any, version: int, failures: dict[str, str]
+    ) -> list[_Server]:
+        """Send ``source`` to ``members`` (paused), in at most two transfers; returns the members of the one that
+        completed (none if both failed). The retry leaves out the members the error names (a refusal) unless it
+        names them all (a broken broadcast fails every member's receive: then the ones no longer answering
+        ``/health``). Each member left out is retired, its error added to ``failures``."""
+        for attempt in range(2):
+            if not members:
+                return []
+            try:
+                if [_member(s) for s in members] != self._members:
+                    self._connect(members)
+                self._transfer.source = source
+                self._transfer.send_weights()
+                return members
+            except Exception as exc:  # noqa: BLE001 -- the group broke (a transfer error, a refused handshake, ...)
+                self._close_transfer()
+                named = dict(getattr(exc, "failed", None) or {})
+                why = str(exc) if str(exc).startswith("weight transfer") else f"{type(exc).__name__}: {exc}"
+                suspects = named if len(named) < len(members) else {}
+                last = attempt == 1  # no third try: every member of a failed transfer is retired
+                out = {s.url for s in members if last or s.url in suspects or not self._healthy(client, s)}
+                for server in members:  # end the update the failure left open (its unloaded layers keep theirs)
+                    try:
+                        self._post(client, server, "/finish_weight_update", "finish", allow=(500,), timeout=10)
+                    except Exception as error:  # noqa: BLE001 -- gone since: out too
+                        named.setdefault(server.url, str(error))
+                        out.add(server.url)
+                for server in members:
+                    if server.url in out:
+                        own = named.get(server.url)
+                        failures[server.url] = f"weight transfer failed: {own}" if own else why
+                        self._retire(client, server, version, exc)
+                members = [s for s in members if s.url not in out]
+        return []
 
     def _healthy(self, client: httpx.Client, server: _Server) -> bool:
         """Whether ``server`` answers ``GET /health``."""
@@ -621,6 +693,7 @@ class ServerPolicy:
         """``server`` failed its update to ``version``: no turn goes to it again (set before it stops counting as
         paused, so no turn it held is re-sent); resumed if it still answers."""
         server.retired = f"weight update to version {version} failed: {error}"
+        server.failed_update = version
         if server.paused:
             try:
                 self._post(client, server, "/resume", "resume")

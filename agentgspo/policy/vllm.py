@@ -55,7 +55,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams, batch_seeds
+from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, batch_seeds
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
@@ -217,6 +217,7 @@ class VLLMPolicy:
         self._transfer: Any = None  # the trainer's end of the gloo group, opened at the first update
         logger.info("vLLM engine: weight updates by %s", "the gloo engine" if weight_transfer != "folder" else "folder")
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._owner = LoopOwner("vllm")  # the event loop whose sample calls it serves now
         self._closed = False
         self._driver = threading.Thread(target=self._drive, daemon=True, name="agentgspo-vllm")
         self._driver.start()
@@ -347,13 +348,19 @@ class VLLMPolicy:
 
     # -- the backend protocol --------------------------------------------------------------------------------
     async def sample(self, request: SampleRequest) -> SampledTurn:
-        """Sample one assistant turn after ``request.prompt_ids`` (batched with every other pending turn)."""
+        """Sample one assistant turn after ``request.prompt_ids`` (batched with every other pending turn).
+
+        One event loop at a time, as every backend (:class:`~agentgspo.policy.base.LoopOwner`): the driver thread
+        answers through thread-safe futures and would serve two loops, but a caller that shares a backend between
+        loops stalls the HF backend and corrupts the server backend's counts, so the rule is checked here too and
+        code that runs on this backend runs on the others."""
         if len(request.prompt_ids) == 0:
             raise ValueError("prompt is empty: expected at least one id to condition on")
-        if len(request.prompt_ids) >= self.max_model_len:  # vLLM would refuse it: no room for one more id
-            return SampledTurn([], [], "context", policy_version=self.version)
-        future = self._submit("sample", (request.prompt_ids, request.params, self._seed_of(request.seed)))
-        return await asyncio.wrap_future(future)
+        with self._owner.request():
+            if len(request.prompt_ids) >= self.max_model_len:  # vLLM would refuse it: no room for one more id
+                return SampledTurn([], [], "context", policy_version=self.version)
+            future = self._submit("sample", (request.prompt_ids, request.params, self._seed_of(request.seed)))
+            return await asyncio.wrap_future(future)
 
     def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, seeds: Sequence[int | None] | None = None

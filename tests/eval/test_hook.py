@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
@@ -62,3 +65,33 @@ def test_bad_hook_settings_are_errors():
         EvalHook("x", problems=None, ks=(5,))
     with pytest.raises(ValueError, match="no problem 'nope'"):
         EvalHook("x", problems=None, held_out=["nope"])
+
+
+def test_the_hook_samples_on_the_loop_its_run_argument_gives(tmp_path):
+    # Under asynchronous training the backend belongs to the producer's loop (another thread): the training loop
+    # passes run=producer.run, and every turn of the evaluation is sampled there, not on a loop of its own.
+    producer = asyncio.new_event_loop()
+    thread = threading.Thread(target=producer.run_forever, name="producer", daemon=True)
+    thread.start()
+    hook = EvalHook(tmp_path, problems=None, held_out=["9000A", "9000C"], every=1)
+    policy = _Recording(hook.tasks, load_renderer("tiny"))
+    try:
+        metrics = hook(1, policy, run=lambda coroutine: asyncio.run_coroutine_threadsafe(coroutine, producer).result())
+    finally:
+        producer.call_soon_threadsafe(producer.stop)
+        thread.join(timeout=60)
+        producer.close()
+    assert metrics["eval/pass@1"] == 0.5
+    assert policy.loops == {(producer, "producer")}  # every turn, on the producer's loop and thread
+
+
+class _Recording(_Mixed):
+    """``_Mixed`` that notes the event loop and thread of each turn."""
+
+    def __init__(self, tasks, renderer):
+        super().__init__(tasks, renderer)
+        self.loops = set()
+
+    async def sample(self, request):
+        self.loops.add((asyncio.get_running_loop(), threading.current_thread().name))
+        return await super().sample(request)
