@@ -166,6 +166,79 @@ def test_tis_caps_the_weight_and_counts_what_it_truncated():
     assert diagnostics["behaviour_weight_max"].item() == pytest.approx(math.exp(3.0))  # before truncation
 
 
+NON_FINITE = [float("nan"), float("inf"), float("-inf")]
+
+
+@pytest.mark.parametrize("bad", NON_FINITE)
+@pytest.mark.parametrize("correction", ["tis", "mask"])
+def test_a_non_finite_behaviour_logprob_drops_its_sequence_and_is_counted(correction, bad):
+    """The hand batch with mu's second token of sequence 0 NaN / +inf / -inf (a broken sampler kernel): w_0 is not
+    a number (or 0, or inf), so sequence 0 is dropped under either correction (tis no longer caps an infinite weight
+    at C), still counts in N = 3, and is counted in ``behaviour_nonfinite_frac``; the loss and every gradient stay
+    finite (before: tis made the loss NaN, and the mask's dropped unit still sent 0 * NaN = NaN into the gradient)."""
+    logp, prox, behaviour, advantages, mask = _hand_batch()
+    behaviour[0, 1] = bad
+    logp.requires_grad_()
+    loss, diagnostics = decoupled_gspo_loss(
+        logp, prox, advantages, mask, behaviour_logprobs=behaviour, correction=correction, tis_cap=1.5, **EPS
+    )
+    (grad,) = torch.autograd.grad(loss, logp)
+    w = [math.exp(0.005), math.exp(-0.2)]  # sequences 1 and 2
+    kept = w if correction == "tis" else [w[0], 0.0]  # the mask also drops sequence 2 (e^-0.2, out of band)
+    terms = [math.exp(-0.02) * -1.0, (1 + 0.1) * 2.0]
+    assert loss.item() == pytest.approx(-sum(k * t for k, t in zip(kept, terms)) / 3, rel=1e-12)
+    expected = torch.zeros(4, 3, dtype=torch.float64)
+    expected[1, :3] = -kept[0] * terms[0] / (3 * 3)
+    torch.testing.assert_close(grad, expected, rtol=1e-12, atol=0)
+    assert diagnostics["behaviour_nonfinite_frac"].item() == pytest.approx(1 / 3)
+    if correction == "tis":
+        assert diagnostics["behaviour_truncated_frac"].item() == 0.0  # the dropped unit is not also truncated
+    else:
+        assert diagnostics["behaviour_masked_frac"].item() == pytest.approx(2 / 3)  # dropped: in the masked share
+    # The other diagnostics describe the finite units and tokens instead of turning NaN.
+    assert diagnostics["behaviour_weight_mean"].item() == pytest.approx(sum(w) / 2)
+    assert diagnostics["behaviour_kl"].item() == pytest.approx((0.2 + 0.005 + 0.01 + 0.02 + 0.2) / 5)
+
+
+BAND = {"eps_low": 0.05, "eps_high": 0.05}  # random_batch(scale=0.3) then clips some units, not all
+DROPPED_POSITIONS = {  # where random_batch's row 1 (3 trained tokens) loses its gradient when mu[1, 1] is broken
+    decoupled_gspo_loss: [(1, 0), (1, 1), (1, 2)],  # the whole sequence
+    decoupled_gspo_token_loss: [(1, 0), (1, 1), (1, 2)],  # the sequence's weight
+    decoupled_grpo_loss: [(1, 1)],  # the token's own weight
+    decoupled_gspo_turn_loss: [(1, 0), (1, 1)],  # turn 0 (positions < 2); turn 1 keeps its gradient
+}
+
+
+@pytest.mark.parametrize("bad", NON_FINITE)
+@pytest.mark.parametrize("correction", ["tis", "mask"])
+@pytest.mark.parametrize("decoupled", list(DROPPED_POSITIONS), ids=lambda f: f.__name__)
+def test_every_decoupled_loss_drops_only_the_unit_with_a_non_finite_weight(decoupled, correction, bad):
+    """With mu == pi_prox (w = 1) except one broken log-prob, the loss and gradient are finite, the gradient is the
+    clean batch's everywhere but on the broken weight's unit (0 there), and ``behaviour_nonfinite_frac`` is one unit
+    of the loss's weight unit (``loss.behaviour_unit.count``)."""
+    logp, prox, advantages, mask = random_batch(scale=0.3)
+    turns = (torch.where(mask, (torch.arange(7) >= 2).long(), -1),) if decoupled is decoupled_gspo_turn_loss else ()
+    grads = []
+    for broken in (False, True):
+        behaviour = prox.clone()
+        if broken:
+            behaviour[1, 1] = bad
+        x = logp.detach().clone().requires_grad_()
+        loss, diagnostics = decoupled(
+            x, prox, advantages, mask, *turns, behaviour_logprobs=behaviour, correction=correction, **BAND
+        )
+        grads.append(torch.autograd.grad(loss, x)[0])
+        assert torch.isfinite(loss) and torch.isfinite(grads[-1]).all()
+    clean, dirty = grads
+    expected = clean.clone()
+    for position in DROPPED_POSITIONS[decoupled]:
+        expected[position] = 0.0
+    assert clean[1].abs().sum() > 0  # the dropped unit had a gradient to lose
+    torch.testing.assert_close(dirty, expected, rtol=0, atol=0)
+    units = diagnostics[decoupled.behaviour_unit.count].item()
+    assert diagnostics["behaviour_nonfinite_frac"].item() == pytest.approx(1 / units)
+
+
 def test_gspo_token_weighs_each_token_by_its_sequence_weight():
     """With A_it = A_i the token form equals the sequence form under a stale mu (the weight is the sequence's
     geometric mean, not each token's own ratio); with per-token advantages each token's gradient is w'_i times
@@ -338,3 +411,19 @@ def test_a_learner_step_on_a_stale_batch_logs_the_behaviour_gap_and_share(tiny, 
 def test_without_a_correction_the_learner_logs_no_behaviour_metrics(tiny):
     metrics = _learner(tiny, memory_estimate=False).step(_trajectories([1, 0, 0, 1]))
     assert not [name for name in metrics if name.startswith("behaviour_")]
+
+
+def test_a_learner_step_with_a_nan_sampler_logprob_drops_its_sequence_and_reports_it(tiny):
+    """One NaN among the sampler's log-probs of 8 trajectories (under tis): the step trains the other 7, its loss and
+    the updated weights stay finite (before: the minibatch's loss was NaN, then every weight), and the step's stats
+    report ``behaviour_nonfinite_frac`` = 1/8 beside the truncated share, which does not count it."""
+    learner = _learner(tiny, behaviour_correction="tis", minibatches=3, memory_estimate=False, volatility_rows=0)
+    trajectories = _trajectories([1, 0, 1, 0, 0, 1, 0, 1])
+    _stale(tiny, trajectories, [0.004] * 8)
+    first_sampled = trajectories[0].loss_mask.index(1)
+    trajectories[0].sampler_logprobs[first_sampled] = float("nan")
+    metrics = learner.step(trajectories)
+    assert all(bool(torch.isfinite(p).all()) for p in tiny.parameters())
+    assert math.isfinite(metrics["behaviour_kl"]) and math.isfinite(metrics["behaviour_weight_mean"])
+    assert metrics["behaviour_nonfinite_frac"] == pytest.approx(1 / 8)
+    assert metrics["behaviour_truncated_frac"] == 0.0

@@ -12,6 +12,7 @@ from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
 from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SamplingParams, ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, TurnLimit
 
 
@@ -291,3 +292,30 @@ def test_parse_error_ends_the_episode(renderer):
 def test_config_is_checked_at_construction(bad):
     with pytest.raises(ValueError, match="expected"):
         RolloutConfig(**bad)
+
+
+class UpdatedMidTurn(ScriptedPolicy):
+    """Reports its first turn as the in-process vLLM engine reports a weight update after the turn's first id:
+    version 0, then 1 (``SampledTurn.version_boundaries``); later turns are all version 1."""
+
+    async def sample(self, request):
+        turn = await super().sample(request)
+        first = len(request.messages) == 1  # only the user's question so far
+        turn.policy_version = 0 if first else 1
+        if first:
+            turn.policy_version_end, turn.version_boundaries = 1, [(0, 0), (1, 1)]
+        return turn
+
+
+def test_the_record_keeps_where_the_version_changed_inside_a_turn(renderer, tmp_path):
+    """What the sampler knew about versions goes into the record: each sampled id's version is rebuilt from it."""
+    policy = UpdatedMidTurn(lambda messages: "again", renderer)
+    runner = RolloutRunner(Again, policy, renderer, RolloutConfig(group_size=1, max_turns=2), env_id="test")
+    (t,) = runner.run_sync([0])
+    write_jsonl([t], tmp_path / "t.jsonl")
+    (loaded,) = read_jsonl(tmp_path / "t.jsonl")
+    assert loaded.turn_version_boundaries == [[(0, 0), (1, 1)], None]
+    (start, end), (start2, end2) = loaded.turn_spans
+    versions = loaded.token_versions()
+    assert versions[start:end] == [0] + [1] * (end - start - 1) and versions[start2:end2] == [1] * (end2 - start2)
+    assert versions[:start] == [None] * start  # the prompt: no policy sampled it

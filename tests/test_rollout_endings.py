@@ -239,6 +239,40 @@ def test_a_sampler_call_past_its_limit_is_sampler_error(renderer):
     assert t.stop_reason == "sampler_error" and "sampler_timeout_s=0.3" in t.metadata["error"]
 
 
+class BrokenKernelSampler(ScriptedPolicy):
+    """Answers like a scripted policy, with log-prob -0.5 per id, but its first turn's second id gets ``bad`` (what
+    vLLM returns from a broken attention kernel): the backend's own output, the input under test."""
+
+    def __init__(self, renderer, bad):
+        super().__init__(lambda messages: "hello", renderer)
+        self.bad, self.calls = bad, 0
+        self.logprob_semantics = "full"
+
+    async def sample(self, request):
+        turn = await super().sample(request)
+        turn.logprobs = [-0.5] * len(turn.token_ids)
+        self.calls += 1
+        if self.calls == 1:
+            turn.logprobs[1] = self.bad
+        return turn
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_sampler_logprob_is_sampler_error_naming_the_backend(renderer, bad):
+    """One NaN / inf / -inf log-prob of a sampled id (-inf too: a sampled id had probability > 0) ends that episode
+    as sampler_error (not trained, re-queueable) with the backend and the position named; the group's other
+    episodes play on and record only finite log-probs."""
+    trajectories = runner(renderer, Tally, BrokenKernelSampler(renderer, bad), group_size=3, max_turns=2).run_sync([0])
+    failed = [t for t in trajectories if t.stop_reason == "sampler_error"]
+    assert len(failed) == 1, [t.stop_reason for t in trajectories]
+    error = failed[0].metadata["error"]
+    assert "BrokenKernelSampler" in error and repr(bad) in error and "token 1" in error
+    assert failed[0].num_turns == 0  # the broken turn is not recorded
+    others = [t for t in trajectories if t is not failed[0]]
+    assert [t.stop_reason for t in others] == ["max_turns", "max_turns"]
+    assert all(lp == -0.5 for t in others for lp, m in zip(t.sampler_logprobs, t.loss_mask) if m)
+
+
 def test_summarize_reports_reward_and_success_over_the_trained_episodes_only():
     def episode(reason, reward):
         return Trajectory(stop_reason=reason, reward=reward)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agentgspo.policy.base import SampledTurn
 from agentgspo.rollouts.trajectory import (
     ENDINGS,
     EXCLUDED_STOPS,
@@ -196,4 +197,60 @@ def test_a_turn_that_straddles_a_weight_update_records_both_versions(tmp_path):
     assert TrajectoryRecord.model_validate(data).turn_version_ends == [4, 5]
     data["turn_version_ends"] = [3, 5]
     with pytest.raises(ValueError, match="cannot end on an older version"):
+        TrajectoryRecord.model_validate(data)
+
+
+def test_per_token_versions_of_a_turn_spanning_an_update_survive_the_jsonl_round_trip(tmp_path):
+    """A turn the in-process vLLM engine finished after a weight update (versions 4 then 5 from its third id) keeps
+    where the version changed, so each sampled id's staleness can be rebuilt from the record alone; a turn within
+    one version needs no boundaries, and prompt and env ids have no version (None)."""
+    straddling = SampledTurn([2, 3, 4, 5], [-0.1] * 4, "stop", 4, policy_version_end=5)
+    straddling.version_boundaries = [(0, 4), (2, 5)]  # what vllm.to_turn reports for this turn
+    plain = SampledTurn([7], [-0.3], "stop", 5)
+    t = Trajectory()
+    t.append_forced([1])
+    for turn in (straddling, plain):
+        t.append_sampled(
+            turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end, turn.version_boundaries
+        )
+        t.append_forced([6])
+    write_jsonl([t], tmp_path / "t.jsonl")
+    loaded = read_jsonl(tmp_path / "t.jsonl")[0]
+    assert loaded.turn_version_boundaries == [[(0, 4), (2, 5)], None]
+    assert loaded.turn_token_versions() == [straddling.token_versions(), plain.token_versions()]
+    assert loaded.token_versions() == [None, 4, 4, 5, 5, None, 5, None]
+
+
+def test_records_without_version_boundaries_still_read_and_say_what_is_unknown(tmp_path):
+    """A record written before boundaries were kept reads with None per turn: a turn within one version still has
+    its per-token versions, a turn that spans two (a server's, or an old record's) has None for each of its ids."""
+    t = Trajectory()
+    t.append_forced([1])
+    t.append_sampled([2, 3], [-0.1, -0.2], policy_version=4, policy_version_end=5)  # where it changed: unknown
+    t.append_sampled([4], [-0.3], policy_version=5)
+    data = json.loads(t.to_record().model_dump_json())
+    del data["turn_version_boundaries"]
+    (tmp_path / "old.jsonl").write_text(json.dumps(data) + "\n")
+    loaded = read_jsonl(tmp_path / "old.jsonl")[0]
+    assert loaded.turn_version_boundaries == [None, None]
+    assert loaded.turn_token_versions() == [None, [5]]
+    assert loaded.token_versions() == [None, None, None, 5]
+
+
+@pytest.mark.parametrize(
+    "boundaries, expected",
+    [
+        ([[(1, 4), (2, 5)], None], "must start at token 0 with the turn's first version 4"),
+        ([[(0, 4), (2, 6)], None], "must end on the turn's last version 5"),
+        ([[(0, 4), (0, 5)], None], "token indices must increase inside the turn's 2 ids"),
+        ([None], r"expected one per turn span \(2\), got 1"),
+    ],
+)
+def test_version_boundaries_that_contradict_the_turn_are_refused(boundaries, expected):
+    t = Trajectory()
+    t.append_sampled([2, 3], [-0.1, -0.2], policy_version=4, policy_version_end=5)
+    t.append_sampled([4], [-0.3], policy_version=5)
+    data = json.loads(t.to_record().model_dump_json())
+    data["turn_version_boundaries"] = boundaries
+    with pytest.raises(ValueError, match=expected):
         TrajectoryRecord.model_validate(data)

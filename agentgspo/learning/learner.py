@@ -48,6 +48,7 @@ from agentgspo.objective.logprobs import token_entropy
 from agentgspo.objective.loss import (
     BEHAVIOUR_FRACTIONS,
     BEHAVIOUR_MASK,
+    BEHAVIOUR_NONFINITE,
     BEHAVIOUR_TIS_CAP,
     GRPO_EPS,
     GSPO_EPS,
@@ -129,10 +130,11 @@ class LearnerConfig:
     )
     minibatches: int = _setting(4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)")
     micro_batch_tokens: int = _setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
-    logp_old: Literal["recompute", "sampler"] = _setting(
-        "recompute",
-        "'recompute' (score the batch with the policy before updating) or 'sampler' (reuse the "
-        "sampler's log-probs, paper §5.4; saves a forward pass)",
+    logp_old: Literal["auto", "recompute", "sampler"] = _setting(
+        "auto",
+        "'recompute' (score the batch with the policy before updating), 'sampler' (reuse the sampler's log-probs, "
+        "paper §5.4; saves a forward pass) or 'auto' (recompute when the training loop's max_staleness > 0, else "
+        "its synchronous_logp_old; the learner alone: recompute); config.json records the value used",
     )
     behaviour_correction: Literal["auto", "none", "tis", "mask"] = _setting(
         "auto",
@@ -235,6 +237,8 @@ class LearnerConfig:
         return cls(**{spec.name: getattr(settings, spec.name) for spec in fields(cls)})
 
     def __post_init__(self) -> None:
+        if self.logp_old == "auto":  # the training loop resolves it by its max_staleness; alone: recompute
+            self.logp_old = "recompute"
         for name in ("unit", "credit"):
             if getattr(self, name) not in ("trajectory", "turn"):
                 raise ValueError(f"{name}: expected 'trajectory' or 'turn', got {getattr(self, name)!r}")
@@ -265,7 +269,7 @@ class LearnerConfig:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
         if self.logp_old not in ("recompute", "sampler"):
-            raise ValueError(f"logp_old: expected 'recompute' or 'sampler', got {self.logp_old!r}")
+            raise ValueError(f"logp_old: expected 'auto', 'recompute' or 'sampler', got {self.logp_old!r}")
         self._check_behaviour_correction()
         low, high = DEFAULT_EPS[self.objective]  # the clip band used, so a run's config.json records it
         self.eps_low = low if self.eps_low is None else float(self.eps_low)
@@ -1207,14 +1211,16 @@ class GSPOLearner:
 
     def _record_behaviour(self, diagnostics: dict[str, torch.Tensor], means: _Means) -> None:
         """A decoupled loss's behaviour diagnostics into ``means``: ``behaviour_kl`` weighted by trained tokens, the
-        weight's mean and its truncated or masked share by the count of the unit the loss weighs per
-        (``loss.behaviour_unit``: sequences, turns, or tokens for GRPO), the weight's extremes. Nothing otherwise."""
+        weight's mean, its truncated or masked share and its non-finite share (units dropped for a NaN or infinite
+        sampler log-prob) by the count of the unit the loss weighs per (``loss.behaviour_unit``: sequences, turns,
+        or tokens for GRPO), the weight's extremes. Nothing otherwise."""
         unit = getattr(self.loss_fn, "behaviour_unit", None)
         if unit is None:
             return
         means.add("behaviour_kl", float(diagnostics["behaviour_kl"]), float(diagnostics["num_tokens"]))
         count = float(diagnostics[unit.count])
-        for name in ("behaviour_weight_mean", BEHAVIOUR_FRACTIONS[self.config.behaviour_correction]):
+        shares = (BEHAVIOUR_FRACTIONS[self.config.behaviour_correction], BEHAVIOUR_NONFINITE)
+        for name in ("behaviour_weight_mean", *shares):
             means.add(name, float(diagnostics[name]), count)
         means.extreme("behaviour_weight_min", float(diagnostics["behaviour_weight_min"]), min)
         means.extreme("behaviour_weight_max", float(diagnostics["behaviour_weight_max"]), max)

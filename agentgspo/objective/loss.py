@@ -52,16 +52,22 @@ Conventions a trainer must know:
   no-grad forward) and the sampler's as ``behaviour_logprobs``. The ratio and its clip are against pi_prox, as in the
   loss they extend; each unit's term is weighed by the constant behaviour weight ``w = pi_prox / mu`` (geometric mean
   over the unit's tokens), truncated (``correction="tis"``: ``min(w, tis_cap)``) or masked (``"mask"``: 0 outside
-  ``[mask_low, mask_high]``). A masked unit still counts in N (and a masked turn in its trajectory's K_i): the
-  estimate stays the paper's mean over sampled responses. With ``mu == pi_prox`` (w = 1) each equals the loss it
-  extends, value and gradient, bit for bit. They add diagnostics, weighed across micro-batches by the count of the
-  unit the loss declares its weight per (:func:`corrects_behaviour_per`, ``loss.behaviour_unit``):
+  ``[mask_low, mask_high]``). Under either correction a unit whose log-weight is not finite (a NaN or infinite
+  behaviour log-prob: a broken sampler) is dropped, never capped. A masked unit still counts in N (and a masked turn
+  in its trajectory's K_i): the estimate stays the paper's mean over sampled responses. With ``mu == pi_prox``
+  (w = 1) each equals the loss it extends, value and gradient, bit for bit. They add diagnostics, weighed across
+  micro-batches by the count of the unit the loss declares its weight per (:func:`corrects_behaviour_per`,
+  ``loss.behaviour_unit``):
 
   ============================  ================================================================================
-  ``behaviour_kl``               mean over trained tokens of ``|log pi_prox - log mu|`` (weight: ``num_tokens``)
-  ``behaviour_weight_mean``      mean w before truncation or mask over the weight's units (``_min``, ``_max``)
-  ``behaviour_truncated_frac``   ``"tis"``: share of those units whose w exceeded ``tis_cap``
-  ``behaviour_masked_frac``      ``"mask"``: share of those units whose w fell outside the band (dropped)
+  ``behaviour_kl``               mean over trained tokens of ``|log pi_prox - log mu|`` (weight: ``num_tokens``),
+                                 over the tokens where it is finite
+  ``behaviour_weight_mean``      mean w before truncation or mask over the weight's units whose log w is finite
+                                 (``_min``, ``_max``)
+  ``behaviour_truncated_frac``   ``"tis"``: share of those units whose (finite) w exceeded ``tis_cap``
+  ``behaviour_masked_frac``      ``"mask"``: share of those units whose w fell outside the band (dropped), the
+                                 non-finite ones included
+  ``behaviour_nonfinite_frac``   share of those units dropped because log w was NaN or infinite (either correction)
   ============================  ================================================================================
 
 The optional KL penalty is not part of these losses; ``kl_k3`` gives the per-trajectory k3 estimate to add.
@@ -91,6 +97,7 @@ __all__ = [
     "BEHAVIOUR_MASK",
     "BEHAVIOUR_TIS_CAP",
     "BEHAVIOUR_FRACTIONS",
+    "BEHAVIOUR_NONFINITE",
     "corrects_behaviour_per",
     "decoupled_gspo_loss",
     "decoupled_gspo_turn_loss",
@@ -110,6 +117,8 @@ BEHAVIOUR_TIS_CAP = 5.0
 BEHAVIOUR_MASK = (0.99, 1.01)
 # The diagnostic each correction reports: the share of weight units it truncated or masked.
 BEHAVIOUR_FRACTIONS = {"tis": "behaviour_truncated_frac", "mask": "behaviour_masked_frac"}
+# The diagnostic both report: the share of weight units dropped because their weight was not a finite number.
+BEHAVIOUR_NONFINITE = "behaviour_nonfinite_frac"
 
 
 @dataclass(frozen=True)
@@ -769,27 +778,32 @@ class _BehaviourWeight:
     detached."""
 
     raw: torch.Tensor  # [...], w = pi_prox / mu before truncation or mask
-    weight: torch.Tensor  # [...], w', what multiplies a kept unit's term
-    kept: torch.Tensor  # [...] bool, False where the mask drops the unit
+    weight: torch.Tensor  # [...], w', what multiplies a kept unit's term (0 where dropped)
+    kept: torch.Tensor  # [...] bool, False where the unit is dropped (out of the mask's band, or not finite)
     corrected: torch.Tensor  # [...] bool, trained units that were truncated or masked
+    finite: torch.Tensor  # [...] bool, units whose log w is a finite number
     valid: torch.Tensor  # [...] bool, units with trained tokens
     fraction: str  # the diagnostic holding the corrected share
 
     def apply(self, objective: torch.Tensor) -> torch.Tensor:
         """``w' * objective`` per unit, broadcast over ``objective``'s trailing dims (a sequence's weight over its
-        tokens); a dropped unit's term is selected to 0, so an overflowed term cannot make it NaN."""
+        tokens); a dropped unit's term is selected to 0, and its weight was selected to 0 before the product, so
+        neither an overflowed term nor a NaN weight reaches the value or the gradient (0 * NaN = NaN)."""
         shape = (*self.weight.shape, *(1,) * (objective.dim() - self.weight.dim()))  # [...] and a 1 per extra dim
         return torch.where(self.kept.reshape(shape), self.weight.reshape(shape) * objective, 0.0)  # objective's shape
 
     def diagnostics(self, gap: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``behaviour_kl`` over trained tokens (``gap``: ``log pi_prox - log mu``, 0 where ``mask`` is 0), the raw
-        weight's mean/min/max and the truncated or masked share over the weight's units."""
+        """``behaviour_kl`` over trained tokens whose gap is finite (``gap``: ``log pi_prox - log mu``, 0 where
+        ``mask`` is 0), the raw weight's mean/min/max over the units whose log w is finite, the truncated or masked
+        share and the non-finite share over the weight's units."""
         with torch.no_grad():
             units = self.valid.sum().to(self.raw.dtype)  # []
+            scored = mask & torch.isfinite(gap)  # [B, T]
             return {
-                "behaviour_kl": gap.abs().sum() / mask.sum().to(gap.dtype).clamp(min=1),
-                **_ratio_stats(self.raw, self.valid, name="behaviour_weight"),
+                "behaviour_kl": torch.where(scored, gap.abs(), 0.0).sum() / scored.sum().to(gap.dtype).clamp(min=1),
+                **_ratio_stats(self.raw, self.valid & self.finite, name="behaviour_weight"),
                 self.fraction: self.corrected.sum() / units.clamp(min=1),
+                BEHAVIOUR_NONFINITE: (self.valid & ~self.finite).sum() / units.clamp(min=1),
             }
 
 
@@ -802,17 +816,22 @@ def _behaviour_weight(
     mask_high: float,
 ) -> _BehaviourWeight:
     """The behaviour weight ``w = exp(log_weight)`` of each unit and its correction: ``"tis"`` truncates it at
-    ``tis_cap``, ``"mask"`` keeps it where ``mask_low <= w <= mask_high`` and drops the unit elsewhere (a NaN weight
-    too). ``valid``: the units with trained tokens."""
-    raw = torch.exp(log_weight.detach())  # [...]
+    ``tis_cap``, ``"mask"`` keeps it where ``mask_low <= w <= mask_high`` and drops the unit elsewhere. Either drops
+    a unit whose ``log_weight`` is NaN or infinite: a behaviour log-prob that is not a number says nothing about w, so
+    truncating an infinite w to C would train on a broken sampler's sample at full weight. (An overflowed exp of a
+    finite log w, over 88.7 in fp32, is a true large weight and is truncated.) ``valid``: units with trained tokens."""
+    log_weight = log_weight.detach()  # [...]
+    finite = torch.isfinite(log_weight)  # [...]
+    raw = torch.exp(log_weight)  # [...]
     if correction == "tis":
-        truncated = raw > tis_cap  # [...]
-        capped = torch.where(truncated, tis_cap, raw)  # [...]
-        everything = torch.ones_like(valid)  # [...], truncation drops nothing
-        return _BehaviourWeight(raw, capped, everything, truncated & valid, valid, BEHAVIOUR_FRACTIONS["tis"])
+        truncated = finite & (raw > tis_cap)  # [...]
+        capped = torch.where(finite, torch.where(truncated, tis_cap, raw), 0.0)  # [...], 0 where dropped
+        corrected = truncated & valid  # [...]
+        return _BehaviourWeight(raw, capped, finite, corrected, finite, valid, BEHAVIOUR_FRACTIONS["tis"])
     if correction == "mask":
-        kept = (raw >= mask_low) & (raw <= mask_high)  # [...]
-        return _BehaviourWeight(raw, raw, kept, ~kept & valid, valid, BEHAVIOUR_FRACTIONS["mask"])
+        kept = finite & (raw >= mask_low) & (raw <= mask_high)  # [...]
+        weight = torch.where(kept, raw, 0.0)  # [...], 0 where dropped
+        return _BehaviourWeight(raw, weight, kept, ~kept & valid, finite, valid, BEHAVIOUR_FRACTIONS["mask"])
     raise ValueError(f"correction: expected one of {sorted(BEHAVIOUR_FRACTIONS)}, got {correction!r}")
 
 

@@ -11,8 +11,8 @@ Per episode (each ending's meaning downstream is its row in :data:`agentgspo.rol
 - the time spent inside env calls (``make``, ``reset``, ``step``, ``on_truncation``) is the episode's env budget,
   ``env_budget_s``; time waiting for the sampler is not spent. A call that spends it ends the episode there with
   ``stop_reason="env_budget"`` (its reward kept: trained);
-- one ``policy.sample`` call that raises, or runs past ``sampler_timeout_s``, ends the episode with
-  ``stop_reason="sampler_error"`` (not trained), except a
+- one ``policy.sample`` call that raises, runs past ``sampler_timeout_s``, or returns a NaN or infinite log-prob
+  for a sampled id, ends the episode with ``stop_reason="sampler_error"`` (not trained), except a
   :class:`~agentgspo.policy.base.PolicyConfigurationError` (no episode could succeed), which stops the batch;
 - an exception in the env ends it with ``stop_reason="env_error"`` and the traceback in metadata, except an
   :class:`~agentgspo.environments.env.EnvInfrastructureError` (a remote env server dropped, ...): ``infra_error``;
@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import concurrent.futures
 import dataclasses
+import math
 import queue
 import threading
 import time
@@ -114,7 +115,8 @@ class EnvCallTimeout(Exception):
 
 
 class SamplerFailed(Exception):
-    """``policy.sample`` raised or ran past ``sampler_timeout_s`` (the cause is chained)."""
+    """``policy.sample`` raised (the cause is chained), ran past ``sampler_timeout_s``, or returned a non-finite
+    log-prob (the message names the backend)."""
 
 
 @dataclass
@@ -263,14 +265,15 @@ class RolloutRunner:
                 budget.add(span[1] - span[0])
 
     async def _sample(self, request: SampleRequest) -> Any:
-        """``policy.sample(request)`` within ``sampler_timeout_s``; any failure but a configuration error is
-        :class:`SamplerFailed`."""
+        """``policy.sample(request)`` within ``sampler_timeout_s``, its log-probs checked; any failure but a
+        configuration error is :class:`SamplerFailed`."""
         limit = self.config.sampler_timeout_s
         started = time.monotonic()
         try:
             if limit is None:
-                return await self.policy.sample(request)
-            return await asyncio.wait_for(self.policy.sample(request), timeout=limit)
+                turn = await self.policy.sample(request)
+            else:
+                turn = await asyncio.wait_for(self.policy.sample(request), timeout=limit)
         except PolicyConfigurationError:
             raise
         except Exception as exc:
@@ -278,6 +281,24 @@ class RolloutRunner:
             if isinstance(exc, asyncio.TimeoutError) and limit is not None and took >= limit:
                 raise SamplerFailed(f"policy.sample ran past sampler_timeout_s={limit}") from exc
             raise SamplerFailed(f"policy.sample raised {type(exc).__name__}: {exc}") from exc
+        self._check_logprobs(turn)
+        return turn
+
+    def _check_logprobs(self, turn: Any) -> None:
+        """Refuse a turn with a NaN or infinite log-prob as a :class:`SamplerFailed` naming the backend: a sampled id
+        had probability in (0, 1], so its log-prob is finite and <= 0 (-inf too is a broken sampler). vLLM returns
+        NaN log-probs from broken kernels; recorded, one NaN would make a minibatch's loss, then the weights, NaN."""
+        bad = next((k for k, value in enumerate(turn.logprobs) if not math.isfinite(value)), None)
+        if bad is None:
+            return
+        backend = type(self.policy).__name__
+        summary = getattr(self.policy, "summary", None)
+        raise SamplerFailed(
+            f"the sampler {backend}{f' ({summary})' if summary else ''} returned a non-finite log-prob "
+            f"{turn.logprobs[bad]!r} for sampled token {bad} (id {turn.token_ids[bad]}) of {len(turn.token_ids)}: "
+            "a broken engine (vLLM returns NaN log-probs from broken kernels: check its dtype and attention "
+            "backend); the turn is not recorded"
+        )
 
     def _sampling_record(self) -> dict[str, Any]:
         """What :attr:`Trajectory.sampling` records: the sampling parameters and the backend's log-prob semantics."""
@@ -373,7 +394,9 @@ class RolloutRunner:
                 if turn.finish_reason == "context":  # the backend's model has no room for the prompt
                     trajectory.stop_reason = "context_overflow"
                     break
-                trajectory.append_sampled(turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end)
+                trajectory.append_sampled(
+                    turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end, turn.version_boundaries
+                )
                 if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
                 limit.count()

@@ -172,6 +172,10 @@ class Trajectory:
     #: The version that sampled each turn's last id: greater than ``turn_versions`` when a weight update fell inside
     #: the turn (asynchronous training updates the sampler while episodes are in flight), equal otherwise.
     turn_version_ends: list[int] = field(default_factory=list)
+    #: Where the version changed inside each turn, as the sampler knew it (``SampledTurn.version_boundaries``:
+    #: ``[(token index in the turn, version), ...]`` from ``(0, turn_versions[k])``); None for a turn sampled by one
+    #: version or whose backend did not say where (a server). :meth:`token_versions` rebuilds per-token staleness.
+    turn_version_boundaries: list[list[tuple[int, int]] | None] = field(default_factory=list)
     turn_rewards: list[float] = field(default_factory=list)  # the reward of the env step that consumed each turn
     routed_experts: dict[str, Any] | None = None  # sampler's top-k experts per token and layer (routing_replay)
     #: How the turns were sampled: ``temperature``, ``top_p``, ``top_k`` (0: off) and ``logprobs`` (the backend's
@@ -195,9 +199,11 @@ class Trajectory:
         logprobs: Sequence[float],
         policy_version: int = 0,
         policy_version_end: int | None = None,
+        version_boundaries: Sequence[tuple[int, int]] | None = None,
     ) -> None:
-        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id and the versions of
-        the policy that sampled its first and its last id (``policy_version_end`` None: the same)."""
+        """Append one sampled assistant turn: mask 1, with the sampler's log-prob of each id, the versions of
+        the policy that sampled its first and its last id (``policy_version_end`` None: the same) and, when the
+        version changed inside the turn, where (``SampledTurn.version_boundaries``)."""
         if len(ids) != len(logprobs):
             raise ValueError(f"sampled turn: expected one log-prob per id, got {len(logprobs)} for {len(ids)} ids")
         start = len(self.token_ids)
@@ -207,11 +213,38 @@ class Trajectory:
         self.turn_spans.append((start, len(self.token_ids)))
         self.turn_versions.append(int(policy_version))
         self.turn_version_ends.append(int(policy_version if policy_version_end is None else policy_version_end))
+        # Earlier turns given without boundaries (a Trajectory built field by field, as tests do) get None.
+        self.turn_version_boundaries.extend([None] * (len(self.turn_spans) - 1 - len(self.turn_version_boundaries)))
+        self.turn_version_boundaries.append(
+            [(int(index), int(version)) for index, version in version_boundaries] if version_boundaries else None
+        )
 
     def mask_turn(self, turn: int) -> None:
         """Exclude sampled turn ``turn`` from the loss (the env's ``mask`` tool-error policy)."""
         start, end = self.turn_spans[turn]
         self.loss_mask[start:end] = [0] * (end - start)
+
+    def turn_token_versions(self) -> list[list[int] | None]:
+        """Per sampled turn, the policy version that sampled each of its ids, rebuilt from the record as
+        ``SampledTurn.token_versions`` computes it; None for a turn that spans versions without its boundaries (a
+        server's turn, or a record written before boundaries were kept)."""
+        boundaries = self.turn_version_boundaries or [None] * len(self.turn_spans)
+        return [
+            _versions_of_turn(end - start, first, last, known)
+            for (start, end), first, last, known in zip(
+                self.turn_spans, self.turn_versions, self.turn_version_ends, boundaries
+            )
+        ]
+
+    def token_versions(self) -> list[int | None]:
+        """The version that sampled each id of ``token_ids`` (per-token staleness is the learner's version minus
+        it); None for ids no policy sampled (prompt, env replies) and for ids of a turn whose boundaries are
+        unknown (:meth:`turn_token_versions`)."""
+        versions: list[int | None] = [None] * len(self.token_ids)
+        for (start, end), turn in zip(self.turn_spans, self.turn_token_versions()):
+            if turn is not None:
+                versions[start:end] = turn
+        return versions
 
     @property
     def num_turns(self) -> int:
@@ -236,6 +269,7 @@ class Trajectory:
             turn_spans=self.turn_spans,
             turn_versions=self.turn_versions,
             turn_version_ends=self.turn_version_ends,
+            turn_version_boundaries=self.turn_version_boundaries,
             turn_rewards=self.turn_rewards,
             routed_experts=self.routed_experts,
             sampling=self.sampling,
@@ -267,6 +301,9 @@ class TrajectoryRecord(pydantic.BaseModel):
     #: The version that sampled each turn's last id (see :attr:`Trajectory.turn_version_ends`); records written
     #: before it existed read as their ``turn_versions``.
     turn_version_ends: list[int] = []
+    #: Where the version changed inside each turn (see :attr:`Trajectory.turn_version_boundaries`); records written
+    #: before it existed read as None per turn (per-token versions unknown only for turns that span versions).
+    turn_version_boundaries: list[list[tuple[int, int]] | None] = []
     #: The reward of the ``step`` that consumed each turn (0.0 for a turn no step consumed); records written before
     #: per-turn rewards existed read as [] (per-turn credit then refuses them).
     turn_rewards: list[float] = []
@@ -304,6 +341,7 @@ class TrajectoryRecord(pydantic.BaseModel):
                 )
         if any(end < start for start, end in zip(self.turn_versions, self.turn_version_ends)):
             raise ValueError("turn_version_ends: a turn cannot end on an older version than it started")
+        self._check_version_boundaries()
         if self.turn_rewards and len(self.turn_rewards) != len(self.turn_spans):
             raise ValueError(
                 f"turn_rewards: expected one per turn span ({len(self.turn_spans)}), got {len(self.turn_rewards)}"
@@ -315,11 +353,52 @@ class TrajectoryRecord(pydantic.BaseModel):
             )
         return self
 
+    def _check_version_boundaries(self) -> None:
+        """One entry per turn (None each in older records); each list starts at token 0 with the turn's first
+        version, ends on its last, with token indices increasing inside the turn."""
+        if not self.turn_version_boundaries:
+            self.turn_version_boundaries = [None] * len(self.turn_spans)
+        if len(self.turn_version_boundaries) != len(self.turn_spans):
+            raise ValueError(
+                f"turn_version_boundaries: expected one per turn span ({len(self.turn_spans)}), got "
+                f"{len(self.turn_version_boundaries)} (None for a turn without boundaries)"
+            )
+        for k, boundaries in enumerate(self.turn_version_boundaries):
+            if not boundaries:
+                continue
+            (start, end), first, last = self.turn_spans[k], self.turn_versions[k], self.turn_version_ends[k]
+            where = f"turn_version_boundaries[{k}] = {boundaries}"
+            if boundaries[0] != (0, first):
+                raise ValueError(f"{where}: must start at token 0 with the turn's first version {first}")
+            if boundaries[-1][1] != last:
+                raise ValueError(f"{where}: must end on the turn's last version {last}")
+            starts = [index for index, _ in boundaries]
+            if any(b <= a for a, b in zip(starts, starts[1:])) or starts[-1] >= end - start:
+                raise ValueError(f"{where}: token indices must increase inside the turn's {end - start} ids")
+
     def to_trajectory(self) -> Trajectory:
         """Back to the in-memory form."""
         data = self.model_dump(exclude={"num_turns"})
         data["turn_spans"] = [tuple(span) for span in data["turn_spans"]]
+        data["turn_version_boundaries"] = [
+            None if turn is None else [tuple(b) for b in turn] for turn in data["turn_version_boundaries"]
+        ]
         return Trajectory(**data)
+
+
+def _versions_of_turn(
+    length: int, first: int, last: int, boundaries: Sequence[tuple[int, int]] | None
+) -> list[int] | None:
+    """The version of each of a turn's ``length`` ids: from its boundaries when known, ``first`` throughout when it
+    did not span versions (``first == last``), else None (``SampledTurn.token_versions``'s rule).
+
+    >>> _versions_of_turn(3, 2, 3, [(0, 2), (1, 3)]), _versions_of_turn(2, 5, 5, None), _versions_of_turn(2, 5, 6, None)
+    ([2, 3, 3], [5, 5], None)
+    """
+    if boundaries:
+        ends = [start for start, _ in boundaries[1:]] + [length]
+        return [version for (start, version), end in zip(boundaries, ends) for _ in range(start, end)]
+    return [first] * length if first == last else None
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path, *, append: bool = False) -> int:
