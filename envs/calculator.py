@@ -3,6 +3,11 @@
 Turn 1, the model calls ``calculate`` with the expression; the tool's reply is the value; turn 2, the model
 answers ``<answer>N</answer>``. Reward 1.0 for the right value in the answer, else 0.0. The numbers are too big for
 a small model to multiply in its head, so the task is about using the tool and copying its result exactly.
+
+Held out by seeds, not by a split: the questions are drawn from the seed (procedural, no finite task list), so
+evaluation seeds from a range disjoint from the training seeds (the training loop's ``EVAL_SEEDS`` and
+``TRAIN_SEED_BASE``) are held-out draws. They are not guaranteed unseen questions: of the 7.29 million, one trained
+on may come up again by chance (with probability about questions trained / 7.29 million per evaluated one).
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ class CalculatorEnv(ChatEnv):
 
     oracle = staticmethod(calculator_oracle)
     wrong = staticmethod(calculator_wrong)
+    held_out_by = "seeds"  # procedural: disjoint seed ranges hold evaluations out
 
     def __init__(self, system_prompt: str | None = SYSTEM_PROMPT, **chat_env_kwargs: Any):
         super().__init__(tools=[calculate], **chat_env_kwargs)

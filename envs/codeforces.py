@@ -32,6 +32,13 @@ process. Two optional fields extend the open-r1 schema: ``interactor`` (Python s
 interactor, LiveCodeBench functional tests) are skipped and counted (``problem_set.skipped``). Each task carries
 ``metadata`` (id, title, rating, tags, source) and the shipped ``references`` and ``wrong`` solutions.
 
+Held-out split (``split=``, :mod:`agentgspo.envs.splits`): ``"all"`` (default: ``agentgspo eval`` and rollouts see
+every problem) poses every problem, ``"train"`` all but the held-out ones, ``"test"`` only those. The held-out
+problems are the ids listed in ``held_out`` (the codeforces recipe's ``--held-out``), else those whose id's
+SHA-256 falls in the lowest ``TEST_FRACTION`` (0.2) of hash values (each side keeps at least one problem), so a
+problem's side never changes when problems are added. ``exclude`` removes problems from every split. The training
+loop trains on ``"train"`` and evaluates on ``"test"``.
+
 Threat model: the judge's (``sandboxes/judge/core.py``, ``sandboxes/local.py``): solutions run in bubblewrap with
 CPU, memory, output and process limits; hidden inputs are bound read-only and answers never enter the sandbox;
 checkers and interactors are trusted jury code run on the host. This env adds: hidden test contents and checker
@@ -51,6 +58,7 @@ from typing import Any
 from agentgspo.environments.env import Action, ChatEnv, Message, as_action
 from agentgspo.envs.codeforces_sources import CodeforcesTask, ProblemSet, format_statement, open_r1_task, read_tasks
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, resolved_path, task_index
+from agentgspo.envs.splits import split_indices
 from agentgspo.envs.tool_output import format_tool_output
 from agentgspo.environments.tool_calls import ToolCall
 
@@ -119,6 +127,33 @@ def tasks_without(
     if not kept:
         raise ValueError(f"exclude: leaves none of the {len(tasks)} problems of data_files={data_files!r}")
     return kept
+
+
+def tasks_in_split(
+    tasks: list[CodeforcesTask],
+    split: str,
+    held_out: Sequence[str] | None,
+    exclude: Sequence[str],
+    data_files: str | Path | None,
+) -> list[CodeforcesTask]:
+    """The ``tasks`` of ``split`` (held out: the ``held_out`` ids, else by hash of the id) but the ``exclude``
+    ones; a split left empty by ``exclude`` is an error."""
+    kept = tasks_without(tasks, exclude, data_files)
+    chosen = split_indices(
+        tasks,
+        split,
+        lambda task: task.metadata["id"],
+        key_name="id",
+        held_out=held_out,
+        what=f"the problems of data_files={data_files!r}",
+    )
+    if split == "all":
+        return kept
+    ids = {task.metadata["id"] for task in kept}
+    in_split = [tasks[i] for i in chosen if tasks[i].metadata["id"] in ids]
+    if not in_split:
+        raise ValueError(f"exclude: leaves none of the {len(chosen)} problems of split {split!r}; exclude fewer")
+    return in_split
 
 
 def judge_language(lang: str) -> str:
@@ -190,13 +225,18 @@ class CodeforcesEnv(ChatEnv):
         run_time_limit_s: CPU limit of a ``run`` call.
         max_output_chars: most characters of program output in a tool message.
         sandbox: ``agentgspo.sandboxes`` backend (``"local"`` bubblewrap, ``"docker"``, ``"remote"``).
-        exclude: ids of problems this env never poses (a held-out set for evaluation during training, e.g. the
-            codeforces recipe's ``--held-out``); an unknown id is an error naming the close ones.
+        exclude: ids of problems this env never poses, in any split; an unknown id is an error naming the close
+            ones.
+        split: ``"all"`` problems, ``"train"`` (all but the held-out ones) or ``"test"`` (only the held-out ones).
+        held_out: ids of the held-out problems (e.g. the codeforces recipe's ``--held-out``); ``None``: the hash
+            rule of the module docstring. An unknown id is an error naming the close ones.
         **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
     """
 
     oracle = staticmethod(codeforces_oracle)
     wrong = staticmethod(codeforces_wrong)
+    held_out_by = "split"  # a finite problem list: its `split` keyword holds problems out
+    task_keywords = ("data_files", "exclude", "held_out")  # they choose the tasks
 
     def __init__(
         self,
@@ -210,6 +250,8 @@ class CodeforcesEnv(ChatEnv):
         max_output_chars: int = 4000,
         sandbox: str = "local",
         exclude: Sequence[str] = (),
+        split: str = "all",
+        held_out: Sequence[str] | None = None,
         **chat_env_kwargs: Any,
     ):
         from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
@@ -228,7 +270,7 @@ class CodeforcesEnv(ChatEnv):
         except (SandboxUnavailable, ValueError) as exc:
             raise SandboxUnavailable(f"CodeForces-v0 cannot use sandbox {sandbox!r}: {exc}") from exc
         self.problem_set = load_problem_set(data_files)
-        self.tasks = tasks_without(self.problem_set.tasks, exclude, data_files)
+        self.tasks = tasks_in_split(self.problem_set.tasks, split, held_out, exclude, data_files)
         self.max_submissions, self.partial_credit = max_submissions, partial_credit
         self.compile_error_penalty, self.max_judge_errors = float(compile_error_penalty), max_judge_errors
         self.run_time_limit_s, self.max_output_chars, self.sandbox = run_time_limit_s, max_output_chars, sandbox

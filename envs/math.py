@@ -11,6 +11,11 @@ default, renamed with ``problem_field``/``answer_field``). Files are read once p
 at construction. ``reset(seed=s)`` poses problem ``s % len(dataset)`` (seeds enumerate the dataset), or
 ``options={"index": i}``.
 
+Held-out split (``split=``, :mod:`agentgspo.envs.splits`): ``"all"`` (default) poses every row, ``"train"`` all but
+the held-out rows, ``"test"`` only those. A row is held out when the SHA-256 of its problem text falls in the
+lowest ``TEST_FRACTION`` (0.2) of hash values (each side keeps at least one row), so a row's side never changes
+when rows are added. The training loop trains on ``"train"`` and evaluates on ``"test"``.
+
 Why the verifier runs in a worker process: math-verify's own timeouts use ``signal.alarm``, which raises outside
 the main thread, and envs are stepped from worker threads, so it is called with ``parsing_timeout=None`` and
 ``timeout_seconds=None``. Without a timeout a hostile answer such as ``\\boxed{9^{9^{9^9}}}`` makes sympy compute
@@ -35,6 +40,7 @@ from typing import Any
 
 from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, task_index
+from agentgspo.envs.splits import split_indices
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
 from agentgspo.environments.tool_calls import ToolCall
 
@@ -323,11 +329,15 @@ class MathEnv(ChatEnv):
         sandbox: where the tool's code runs: an ``agentgspo.sandboxes`` backend (``"local"`` bubblewrap,
             ``"docker"``, ``"remote"``), checked at construction; or ``"none"``: a plain subprocess, NOT isolated
             (:func:`run_python_subprocess`), for trusted policies on machines without bubblewrap.
+        split: ``"all"`` rows, ``"train"`` (all but the held-out ones) or ``"test"`` (only the held-out ones; the
+            rule is in the module docstring).
         **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
     """
 
     oracle = staticmethod(math_oracle)
     wrong = staticmethod(math_wrong)
+    held_out_by = "split"  # a finite dataset: its `split` keyword holds rows out
+    task_keywords = ("data_files", "problem_field", "answer_field")  # they choose the tasks
 
     def __init__(
         self,
@@ -339,6 +349,7 @@ class MathEnv(ChatEnv):
         max_output_chars: int = 4000,
         verify_timeout_s: float | None = 5.0,
         sandbox: str = "local",
+        split: str = "all",
         **chat_env_kwargs: Any,
     ):
         import importlib.util
@@ -351,7 +362,11 @@ class MathEnv(ChatEnv):
             )
         runner = _python_runner(sandbox)
         path = builtin_path(BUILTIN_DATA) if data_files is None else data_files
-        self.rows = load_rows(path, (problem_field, answer_field))
+        rows = load_rows(path, (problem_field, answer_field))
+        chosen = split_indices(
+            rows, split, lambda row: row[problem_field], key_name=problem_field, what=f"the problems of {path}"
+        )
+        self.rows = rows if split == "all" else [rows[i] for i in chosen]
         self.problem_field, self.answer_field = problem_field, answer_field
         self.verify_timeout_s = verify_timeout_s
 

@@ -12,6 +12,12 @@ the same API, ``POST /search {"query", "k"} -> {"results": [{"id", "title", "tex
 Reward (``reward="em"`` or ``"f1"``) compares the normalised answer with the gold one: lowercase, punctuation and
 the articles a/an/the removed, whitespace collapsed, as in the SQuAD v1.1 evaluation script (Rajpurkar et al.
 2016, https://rajpurkar.github.io/SQuAD-explorer/); ``em`` is 1.0 on an exact match, ``f1`` the token-level F1.
+
+Held-out split (``split=``, :mod:`agentgspo.envs.splits`): ``"all"`` (default) asks every question, ``"train"`` all
+but the held-out ones, ``"test"`` only those. A question is held out when the SHA-256 of its text falls in the
+lowest ``TEST_FRACTION`` (0.2) of hash values (each side keeps at least one), so its side never changes when
+questions are added. The knowledge base is shared by both sides (it is the world, not the task). The training loop
+trains on ``"train"`` and evaluates on ``"test"``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from agentgspo.environments.env import Action, ChatEnv, Message
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, load_rows, resolved_path, task_index
+from agentgspo.envs.splits import split_indices
 from agentgspo.environments.tool_calls import ToolCall
 
 __all__ = [
@@ -250,11 +257,15 @@ class SearchEnv(ChatEnv):
         corpus: documents file (``id``, ``title``, ``text``); ``None`` is the built-in knowledge base.
         questions: questions file (``question``, ``answer``); ``None`` is the built-in 100 questions.
         top_k: results per search.
+        split: ``"all"`` questions, ``"train"`` (all but the held-out ones) or ``"test"`` (only the held-out ones;
+            the rule is in the module docstring).
         **chat_env_kwargs: ``tool_error_policy``, ``tool_error_penalty``, ``max_parse_errors`` of :class:`ChatEnv`.
     """
 
     oracle = staticmethod(search_oracle)
     wrong = staticmethod(search_wrong)
+    held_out_by = "split"  # a finite question set: its `split` keyword holds questions out
+    task_keywords = ("questions",)  # they choose the tasks
 
     def __init__(
         self,
@@ -264,15 +275,17 @@ class SearchEnv(ChatEnv):
         corpus: str | Path | None = None,
         questions: str | Path | None = None,
         top_k: int = 3,
+        split: str = "all",
         **chat_env_kwargs: Any,
     ):
         if reward not in REWARDS:
             raise ValueError(f"reward: expected one of {REWARDS}, got {reward!r}")
         if top_k < 1:
             raise ValueError(f"top_k: expected >= 1, got {top_k}")
-        self.rows = load_rows(
-            builtin_path(BUILTIN_QUESTIONS) if questions is None else questions, ("question", "answer")
-        )
+        path = builtin_path(BUILTIN_QUESTIONS) if questions is None else questions
+        rows = load_rows(path, ("question", "answer"))
+        chosen = split_indices(rows, split, lambda row: row["question"], key_name="question", what=f"{path}")
+        self.rows = rows if split == "all" else [rows[i] for i in chosen]
         self.retriever = make_retriever(retriever, builtin_path(BUILTIN_CORPUS) if corpus is None else corpus)
         self.score = exact_match if reward == "em" else token_f1
         retriever_ = self.retriever

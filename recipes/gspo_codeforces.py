@@ -25,9 +25,11 @@ Qwen/Qwen3-30B-A3B` first; memory per GPU: `agentgspo estimate-memory --model-co
                     (the tiny policy; the suite runs it)
 Settings: `--config my.yaml` (a mapping of the fields below), then any `--flag` (`--help` lists them all).
 Interrupt (Ctrl-C / SIGTERM): it finishes the step, checkpoints and prints the command that resumes.
-Held-out evaluation: the problems of `--held-out` (8 of the set, 900 to 2400) are left out of training and played
-every `--eval-every` steps as `agentgspo eval` plays them: `eval/pass@1` in metrics.jsonl, the attempts (resumable)
-and their summary in DIR/eval/step_N/ (`agentgspo view DIR/eval/step_N/results.jsonl` shows them).
+Held-out evaluation: the problems of `--held-out` (8 of the set, 900 to 2400) are CodeForces-v0's held-out split
+(env keyword `held_out`): training plays split "train" (every other problem), and they are played every
+`--eval-every` steps as `agentgspo eval` plays them: `eval/pass@1` in metrics.jsonl, the attempts (resumable) and
+their summary in DIR/eval/step_N/ (`agentgspo view DIR/eval/step_N/results.jsonl` shows them); with
+`--final-eval-episodes N` the final evaluation plays split "test", the same problems (DIR/summary.json says so).
 Outputs: DIR/metrics.jsonl (one line per step), DIR/final/ (save_pretrained + agentgspo.json), DIR/summary.json,
 DIR/trajectories/ (every 10th step's episodes: `agentgspo view FILE --tokenizer DIR/final`), DIR/checkpoints/,
 DIR/tensorboard/.
@@ -61,7 +63,9 @@ class CodeforcesConfig(TrainConfig):
     during training, and this recipe's defaults (below the class)."""
 
     held_out: list = setting(
-        HELD_OUT, "problem ids never trained on (CodeForces-v0's exclude) and evaluated every --eval-every steps"
+        HELD_OUT,
+        "problem ids never trained on and evaluated every --eval-every steps: CodeForces-v0's held-out split "
+        "(its held_out keyword; [] : the env's own rule, a hash of the id)",
     )
     eval_every: int = setting(
         25,
@@ -71,6 +75,7 @@ class CodeforcesConfig(TrainConfig):
     eval_samples: int = setting(4, "attempts per held-out problem at each evaluation (pass@1 is their mean)")
 
     def __post_init__(self) -> None:
+        self.env_kwargs = self.split_env_kwargs()  # before the base checks: they judge the final evaluation's split
         super().__post_init__()
         if self.eval_every < 0 or self.eval_samples < 1:
             raise ValueError(
@@ -82,9 +87,18 @@ class CodeforcesConfig(TrainConfig):
                 "--held-out '[\"ID\", ...]' or --eval-every 0"
             )
 
-    def train_env_kwargs(self) -> dict[str, Any]:
-        """``env_kwargs`` with the held-out problems excluded."""
-        return {**self.env_kwargs, "exclude": [*self.env_kwargs.get("exclude", []), *self.held_out]}
+    def split_env_kwargs(self) -> dict[str, Any]:
+        """``env_kwargs`` with ``held_out`` as the env's held-out ids (training then plays split "train", the final
+        evaluation split "test"); the same ids given in both places are fine, different ones an error."""
+        given = self.env_kwargs.get("held_out")
+        if not self.held_out:
+            return dict(self.env_kwargs)
+        if given is not None and list(given) != list(self.held_out):
+            raise ValueError(
+                f"held_out: --held-out {list(self.held_out)} and --env-kwargs' held_out {list(given)} differ; give "
+                "the ids once, with --held-out"
+            )
+        return {**self.env_kwargs, "held_out": list(self.held_out)}
 
     def eval_hook(self, out: Path, rollout: Any) -> Any | None:
         """``agentgspo eval`` of the sampler on the held-out problems every ``eval_every`` steps (pass@1)."""
@@ -92,7 +106,7 @@ class CodeforcesConfig(TrainConfig):
             return None
         from agentgspo.eval.hook import EvalHook
 
-        other = {k: v for k, v in self.env_kwargs.items() if k not in ("data_files", "exclude")}
+        other = {k: v for k, v in self.env_kwargs.items() if k not in ("data_files", "exclude", "held_out", "split")}
         return EvalHook(
             out,
             problems=self.env_kwargs.get("data_files"),
