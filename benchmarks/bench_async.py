@@ -21,6 +21,11 @@ Idle time removed = 1 - (async idle seconds / sync idle seconds), both sides sum
     python benchmarks/bench_async.py --backend vllm --policy larger --order completion
     python benchmarks/bench_async.py --backend server --policy larger --order completion
     python benchmarks/bench_async.py --record              # re-record STEP_SECONDS with the real judge
+    python benchmarks/bench_async.py --staleness 1 --order completion --slow-group 10 --steps 20
+
+``--slow-group F`` makes data position 0's group F times slower (its step latencies multiplied by F) and reports,
+from the saved trajectories, how often each data position was trained, where position 0 trained, and the drops:
+with completion order every position must train exactly once, the slow one included (``--max-drops``).
 """
 
 from __future__ import annotations
@@ -80,8 +85,12 @@ def record(episodes: int) -> list[float]:
     return seconds
 
 
+SLOW = {"factor": 1.0}  # --slow-group: the latency factor of data position 0 (the first training seed)
+
+
 def register_replay_env() -> None:
     """``agentgspo/LatencyReplay-v0``: 1-4 turns (by seed), each step sleeping a replayed judge latency."""
+    from agentgspo.training.train import TRAIN_SEED_BASE
     from agentgspo import ChatEnv, register
 
     class LatencyReplay(ChatEnv):
@@ -91,10 +100,11 @@ def register_replay_env() -> None:
             super().reset(seed=seed)
             self.turns_left = 1 + (seed or 0) % 4
             self.rng = random.Random(seed)
+            self.factor = SLOW["factor"] if seed == TRAIN_SEED_BASE else 1.0
             return [{"role": "user", "content": f"Answer {self.turns_left} times ({seed})."}], {}
 
         def respond(self, action):
-            time.sleep(self.rng.choice(STEP_SECONDS))
+            time.sleep(self.rng.choice(STEP_SECONDS) * self.factor)
             self.turns_left -= 1
             done = self.turns_left == 0
             reward = float(len(action.text) % 2 == 0) if done else 0.0
@@ -153,6 +163,7 @@ def start_pinned_server(policy: str, core: int, workdir: Path) -> tuple[str, obj
 
 def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server_url: str) -> dict[str, float]:
     """One training run at ``staleness``; its numbers."""
+    slow = args.slow_group > 1
     from agentgspo.recipes.quickstart import QuickstartConfig
     from agentgspo.training.train import train
 
@@ -160,7 +171,7 @@ def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server
         out=str(out / f"s{staleness}"), env_id="agentgspo/LatencyReplay-v0", env_kwargs={}, warm_demos=0,
         warm_steps=0, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group, max_turns=4,
         max_new_tokens=16, max_context=512, lr=1e-4, warmup_steps=0, logp_old="recompute", stop_success=None,
-        max_minutes=0.0, final_eval_episodes=0, checkpoint_every=args.steps, trajectories_every=0,
+        max_minutes=0.0, final_eval_episodes=0, checkpoint_every=args.steps, trajectories_every=int(slow),
         max_staleness=staleness, rollout_order=args.order, memory_estimate=False, seed=args.seed, policy=policy,
         backend=args.backend, server_url=server_url,
     )  # fmt: skip
@@ -177,7 +188,30 @@ def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server
         "s_per_episode": loop / episodes, "learner_idle_s": learner_idle, "sampler_idle_s": sampler_idle,
         "learner_idle_frac": learner_idle / loop, "staleness_max": max(r["staleness_max"] for r in rows),
         "dropped_groups": sum(r["dropped_groups"] for r in rows),
+        "trained_beyond_staleness": sum(r["trained_beyond_staleness"] for r in rows),
+        **(trained_positions(out / f"s{staleness}", args.group) if slow else {}),
     }  # fmt: skip
+
+
+def trained_positions(folder: Path, group: int) -> dict:
+    """From the trajectories saved each step: how many times each data position was trained, the step where
+    position 0 (the slow group) trained, and its records' drop counts."""
+    counts: dict[int, int] = {}
+    slow_step, slow_drops = None, None
+    for path in sorted((folder / "trajectories").glob("step_*_rank0.jsonl")):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for position in {r["group_id"] for r in records}:
+            counts[position] = counts.get(position, 0) + 1
+        slow = [r for r in records if r["group_id"] == 0]
+        if slow:
+            slow_step, slow_drops = int(path.name.split("_")[1]), slow[0]["metadata"].get("drops")
+    return {
+        "positions_trained": len(counts),
+        "positions_trained_twice": sorted(p for p, n in counts.items() if n > 1),
+        "positions_missing": sorted(set(range(max(counts, default=-1) + 1)) - set(counts)),
+        "slow_group_trained_at_step": slow_step,
+        "slow_group_drops": slow_drops,
+    }
 
 
 def main() -> None:
@@ -192,7 +226,9 @@ def main() -> None:
     parser.add_argument("--order", default="data", choices=("data", "completion"), help="--rollout-order of S > 0")
     parser.add_argument("--backend", default="hf", choices=("hf", "vllm", "server"), help="who samples")
     parser.add_argument("--policy", default="tiny", choices=("tiny", "larger", "fine"), help="bench_rollout_backends'")
+    parser.add_argument("--slow-group", type=float, default=1.0, help="data position 0's latency factor")
     args = parser.parse_args()
+    SLOW["factor"] = args.slow_group
     if args.record:
         seconds = record(args.record)
         print(json.dumps(seconds))

@@ -18,7 +18,8 @@ final sampled success 0.94-0.95 (greedy 1.00), 197-218 s for the whole command.
 Deviations from the paper (arXiv 2507.18071), all for a 2-core CPU:
 - a supervised warm start first: a random 0.75M-param model never emits a well-formed tool call by chance;
 - logp_old is the sampler's log-prob (paper §5.4) instead of a recomputation: the sampler is the same fp32 model,
-  so the two agree to ~1e-7 (logged as `sampler_logprob_gap` when recomputing) and a forward pass is saved;
+  so the two agree to ~1e-7 (logged as `sampler_logprob_gap` when recomputing) and a forward pass is saved
+  (`--logp-old auto`, the default: with `--max-staleness S > 0` it recomputes, the decoupled objective's pi_prox);
 - no system prompt in the env (the demonstrations teach the format) to halve the tokens per episode; the trained
   policy records it (``final/agentgspo.json``), so `agentgspo rollout --policy DIR/final` plays it the same way.
 
@@ -73,7 +74,7 @@ QuickstartConfig = with_defaults(
     steps=400,
     lr=1e-4,
     warmup_steps=8,
-    logp_old="sampler",
+    synchronous_logp_old="sampler",  # --logp-old auto: the sampler's at S = 0, recomputed when stale (S > 0)
     stop_success=0.95,
     max_minutes=9.0,  # the final evaluation adds ~15 s
     final_eval_episodes=256,

@@ -16,7 +16,7 @@ from agentgspo import ChatEnv
 from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
 from agentgspo.policy.tiny import tiny_policy_path
 from agentgspo.rollouts.chat import ChatRenderer
-from agentgspo.rollouts.producer import RolloutProducer
+from agentgspo.rollouts.producer import RolloutProducer, to_ranges
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 
@@ -102,14 +102,16 @@ def test_the_producer_plays_at_most_max_staleness_batches_ahead(runner):
         producer.set_version(runner.policy.version)
         assert settled(producer, 9)["next_index"] == 9
         assert [g.index for g in producer.take()[0]] == [3, 4, 5]
-        assert producer.state() == {"next_index": 9, "pending": [6, 7, 8]}
+        state = producer.state()
+        assert (state["next_index"], state["pending"], state["trained"]) == (9, [6, 7, 8], [[0, 6]])
 
 
 def test_max_staleness_zero_admits_one_batch_per_version(runner):
     with RolloutProducer(runner, plan, batch=2, max_staleness=0) as producer:
         assert settled(producer, 2)["next_index"] == 2
         groups, _ = producer.take()
-        assert [g.index for g in groups] == [0, 1] and producer.state() == {"next_index": 2, "pending": []}
+        state = producer.state()
+        assert [g.index for g in groups] == [0, 1] and (state["next_index"], state["pending"]) == (2, [])
 
 
 def test_completion_order_drops_a_group_more_than_s_versions_behind_and_plays_its_prompt_again(runner):
@@ -124,6 +126,94 @@ def test_completion_order_drops_a_group_more_than_s_versions_behind_and_plays_it
         assert stats["dropped_groups"] == 4
         assert all(g.oldest_version == 2 for g in groups)  # nothing more than S behind is trained
         assert {0, 1, 2, 3} <= set(producer.state()["pending"])  # the dropped prompts are played again
+
+
+class SlowFirstPolicy(GatedPolicy):
+    """Data position 0's prompt (seed 1000) finishes only once the learner has moved ``lag`` versions past the
+    version it started on: under completion order it is always more than S versions behind when it finishes.
+    ``turns_started`` counts that prompt's turns begun (the test waits on it, not on time)."""
+
+    def __init__(self, renderer: ChatRenderer, lag: int):
+        super().__init__(renderer)
+        self.lag, self.release_at, self.turns_started = lag, None, 0
+        self.started = threading.Condition()
+
+    async def sample(self, request: SampleRequest) -> SampledTurn:
+        import asyncio
+
+        if "(1000)" not in request.messages[-1]["content"]:
+            return await super().sample(request)
+        started = self.version
+        with self.started:
+            self.release_at = started + self.lag
+            self.turns_started += 1
+            self.started.notify_all()
+        while self.version < started + self.lag:  # the event loop stays free: the fast groups go on
+            await asyncio.sleep(0.001)
+        turn = await super().sample(request)
+        turn.policy_version = started  # sampled from its first token on by the weights it started with
+        return turn
+
+
+@pytest.mark.timeout(120)  # its waits are on events; a lost one fails here rather than at the suite's limit
+def test_completion_order_trains_a_slow_group_after_max_drops_and_every_position_once(runner):
+    """One group three versions slower than the others (S = 1): without a bound it was dropped and replayed for
+    the whole run, never trained. With ``max_drops=2`` it is dropped twice, then trained on its third finish (counted
+    as trained beyond staleness, its records say dropped twice), and every data position is trained exactly once."""
+    policy = runner.policy = SlowFirstPolicy(runner.renderer, lag=3)
+    trained, totals = [], {"dropped_groups": 0.0, "trained_beyond_staleness": 0.0}
+    slow_batch = None
+
+    def slow_group_settled(producer: RolloutProducer) -> None:
+        """Wait until every turn of position 0's current play has started (its version read), and until the play
+        has finished once its weights moved ``lag`` versions on, so which step sees it never depends on timing."""
+        with producer._condition:
+            running = 0 in producer._running
+        if not running:
+            return
+        plays = 1 + int(totals["dropped_groups"])  # each play's group_size episodes start one turn each
+        with policy.started:
+            policy.started.wait_for(lambda: policy.turns_started >= plays * runner.config.group_size)
+        if policy.version >= policy.release_at:
+            with producer._condition:
+                producer._condition.wait_for(lambda: 0 not in producer._running)
+
+    with RolloutProducer(runner, plan, batch=2, max_staleness=1, order="completion", max_drops=2) as producer:
+        for step in range(16):
+            slow_group_settled(producer)
+            groups, stats = producer.take()
+            trained += [group.index for group in groups]
+            for name in totals:
+                totals[name] += stats[name]
+            if any(group.index == 0 for group in groups):
+                slow_batch = (step, next(g for g in groups if g.index == 0))
+            slow_group_settled(producer)
+            runner.policy.update_weights(None)
+            producer.set_version(runner.policy.version)
+        state = producer.state()
+    assert slow_batch is not None, f"position 0 never trained in 16 steps: {trained}"
+    step, slow = slow_batch
+    assert slow.drops == 2 and all(t.metadata["drops"] == 2 for t in slow.trajectories), (step, slow.drops)
+    assert totals == {"dropped_groups": 2.0, "trained_beyond_staleness": 1.0}, totals
+    assert sorted(trained) == sorted(set(trained)), f"a position trained twice: {trained}"
+    pending = set(state["pending"])
+    assert set(trained) | pending == set(range(state["next_index"])) and not set(trained) & pending
+    assert state["trained"] == to_ranges(set(trained)) and state["filtered"] == []
+
+
+def test_a_resumed_producer_keeps_drop_counts_and_refuses_to_train_a_position_twice(runner):
+    """The checkpoint's state carries the drop counts of pending positions and the trained ranges: a producer
+    resumed from it trains a replayed slow group after the remaining drop, and a position given as both trained and
+    pending is refused at its take (a doubled gradient is a bug, never silent)."""
+    with RolloutProducer(
+        runner, plan, batch=2, max_staleness=0, next_index=4, pending=[2, 3], drops={"2": 2}, trained=[[0, 2]]
+    ) as producer:
+        groups, _ = producer.take()
+        assert [(g.index, g.drops) for g in groups] == [(2, 2), (3, 0)]
+        assert producer.state()["trained"] == [[0, 4]] and producer.state()["drops"] == {}
+    with RolloutProducer(runner, plan, batch=1, max_staleness=0, next_index=1, pending=[0], trained=[[0, 1]]) as p:
+        with pytest.raises(RuntimeError, match=r"data positions \[0\] were trained or filtered already"):
+            p.take()
 
 
 def test_a_group_that_cannot_be_played_fails_the_take_naming_its_cause(runner):
@@ -260,14 +350,43 @@ def test_an_interrupted_asynchronous_run_trains_every_prompt_once(tmp_path):
 
 
 def test_stale_rollouts_train_with_the_decoupled_objective_unless_told_otherwise():
+    """--logp-old auto resolves to recompute at S > 0 (the decoupled objective), to the recipe's choice at S = 0;
+    training stale without a correction needs the explicit opt-in, and the refusal never suggests it as the fix."""
+    from agentgspo.recipes.quickstart import QuickstartConfig
     from agentgspo.training.train import TrainConfig
 
-    assert TrainConfig(backend="hf").behaviour_correction == "none"  # synchronous: the paper's objective
-    assert TrainConfig(backend="hf", max_staleness=2).behaviour_correction == "tis"
-    explicit = TrainConfig(backend="hf", max_staleness=2, behaviour_correction="none")
-    assert explicit.behaviour_correction == "none"  # uncorrected staleness is an explicit setting
-    with pytest.raises(ValueError, match="max_staleness 1 trains with the decoupled objective.*--logp-old recompute"):
-        TrainConfig(backend="hf", max_staleness=1, logp_old="sampler")
+    synchronous = TrainConfig(backend="hf")
+    assert (synchronous.logp_old, synchronous.behaviour_correction) == ("recompute", "none")  # the paper's
+    stale = TrainConfig(backend="hf", max_staleness=2)
+    assert (stale.logp_old, stale.behaviour_correction) == ("recompute", "tis")
+    quickstart, quickstart_stale = QuickstartConfig(), QuickstartConfig(max_staleness=2)
+    assert quickstart.logp_old == "sampler" and quickstart_stale.logp_old == "recompute"
+    assert quickstart_stale.behaviour_correction == "tis"
+    for uncorrected in (dict(logp_old="sampler"), dict(behaviour_correction="none")):
+        with pytest.raises(ValueError, match="uncorrected.*--allow-uncorrected-staleness") as refused:
+            TrainConfig(backend="hf", max_staleness=1, **uncorrected)
+        assert "--behaviour-correction none" not in str(refused.value).split("Leave")[1]
+        allowed = TrainConfig(backend="hf", max_staleness=1, allow_uncorrected_staleness=True, **uncorrected)
+        assert allowed.behaviour_correction == "none" and allowed.uncorrected_staleness()
+
+
+def test_a_run_folder_of_uncorrected_staleness_resumes_only_with_the_opt_in(tmp_path, capsys):
+    """A folder written before the opt-in existed (S > 0, logp_old sampler, no allow_uncorrected_staleness in its
+    config.json) is refused naming the flag; with the flag it is the same run (the opt-in changes nothing computed),
+    and each step warns."""
+    from agentgspo.recipes.quickstart import main
+
+    flags = ["--out", str(tmp_path), "--smoke", "--warm-steps", "0", "--warm-demos", "0", "--steps", "1",
+             "--final-eval-episodes", "0", "--max-staleness", "1", "--logp-old", "sampler"]  # fmt: skip
+    assert main([*flags, "--allow-uncorrected-staleness"]) == 0
+    assert "trains on rollouts up to 1 versions stale with logp_old 'sampler', uncorrected" in capsys.readouterr().out
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["logp_old"] == "sampler" and config["behaviour_correction"] == "none"
+    del config["allow_uncorrected_staleness"]  # as a folder from before this setting holds it
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert main(flags) == 2
+    assert "--allow-uncorrected-staleness" in capsys.readouterr().err
+    assert main([*flags, "--allow-uncorrected-staleness"]) == 0  # finished: reports, nothing refused
 
 
 def test_the_vllm_engine_samples_ahead_of_the_learner_and_takes_updates_in_flight(tmp_path):
@@ -286,3 +405,32 @@ def test_the_vllm_engine_samples_ahead_of_the_learner_and_takes_updates_in_fligh
     assert any(r["staleness_max"] == 1 for r in rows[1:])  # some groups were played a version behind
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["behaviour_correction"] == "tis" and config["max_staleness"] == 1
+
+
+class PartlyUpdatedServers:
+    """A sampler whose weight update reached one server of two (what the server backend raises after its second
+    attempt; tests/test_policy_server.py fails real servers' transfers)."""
+
+    def update_weights(self, model, folder=None) -> int:
+        from agentgspo.policy.server import WeightUpdateFailed
+
+        raise WeightUpdateFailed(
+            "weight update to version 3 failed on 1 of 2 servers", 1, version=3,
+            updated=["http://127.0.0.1:1"], retired=["http://127.0.0.1:2"],
+        )  # fmt: skip
+
+
+def test_a_weight_update_that_failed_on_some_servers_stops_the_run_unless_fewer_samplers_are_allowed(capsys):
+    """Two failed attempts on a server stop the loop with an error naming it and the flag; with
+    ``allow_fewer_samplers`` the run trains on with the server that took the update, warning."""
+    from agentgspo.training.train import TrainConfig, _Run
+
+    def refresh(**settings) -> None:
+        run = object.__new__(_Run)  # only the settings and the rank are read
+        run.config, run.rank = TrainConfig(backend="hf", **settings), 0
+        run.refresh_sampler(PartlyUpdatedServers(), torch.nn.Linear(1, 1), None, Path("unused"))
+
+    with pytest.raises(RuntimeError, match=r"failed twice on http://127.0.0.1:2.*--allow-fewer-samplers.*:1"):
+        refresh()
+    refresh(allow_fewer_samplers=True)
+    assert "--allow-fewer-samplers" in capsys.readouterr().err

@@ -112,6 +112,16 @@ def test_flags_and_yaml_read_every_kind_of_setting_alike(tmp_path):
         load_config(TrainConfig, ["--config", str(yaml_file)])
 
 
+def test_a_bare_boolean_flag_means_true_and_a_value_still_reads():
+    """``--allow-uncorrected-staleness`` alone is true, like every boolean setting; ``--x true|false`` as before."""
+    bare = load_config(TrainConfig, ["--backend", "hf", "--compile", "--allow-uncorrected-staleness"])
+    assert bare.compile is True and bare.allow_uncorrected_staleness is True
+    assert load_config(TrainConfig, ["--backend", "hf", "--compile", "false"]).compile is False
+    assert load_config(TrainConfig, ["--backend", "hf", "--sync-each-micro-batch"]).sync_each_micro_batch is True
+    with pytest.raises(SystemExit):
+        load_config(TrainConfig, ["--backend", "hf", "--compile", "maybe"])
+
+
 def test_the_resume_command_leaves_out_testing_aids_and_keeps_what_differs():
     config = TrainConfig(out="runs/x", backend="hf", lr=1e-3, kill_after_step=3, wait_for_interrupt_at="gspo:2")
     command = resume_command(config, "python recipes/x.py")

@@ -6,8 +6,8 @@ A recipe's settings are one dataclass whose fields carry a default and a help te
 into a command line and back:
 
 - :func:`add_settings`: ``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field (help text and default
-  shown; ``X | None`` reads an empty value as ``None``; ``bool`` reads true/false; ``dict``, ``list`` and
-  ``tuple`` read JSON; ``Literal`` lists its choices);
+  shown; ``X | None`` reads an empty value as ``None``; ``bool`` reads true/false, and a bare ``--flag`` as true;
+  ``dict``, ``list`` and ``tuple`` read JSON; ``Literal`` lists its choices);
 - :func:`config_from_args` / :func:`load_config`: the values in layers, each over the one before: the class's
   defaults, ``--smoke``'s, the YAML file's (unknown keys refused naming the closest setting), the flags given;
 - :func:`with_defaults`: a recipe changes defaults, not declarations (the same field, help and type);
@@ -208,6 +208,7 @@ def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
         default = default_of(spec)
         shown = json.dumps(default) if isinstance(default, (dict, list, tuple)) else default
         choices = typing.get_args(kinds[spec.name]) if typing.get_origin(kinds[spec.name]) is Literal else None
+        switch = (optional_inner(kinds[spec.name]) or kinds[spec.name]) is bool  # a bare --flag means true
         parser.add_argument(
             flag(spec.name),
             dest=spec.name,
@@ -215,6 +216,7 @@ def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
             choices=choices,
             default=argparse.SUPPRESS,
             help=f"{spec.metadata['help']} (default: {shown})",
+            **({"nargs": "?", "const": True, "metavar": "true|false"} if switch else {}),
         )
 
 

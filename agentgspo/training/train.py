@@ -34,6 +34,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -69,7 +70,7 @@ from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, wri
 from agentgspo.policy.quiet import no_transformers_progress_bars
 from agentgspo.policy.server import WeightUpdateFailed
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights, sync_weights
-from agentgspo.rollouts.producer import RolloutProducer
+from agentgspo.rollouts.producer import RolloutProducer, to_ranges
 from agentgspo.rollouts.rollout import HISTORY_MODES, RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 from agentgspo.training.checkpoint import (
@@ -93,7 +94,10 @@ from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_
 
 __all__ = ["TrainConfig", "SMOKE", "run_recipe", "run_config", "exit_process", "bare_env_id", "episode_limits", "train"]
 
-EVAL_SEEDS = range(0, 100_000)  # held out: evaluations play env seeds from 0, training prompts from TRAIN_SEED_BASE
+# Evaluations play env seeds from 0, training prompts from TRAIN_SEED_BASE. That holds out only a procedural env's
+# tasks (drawn from the seed); a dataset env poses seed % rows, so its evaluations play its held-out split instead
+# (agentgspo.envs.splits: the training env plays split "train", evaluations split "test").
+EVAL_SEEDS = range(0, 100_000)
 TRAIN_SEED_BASE = 1_000_000
 DEMO_SEED_BASE = 9_000_000  # warm-start demonstrations
 SMOOTHING = 10  # steps in the moving average of the stop rule (and the plot)
@@ -217,7 +221,31 @@ class TrainConfig(LearnerConfig):
         "data",
         "which groups a step trains on when --max-staleness > 0: 'data' (the oldest data positions, waiting for "
         "them; the synchronous loop's batches) or 'completion' (the first to finish; one more than S versions "
-        "behind is dropped and its prompt played again)",
+        "behind is dropped and its prompt played again, at most --max-drops times)",
+    )
+    max_drops: int = setting(
+        2,
+        "--rollout-order completion: times a group more than S versions behind may be dropped and replayed; then "
+        "its next finish is trained however stale, with the behaviour correction (unbounded, a slow group would "
+        "never train: the run would favour short episodes)",
+    )
+    synchronous_logp_old: Literal["recompute", "sampler"] = setting(
+        "recompute",
+        "what --logp-old auto means at --max-staleness 0 (the recipe's choice; the sampler's log-probs are the "
+        "old policy's only when the sampler is the learner's own fp32 weights); at S > 0 auto is always recompute",
+    )
+    allow_uncorrected_staleness: bool = setting(
+        False,
+        "allow --max-staleness > 0 with --logp-old sampler or --behaviour-correction none: the ratio is then "
+        "taken against the stale sampler, uncorrected (it clips most sequences and learns slowly, ASYNC.md); a "
+        "warning is logged each step",
+        resumable=True,
+    )
+    allow_fewer_samplers: bool = setting(
+        False,
+        "--backend server with several servers: when a weight update fails on some of them twice in a row, train "
+        "on with the servers that took it (the others retired) instead of stopping with an error naming them",
+        resumable=True,
     )
     stop_success: float | None = setting(
         None, f"stop once the {SMOOTHING}-step mean success reaches this (empty: run every step)"
@@ -239,7 +267,15 @@ class TrainConfig(LearnerConfig):
     )
     # Outputs.
     final_eval_episodes: int = setting(
-        0, "held-out prompts of the final evaluation, sampled (T=1) and greedy (0: none)"
+        0,
+        "episodes of the final evaluation, sampled (T=1) and greedy, on held-out tasks: the env's held-out split "
+        "(--final-eval-env-kwargs), or seeds disjoint from training's for a procedural env (0: none)",
+    )
+    final_eval_env_kwargs: dict = setting(
+        {},
+        "keyword arguments of the final evaluation's env (a JSON object); {}: --env-kwargs with split 'test' for an "
+        "env with a held-out split (Math-v0, Code-v0, CodeForces-v0, Search-v0: the training env then plays split "
+        "'train'), --env-kwargs on seeds disjoint from training's for a procedural env (Calculator-v0)",
     )
     checkpoint_every: int = setting(
         10, "GSPO steps between checkpoints (an interruption saves one too)", resumable=True
@@ -263,15 +299,20 @@ class TrainConfig(LearnerConfig):
     )
 
     def __post_init__(self) -> None:
-        if self.behaviour_correction == "auto":  # the decoupled objective whenever rollouts may be stale
-            self.behaviour_correction = "tis" if self.max_staleness > 0 else "none"
-            if self.max_staleness > 0 and self.logp_old != "recompute":
-                raise ValueError(
-                    f"max_staleness {self.max_staleness} trains with the decoupled objective (behaviour_correction "
-                    "tis, the default when rollouts may be stale), whose ratio is against the logp_old recompute: "
-                    "add --logp-old recompute (or --behaviour-correction none to train against the stale sampler's "
-                    "log-probs, uncorrected)"
-                )
+        # 'auto' resolved here, so config.json records the values used: whenever rollouts may be stale, the
+        # decoupled objective (the ratio against the logp_old recompute, each unit weighed by pi_prox / mu).
+        if self.logp_old == "auto":
+            self.logp_old = "recompute" if self.max_staleness > 0 else self.synchronous_logp_old
+        if self.behaviour_correction == "auto":
+            self.behaviour_correction = "tis" if self.max_staleness > 0 and self.logp_old == "recompute" else "none"
+        uncorrected = self.uncorrected_staleness()
+        if uncorrected and not self.allow_uncorrected_staleness:
+            raise ValueError(
+                f"max_staleness {self.max_staleness} with {uncorrected} takes the ratio against a sampler up to "
+                f"{self.max_staleness} versions stale, uncorrected: it clips most sequences and learns slowly "
+                "(docs/async.md). Leave --logp-old and --behaviour-correction at auto (the decoupled objective), "
+                "or pass --allow-uncorrected-staleness to train this way anyway"
+            )
         super().__post_init__()  # the learner's checks; the clip band resolved, so config.json records it
         choices = {
             "history": HISTORY_MODES,
@@ -285,6 +326,8 @@ class TrainConfig(LearnerConfig):
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness: expected >= 0 policy versions, got {self.max_staleness}")
+        if self.max_drops < 0:
+            raise ValueError(f"max_drops: expected >= 0 (0: never drop a stale group), got {self.max_drops}")
         for name in ("steps", "prompts_per_step", "group_size", "checkpoint_every", "warm_checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
@@ -317,20 +360,39 @@ class TrainConfig(LearnerConfig):
             raise ValueError(
                 f"wait_for_interrupt_at: expected 'warm:N' or 'gspo:N', got {self.wait_for_interrupt_at!r}"
             )
+        if not isinstance(self.final_eval_env_kwargs, dict):
+            raise ValueError(f"final_eval_env_kwargs: expected a JSON object, got {self.final_eval_env_kwargs!r}")
+        if self.final_eval_episodes:  # a final evaluation of training tasks is refused before any work
+            from agentgspo.environments.held_out import check_final_eval
+
+            check_final_eval(self.env_id, self.env_kwargs, self.final_eval_env_kwargs)
+
+    def uncorrected_staleness(self) -> str:
+        """What makes training on stale rollouts uncorrected ('' when nothing does): with ``max_staleness`` > 0,
+        ``logp_old`` sampler or ``behaviour_correction`` none."""
+        if self.max_staleness == 0:
+            return ""
+        if self.logp_old == "sampler":
+            return "logp_old 'sampler'"
+        return "behaviour_correction 'none'" if self.behaviour_correction == "none" else ""
 
     def server_urls(self) -> list[str]:
         """``server_url`` as a list."""
         return [url for url in self.server_url.split(",") if url]
 
     def train_env_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the env the policy trains on: ``env_kwargs`` (a recipe with a held-out set
-        adds what leaves it out)."""
-        return self.env_kwargs
+        """The keyword arguments of the env the policy trains on: ``env_kwargs``, plus ``split="train"`` for an env
+        with a held-out split (unless ``env_kwargs`` names a split), so that no held-out task is ever trained on
+        (:mod:`agentgspo.envs.splits`). The env's own default stays ``"all"`` for ``agentgspo eval`` and rollouts."""
+        from agentgspo.environments.held_out import training_kwargs
+
+        return training_kwargs(self.env_id, self.env_kwargs)
 
     def eval_hook(self, out: Path, rollout: Any) -> Any | None:
-        """What evaluates the policy during training (called after each step with the step, the sampler and the
-        renderer; returns metrics to log or ``None``), writing under ``out``; ``rollout`` holds the episode
-        limits. ``None``: no evaluation (recipes with a held-out set override this, e.g.
+        """What evaluates the policy during training (called after each step with the step, the sampler, the
+        renderer and ``run=``, which runs a coroutine on the rollouts' event loop: sample through it, since a
+        backend serves one event loop at a time; returns metrics to log or ``None``), writing under ``out``;
+        ``rollout`` holds the episode limits. ``None``: no evaluation (recipes with a held-out set override this, e.g.
         recipes/gspo_codeforces.py)."""
         return None
 
@@ -578,6 +640,7 @@ class _Run:
             batch=config.prompts_per_step,
             max_staleness=config.max_staleness,
             order=config.rollout_order,
+            max_drops=config.max_drops,
             version=sampler.version,
             **self.producer_state(run_state, step),
         )
@@ -593,12 +656,19 @@ class _Run:
                 if config.trajectories_every and step % config.trajectories_every == 0:
                     (out / "trajectories").mkdir(parents=True, exist_ok=True)
                     write_jsonl(trajectories, out / "trajectories" / f"step_{step:06d}_rank{self.rank}.jsonl")
+                if config.uncorrected_staleness():
+                    accelerator.print(
+                        f"warning: step {step} trains on rollouts up to {config.max_staleness} versions stale with "
+                        f"{config.uncorrected_staleness()}, uncorrected (--allow-uncorrected-staleness)",
+                        flush=True,
+                    )
                 learner_started = time.perf_counter()
                 stats = learner.step(trajectories)
                 self.refresh_sampler(sampler, model, policy, sampler_folder)
                 learner_seconds = time.perf_counter() - learner_started
                 # Rank 0 evaluates the updated weights; the other ranks go on and wait for it at the next update.
-                evaluated = evaluation(step, sampler, renderer) if evaluation is not None else None
+                # On the producer's event loop, beside the groups in flight: a backend serves one loop at a time.
+                evaluated = evaluation(step, sampler, renderer, run=producer.run) if evaluation is not None else None
                 shared = self.log_step(
                     logger,
                     step,
@@ -719,9 +789,15 @@ class _Run:
             staging.rename(path)
         return demos
 
-    def evaluate(self, policy: Any, seeds: range, *, temperature: float) -> dict[str, Any]:
-        """Success of ``policy`` on the held-out ``seeds`` (a fresh runner, no training)."""
+    def evaluate(self, policy: Any, seeds: range, *, temperature: float, save_to: Path | None = None) -> dict[str, Any]:
+        """Success of ``policy`` on ``seeds`` of the held-out env (a fresh runner, no training): the env of
+        ``final_eval_env_kwargs``, by default the training env's held-out split (a procedural env: its own, the
+        seeds being disjoint from training's). ``save_to``: rank 0 writes the episodes there (JSONL)."""
+        from agentgspo.environments.held_out import final_eval_kwargs
+
         config = self.config
+        kwargs, _ = final_eval_kwargs(config.env_id, config.env_kwargs, config.final_eval_env_kwargs)
+        env_id, kwargs = resolve(bare_env_id(config.env_id), kwargs)
         rollout = RolloutConfig(
             group_size=1,
             max_turns=self.limits["max_turns"],
@@ -731,9 +807,12 @@ class _Run:
             sampler_timeout_s=config.sampler_timeout_s or None,
             sampling=SamplingParams(temperature=temperature, max_new_tokens=self.limits["max_new_tokens"]),
         )
-        return summarize(
-            RolloutRunner(self.make_env, policy, policy.renderer, rollout).run_sync(list(seeds), sampling_seed=12345)
-        )
+        make_env = functools.partial(gym.make, env_id, disable_env_checker=True, **kwargs)
+        episodes = RolloutRunner(make_env, policy, policy.renderer, rollout).run_sync(list(seeds), sampling_seed=12345)
+        if save_to is not None and self.accelerator.is_main_process:
+            save_to.parent.mkdir(parents=True, exist_ok=True)
+            write_jsonl(episodes, save_to)
+        return summarize(episodes)
 
     def sampler(self, policy: HFPolicy, folder: Path) -> Any:
         """The backend ``--backend`` names: the HF policy itself (it samples with the learner's module), or another
@@ -758,16 +837,26 @@ class _Run:
 
     def refresh_sampler(self, sampler: Any, model: Any, policy: HFPolicy, folder: Path) -> None:
         """Give the sampler the learner's current weights (gathered from the shards under FSDP2). Servers that fail
-        the update are retired; training goes on while any serves (a warning names them)."""
+        the update (after the backend's second attempt) are retired and never serve a partial load; the run stops
+        with an error naming them, unless ``allow_fewer_samplers`` says to train on with those that took it."""
         if is_sharded(model):
             load_sampler_weights(policy.model, full_state_dict(self.accelerator, model))  # a collective: every rank
             model = policy.model  # the unsharded copy: the sampler itself (hf), or what vLLM / the servers reload
         try:
             sync_weights(sampler, model, folder)
         except WeightUpdateFailed as exc:
-            if not exc.serving:
-                raise
-            print(f"warning (rank {self.rank}): {exc}", file=sys.stderr, flush=True)
+            if not exc.serving or not self.config.allow_fewer_samplers:
+                fix = (
+                    "no server took it: check them and resume the run"
+                    if not exc.serving
+                    else f"resume the run once they serve again, or pass --allow-fewer-samplers to train on with "
+                    f"{', '.join(exc.updated) or f'the {exc.serving} that took it'}"
+                )
+                raise RuntimeError(
+                    f"the weight update to version {exc.version} failed twice on {', '.join(exc.retired)} "
+                    f"(retired: {exc}); {fix}"
+                ) from exc
+            print(f"warning (rank {self.rank}, --allow-fewer-samplers): {exc}", file=sys.stderr, flush=True)
 
     def trained_with(self, renderer: Any) -> PolicySettings:
         """How to play the trained policy (DIR/final/agentgspo.json and each checkpoint's)."""
@@ -784,9 +873,15 @@ class _Run:
 
     def producer_state(self, run_state: dict[str, Any], step: int) -> dict[str, Any]:
         """Where this rank's rollouts resume: the checkpoint's producer state, else the data position of ``step``
-        (a checkpoint written before rollouts had a producer)."""
+        (a checkpoint written before rollouts had a producer: every position before it trained). A checkpoint
+        written before the producer kept its trained ranges counts every position neither next nor pending as
+        trained."""
         saved = run_state.get("producer")
-        return saved[self.rank] if saved else {"next_index": step * self.config.prompts_per_step}
+        state = dict(saved[self.rank]) if saved else {"next_index": step * self.config.prompts_per_step}
+        if "trained" not in state:
+            before = set(range(state["next_index"])) - set(state.get("pending", ()))
+            state["trained"] = to_ranges(before)
+        return state
 
     def plan(self, index: int) -> tuple[int, int, int]:
         """Data position ``index`` of this process -> (env seed, group id, sampling seed): position i of step k's
@@ -834,6 +929,7 @@ class _Run:
             "staleness_hist": dict(sorted(collections.Counter(staleness).items())),
             "version_span_max": max((newest - oldest for oldest, newest in spans), default=0),
             "dropped_groups": waits["dropped_groups"],
+            "trained_beyond_staleness": waits["trained_beyond_staleness"],
             "step_seconds": wall,
             "learner_busy_frac": min(learner_seconds / wall, 1.0) if wall > 0 else 0.0,
             "sampler_busy_frac": min(waits["sampler_busy_seconds"] / wall, 1.0) if wall > 0 else 0.0,
@@ -910,11 +1006,22 @@ class _Run:
         model.eval()
         final_eval = None
         if config.final_eval_episodes:
+            from agentgspo.environments.held_out import final_eval_kwargs
+
             seeds = EVAL_SEEDS[: config.final_eval_episodes]
+            kwargs, held_out_by = final_eval_kwargs(config.env_id, config.env_kwargs, config.final_eval_env_kwargs)
+            sampled = self.evaluate(policy, seeds, temperature=1.0, save_to=out / "final_eval" / "sampled.jsonl")
+            greedy = self.evaluate(policy, seeds, temperature=0.0, save_to=out / "final_eval" / "greedy.jsonl")
             final_eval = {
-                "sampled": self.evaluate(policy, seeds, temperature=1.0)["success"],
-                "greedy": self.evaluate(policy, seeds, temperature=0.0)["success"],
+                "sampled": sampled["success"],
+                "greedy": greedy["success"],
                 "episodes": len(seeds),
+                # What was evaluated: the env's kwargs, its split ("test": held-out rows; None: all of that env's
+                # tasks), what holds them out ("split", "seeds" disjoint from training's, or the "env_kwargs" given).
+                "env_kwargs": kwargs,
+                "split": kwargs.get("split"),
+                "held_out_by": held_out_by,
+                "seeds": [seeds.start, seeds.stop],
             }
         # Each rank's full weights (under FSDP2 the sampler's unsharded copy, refreshed after the last step).
         local = sum(p.detach().double().abs().sum() for p in policy.model.parameters())
@@ -974,9 +1081,14 @@ def _report(out: Path, summary: dict[str, Any]) -> None:
     success, final_eval = summary.get("success") or [], summary.get("final_eval")
     first = f" (first GSPO step: {success[0]:.2f})" if success else ""
     if final_eval:
+        what = {  # what held the evaluated tasks out (a summary written before splits says nothing)
+            "split": f" (the env's held-out split {final_eval.get('split')!r})",
+            "seeds": " (seeds disjoint from training's)",
+            "env_kwargs": " (the env of --final-eval-env-kwargs)",
+        }.get(final_eval.get("held_out_by"), "")
         print(
             f"final eval on {final_eval['episodes']} held-out prompts: sampled success {final_eval['sampled']:.2f}, "
-            f"greedy {final_eval['greedy']:.2f}{first}; {summary['seconds']:.0f} s"
+            f"greedy {final_eval['greedy']:.2f}{first}; {summary['seconds']:.0f} s{what}"
         )
     else:
         print(f"reward per step {[round(r, 3) for r in summary.get('reward_mean', [])]}; {summary['seconds']:.0f} s")
@@ -984,6 +1096,7 @@ def _report(out: Path, summary: dict[str, Any]) -> None:
     for name, what in (
         ("final/", "the trained policy (save_pretrained; agentgspo.json: the env and limits it was trained with)"),
         ("summary.json", "these numbers"),
+        ("final_eval/", "the final evaluation's episodes, sampled.jsonl and greedy.jsonl (agentgspo view FILE)"),
         ("metrics.jsonl", "one line per GSPO step"),
         ("reward.png", "the training curves"),
         ("trajectories/", "the episodes of every --trajectories-every steps (agentgspo view FILE)"),
