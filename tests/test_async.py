@@ -216,6 +216,18 @@ def test_a_resumed_producer_keeps_drop_counts_and_refuses_to_train_a_position_tw
             p.take()
 
 
+def test_a_position_filtered_after_its_take_counts_as_filtered_not_trained(runner):
+    """A sampling rule (dynamic sampling) that leaves a taken group out records it as filtered: the checkpoint's
+    trained and filtered ranges stay disjoint, and a position never taken cannot be filtered."""
+    with RolloutProducer(runner, plan, batch=3, max_staleness=0) as producer:
+        producer.take()
+        producer.filter([1])
+        state = producer.state()
+        assert (state["trained"], state["filtered"]) == ([[0, 1], [2, 3]], [[1, 2]])
+        with pytest.raises(ValueError, match=r"data positions \[5\] were not taken"):
+            producer.filter([5])
+
+
 def test_a_group_that_cannot_be_played_fails_the_take_naming_its_cause(runner):
     from agentgspo.policy.base import PolicyConfigurationError
 
