@@ -21,11 +21,14 @@ Idle time removed = 1 - (async idle seconds / sync idle seconds), both sides sum
     python benchmarks/bench_async.py --backend vllm --policy larger --order completion
     python benchmarks/bench_async.py --backend server --policy larger --order completion
     python benchmarks/bench_async.py --record              # re-record STEP_SECONDS with the real judge
-    python benchmarks/bench_async.py --staleness 1 --order completion --slow-group 10 --steps 20
+    python benchmarks/bench_async.py --staleness 1 --order completion --slow-group 40 --steps 30
 
-``--slow-group F`` makes data position 0's group F times slower (its step latencies multiplied by F) and reports,
-from the saved trajectories, how often each data position was trained, where position 0 trained, and the drops:
-with completion order every position must train exactly once, the slow one included (``--max-drops``).
+``--slow-group F`` makes the group of data position ``--slow-position`` (default: the first of the third batch,
+admitted while the learner is already training: the first batch is always waited for) F times slower (its step
+latencies multiplied by F) and reports, from the saved trajectories, how often each data position was trained,
+where the slow group trained, and its drops,
+and from the last checkpoint the positions still pending at the stop: with completion order every position must
+train exactly once (or be pending at the stop), the slow one included (``--max-drops``).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def record(episodes: int) -> list[float]:
     return seconds
 
 
-SLOW = {"factor": 1.0}  # --slow-group: the latency factor of data position 0 (the first training seed)
+SLOW = {"factor": 1.0, "position": 0}  # --slow-group F, --slow-position P: data position P's latency factor
 
 
 def register_replay_env() -> None:
@@ -100,7 +103,7 @@ def register_replay_env() -> None:
             super().reset(seed=seed)
             self.turns_left = 1 + (seed or 0) % 4
             self.rng = random.Random(seed)
-            self.factor = SLOW["factor"] if seed == TRAIN_SEED_BASE else 1.0
+            self.factor = SLOW["factor"] if seed == TRAIN_SEED_BASE + SLOW["position"] else 1.0
             return [{"role": "user", "content": f"Answer {self.turns_left} times ({seed})."}], {}
 
         def respond(self, action):
@@ -189,26 +192,31 @@ def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server
         "learner_idle_frac": learner_idle / loop, "staleness_max": max(r["staleness_max"] for r in rows),
         "dropped_groups": sum(r["dropped_groups"] for r in rows),
         "trained_beyond_staleness": sum(r["trained_beyond_staleness"] for r in rows),
-        **(trained_positions(out / f"s{staleness}", args.group) if slow else {}),
+        **(trained_positions(out / f"s{staleness}", SLOW["position"]) if slow else {}),
     }  # fmt: skip
 
 
-def trained_positions(folder: Path, group: int) -> dict:
+def trained_positions(folder: Path, slow_position: int) -> dict:
     """From the trajectories saved each step: how many times each data position was trained, the step where
-    position 0 (the slow group) trained, and its records' drop counts."""
+    ``slow_position`` (the slow group) trained, and its records' drop counts."""
     counts: dict[int, int] = {}
     slow_step, slow_drops = None, None
     for path in sorted((folder / "trajectories").glob("step_*_rank0.jsonl")):
         records = [json.loads(line) for line in path.read_text().splitlines()]
         for position in {r["group_id"] for r in records}:
             counts[position] = counts.get(position, 0) + 1
-        slow = [r for r in records if r["group_id"] == 0]
+        slow = [r for r in records if r["group_id"] == slow_position]
         if slow:
             slow_step, slow_drops = int(path.name.split("_")[1]), slow[0]["metadata"].get("drops")
+    # Positions admitted but not yet trained when the run stopped are the last checkpoint's pending ones (played
+    # first on a resume), not lost: "missing" is what is neither trained nor pending.
+    last = max((folder / "checkpoints").glob("step-*"))  # zero-padded: the newest sorts last
+    pending = {i for rank in json.loads((last / "run_state.json").read_text())["producer"] for i in rank["pending"]}
     return {
         "positions_trained": len(counts),
         "positions_trained_twice": sorted(p for p, n in counts.items() if n > 1),
-        "positions_missing": sorted(set(range(max(counts, default=-1) + 1)) - set(counts)),
+        "positions_pending_at_stop": sorted(pending),
+        "positions_missing": sorted(set(range(max(counts, default=-1) + 1)) - set(counts) - pending),
         "slow_group_trained_at_step": slow_step,
         "slow_group_drops": slow_drops,
     }
@@ -226,9 +234,11 @@ def main() -> None:
     parser.add_argument("--order", default="data", choices=("data", "completion"), help="--rollout-order of S > 0")
     parser.add_argument("--backend", default="hf", choices=("hf", "vllm", "server"), help="who samples")
     parser.add_argument("--policy", default="tiny", choices=("tiny", "larger", "fine"), help="bench_rollout_backends'")
-    parser.add_argument("--slow-group", type=float, default=1.0, help="data position 0's latency factor")
+    parser.add_argument("--slow-group", type=float, default=1.0, help="the slow data position's latency factor")
+    parser.add_argument("--slow-position", type=int, default=None, help="the slow data position (default 2 x prompts)")
     args = parser.parse_args()
     SLOW["factor"] = args.slow_group
+    SLOW["position"] = 2 * args.prompts if args.slow_position is None else args.slow_position
     if args.record:
         seconds = record(args.record)
         print(json.dumps(seconds))
