@@ -48,7 +48,8 @@ def test_a_server_without_pause_is_updated_unpaused_when_idle_and_refused_mid_tu
     policy = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0))
     with caplog.at_level(logging.WARNING, logger="agentgspo.policy.server"):
         assert policy.update_weights(None, tmp_path) == 1  # nothing in flight: the old way, with a warning
-    assert "weight updates: through folders (the servers do not accept the gloo" in caplog.text  # no streaming
+    # No streaming: the server does not accept the gloo engine, or (no vLLM beside the learner) it is not asked.
+    assert "weight updates: through folders (" in caplog.text
     assert f"{url} has no /pause route" in caplog.text
     assert posted == ["/collective_rpc", "/reset_prefix_cache"] and policy.servers[0].version == 1
 
@@ -60,3 +61,25 @@ def test_a_server_without_pause_is_updated_unpaused_when_idle_and_refused_mid_tu
     policy.servers[0].in_flight = 0
     with pytest.raises(ServerUnavailable, match=f"every server failed a weight update: {url}"):
         asyncio.run(policy.sample(SampleRequest([1, 2], [], SamplingParams())))
+
+
+def test_without_vllm_beside_the_learner_auto_updates_through_folders_and_gloo_is_refused(
+    server_without_pause, tmp_path, monkeypatch, caplog
+):
+    # The server backend's client needs no vLLM (its servers run it): with none importable here, "auto" updates
+    # through folders, and an explicit "gloo" is refused naming both fixes (it raised ModuleNotFoundError).
+    import sys
+
+    url, posted = server_without_pause
+    monkeypatch.setattr("agentgspo.policy.server.save_weights", lambda model, folder: Path(folder))
+    monkeypatch.delitem(sys.modules, "agentgspo.policy.weight_transfer", raising=False)
+    for name in [name for name in sys.modules if name == "vllm" or name.startswith("vllm.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # `import vllm...` raises ImportError, as when it is absent
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with caplog.at_level(logging.WARNING, logger="agentgspo.policy.server"):
+        assert ServerPolicy([url], SimpleNamespace(end_of_turn_id=0)).update_weights(None, tmp_path) == 1
+    assert "weight updates: through folders (vLLM does not import here" in caplog.text
+    assert posted == ["/collective_rpc", "/reset_prefix_cache"]
+    gloo = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0), weight_transfer="gloo")
+    with pytest.raises(RuntimeError, match="install vllm beside the learner, or pass weight_transfer='folder'"):
+        gloo.update_weights(None, tmp_path)

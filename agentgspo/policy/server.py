@@ -555,8 +555,19 @@ class ServerPolicy:
         if self.weight_transfer == "folder":
             return False
         if self._transfer is None and self._streaming is None:
-            from agentgspo.policy.weight_transfer import WeightTransferError
-
+            try:  # the trainer's side of the gloo engine is built on vLLM's weight-transfer classes
+                from agentgspo.policy.weight_transfer import WeightTransferError
+            except ImportError as exc:
+                if self.weight_transfer != "auto":
+                    raise RuntimeError(
+                        f"weight_transfer='gloo' streams through vLLM's weight-transfer engine, which does not import "
+                        f"here ({exc}): install vllm beside the learner, or pass weight_transfer='folder'"
+                    ) from exc
+                self._streaming = False
+                logger.warning(
+                    "weight updates: through folders (vLLM does not import here: %s; install it to stream)", exc
+                )
+                return False
             try:
                 self._connect([s for s in self.servers if s.retired is None])
                 self._streaming = True
