@@ -24,11 +24,11 @@ Idle time removed = 1 - (async idle seconds / sync idle seconds), both sides sum
     python benchmarks/bench_async.py --staleness 1 --order completion --slow-group 40 --steps 30
 
 ``--slow-group F`` makes the group of data position ``--slow-position`` (default: the first of the third batch,
-admitted while the learner is already training: the first batch is always waited for) F times slower (its step
-latencies multiplied by F) and reports, from the saved trajectories, how often each data position was trained,
-where the slow group trained, and its drops,
-and from the last checkpoint the positions still pending at the stop: with completion order every position must
-train exactly once (or be pending at the stop), the slow one included (``--max-drops``).
+admitted while the learner is already training: the first batch is always waited for) F times slower (its reset
+and each step at least F x the median recorded latency) and reports, from the saved trajectories, how often each
+data position was trained, where the slow group trained, and its drops, and from the last checkpoint the positions
+still pending at the stop: with completion order every position must train exactly once (or be pending at the
+stop), the slow one included (``--max-drops``).
 """
 
 from __future__ import annotations
@@ -104,10 +104,13 @@ def register_replay_env() -> None:
             self.turns_left = 1 + (seed or 0) % 4
             self.rng = random.Random(seed)
             self.factor = SLOW["factor"] if seed == TRAIN_SEED_BASE + SLOW["position"] else 1.0
+            if self.factor > 1:  # the slow group: its reset too (a reply cut at max_new_tokens calls no step)
+                time.sleep(statistics.median(STEP_SECONDS) * self.factor)
             return [{"role": "user", "content": f"Answer {self.turns_left} times ({seed})."}], {}
 
         def respond(self, action):
-            time.sleep(self.rng.choice(STEP_SECONDS) * self.factor)
+            latency = self.rng.choice(STEP_SECONDS)  # the slow group: F x the median at least, whatever it draws
+            time.sleep(max(latency, statistics.median(STEP_SECONDS)) * self.factor if self.factor > 1 else latency)
             self.turns_left -= 1
             done = self.turns_left == 0
             reward = float(len(action.text) % 2 == 0) if done else 0.0

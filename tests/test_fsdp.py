@@ -50,11 +50,13 @@ STEPS = 3
 SPLITS = {"unequal": (8, 4), "one_rank_empty": (12, 0)}
 # SGD at lr 1 moves each parameter by its gradient, so the update error is the gradient error: the FSDP2 and single
 # process gradients agree to fp32 summation order (max error <= 1e-4 x the largest change). AdamW divides by
-# sqrt(v) + 1e-8, which turns fp32 round-off in near-zero gradient entries into changes up to ~lr: its tolerance is
-# absolute, a tenth of one step at lr 1e-3.
+# sqrt(v) + eps: a round-off d in a near-zero gradient entry moves that entry by up to lr * d / eps. With the default
+# eps 1e-8 and d ~ 1e-9 that is 1e-4, the tolerance itself (measured: 1.14e-4 on another machine); eps 1e-6 bounds it
+# at 1e-6, a hundredth of the tolerance, while a sharding bug (a shard's gradient or moment lost or doubled) moves
+# entries by about lr = 1e-3. The tolerance is absolute, a tenth of one step at lr 1e-3.
 OPTIMIZERS = {
     "sgd": lambda params: torch.optim.SGD(params, lr=1.0),
-    "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3),
+    "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3, eps=1e-6),
 }
 SGD_RELATIVE_TOLERANCE = 1e-4
 ADAMW_TOLERANCE = 1e-4
