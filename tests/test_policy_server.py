@@ -323,7 +323,9 @@ def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(server
         new = learner_logprobs(updated, long_prompt, turn.token_ids)
         switch = int(((sampled - old).abs() > LONG_TURN_ATOL).nonzero()[0])  # the first id not the old weights'
         gap = (sampled[switch:] - new[switch:]).abs()
-        assert 1 <= switch < LONG and float(gap.max()) <= LONG_TURN_ATOL, (switch, int(gap.argmax()), float(gap.max()))
+        # switch 0: the pause landed while the turn was admitted but before its first id (seen in a busy full-suite
+        # run); it still spans 1 -> 2 and every id after the switch must be the new weights'.
+        assert 0 <= switch < LONG and float(gap.max()) <= LONG_TURN_ATOL, (switch, int(gap.argmax()), float(gap.max()))
     # Item 7: the prompt's first KV block was cached under the old weights; a turn admitted after the update must
     # not reuse it (its log-probs are the new weights').
     assert after.policy_version == 2 and after.policy_version_end is None
