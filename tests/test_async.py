@@ -326,6 +326,7 @@ def test_max_staleness_zero_is_the_synchronous_loop_bit_for_bit(tmp_path):
     assert moved > 1e-4, "nothing trained: this test would prove nothing"
 
 
+@pytest.mark.slow
 def test_an_interrupted_asynchronous_run_trains_every_prompt_once(tmp_path):
     """S = 1: killed (SIGKILL) after step 2's checkpoint, with the next batch admitted ahead of the learner; resumed,
     that batch is played again on the resumed weights: each data position is trained exactly once, none skipped."""
@@ -401,6 +402,7 @@ def test_a_run_folder_of_uncorrected_staleness_resumes_only_with_the_opt_in(tmp_
     assert main([*flags, "--allow-uncorrected-staleness"]) == 0  # finished: reports, nothing refused
 
 
+@pytest.mark.slow
 def test_the_vllm_engine_samples_ahead_of_the_learner_and_takes_updates_in_flight(tmp_path):
     """S = 1 with the in-process vLLM engine: weight updates land while the next groups are sampled (turns record
     version spans), the decoupled objective trains (behaviour weights logged), staleness stays within the bound."""

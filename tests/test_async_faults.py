@@ -14,6 +14,9 @@ import pytest
 
 from agentgspo.rollouts.trajectory import EXCLUDED_STOPS
 
+# The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
+pytestmark = pytest.mark.slow
+
 
 def _rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

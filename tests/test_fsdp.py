@@ -230,6 +230,7 @@ def _single_process_reference(kind: str, steps: int = STEPS) -> dict[str, torch.
     return {k: v.detach().clone() for k, v in accelerator.unwrap_model(model).state_dict().items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
 @pytest.mark.parametrize("split", sorted(SPLITS))
 def test_fsdp2_on_two_ranks_equals_the_single_process_update(trained, split, kind):
@@ -293,6 +294,7 @@ def test_fsdp2_bf16_keeps_fp32_master_shards_and_no_fp32_logits(trained):
         assert result["fp32_vocab_rows"] <= DEFAULT_CHUNK_SIZE, result
 
 
+@pytest.mark.slow
 def test_fsdp2_kill_and_resume_is_exact(tmp_path):
     """Both ranks are SIGKILLed right after the step-2 checkpoint; a new launch resumes from it and its parameters
     after step 4 equal an uninterrupted run's bit for bit (sharded model and AdamW state through

@@ -20,10 +20,13 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("deepspeed") is None,
-    reason="DeepSpeed is not installed (pip install 'agentgspo[deepspeed]')",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("deepspeed") is None,
+        reason="DeepSpeed is not installed (pip install 'agentgspo[deepspeed]')",
+    ),
+]
 
 STEPS = 4
 SAVE_AFTER = 2

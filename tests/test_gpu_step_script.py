@@ -1,9 +1,13 @@
 """benchmarks/gpu_gspo_step.py runs end to end in its CPU smoke mode, so a lent GPU's minutes are not lost to a bug."""
 
+import pytest
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+# The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

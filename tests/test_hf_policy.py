@@ -16,6 +16,7 @@ from agentgspo.policy.hf import HFPolicy, stop_ids_of
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12)
 
 
+@pytest.mark.slow
 def test_prefill_builds_logits_for_the_last_position_only(warm_model, renderer, tokenizer):
     policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
     shapes = []

@@ -255,6 +255,7 @@ def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(u
     assert metrics["mb0_clip_frac_low"] == 1.0 and metrics["trained_tokens"] == 12.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["gspo", "grpo"])
 def test_compiled_loss_region_trains_like_the_eager_one(objective):
     """``compile=True`` (fused fp32 log-probs + objective under torch.compile) makes the same update as eager."""
@@ -396,6 +397,7 @@ def _scenario(ddp_results, name):
     return results[f"{name}.rank0"], results[f"{name}.rank1"]
 
 
+@pytest.mark.slow
 def test_ddp_update_is_the_per_trajectory_mean_over_all_ranks_with_unequal_counts(ddp_results):
     """Rank 0 holds 8 trajectories, rank 1 holds 4: the update is (1/12) sum over all 12 (paper Eq. 5), not the
     mean of the two ranks' own means ((1/2)(g_0 / 8 + g_1 / 4))."""

@@ -110,6 +110,7 @@ def _cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus():
     """The README's numbers: Qwen3-30B-A3B on 8 x 80 GB under FSDP2 fits with activation checkpointing at 8192
     tokens per micro-batch and does not without it (exit status 1 when it does not fit)."""

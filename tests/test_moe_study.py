@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import importlib.util
 import json
 import math
@@ -20,6 +21,7 @@ def _recipe():
     return module
 
 
+@pytest.mark.slow
 def test_smoke_study_runs_every_variant_and_its_table_matches_the_metrics_files(tmp_path):
     out = tmp_path / "study"
     done = subprocess.run(

@@ -14,6 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+# The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 PARITY = ["--env-id", "parity_env:agentgspo/Parity-v0", "--env-kwargs", "{}"]
 SMALL = [

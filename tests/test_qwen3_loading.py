@@ -32,6 +32,7 @@ def put_in_hub_cache(cache, repo_id, folder):
     return repo / "snapshots" / COMMIT
 
 
+@pytest.mark.slow
 def test_a_hub_id_in_the_local_cache_loads_offline_with_the_chosen_settings(qwen3_folder, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from huggingface_hub import constants

@@ -55,6 +55,7 @@ def test_the_vendored_tokenizer_is_qwen3s(tmp_path):
     assert "<think>" in tokenizer.chat_template
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", registered_ids())
 def test_oracle_episodes_are_token_exact_under_the_qwen3_template(env_id, qwen3_renderer):
     make_env = make_env_factory(env_id)
@@ -86,6 +87,7 @@ class OracleThenModel:
         return await self.oracle.sample(dataclasses.replace(request, params=unlimited))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", registered_ids())
 def test_sampled_turns_of_a_random_qwen3_moe_are_token_exact(env_id, qwen3_renderer, qwen3_model):
     make_env = make_env_factory(env_id)

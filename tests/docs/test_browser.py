@@ -67,6 +67,7 @@ def _screenshot(page, name: str) -> None:
         page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
+@pytest.mark.slow
 def test_the_home_page_and_an_api_page_render_without_errors(page, base_url):
     page.goto(base_url + "/")
     page.wait_for_load_state("networkidle")
@@ -82,6 +83,7 @@ def test_the_home_page_and_an_api_page_render_without_errors(page, base_url):
     assert page.problems == []
 
 
+@pytest.mark.slow
 def test_navigation_reaches_pages_through_the_sidebar(page, base_url):
     page.goto(base_url + "/")
     page.wait_for_load_state("networkidle")

@@ -107,6 +107,7 @@ def test_the_pages_that_teach_by_example_mark_their_blocks_runnable(site):
     assert not any(name.startswith("api/") for name in with_blocks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PAGES_WITH_EXAMPLES)
 def test_runnable_blocks_run(site, tmp_path, name):
     page = (site / name / "index.html").read_text()

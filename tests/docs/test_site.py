@@ -37,6 +37,7 @@ def test_the_generator_finds_the_mapped_packages(site):
     assert 'id="agentgspo.envs.calculator.CalculatorEnv"' in page
 
 
+@pytest.mark.slow
 def test_every_public_module_page_lists_its_functions_with_their_docstrings(site):
     modules = docs_hooks.public_modules()
     homes = docs_hooks.canonical_homes(modules)

@@ -92,6 +92,7 @@ def add(a, b):
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HACKS))
 def test_reward_hacks_earn_nothing(name):
     verdict = judge_solution(_builtin("add"), HACKS[name], time_limit_s=1.0)

@@ -285,6 +285,7 @@ def test_validator_catches_a_wrong_reference(tmp_path, cache):
     assert list(failed) == ["reference python AC"] and failed["reference python AC"].startswith("WA on hidden/")
 
 
+@pytest.mark.slow
 def test_validator_catches_a_wrong_solution_that_passes(tmp_path, cache):
     folder = write_problem(tmp_path)
     (folder / "solutions" / "wrong_wa_fine.py").write_text(REF_PY)
@@ -292,6 +293,7 @@ def test_validator_catches_a_wrong_solution_that_passes(tmp_path, cache):
     assert list(failed) == ["wrong_wa_fine rejected"] and "accepted" in failed["wrong_wa_fine rejected"]
 
 
+@pytest.mark.slow
 def test_validator_checks_the_verdict_a_wrong_solution_names(tmp_path, cache):
     folder = write_problem(tmp_path)
     shutil.move(folder / "solutions" / "wrong_wa_overflow.py", folder / "solutions" / "wrong_tle_overflow.py")
@@ -300,6 +302,7 @@ def test_validator_checks_the_verdict_a_wrong_solution_names(tmp_path, cache):
     assert failed["wrong_tle_overflow rejected"] == "WA on hidden/1 (expected TLE)"
 
 
+@pytest.mark.slow
 def test_validator_catches_a_non_deterministic_generator(tmp_path, cache):
     folder = write_problem(tmp_path)
     (folder / "gen.py").write_text(GEN.replace("random.Random(7)", "random.Random()"))
@@ -307,12 +310,14 @@ def test_validator_catches_a_non_deterministic_generator(tmp_path, cache):
     assert list(failed) == ["generator deterministic"]
 
 
+@pytest.mark.slow
 def test_validator_catches_too_few_tests(tmp_path, cache):
     folder = write_problem(tmp_path)
     (folder / "gen.py").write_text(GEN.replace("range(10)", "range(9)"))
     assert list(failed_checks(validate_problem(folder))) == [">= 10 hidden tests"]
 
 
+@pytest.mark.slow
 def test_validator_catches_a_sample_that_differs_from_the_statement(tmp_path, cache):
     folder = write_problem(tmp_path)
     (folder / "samples" / "1.ans").write_text("4\n")
@@ -321,6 +326,7 @@ def test_validator_catches_a_sample_that_differs_from_the_statement(tmp_path, ca
     assert failed["samples match the statement"] == "example 1's output in statement.md differs from sample/1.ans"
 
 
+@pytest.mark.slow
 def test_validator_catches_a_limit_set_far_too_low(tmp_path, cache, here):
     folder = write_problem(tmp_path)
     (folder / "solutions" / "ref.py").write_text(working_reference(0.15, here))
@@ -331,6 +337,7 @@ def test_validator_catches_a_limit_set_far_too_low(tmp_path, cache, here):
     assert "raise time_limit_s to at least" in failed["reference python within 0.33 of the limit"]
 
 
+@pytest.mark.slow
 def test_validator_catches_a_reference_doing_far_more_work_than_needed(tmp_path, cache, here):
     folder = write_problem(tmp_path)  # REF_PY needs microseconds; this one adds 0.3 reference-machine s, limit 0.5 s
     (folder / "solutions" / "ref.py").write_text(working_reference(0.3 * here.slowdown("python"), here))
@@ -339,6 +346,7 @@ def test_validator_catches_a_reference_doing_far_more_work_than_needed(tmp_path,
     assert list(failed) == ["reference python within 0.33 of the limit"], failed
 
 
+@pytest.mark.slow
 def test_a_sound_reference_passes_on_a_machine_slower_than_the_reference_one(tmp_path, cache, monkeypatch, here):
     # issue 19, item 8: on a machine about 2x slower than the one the limits were set on, references used 0.51-0.69
     # of their limits and failed a check of absolute CPU seconds. Here the limits' machine is made 4x faster than
@@ -352,6 +360,7 @@ def test_a_sound_reference_passes_on_a_machine_slower_than_the_reference_one(tmp
     assert report.slowdown["python"] == 4.0 and report.time_ratio["python"] <= MAX_TIME_RATIO
 
 
+@pytest.mark.slow
 def test_a_slower_machine_still_catches_a_reference_too_slow_for_its_limit(tmp_path, cache, monkeypatch, here):
     # the same 4x slower machine: a reference that uses 0.6 of its limit on the reference machine takes 2.4 limits
     # here; it runs to the end (the limits are scaled by 4) and fails the margin, not with a TLE
@@ -364,6 +373,7 @@ def test_a_slower_machine_still_catches_a_reference_too_slow_for_its_limit(tmp_p
     assert "(this one takes 4.00x its time)" in failed["reference python within 0.33 of the limit"]
 
 
+@pytest.mark.slow
 def test_a_reference_slowed_by_the_machine_after_a_quiet_calibration_is_timed_again(tmp_path, cache, monkeypatch, here):
     # CI, session 30: the calibration ran in a quiet moment (0.69x the median slowdown), the reference under load
     # right after: 0.35 of its limit, 0.24 at the median speed. Here the first calibration reads this machine 5x
@@ -380,6 +390,7 @@ def test_a_reference_slowed_by_the_machine_after_a_quiet_calibration_is_timed_ag
     assert report.slowdown["python"] == round(here.slowdown("python"), 3)  # the second calibration's
 
 
+@pytest.mark.slow
 def test_validator_catches_a_checker_that_accepts_anything(tmp_path, cache):
     folder = write_problem(tmp_path)
     (folder / "checker.py").write_text("import sys\nsys.exit(0)\n")
@@ -402,6 +413,7 @@ def test_validation_limits_are_the_problems_in_this_machines_seconds_with_a_wide
     assert (limits.time_limit_s, limits.memory_limit_mb, limits.wall_s) == (3.0, 64, 4 * 3.0 + 5)
 
 
+@pytest.mark.slow
 def test_cli_exit_status_and_table(tmp_path, cache, capsys):
     write_problem(tmp_path / "set")
     assert main(["validate-problems", "--problems", str(tmp_path / "set")]) == 0

@@ -35,6 +35,7 @@ def test_check_env(env_id):
         env.close()
 
 
+@pytest.mark.slow
 def test_check_env_cli_passes_for_every_bundled_env():
     done = subprocess.run(
         [sys.executable, "-m", "agentgspo.cli", "check-env", *sorted(EXPECTED_IDS)],

@@ -50,6 +50,7 @@ def test_tiny_policy_rollout_writes_valid_records(env_id, tmp_path, capsys):
         assert len(trajectory.token_ids) == len(trajectory.loss_mask) == len(trajectory.sampler_logprobs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", registered_ids())
 def test_64_concurrent_oracle_episodes_all_score_one(env_id, renderer):
     def make_env():

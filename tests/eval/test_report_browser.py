@@ -55,6 +55,7 @@ def _trained_ids(rows: list[dict]) -> int:
     return sum(sum(r["trajectory"]["loss_mask"]) for r in rows)
 
 
+@pytest.mark.slow
 def test_the_report_opens_without_errors_and_shows_the_masks(tmp_path, capsys):
     out = tmp_path / "eval"
     assert (

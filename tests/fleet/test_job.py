@@ -25,7 +25,7 @@ pytest.importorskip("uvicorn", reason="sandbox servers need the server extra")
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="fleet submit needs Ray: pip install 'agentgspo[ray]'"
 )
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
 LOCAL_FLEET = "launcher: local\nprobes: {interval_s: 5, timeout_s: 30}\nsandboxes: [{name: judge, cpus: 0}]\n"

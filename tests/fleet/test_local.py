@@ -69,6 +69,7 @@ def test_each_sampler_replica_gets_cores_of_its_own_and_vllm_is_told_them(tmp_pa
     LocalLauncher(spec, tmp_path, None).close_sync()  # released with the fleet
 
 
+@pytest.mark.slow
 def test_up_returns_once_every_part_passed_its_probe(local_fleet):
     spec, path = local_fleet
     manifest = read_manifest(path)

@@ -48,6 +48,7 @@ def test_a_fleet_client_judges_with_the_fleets_url_and_token(sandbox_fleet, monk
     assert result.verdict == Verdict.AC, result
 
 
+@pytest.mark.slow
 def test_a_server_killed_under_a_request_is_replaced_and_the_request_sent_again(sandbox_fleet):
     remote = RemoteSandbox(f"fleet:{sandbox_fleet}")
     before = read_manifest(sandbox_fleet).part("judge-0")
@@ -73,6 +74,7 @@ def test_a_server_killed_under_a_request_is_replaced_and_the_request_sent_again(
     assert after.restarts == before.restarts + 1 and after.url != before.url and after.status == "healthy"
 
 
+@pytest.mark.slow
 def test_a_fleet_that_is_down_is_a_judge_error_naming_it_at_once(tmp_path):
     spec = tmp_path / "fleet.yaml"
     spec.write_text(FLEET)

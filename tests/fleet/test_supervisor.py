@@ -19,7 +19,7 @@ from agentgspo.fleet.local import group_members
 from agentgspo.fleet.manifest import manifest_path, read_manifest
 
 pytest.importorskip("uvicorn", reason="sandbox servers need the server extra")
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_a_hung_part_fails_its_probes_and_is_restarted(tmp_path):

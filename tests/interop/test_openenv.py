@@ -28,6 +28,9 @@ from agentgspo.rollouts.trajectory import read_jsonl
 from interop.openenv_support import env_server, openenv_python, served
 from token_exact import assert_token_exact
 
+# The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
+pytestmark = pytest.mark.slow
+
 RECORDED = ("token_ids", "loss_mask", "turn_spans", "reward", "turn_rewards", "stop_reason", "messages")
 
 

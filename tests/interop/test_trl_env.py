@@ -303,6 +303,7 @@ def test_an_env_whose_tools_are_not_functions_is_refused():
 # ----------------------------------------------------------------------------------------------- a GRPO step
 
 
+@pytest.mark.slow
 def test_grpo_trainer_takes_an_optimizer_step_on_calculator(tmp_path):
     """One GRPOTrainer step on the tiny MoE, briefly warm-started on Calculator-v0 oracle turns so that it writes
     tool calls. Sampling at temperature 1.5 mixes well-formed calls with malformed ones, which the env penalises

@@ -27,6 +27,9 @@ from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E40
 from agentgspo.rollouts.trajectory import read_jsonl  # noqa: E402
 from .verifiers_support import FIXTURES  # noqa: E402
 
+# The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
+pytestmark = pytest.mark.slow
+
 QUIZ = {
     "taskset": "vf_tool_quiz",
     "path": str(FIXTURES),

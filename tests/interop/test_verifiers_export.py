@@ -53,6 +53,7 @@ def evaluations(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", list(TASKS))
 def test_vf_eval_scores_the_oracle_one_on_every_task(evaluations, env_id):
     episodes, _, _ = evaluations[env_id]

@@ -100,6 +100,7 @@ def open_r1_request(lang, source) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang,expected,source", PROGRAMS, ids=[f"{p[0]}-{p[1]}" for p in PROGRAMS])
 def test_each_api_reports_the_verdict_our_judge_gives(server_url, compat, lang, expected, source):
     assert our_verdict(server_url, lang, source) == expected
@@ -400,6 +401,7 @@ def test_the_body_limit_applies_to_the_compat_paths():
         assert answer.status_code == 413 and "limit" in answer.json()["message"]
 
 
+@pytest.mark.slow
 def test_compat_requests_share_the_servers_concurrency_cap(server_url, compat):
     """A /run_code in flight is counted by /health like any judge request (it waits in the same gate)."""
     done = threading.Event()

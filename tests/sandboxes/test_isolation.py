@@ -30,6 +30,7 @@ def _procs_with(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_network_is_blocked(backend):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -161,6 +162,7 @@ def test_sleep_forever_is_tle_by_wall_guard(backend):
     assert time.time() - start < 15
 
 
+@pytest.mark.slow
 def test_fork_bomb_in_one_test_spares_its_parallel_siblings(backend):
     code = """
 import os

@@ -202,6 +202,7 @@ def test_problem_metadata_for_loaders():
     assert judge_problem(problem, "print(0)\n").verdict == Verdict.WA
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_docker_judges_packages_like_local(docker_backend):
     cases = [

@@ -88,6 +88,7 @@ def test_server_refuses_a_client_path_as_checker(server_url):
     assert response.status_code == 422 and "checker_program" in response.json()["detail"]
 
 
+@pytest.mark.slow
 def test_a_slow_request_is_not_retried_into_duplicate_work():
     """A read timeout means the server may still be judging: the client must not send the work again."""
     import time
@@ -148,6 +149,7 @@ def test_auth_comes_before_the_body_and_bodies_have_a_size_limit():
         assert httpx.post(url + "/run_python", headers=headers, json=small).json()["stdout"] == "AAA\n"
 
 
+@pytest.mark.slow
 def test_a_client_per_asyncio_run_is_freed_with_its_loop(server_url):
     """Each asyncio.run makes a new event loop; the remote backend's client of a closed loop is dropped, so repeated
     asyncio.run(remote.ajudge(...)) calls do not accumulate clients and open sockets."""
@@ -228,6 +230,7 @@ def test_sandbox_server_says_where_it_listens():
         server.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_kattis_package_judges_the_same_remotely(server_url):
     from pathlib import Path
 

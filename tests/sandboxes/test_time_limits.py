@@ -193,6 +193,7 @@ def test_a_calibration_that_lets_a_too_slow_submission_pass_is_refused(tmp_path,
 
 
 # --- calibration end to end ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_package_for_a_faster_machine_is_judged_with_its_limit_calibrated(spin_cache, monkeypatch):
     monkeypatch.setenv("AGENTGSPO_CACHE", str(spin_cache))
     package = load_kattis_package(SPIN)
@@ -226,6 +227,7 @@ def test_calibration_is_refused_when_a_too_slow_submission_would_pass(tmp_path, 
     assert "spin_ten_times.cpp" not in message.split("no longer separates")[1]  # that one stayed TLE
 
 
+@pytest.mark.slow
 def test_the_cli_calibrates_on_request_and_shows_the_factor(spin_cache, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("AGENTGSPO_CACHE", str(spin_cache))
     solution = SPIN / "submissions" / "accepted" / "spin.cpp"
@@ -262,6 +264,7 @@ def test_the_cli_calibrates_on_request_and_shows_the_factor(spin_cache, monkeypa
     )
 
 
+@pytest.mark.slow
 def test_remote_judging_reads_the_ini_and_records_a_calibration(spin_cache, monkeypatch):
     pytest.importorskip("uvicorn", reason="the sandbox server needs uvicorn (the server extra)")
     from servers import serve

@@ -423,6 +423,7 @@ def test_parallel_stop_on_wrong_answer_skips_the_rest():
     assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.WA] + [Verdict.SKIPPED] * 3
 
 
+@pytest.mark.slow
 def test_python_memory_limit_does_not_shrink_with_the_other_tests_inputs():
     # 40 MB under a 64 MB limit fits; the 15 MB of the other tests' inputs must not count against it.
     solution = "import sys\nline = sys.stdin.readline()\nx = bytearray(40 << 20)\nprint(len(line))\n"
