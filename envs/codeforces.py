@@ -382,7 +382,15 @@ class CodeforcesEnv(ChatEnv):
             self.judge_errors += 1
             return "Judge error (not your fault); this submission does not count. Try again."
         total = len(problem.tests)
-        self.submissions.append({"verdict": verdict, "passed": result.passed, "total": total, "lang": lang})
+        self.submissions.append(
+            {
+                "verdict": verdict,
+                "passed": result.passed,
+                "total": total,
+                "lang": lang,
+                "compile_cache": result.compile_cache,  # hit, miss or off: counted by the eval summary
+            }
+        )
         self.accepted = verdict == "AC"
         left = self.max_submissions - len(self.submissions)
         if verdict == "CE":

@@ -92,11 +92,12 @@ def run_program(source: str, lang: str, stdin: bytes, limits: Limits, backend: s
         compile_module.host_pch_dir(build=True)
     try:
         with sandbox.session(limits.pids_limit) as box:
-            ok, output, seconds, error = _compile(box, source, lang, limits)
-            if error is not None:
-                failed = ExecResult(verdict=Verdict.JE, error=f"compilation could not run: {error}")
+            step = _compile(box, source, lang, limits)
+            output, seconds = step.output, step.seconds
+            if step.error is not None:
+                failed = ExecResult(verdict=Verdict.JE, error=f"compilation could not run: {step.error}")
                 return ProgramRun(compiled, failed)
-            if not ok:
+            if not step.ok:
                 failed = ExecResult(stderr=output, exit_code=1, verdict=Verdict.CE)
                 return ProgramRun(compiled, failed, False, output, seconds)
             events = box.call(_run_spec(source, lang, box, limits, "stdio", "run"), [stdin])

@@ -99,7 +99,8 @@ class DockerSandbox:
                 "`sudo bash .ci/setup_sandboxes.sh` (private dockerd and image) or set AGENTGSPO_DOCKER_HOST."
             ) from None
         try:
-            self.client.images.get(image)
+            # The image's content id: what the judge's compile cache keys programs compiled in it by.
+            self.image_id = self.client.images.get(image).id
         except Exception:
             raise SandboxUnavailable(
                 f"sandbox image {image!r} not found on {self.base_url}; "
@@ -243,6 +244,7 @@ class DockerSession:
         self.backend, self.container, self.broken = backend, container, False
         # The container's memory cgroup also holds its tmpfs and the runner: keep a quarter of it for those.
         self.memory_budget_mb = backend.memory_mb * 3 / 4
+        self.toolchain = f"docker-image:{backend.image_id}"  # the image holds the compilers
 
     def _exec_socket(self) -> socket.socket:
         api = self.backend.client.api

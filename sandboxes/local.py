@@ -193,6 +193,7 @@ class LocalSession:
         self._lock = threading.Lock()
         self._scratch: str | None = None
         self.memory_budget_mb = BOX_PROCESS_MEMORY_MB
+        self.toolchain = "host"  # the box binds this machine's /usr: its compilers are the host's
 
     # --- command lines ---------------------------------------------------------------------------------
     def _runner_argv(self, code: str) -> list[str]:

@@ -38,6 +38,10 @@ class Session(Protocol):
     pch_dir: str
     #: Memory (MB) the box's test processes may use together: the judge runs at most this / memory limit at once.
     memory_budget_mb: float
+    #: What compiles in the box, for the judge's compile cache (``judge/compile_cache.py``): "host" (this machine's
+    #: compilers, which the judge identifies by path and version), another id naming itself ("docker-image:ID"), or
+    #: "" (no compile cache for this session).
+    toolchain: str
 
     def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:
         """Run the runner with ``spec`` (modes compile/run) and the test inputs; return its event records.

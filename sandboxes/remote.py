@@ -14,6 +14,9 @@ dies under a request is the supervisor's to replace: the request waits for a hea
 and is sent again, rather than ending as a judge error after a few quick retries; it fails at once when the fleet
 has no sandbox server left that could come back (every one ``failed``, or the fleet stopped).
 
+The judge's compile cache (``judge/compile_cache.py``) is off in this client (nothing is compiled here): each
+server compiles through its own, and the ``compile_cache`` of the verdicts it returns says whether it hit.
+
 Threat model: the server's backend isolates the code (see ``local.py`` / ``docker_backend.py``); this client adds
 bearer-token authentication and nothing else. Use TLS (a reverse proxy) between machines you do not control; the
 token grants running code and jury programs on the server.

@@ -168,6 +168,9 @@ class JudgeResult:
     #: The factor the package's fixed limit was multiplied by for this machine (``judge/calibration.py``); 1.0
     #: when not calibrated.
     time_limit_scale: float = 1.0
+    #: The compile cache (``judge/compile_cache.py``): "hit" (the program compiled before was reused), "miss"
+    #: (compiled in the sandbox) or "off" (no cache: CPython, the cache turned off, a session without one).
+    compile_cache: str = "off"
 
     @property
     def passed(self) -> int:
@@ -205,6 +208,7 @@ class JudgeResult:
             "time_limit_s": self.time_limit_s,
             "time_limit_source": self.time_limit_source,
             "time_limit_scale": self.time_limit_scale,
+            "compile_cache": self.compile_cache,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -223,4 +227,5 @@ class JudgeResult:
             time_limit_s=data.get("time_limit_s"),
             time_limit_source=data.get("time_limit_source", ""),
             time_limit_scale=data.get("time_limit_scale", 1.0),
+            compile_cache=data.get("compile_cache", "off"),
         )

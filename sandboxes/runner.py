@@ -15,6 +15,9 @@ Spec fields:
     source: program text (py: run/interact; cpp: compile)
     binary: path of the compiled program (cpp run/interact; compile writes it)
     compile_cmd: argv for the compiler (cpp compile); compile_limits: {cpu_s, wall_s, memory_mb}
+    program: (compile) the judge's cached program: written to ``binary`` (mode 0555) instead of compiling
+    return_program: (compile) after a successful compile, send the program back (``program_b64`` of the compile
+                    event) when it is at most this many bytes (the judge's compile cache stores it)
     tests: [{"path": FILE} | {"data": BYTES}]   (run mode; large inline inputs are moved out of the runner's
            memory first: see stash_inputs)
     limits: {cpu_s, wall_s, memory_mb, output_bytes, stderr_bytes, nproc}
@@ -34,7 +37,8 @@ Spec fields:
 Parallel tests of one submission share the box: a solution can disturb its own sibling tests (kill them, write
 their scratch files), which can only hurt its own result; it still never sees an answer.
 
-Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s"} |
+Event lines: {"event": "compile", "ok", "stderr", "cpu_s", "wall_s", "cached" (the program came in the spec),
+ "program_b64" (see return_program)} |
 {"event": "test", "index", "exit_code", "signal", "cpu_s", "wall_s", "memory_kb", "wall_timeout",
  "stdout_b64", "stdout_bytes", "stderr", "image_kb" (C++: the program's static image, see image_kb),
  "peer_hung_up", "stopped", "deadlock" (interact: see mode_interact)} |
@@ -649,12 +653,22 @@ def preload(code):
 
 
 def mode_compile(spec):
-    """Compile C++ with the given argv, limited; the binary lands where compile_cmd says."""
+    """Compile with the given argv, limited; the binary lands where compile_cmd says. With ``program`` (a cached
+    compile), write it there instead (mode 0555; the source is written too: an interpreted program reads it)."""
     for path in [WORK] + spec.get("make_dirs", []):
         os.makedirs(path, exist_ok=True)
     src_path = spec["source_path"]
     with open(src_path, "w") as f:
         f.write(spec["source"])
+    if spec.get("program") is not None:
+        start = time.monotonic()
+        fd = os.open(spec["binary"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o555)
+        with os.fdopen(fd, "wb") as f:
+            f.write(spec["program"])
+        os.chmod(spec["binary"], 0o555)
+        wall = time.monotonic() - start
+        emit(sys.stdout, {"event": "compile", "ok": True, "stderr": "", "cpu_s": 0.0, "wall_s": wall, "cached": True})
+        return
     lim = spec["compile_limits"]
     with open(ERR, "wb") as err:
         sys.stdout.flush()
@@ -681,10 +695,15 @@ def mode_compile(spec):
     message = stderr.decode("utf-8", "replace")
     if timed_out:
         message += "\ncompilation exceeded %.1f s wall time" % lim["wall_s"]
-    emit(
-        sys.stdout,
-        {"event": "compile", "ok": ok, "stderr": message, "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall},
-    )
+    event = {"event": "compile", "ok": ok, "stderr": message, "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall}
+    if ok and spec.get("return_program"):
+        try:
+            if 0 < os.stat(spec["binary"]).st_size <= spec["return_program"]:
+                with open(spec["binary"], "rb") as f:
+                    event["program_b64"] = binascii.b2a_base64(f.read(), newline=False).decode("ascii")
+        except OSError:
+            pass  # not sent: the judge then stores nothing
+    emit(sys.stdout, event)
 
 
 def scratch_fd(path):

@@ -13,7 +13,9 @@ under ``/compat/SECRET`` with the right secret (those APIs' clients send no cred
 ``max_body_mb`` is 413, compat paths included. At most ``max_concurrency`` requests execute at once; the others
 wait in the server (the client has its own limit too). The server judges with one of its own backends (local or
 docker), so the threat model is that backend's; checker and interactor programs sent by clients run unsandboxed
-on the server like any jury program, which is why the token is mandatory.
+on the server like any jury program, which is why the token is mandatory. The server's judge compiles through its
+own compile cache (``judge/compile_cache.py``, in the server's ``$AGENTGSPO_CACHE``); each verdict's
+``compile_cache`` says whether it hit.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .compat_apis import COMPAT_ROOT, check_compat_secret, compat_prefix
+from .judge.compile_cache import cache_limit_bytes
 from .judge.core import judge, run_python
 from .registry import get_sandbox
 from .results import Limits
@@ -257,6 +260,7 @@ def create_app(
     if max_concurrency < 1:  # a semaphore of 0 would make every request wait forever
         raise ValueError(f"max_concurrency (--max-concurrency) must be >= 1, got {max_concurrency}")
     get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
+    cache_limit_bytes()  # a bad AGENTGSPO_COMPILE_CACHE_MB fails the start, not every request
     app = FastAPI(title="agentgspo sandbox server")
     gate = asyncio.Semaphore(max_concurrency)
     state = {"in_flight": 0}

@@ -85,6 +85,10 @@ def summarize(results: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str,
         "verdicts": dict(Counter(r["verdict"] for r in counted)),
         "submission_verdicts": dict(Counter(v for r in counted for v in r["verdicts"])),
         "judge_error_rate": attempts_with_judge_errors / len(results) if results else 0.0,
+        # Where each judged submission's program came from (sandboxes/judge/compile_cache.py): hit, miss or off.
+        "compile_cache": dict(
+            Counter(s["compile_cache"] for r in results for s in r.get("submissions", ()) if "compile_cache" in s)
+        ),
         "rating_fit": {**fit.to_dict(), "description": fit.describe()},
         "per_problem": sorted(problems, key=lambda p: (p["rating"] is None, p["rating"] or 0, p["problem_id"])),
     }

@@ -24,6 +24,8 @@ CPP_FLAGS = list(LANGUAGES["cpp"].flags)
 # PyPy's compile step (problemtools: ``pypy3 -m py_compile``): a syntax error is CE; else it writes the program the
 # runner executes, ``PYPY_GC_MAX=LIMIT exec pypy3 SOURCE`` (argv, line numbers and tracebacks as ``pypy3
 # solution.py`` gives them; the heap limit makes an allocation beyond the memory limit a MemoryError, i.e. MLE).
+# SOURCE is found beside the launcher (``${0%/*}``, the launcher's own directory, where the source stays), so the
+# launcher holds no path of one box and the compile cache can place it in another.
 PYPY_CHECK = """import os, shlex, sys, traceback
 source, program, heap_kb, interpreter = sys.argv[1:5]
 try:
@@ -32,8 +34,9 @@ try:
 except (SyntaxError, ValueError) as exc:
     sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
     sys.exit(1)
+name = shlex.quote(os.path.basename(source))
 with open(program, "w") as f:
-    f.write("#!/bin/sh\\nPYPY_GC_MAX=%sKB exec %s %s\\n" % (heap_kb, shlex.quote(interpreter), shlex.quote(source)))
+    f.write('#!/bin/sh\\nPYPY_GC_MAX=%sKB exec %s "${0%%/*}"/%s\\n' % (heap_kb, shlex.quote(interpreter), name))
 os.chmod(program, 0o755)
 """
 _pch_lock = threading.Lock()
@@ -125,16 +128,20 @@ def host_pch_dir(build: bool = False) -> Path | None:
         return _pch_dir
 
 
-def build_once(directory: Path, product: str, build) -> Path:
+def build_once(directory: Path, product: str, build, lock: Path | None = None) -> Path:
     """``directory/product``, made by ``build(path)`` the first time it is asked for: under an exclusive lock (safe
     across threads and processes), written to a temporary name and renamed into place, so that a reader never
-    sees half a file. ``build`` raises to refuse (nothing is left behind); the cache key is ``directory``'s name."""
+    sees half a file. ``build`` raises to refuse (nothing is left behind); the cache key is ``directory``'s name,
+    or ``product``'s where many products share a directory and each names its own ``lock`` file (default
+    ``directory/.lock``; the compile cache's: ``compile_cache.py``)."""
     target = directory / product
     if target.exists():
         return target
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    lock_path = lock if lock is not None else directory / ".lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
         if not target.exists():
             tmp = directory / f"{product}.tmp{os.getpid()}.{threading.get_ident()}"
             try:

@@ -15,6 +15,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -23,6 +24,7 @@ from ..registry import get_sandbox
 from ..results import ExecResult, JudgeResult, Limits, TestResult, Verdict
 from ..submission import TestCase
 from .checkers import Checker, make_checker, program_argv, python_crashed
+from . import compile_cache
 from .compile import compile_command, host_pch_dir, source_name
 from .languages import Language, get_language, normalize_language
 from .testlib import compile_testlib_program, is_cpp_source, testlib_outcome
@@ -141,12 +143,25 @@ def _solution_broke_the_box(events: list[dict], box: Session, limits: Limits) ->
     return _error_of(probe) is None and any(e.get("event") == "test" and e.get("exit_code") == 0 for e in probe)
 
 
-def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool, str, float, str | None]:
+@dataclass
+class Compiled:
+    """The compile step's outcome: ``ok`` (False: CE, with the compiler's ``output``), ``seconds`` (wall), ``error``
+    (the step could not run: JE) and ``cache`` ("hit", "miss" or "off": ``compile_cache.py``)."""
+
+    ok: bool
+    output: str = ""
+    seconds: float = 0.0
+    error: str | None = None
+    cache: str = "off"
+
+
+def _compile(box: Session, source: str, lang: str, limits: Limits) -> Compiled:
     """Every language but CPython: its compile step inside the box (C, C++: the compiler; PyPy: a syntax check
-    that writes the launcher). Returns (ok, compiler output, seconds, infrastructure error)."""
+    that writes the launcher), through the compile cache (``compile_cache.py``): a program compiled before from the
+    same source with the same toolchain, flags and runner is placed in the box instead of compiled again."""
     language = get_language(lang)
     if language.in_runner:
-        return True, "", 0.0, None
+        return Compiled(True)
     binary = f"{box.bin_dir}/{BINARY}"
     # An interpreted source is read at each run: it stays in the session's bin dir (so does any source unisolated)
     keep = language.interpreted or not box.isolated
@@ -157,6 +172,7 @@ def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool
         "source": source,
         "make_dirs": [box.bin_dir],
         "source_path": source_path,
+        "binary": binary,
         "compile_cmd": compile_command(lang, source_path, binary, box.pch_dir, limits.memory_limit_mb),
         "compile_limits": {
             "cpu_s": limits.compile_time_limit_s,
@@ -164,11 +180,35 @@ def _compile(box: Session, source: str, lang: str, limits: Limits) -> tuple[bool
             "memory_mb": limits.compile_memory_mb,
         },
     }
-    events = box.call(spec)
-    for event in events:
-        if event.get("event") == "compile":
-            return bool(event["ok"]), event.get("stderr", ""), float(event.get("wall_s", 0.0)), None
-    return False, "", 0.0, _error_of(events) or "compiler did not report"
+    cache = compile_cache.open_cache() if source.strip() else None
+    toolchain = compile_cache.toolchain_identity(box, language.compiler[0]) if cache is not None else None
+    key = ""
+    if toolchain is not None:
+        # The session's binary directory is the one part of the argv that differs between boxes (unisolated).
+        argv = [arg.replace(box.bin_dir, "{bin}") for arg in spec["compile_cmd"]]
+        key = compile_cache.compile_key(source, language.name, toolchain, argv)
+
+    def compile_in_box(keep_program: bool) -> tuple[Compiled, compile_cache.Entry | None]:
+        wanted = dict(spec, return_program=cache.max_entry_bytes) if keep_program and cache is not None else spec
+        events = box.call(wanted)
+        for event in events:
+            if event.get("event") == "compile":
+                outcome = Compiled(bool(event["ok"]), event.get("stderr", ""), float(event.get("wall_s", 0.0)))
+                program = base64.b64decode(event.get("program_b64", ""))
+                entry = compile_cache.Entry(program, outcome.output) if outcome.ok and program else None
+                return outcome, entry
+        return Compiled(False, error=_error_of(events) or "compiler did not report"), None
+
+    def place_in_box(entry: compile_cache.Entry) -> Compiled:
+        events = box.call(dict(spec, program=entry.program))
+        for event in events:
+            if event.get("event") == "compile" and event.get("ok"):
+                return Compiled(True, entry.output, float(event.get("wall_s", 0.0)))
+        return Compiled(False, error=_error_of(events) or "the cached program could not be placed in the sandbox")
+
+    outcome, state = compile_cache.compile_cached(cache if key else None, key, compile_in_box, place_in_box)
+    outcome.cache = state
+    return outcome
 
 
 def _run_spec(source: str, lang: str, box: Session, limits: Limits, io_mode: str, mode: str) -> dict:
@@ -492,8 +532,10 @@ def judge(
     (default: the usable CPUs shared among the submissions this process judges at the same time; capped by the
     box's memory and process budgets; the remote backend uses the server's default). Results are the same as
     with workers=1, except that a solution can disturb its own tests running beside it.
+    Compiled languages go through the compile cache (``compile_cache.py``; ``JudgeResult.compile_cache`` says
+    "hit", "miss" or "off"; the remote backend's server uses its own).
     Raises ValueError only for bad arguments (unknown language, checker or io_mode, missing interactor,
-    workers < 1).
+    workers < 1) and a bad ``AGENTGSPO_COMPILE_CACHE_MB``.
     """
     lang = normalize_language(lang)
     limits = limits or Limits()
@@ -522,6 +564,7 @@ def judge(
             stop_on_failure=stop_on_failure,
             io_mode=io_mode,
         )
+    compile_cache.cache_limit_bytes()  # a bad setting is the caller's to fix: raised here, never a JE
     missing = missing_tool(get_language(lang), sandbox)
     if missing is not None:
         return JudgeResult(Verdict.JE, message=missing)
@@ -529,11 +572,15 @@ def judge(
         host_pch_dir(build=True)
     try:
         with sandbox.session(limits.pids_limit) as box:
-            ok, compile_output, compile_s, error = _compile(box, source, lang, limits)
-            if error is not None:
-                return JudgeResult(Verdict.JE, message=f"compilation could not run: {error}")
-            if not ok:
-                return JudgeResult(Verdict.CE, compile_output=compile_output, compile_time_s=compile_s)
+            compiled = _compile(box, source, lang, limits)
+            compile_output, compile_s, cache_state = compiled.output, compiled.seconds, compiled.cache
+            if compiled.error is not None:
+                message = f"compilation could not run: {compiled.error}"
+                return JudgeResult(Verdict.JE, message=message, compile_cache=cache_state)
+            if not compiled.ok:
+                return JudgeResult(
+                    Verdict.CE, compile_output=compile_output, compile_time_s=compile_s, compile_cache=cache_state
+                )
             if interactor is not None:
                 transcript_checker = None if checker in (None, "tokens") else the_checker
                 results = _judge_interactive(
@@ -547,11 +594,13 @@ def judge(
     except Exception as exc:  # infrastructure: never blamed on the solution
         return JudgeResult(Verdict.JE, message=f"{type(exc).__name__}: {exc}")
     if ce is not None:
-        return JudgeResult(Verdict.CE, compile_output=ce)
+        return JudgeResult(Verdict.CE, compile_output=ce, compile_cache=cache_state)
     verdict = overall_verdict(results, len(cases))
     if stop_on_failure and verdict != Verdict.AC:
         results += [TestResult(c.name, Verdict.SKIPPED) for c in cases[len(results) :]]
-    return JudgeResult(verdict, results, compile_output=compile_output, compile_time_s=compile_s)
+    return JudgeResult(
+        verdict, results, compile_output=compile_output, compile_time_s=compile_s, compile_cache=cache_state
+    )
 
 
 def run_python(

@@ -111,3 +111,13 @@ def test_attempts_run_at_most_concurrency_at_once(tmp_path):
     )
     assert played == 6 and summary["pass@1"] == 0.0
     assert Counting.peak == 2
+
+
+def test_the_summary_counts_where_each_submissions_program_came_from():
+    judged = _result("A", 0, True, verdicts=("WA", "AC"))
+    judged["submissions"] = [{"verdict": "WA", "compile_cache": "miss"}, {"verdict": "AC", "compile_cache": "hit"}]
+    python = _result("B", 0, False, verdicts=("WA",))
+    python["submissions"] = [{"verdict": "WA", "compile_cache": "off"}]
+    older = _result("C", 0, False, verdicts=("WA",))  # a results.jsonl line written before the field existed
+    older["submissions"] = [{"verdict": "WA"}]
+    assert summarize([judged, python, older], [1])["compile_cache"] == {"miss": 1, "hit": 1, "off": 1}

@@ -298,6 +298,7 @@ def _judge_passes(
         compile_output=first.compile_output,
         compile_time_s=first.compile_time_s,
         message=first.message,
+        compile_cache=first.compile_cache,
     )
 
 
@@ -485,6 +486,7 @@ def judge_kattis(
         ordered,
         compile_output=result.compile_output,
         compile_time_s=result.compile_time_s,
+        compile_cache=result.compile_cache,
         message=message,
         score=graded.score if graded else None,
         groups=report,
