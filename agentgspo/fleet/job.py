@@ -27,6 +27,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -354,14 +355,18 @@ def fleet_submit(
         print(f"follow it: ray job logs -f {job_id} --address {address}; stop it: ray job stop {job_id}", flush=True)
         return 0
     printed = [0]  # characters of the job's log printed so far
+    tail = _LogTail(client, job_id, printed)
     try:
-        asyncio.run(_print_logs(client, job_id, printed))
+        tail.follow()
         status = _wait_terminal(client, job_id, timeout_s=60.0)
+        if tail.error is not None:
+            tail.print_rest()
     except KeyboardInterrupt:
         print(f"\nstopping Ray job {job_id} (its processes get SIGTERM) ...", file=sys.stderr, flush=True)
         client.stop_job(job_id)
         status = _wait_terminal(client, job_id, timeout_s=stop_timeout_s + 60)
-        print(client.get_job_logs(job_id)[printed[0] :], end="", flush=True)  # what the stop made it say
+        tail.join(timeout_s=10.0)  # the tail ends with the job
+        tail.print_rest()  # what the stop made it say
         print(f"Ray job {job_id}: {status}", file=sys.stderr, flush=True)
         return 130
     info = client.get_job_info(job_id)
@@ -370,11 +375,50 @@ def fleet_submit(
     return 0 if status == "SUCCEEDED" else 1
 
 
-async def _print_logs(client, job_id: str, printed: list[int]) -> None:
-    """Print the job's logs as they come, until it ends; ``printed[0]`` counts the characters printed."""
-    async for lines in client.tail_job_logs(job_id):
-        print(lines, end="", flush=True)
-        printed[0] += len(lines)
+class _LogTail:
+    """The job's logs printed as they come, by a daemon thread with its own event loop, until the job ends;
+    ``printed[0]`` counts the characters printed.
+
+    The main thread only waits on the thread, so a Ctrl-C reaches it as ``KeyboardInterrupt`` at once. Under
+    ``asyncio.run`` in the main thread a SIGINT only cancels the tail's task, and a cancel that the log websocket's
+    receive did not act on left ``fleet submit`` deaf to Ctrl-C, its job running (seen in a loaded test run)."""
+
+    def __init__(self, client, job_id: str, printed: list[int]) -> None:
+        self.client, self.job_id, self.printed = client, job_id, printed
+        self.lock = threading.Lock()  # printing and counting vs the main thread's final print
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"ray-job-logs-{job_id}", daemon=True)
+
+    async def _print(self) -> None:
+        async for lines in self.client.tail_job_logs(self.job_id):
+            with self.lock:
+                print(lines, end="", flush=True)
+                self.printed[0] += len(lines)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._print())
+        except Exception as exc:  # noqa: BLE001 - reported by follow(); the job's status still decides
+            self.error = exc
+
+    def follow(self) -> None:
+        """Until the log stream ends; a stream that broke is said, and what it missed printed from the job's log."""
+        self.thread.start()
+        while self.thread.is_alive():
+            self.thread.join(0.2)
+        if self.error is not None:
+            print(f"the job's log stream broke ({self.error}); the rest of its log follows", file=sys.stderr)
+
+    def join(self, timeout_s: float) -> None:
+        if self.thread.is_alive():
+            self.thread.join(timeout_s)
+
+    def print_rest(self) -> None:
+        """What the job logged that the tail has not printed (yet): once, whatever the tail does next."""
+        with self.lock:
+            rest = self.client.get_job_logs(self.job_id)[self.printed[0] :]
+            print(rest, end="", flush=True)
+            self.printed[0] += len(rest)
 
 
 def _wait_terminal(client, job_id: str, timeout_s: float) -> str:

@@ -147,6 +147,68 @@ def signalled_when_ready(command: list[str], folder: Path, signum: int) -> tuple
     return run.returncode, output
 
 
+#: ``fleet submit`` against a Ray job client whose log stream does not act on a cancel (as a websocket receive under
+#: load did): it writes READY once the job "runs", records the stop, and prints what ``fleet_submit`` returned.
+DEAF_STREAM = """
+import asyncio, pathlib, sys
+
+from agentgspo.fleet import job
+
+folder = pathlib.Path(sys.argv[1])
+
+
+class Client:
+    stopped = False
+
+    def submit_job(self, entrypoint, runtime_env):
+        return "raysubmit_deaf"
+
+    async def tail_job_logs(self, job_id):
+        yield "the job runs\\n"
+        (folder / "ready").write_text("")
+        while not self.stopped:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                pass  # what a stream that does not act on a cancel does
+
+    def stop_job(self, job_id):
+        (folder / "stopped").write_text(job_id)
+        self.stopped = True
+
+    def get_job_status(self, job_id):
+        return type("Status", (), {"value": "STOPPED" if self.stopped else "RUNNING"})()
+
+    def get_job_logs(self, job_id):
+        return "the job runs\\nit was stopped\\n"
+
+
+job._job_client = lambda address: Client()
+print("returned", job.fleet_submit(sys.argv[2], ["true"], address="http://127.0.0.1:1"), flush=True)
+"""
+
+
+def test_ctrl_c_of_submit_is_heard_while_the_log_stream_ignores_a_cancel(tmp_path):
+    """Ctrl-C reaches ``fleet submit`` however the log stream takes a cancel: the job is stopped, the rest of its log
+    printed once, 130 returned (under ``asyncio.run`` in the main thread the SIGINT only cancelled the stream)."""
+    script, spec = write(tmp_path, "deaf.py", DEAF_STREAM), write(tmp_path, "fleet.yaml", LOCAL_FLEET)
+    run = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path), str(spec)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ready").exists():
+            assert run.poll() is None and time.monotonic() < deadline, "the stand-in job did not start"
+            time.sleep(0.02)
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=30)
+    finally:
+        run.kill()
+    assert (tmp_path / "stopped").read_text() == "raysubmit_deaf"
+    assert output.count("the job runs") == 1 and output.count("it was stopped") == 1, output
+    assert output.rstrip().endswith("returned 130"), output
+
+
 @pytest.mark.slow
 def test_sigterm_to_run_is_passed_to_the_command_and_the_fleet_still_comes_down(tmp_path):
     spec, script = write(tmp_path, "fleet.yaml", LOCAL_FLEET), write(tmp_path, "waits.py", WAITS)
