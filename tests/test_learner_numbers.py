@@ -13,7 +13,14 @@ from accelerate import Accelerator
 
 from agentgspo.objective.advantages import turn_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
-from agentgspo.learning.learner import GSPOLearner, LearnerConfig, disable_stochastic_layers, sample_weights
+from agentgspo.learning.learner import (
+    GSPOLearner,
+    LearnerConfig,
+    _expert_choices,
+    disable_stochastic_layers,
+    routing_volatility,
+    sample_weights,
+)
 from agentgspo.objective.loss import kl_k3
 from agentgspo.training.metrics import rollout_metrics_over_ranks
 from agentgspo.rollouts.trajectory import Trajectory
@@ -81,9 +88,11 @@ def test_sampler_logprobs_renormalised_over_a_nucleus_are_refused_as_logp_old():
 def test_the_first_updates_ratios_are_exactly_one_and_nothing_clips_in_fp32():
     """logp_old is recomputed over the very micro-batches the first update forwards (same rows, same padding), so
     in fp32 the first minibatch's ratios are 1 exactly and its clip fractions 0 (tiny micro-batches: the scoring
-    pass and the updates would otherwise group rows differently)."""
+    pass and the updates would otherwise group rows differently). first_logp_old="recompute" scores the first
+    minibatch too, so this checks the recompute against the training forward."""
     model = build_tiny("qwen3_moe")
-    metrics = _learner(model, micro_batch_tokens=40).step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))
+    learner = _learner(model, micro_batch_tokens=40, first_logp_old="recompute")
+    metrics = learner.step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))
     assert metrics["optimizer_steps"] == 4
     assert metrics["mb0_ratio_min"] == metrics["mb0_ratio_mean"] == metrics["mb0_ratio_max"] == 1.0
     assert metrics["mb0_clip_frac_seq"] == metrics["mb0_clip_frac_token"] == 0.0
@@ -93,7 +102,7 @@ def test_dropout_and_router_jitter_are_off_in_the_learners_forwards():
     """A Mixtral checkpoint with router jitter and attention dropout: logp_old and logp would be independent random
     draws in training mode, and the first update's ratios would not be 1."""
     model = build_tiny("mixtral", router_jitter_noise=0.5, attention_dropout=0.5)
-    learner = _learner(model, micro_batch_tokens=10**6)
+    learner = _learner(model, micro_batch_tokens=10**6, first_logp_old="recompute")  # the recompute vs the forward
     metrics = learner.step(_trajectories([1, 0, 0, 1, 0, 1, 1, 0]))
     assert metrics["mb0_ratio_min"] == metrics["mb0_ratio_max"] == 1.0
     changed = disable_stochastic_layers(build_tiny("mixtral", router_jitter_noise=0.5, attention_dropout=0.5))
@@ -189,6 +198,96 @@ def test_routing_volatility_is_per_update_with_the_whole_step_under_its_own_name
     four = learner.step(trajectories)
     assert four["optimizer_steps"] == 4
     assert 0.0 < four["routing_volatility"] < four["routing_volatility_step"] <= 1.0
+
+
+def _count_forwards(model):
+    """A list that grows by one per forward of ``model`` (a forward pre-hook on the module)."""
+    calls = []
+    model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    return calls
+
+
+def test_the_first_updates_logp_old_is_its_own_forward_and_the_probe_reads_the_learners_forwards():
+    """Default settings: the first update's logp_old is its own forward's (the weights are still the old
+    policy's), and the routing-volatility probe reads its expert choices during the recompute and the second
+    update's forward, so a step of 4 minibatches (one micro-batch each) runs 3 scoring passes, 4 training forwards
+    and 1 probe pass after the last update: 8 forwards where it ran 4 + 4 + 3 = 11. The update, the loss and the
+    sampler gap are the recompute's (first_logp_old="recompute"), bit for bit on this fp32 CPU model."""
+    torch.manual_seed(0)
+    base = build_tiny("qwen3_moe", num_hidden_layers=3)
+    trajectories = _trajectories([1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1])
+    results = {}
+    for first in ("forward", "recompute"):
+        model = copy.deepcopy(base)
+        calls = _count_forwards(model)
+        learner = _learner(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5), first_logp_old=first)
+        metrics = learner.step(trajectories)
+        results[first] = (len(calls), metrics, [p.detach().clone() for p in model.parameters()])
+    forwards, metrics, weights = results["forward"]
+    assert metrics["optimizer_steps"] == 4 and 0.0 < metrics["routing_volatility"] <= 1.0
+    assert forwards == 3 + 4 + 1
+    assert results["recompute"][0] == 4 + 4 + 1
+    _, recomputed, recomputed_weights = results["recompute"]
+    assert all(torch.equal(a, b) for a, b in zip(weights, recomputed_weights))
+    for name in ("loss", "mb0_ratio_mean", "clip_frac_seq", "routing_volatility", "routing_volatility_step"):
+        assert metrics[name] == recomputed[name], name
+    assert metrics["mb0_ratio_min"] == metrics["mb0_ratio_max"] == 1.0
+    assert metrics["sampler_logprob_gap"] == pytest.approx(recomputed["sampler_logprob_gap"], rel=1e-12)
+
+
+def _probe_as_before(model, trajectories, snapshots, rows):
+    """Routing volatility as the learner measured it before it read its own forwards: fresh no-grad forwards of
+    the probed rows' own batch under the weights before the first update, after it and after the last."""
+    batch = collate([trajectories[i] for i in rows], 0)
+    k = model.config.num_experts_per_tok
+    choices = []
+    for state in snapshots:
+        model.load_state_dict(state)
+        with torch.no_grad():
+            choices.append(_expert_choices(model, batch, k))  # [L, N, k]
+    return routing_volatility(choices[0], choices[1]), routing_volatility(choices[0], choices[-1])
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},  # read during the recompute and the second update's forward; one pass after the last update
+        {"minibatches": 1},  # read during the only update's forward, then one pass after it
+        {"logp_old": "sampler"},  # no recompute: a pass before the first update
+        {"first_logp_old": "recompute", "micro_batch_tokens": 60},  # several micro-batches per minibatch
+    ],
+    ids=["default", "one-update", "sampler-logp-old", "recompute-first"],
+)
+def test_routing_volatility_read_from_the_learners_forwards_equals_a_probe_of_its_own(config):
+    """The metric is the same quantity as when the probe ran forwards of its own: the share of the probed rows'
+    (layer, token, slot) top-k expert choices that the first update (``routing_volatility``) and all the step's
+    updates (``routing_volatility_step``) change, each choice the top-k of the live router logits, the same value
+    on a fixed batch. The probed rows are the second minibatch's (the first's with one)."""
+    torch.manual_seed(0)
+    base = build_tiny("qwen3_moe", num_hidden_layers=3)
+    trajectories = _trajectories([1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1])
+    model = copy.deepcopy(base)
+    learner = _learner(model, optimizer=torch.optim.SGD(model.parameters(), lr=5.0), **config)
+    unwrapped = learner.accelerator.unwrap_model(learner.model)
+    snapshots = [copy.deepcopy(unwrapped.state_dict())]
+    step = learner.optimizer.step
+
+    def step_and_keep(*args, **kwargs):
+        out = step(*args, **kwargs)
+        snapshots.append(copy.deepcopy(unwrapped.state_dict()))
+        return out
+
+    learner.optimizer.step = step_and_keep
+    probes = []
+    make_probe = learner._routing_probe
+    learner._routing_probe = lambda *args: probes.append(make_probe(*args)) or probes[-1]
+    metrics = learner.step(trajectories)
+    rows = probes[0].rows
+    assert len(rows) == min(16, len(trajectories) // config.get("minibatches", 4))
+    per_update, whole_step = _probe_as_before(copy.deepcopy(base), trajectories, snapshots, rows)
+    assert 0.0 < per_update <= whole_step
+    assert metrics["routing_volatility"] == per_update
+    assert metrics["routing_volatility_step"] == whole_step
 
 
 def test_k3s_gradient_is_the_forward_kls_gradient():

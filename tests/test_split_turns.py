@@ -162,8 +162,8 @@ def test_the_learner_trains_each_turn_on_exactly_its_sample_ids(renderer, qwen3_
     )
     learner.step(samples)
     assert computed == [pytest.approx([0.70710, 0.70710, -0.70710, -0.70710], abs=1e-4)]
-    # Each sample forwarded twice (the logp_old recompute, then the update), each exactly its own ids.
-    assert sorted(seen) == sorted(s.token_ids for s in samples for _ in range(2))
+    # Each sample forwarded once (one minibatch: the update's forward gives its logp_old), exactly its own ids.
+    assert sorted(seen) == sorted(s.token_ids for s in samples)
     batch = collate(samples, renderer.tokenizer.pad_token_id)
     for row, sample in enumerate(samples):
         ((start, end),) = sample.turn_spans

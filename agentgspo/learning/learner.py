@@ -3,7 +3,8 @@
     rollout batch -> credit: rows kept, advantages (Eq. 6 per group, or per turn), each sample's 1/N weight
       -> plan: shuffle into `minibatches` (paper: 4; updates 2..4 are off-policy), each into length-bucketed
          micro-batches, the counts agreed by all ranks
-      -> logp_old: recomputed over those same micro-batches (recording the routing to replay), or the sampler's (§5.4)
+      -> logp_old: recomputed over those same micro-batches (recording the routing to replay), or the sampler's (§5.4);
+         the first update's is its own forward's, detached (still the old policy's weights: the recompute's value)
          (under ``behaviour_correction`` the recompute is pi_prox, and the sampler's log-probs weigh each unit)
       -> per minibatch: per micro-batch forward -> loss (+ MoE aux, KL) -> backward, gradients accumulated
            -> clip grad norm -> AdamW step -> LR schedule
@@ -25,8 +26,9 @@ autocast but drops that cast (the log-probs are upcast chunk by chunk, :mod:`age
 
 Trajectories whose advantage is 0 (all-equal groups) contribute exactly nothing to the GSPO objective, so they are
 not forwarded (they still count in the 1/N weighting). MoE policies get the router load-balancing loss and a
-routing-volatility metric: the share of (token, layer) top-k expert choices that change across the update on the
-same tokens (the paper reports ~10% for Qwen3-30B-A3B).
+routing-volatility metric: the share of (token, layer, slot) top-k expert choices of the same tokens that the first
+update changes (the paper reports ~10% for Qwen3-30B-A3B), read during the recompute and the second update's
+forward, and over all the step's updates (one no-grad forward after the last).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from agentgspo.learning.routing_replay import (
     batch_replay,
     decode_routing,
     find_routers,
+    record_router_logits,
     record_routing,
     replay_routing,
     split_recorded,
@@ -167,7 +170,20 @@ class LearnerConfig:
     router_aux_loss_coef: float | None = _setting(
         None, "MoE router load-balancing loss weight (empty: the model config's value; 0: off)"
     )
-    volatility_rows: int = _setting(16, "MoE: trajectories of the routing-volatility metric (0: off)")
+    volatility_rows: int = _setting(
+        16,
+        "MoE: trajectories of the routing-volatility metric (0: off); their expert choices before the first "
+        "update and after it are read during the logp_old recompute and the second minibatch's forward, and one "
+        "no-grad forward of them after the last update gives routing_volatility_step",
+    )
+    first_logp_old: Literal["forward", "recompute"] = _setting(
+        "forward",
+        "logp_old='recompute': the first update's logp_old is its own forward's log-probs, detached ('forward': "
+        "the weights are still the old policy's, so they are the recompute's values, bit for bit where the "
+        "forward is deterministic, and one scoring pass is saved; TRL does the same on-policy) or scored by the "
+        "recompute too ('recompute': its mb0_ratio_* then show any train/score drift); routing_replay='old_policy' "
+        "always recomputes (the recompute records the routing to replay)",
+    )
     skip_zero_advantage: bool = _setting(
         True, "do not forward trajectories with A = 0 (exact for the objective: they contribute nothing; saves compute)"
     )
@@ -268,6 +284,8 @@ class LearnerConfig:
             )
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
+        if self.first_logp_old not in ("forward", "recompute"):
+            raise ValueError(f"first_logp_old: expected 'forward' or 'recompute', got {self.first_logp_old!r}")
         if self.logp_old not in ("recompute", "sampler"):
             raise ValueError(f"logp_old: expected 'auto', 'recompute' or 'sampler', got {self.logp_old!r}")
         self._check_behaviour_correction()
@@ -362,18 +380,28 @@ class _Plan:
     """One step's layout: the minibatches, and the logp_old recompute's passes over the same micro-batches."""
 
     minibatches: list[_Minibatch]
-    score_buckets: list[list[int]]  # every minibatch's micro-batches, in order
+    score_buckets: list[list[int]]  # the micro-batches the recompute scores, in order (all but `reused`'s)
     score_passes: int  # scoring passes this rank runs (in lockstep with recompute: the most of any rank)
     probe_routing: bool  # whether this rank runs the routing-volatility passes (MoE)
+    trained: list[int]  # the minibatches some rank trains on (agreed), in order: one optimizer step each
+    reused: int | None  # the minibatch whose logp_old is its own forward's (first_logp_old="forward"), if any
 
 
 @dataclass
 class _RoutingProbe:
-    """Expert choices on a fixed batch: before the step's first update (``before``) and after it (``first``)."""
+    """The routing-volatility probe: the top-k expert choices at the real tokens of fixed rows, before the step's
+    first update (``choices[0]``), after it (``choices[1]``) and after the last (``choices[2]``), each as
+    ``{row: [L, n_row, k]}``. Where the learner's own forwards see those rows at those weights (the logp_old
+    recompute or the first update's forward, then the second update's forward), the choices are read there;
+    ``*_pass`` says which are a no-grad forward of ``batch`` of the probe's alone."""
 
-    batch: Batch
-    before: torch.Tensor  # [L, N, k]
-    first: torch.Tensor | None = None  # [L, N, k]
+    rows: list[int]  # the probed trajectories (indices), in order
+    batch: Batch  # their collated batch (a placeholder on a rank without any) for the probe's own passes
+    before_pass: bool  # choices[0] from a pass of its own (no forward of the old policy reads the rows)
+    first_pass: bool  # choices[1] from a pass of its own after the first update (the second does not read them)
+    choices: tuple[dict[int, torch.Tensor], dict[int, torch.Tensor], dict[int, torch.Tensor]] = field(
+        default_factory=lambda: ({}, {}, {})
+    )
 
 
 class _Means:
@@ -496,6 +524,15 @@ def disable_stochastic_layers(model: torch.nn.Module) -> list[str]:
     return changed
 
 
+def _supported_routers(model: Any) -> list[torch.nn.Module] | None:
+    """The model's top-k routers (:func:`agentgspo.learning.routing_replay.find_routers`), or ``None`` for a model
+    without a supported one."""
+    try:
+        return find_routers(model)
+    except ValueError:
+        return None
+
+
 def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
     """Top-k expert ids per (layer, token) at the batch's real tokens: ``[L, N, k]``."""
     out = model(
@@ -503,6 +540,13 @@ def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
     )
     real = batch.attention_mask.reshape(-1).bool()  # [B*T]
     return torch.stack([logits[real].topk(k, dim=-1).indices.sort(-1).values for logits in out.router_logits])
+
+
+def _add_sampler_gap(gap: list[float], logprobs: torch.Tensor, batch: Batch) -> None:
+    """Add ``sum |logp_old - sampler log-prob|`` over the batch's sampled tokens and their count to ``gap``."""
+    difference = (logprobs - batch.sampler_logprobs).abs()  # [B, T]
+    gap[0] += float(torch.where(batch.loss_mask, difference, torch.zeros_like(difference)).sum())
+    gap[1] += int(batch.loss_mask.sum())
 
 
 def routing_volatility(before: torch.Tensor, after: torch.Tensor) -> float:
@@ -571,6 +615,8 @@ class GSPOLearner:
         self.is_moe = hasattr(model_config, "num_experts_per_tok")
         if self.config.routing_replay != "off":
             find_routers(base)  # a clear error for a model without a supported router
+        # The routers whose outputs the routing-volatility probe reads during the learner's own forwards.
+        self._routers = _supported_routers(base) if self.is_moe else None
         coef = self.config.router_aux_loss_coef
         self.aux_coef = (
             (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) if self.is_moe else 0.0
@@ -710,20 +756,20 @@ class GSPOLearner:
         The algorithm: advantages per group (Eq. 6), the old policy's log-probs (scored with the same micro-batch
         layout the updates use, or the sampler's), then per minibatch a forward, the loss and a backward per
         micro-batch and an optimizer step. ``mb0_*`` metrics describe the first update alone, where the policy still
-        is the old one: under ``logp_old="recompute"`` in fp32 its ratios are exactly 1 and nothing clips (a deviation
-        there is train/score drift, not learning).
+        is the old one: under ``logp_old="recompute"`` its ratios are exactly 1 and nothing clips (by construction with
+        ``first_logp_old="forward"``, its logp_old being its forward's; with ``"recompute"`` in fp32 too, and a
+        deviation there is train/score drift, not learning).
         """
         started = time.perf_counter()
         credit = self._credit(trajectories)  # who trains, with which advantage (Eq. 6, or per turn)
         plan = self._plan(trajectories, credit)  # minibatches of micro-batches, their counts agreed by all ranks
-        old, gap = self._old_logprobs(trajectories, credit.keep, plan)  # logp_old; records routing to replay
-        probe = self._routing_probe(trajectories, credit.keep, plan)  # MoE: expert choices before any update
+        probe = self._routing_probe(trajectories, credit.keep, plan)  # MoE: which rows, where their routing is read
+        old, gap = self._old_logprobs(trajectories, credit.keep, plan, probe)  # logp_old; routing to replay, probe's
 
         means = _Means()
         optimizer_steps = 0
-        for minibatch in plan.minibatches:
-            if minibatch.trainable == 0:
-                continue  # every rank agrees: nothing to learn from this minibatch
+        for m in plan.trained:  # every rank agrees: the other minibatches have nothing to learn from
+            minibatch = plan.minibatches[m]
             prefixes = ("", "mb0_") if optimizer_steps == 0 else ("",)  # mb0_: the first update's diagnostics too
             minibatch_loss = 0.0
             for p in range(minibatch.passes):
@@ -741,18 +787,21 @@ class GSPOLearner:
                         sync=sync,
                         means=means,
                         prefixes=prefixes,
+                        probe=probe,
+                        updates=optimizer_steps,
+                        gap=gap if m == plan.reused else None,  # its logp_old is this forward's
                     )
                 else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
                     self._placeholder_step(sync, means, prefixes)
             means.add("loss", minibatch_loss)
             self._clip_and_step(means)  # clip the gradient norm, optimizer step, LR schedule
             optimizer_steps += 1
-            if probe is not None and optimizer_steps == 1:
-                probe.first = self._expert_choices(probe.batch)
+            if probe is not None and optimizer_steps == 1 and probe.first_pass:
+                probe.choices[1].update(self._probe_pass(probe))  # no later forward reads the probe's rows
 
-        self._routing_volatility(means, probe, optimizer_steps, credit.keep)
+        self._routing_volatility(means, probe, optimizer_steps)
         self._replays = {}
-        return self._metrics(means, trajectories, credit, gap, optimizer_steps, started)
+        return self._metrics(means, trajectories, credit, (gap[0], int(gap[1])), optimizer_steps, started)
 
     # ------------------------------------------------------------------------ credit: who trains, with which A
 
@@ -888,16 +937,25 @@ class GSPOLearner:
                     )
                 ]
             )
-        score_buckets = [bucket for buckets in bucketed for bucket in buckets]
+        all_buckets = sum(map(len, bucketed))
         wants_probe = bool(self.is_moe and config.volatility_rows and credit.keep)
         agreed = self._agree(
-            [len(score_buckets), int(wants_probe)]
+            [all_buckets, int(wants_probe)]
             + [
                 x
                 for chunk, buckets in zip(chunks, bucketed)
                 for x in (sum(map(len, buckets)), float(credit.weights[chunk].sum()) if chunk else 0.0, len(buckets))
             ]
+            + [all_buckets - len(buckets) for buckets in bucketed]  # scoring passes when minibatch m is not scored
         )
+        recompute = config.logp_old == "recompute"
+        trained = [m for m in range(config.minibatches) if agreed.sums[2 + 3 * m] > 0]
+        # The first update runs on the old policy's weights: its forward's log-probs are the recompute's, so that
+        # minibatch is not scored (unless the recompute must record its routing, routing_replay="old_policy").
+        reuse = recompute and config.first_logp_old == "forward" and config.routing_replay != "old_policy"
+        reused = trained[0] if reuse and trained else None
+        score_buckets = [bucket for m, buckets in enumerate(bucketed) if m != reused for bucket in buckets]
+        most_passes = agreed.most[0] if reused is None else agreed.most[2 + 3 * config.minibatches + reused]
         minibatches = []
         for m, buckets in enumerate(bucketed):
             trainable, weight_sum, most_buckets = agreed.sums[2 + 3 * m], agreed.sums[3 + 3 * m], agreed.most[4 + 3 * m]
@@ -915,12 +973,13 @@ class GSPOLearner:
                     passes=most_buckets if self.lockstep else max(len(buckets), 1),
                 )
             )
-        recompute = config.logp_old == "recompute"
         return _Plan(
             minibatches=minibatches,
             score_buckets=score_buckets,
-            score_passes=agreed.most[0] if self.lockstep and recompute else len(score_buckets),
+            score_passes=most_passes if self.lockstep and recompute else len(score_buckets),
             probe_routing=agreed.most[1] > 0 if self.lockstep else wants_probe,
+            trained=trained,
+            reused=reused,
         )
 
     def _agree(self, local: list[int]) -> _Agreed:
@@ -935,15 +994,18 @@ class GSPOLearner:
     # ------------------------------------------------------------------- logp_old, routing replay, placeholders
 
     def _old_logprobs(
-        self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan
-    ) -> tuple[dict[int, torch.Tensor], tuple[float, int]]:
-        """logp_old of every kept row (the policy that sampled, scored before any update of this batch), and the
-        summed |recompute - sampler| gap over its sampled tokens with their count. Records the routing to replay
-        (``routing_replay``) on the way. In lockstep a rank that has scored its own rows runs placeholder passes."""
+        self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan, probe: _RoutingProbe | None
+    ) -> tuple[dict[int, torch.Tensor], list[float]]:
+        """logp_old of every row the recompute scores (the policy that sampled, scored before any update of this
+        batch; every kept row but those of ``plan.reused``, whose forward gives its own), and the summed
+        |recompute - sampler| gap over its sampled tokens with their count (``[sum, count]``; the reused
+        minibatch's forward adds its own). Records the routing to replay (``routing_replay``) and the probe's expert
+        choices before any update on the way. In lockstep a rank that has scored its own rows runs placeholder
+        passes."""
         config, device = self.config, self.accelerator.device
         old: dict[int, torch.Tensor] = {}
         self._replays = self._rollout_routing(trajectories, keep) if config.routing_replay == "rollout" else {}
-        gap_sum, gap_tokens = 0.0, 0
+        gap = [0.0, 0]
         recompute = config.logp_old == "recompute"
         for p in range(plan.score_passes):
             if p >= len(plan.score_buckets):  # this rank has scored its own: a placeholder keeps the ranks in step
@@ -954,16 +1016,17 @@ class GSPOLearner:
             if recompute and config.routing_replay == "old_policy":
                 logp = self._score_recording_routing(trajectories, rows, batch)
             elif recompute:
-                with self._replaying([trajectories[i] for i in rows], batch):
+                with (
+                    self._replaying([trajectories[i] for i in rows], batch),
+                    self._reading_routing(probe, 0, rows, batch),
+                ):
                     logp = self._score_no_grad(self._local_model(), batch)
-                gap = (logp - batch.sampler_logprobs).abs()
-                gap_sum += float(torch.where(batch.loss_mask, gap, torch.zeros_like(gap)).sum())
-                gap_tokens += int(batch.loss_mask.sum())
+                _add_sampler_gap(gap, logp, batch)
             else:
                 logp = batch.sampler_logprobs
             for r, i in enumerate(rows):
                 old[i] = logp[r, : len(trajectories[i].token_ids)]
-        return old, (gap_sum, gap_tokens)
+        return old, gap
 
     def _score_recording_routing(
         self, trajectories: Sequence[Trajectory], rows: list[int], batch: Batch
@@ -1051,19 +1114,28 @@ class GSPOLearner:
         sync: bool,
         means: _Means,
         prefixes: tuple[str, ...] = ("",),
+        probe: _RoutingProbe | None = None,
+        updates: int = 0,
+        gap: list[float] | None = None,
     ) -> float:
         """Forward, loss and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go
-        to ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's)."""
+        to ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's). Rows without a logp_old in
+        ``old`` (``plan.reused``: the first update, on the old policy's weights) take their forward's log-probs,
+        detached, and add their sampler gap to ``gap``. The probe's rows have their expert choices read after
+        ``updates`` optimizer steps (0 or 1)."""
         batch, old_logprobs, adv, turn_ids = self._loss_inputs(trajectories, rows, old, advantages)
         # A decoupled loss's mu: the sampler's log-probs (old_logprobs is then pi_prox, the recompute).
         behaviour = batch.sampler_logprobs if self.config.behaviour_correction != "none" else None  # [B, T]
         with self._accumulating(sync), self._replaying([trajectories[i] for i in rows], batch):
-            outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
+            with self._reading_routing(probe, updates, rows, batch):
+                outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
             # Compiled, N is a tensor so that a new minibatch size does not recompile.
             n = torch.tensor(float(num_sequences), device=adv.device) if self.config.compile else num_sequences
             loss, diagnostics, logprobs = self._objective(
                 outputs.logits, batch.input_ids, old_logprobs, adv, batch.loss_mask, n, turn_ids, behaviour
             )  # [], {...}, [B, T]
+            if old_logprobs is None and gap is not None:
+                _add_sampler_gap(gap, logprobs.detach(), batch)
             # A zero-weight placeholder's penalties are not the policy's: they stay out of the logged means.
             total = self._with_penalties(
                 loss,
@@ -1087,16 +1159,19 @@ class GSPOLearner:
         rows: list[int],
         old: dict[int, torch.Tensor],
         advantages: torch.Tensor,
-    ) -> tuple[Batch, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """One micro-batch as the loss takes it: the collated rows, their logp_old ``[B, T]``, their advantages and
-        ``turn_ids`` ``[B, T]`` (each sampled token's turn; ``None`` unless the loss clips per turn). Per-turn
-        advantages (``credit="turn"``, ``[B, K]``) go as they are to a loss clipping per turn and as each token's
-        turn advantage ``[B, T]`` (Eq. 13-14's A_it) to a loss clipping per token."""
+    ) -> tuple[Batch, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
+        """One micro-batch as the loss takes it: the collated rows, their logp_old ``[B, T]`` (``None`` for rows
+        whose logp_old is their own forward's: ``plan.reused``), their advantages and ``turn_ids`` ``[B, T]`` (each
+        sampled token's turn; ``None`` unless the loss clips per turn). Per-turn advantages (``credit="turn"``,
+        ``[B, K]``) go as they are to a loss clipping per turn and as each token's turn advantage ``[B, T]``
+        (Eq. 13-14's A_it) to a loss clipping per token."""
         device = self.accelerator.device
         batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
-        old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
-        for r, i in enumerate(rows):
-            old_logprobs[r, : old[i].shape[0]] = old[i]
+        old_logprobs = None
+        if rows[0] in old:  # a micro-batch's rows are one minibatch's: all scored, or all reused
+            old_logprobs = torch.zeros_like(batch.sampler_logprobs)  # [B, T]
+            for r, i in enumerate(rows):
+                old_logprobs[r, : old[i].shape[0]] = old[i]
         adv = advantages[rows].to(device)  # [B], or [B, K] per turn (credit="turn")
         clip_unit = self.loss_fn.clip_unit
         if clip_unit is not TURN and adv.dim() == 1:
@@ -1113,7 +1188,7 @@ class GSPOLearner:
         self,
         logits: torch.Tensor,
         input_ids: torch.Tensor,
-        old_logprobs: torch.Tensor,
+        old_logprobs: torch.Tensor | None,
         advantages: torch.Tensor,
         loss_mask: torch.Tensor,
         num_sequences: int | torch.Tensor,
@@ -1121,10 +1196,14 @@ class GSPOLearner:
         behaviour_logprobs: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """Logits ``[B, T, V]`` -> (loss, diagnostics, log-probs ``[B, T]``); the region ``config.compile`` compiles.
+        ``old_logprobs`` ``None``: the forward is the old policy's (the step's first update), so logp_old is its own
+        log-probs, detached (exactly what the recompute would score on these rows and this padding);
         ``turn_ids`` ``[B, T]`` (a loss clipping per turn): each trained token's assistant-turn index;
         ``behaviour_logprobs`` ``[B, T]`` (a decoupled loss): mu, the sampler's log-probs."""
         config = self.config
         logprobs = logprobs_from_logits(logits, input_ids, temperature=config.temperature, fused=config.compile)
+        if old_logprobs is None:
+            old_logprobs = logprobs.detach()  # [B, T]
         turns = () if turn_ids is None else (turn_ids,)
         loss, diagnostics = self.loss_fn(
             logprobs,
@@ -1286,31 +1365,91 @@ class GSPOLearner:
     # ------------------------------------------------------------------------------------------ metrics, MoE probe
 
     def _routing_probe(self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan) -> _RoutingProbe | None:
-        """Routing volatility (MoE): the top-k expert choices on up to ``volatility_rows`` of this step's forwarded
-        trajectories before any update (a placeholder batch on a rank without any, to keep lockstep)."""
+        """Routing volatility (MoE): which rows are probed and where their expert choices are read.
+
+        The rows: up to ``volatility_rows`` of the second trained minibatch's forwarded rows (of the only one when
+        there is one), in micro-batch order, so that the logp_old recompute (or the first update's own forward)
+        reads their choices before any update and the second update's forward reads them after the first: two
+        forwards fewer than probing apart. Where the routers' outputs cannot be read during those forwards (a
+        router :func:`~agentgspo.learning.routing_replay.find_routers` does not know) or would not be the live
+        routing of the unreplayed model (``routing_replay`` on), the rows are the first ``volatility_rows`` kept
+        rows and every reading is a pass of its own. A rank without rows probes a placeholder (lockstep)."""
         if not plan.probe_routing:
             return None
-        picks = [trajectories[i] for i in keep[: self.config.volatility_rows]]
+        config = self.config
+        if self._routers is not None and config.routing_replay == "off" and plan.trained:
+            source = plan.trained[1] if len(plan.trained) > 1 else plan.trained[0]
+            rows = [i for bucket in plan.minibatches[source].micro_batches for i in bucket][: config.volatility_rows]
+            # Before any update the recompute reads every minibatch but the reused one, which its own forward reads
+            # (first_logp_old="forward"); the sampler's logp_old reads none but the first update's forward.
+            before_pass = not (config.logp_old == "recompute" or source == plan.trained[0])
+            first_pass = source == plan.trained[0]
+        else:
+            rows, before_pass, first_pass = keep[: config.volatility_rows], True, True
+        picks = [trajectories[i] for i in rows]
         batch = collate(picks, self.pad_token_id).to(self.accelerator.device) if picks else self._placeholder_batch()
-        return _RoutingProbe(batch=batch, before=self._expert_choices(batch))
+        probe = _RoutingProbe(rows=rows, batch=batch, before_pass=before_pass, first_pass=first_pass)
+        if before_pass:
+            probe.choices[0].update(self._probe_pass(probe))
+        return probe
 
-    def _expert_choices(self, batch: Batch) -> torch.Tensor:
-        """Top-k expert ids ``[L, N, k]`` of the batch's tokens under the current weights (routing volatility)."""
-        k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
-        with torch.no_grad():
-            return _expert_choices(self._local_model(), batch, k)
-
-    def _routing_volatility(
-        self, means: _Means, probe: _RoutingProbe | None, optimizer_steps: int, keep: list[int]
-    ) -> None:
-        """Log the share of the probe's expert choices that changed: per update (the paper's figure, §4.3: the share
-        one update changes) and over the whole step's ``minibatches`` updates."""
-        if probe is None or probe.first is None:
+    @contextlib.contextmanager
+    def _reading_routing(
+        self, probe: _RoutingProbe | None, updates: int, rows: list[int], batch: Batch
+    ) -> Iterator[None]:
+        """Read the probe's rows' expert choices after ``updates`` optimizer steps (0: before any; 1: after the
+        first) during the forward inside the block, unless read already or taken by a pass of the probe's own."""
+        own_pass = probe is None or updates > 1 or (probe.before_pass, probe.first_pass)[updates]
+        wanted = set() if own_pass else {i for i in rows if i in probe.rows and i not in probe.choices[updates]}
+        if not wanted:
+            yield
             return
-        last = self._expert_choices(probe.batch) if optimizer_steps > 1 else probe.first
-        if keep:
-            means.add("routing_volatility", routing_volatility(probe.before, probe.first), probe.before.numel())
-            means.add("routing_volatility_step", routing_volatility(probe.before, last), probe.before.numel())
+        with record_router_logits(self._routers) as logits:
+            yield
+        probe.choices[updates].update(self._choices_by_row(logits, batch, rows, wanted))
+
+    def _choices_by_row(
+        self, router_logits: Sequence[torch.Tensor], batch: Batch, rows: list[int], wanted: set[int]
+    ) -> dict[int, torch.Tensor]:
+        """Each wanted row's top-k expert ids ``[L, n, k]`` at its real tokens, from one forward's router logits
+        (``[B * T, E]`` per MoE layer, as the model flattens the batch), as :func:`_expert_choices` takes them."""
+        k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
+        width = batch.input_ids.shape[1]
+        real = batch.attention_mask.bool()  # [B, T]
+        top = torch.stack([z.detach() for z in router_logits]).topk(k, dim=-1).indices.sort(-1).values  # [L, B*T, k]
+        top = top.view(top.shape[0], len(rows), width, k)  # [L, B, T, k]
+        return {i: top[:, r, real[r]].cpu() for r, i in enumerate(rows) if i in wanted}  # each [L, n, k]
+
+    def _probe_pass(self, probe: _RoutingProbe) -> dict[int, torch.Tensor]:
+        """The probe rows' expert choices under the current weights from a no-grad forward of their own batch."""
+        with torch.no_grad():
+            if self._routers is None:  # the router logits the model returns (output_router_logits)
+                k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
+                choices = _expert_choices(self._local_model(), probe.batch, k)  # [L, N, k]
+                if not probe.rows:  # a placeholder
+                    return {}
+                per_row = probe.batch.attention_mask.sum(1).tolist()
+                return dict(zip(probe.rows, (c.cpu() for c in choices.split(per_row, dim=1))))
+            with record_router_logits(self._routers) as logits:
+                forward(self._local_model(), probe.batch)
+        return self._choices_by_row(logits, probe.batch, probe.rows, set(probe.rows)) if probe.rows else {}
+
+    def _routing_volatility(self, means: _Means, probe: _RoutingProbe | None, optimizer_steps: int) -> None:
+        """Log the share of the probe's expert choices that changed: per update (``routing_volatility``, the paper's
+        figure, §4.3: the share the first update changes) and over the whole step's updates
+        (``routing_volatility_step``; one more pass after the last update when there are several), each weighted by
+        the probe's (layer, token, slot) choices."""
+        if probe is None or optimizer_steps == 0:
+            return
+        before, first, last = probe.choices
+        if optimizer_steps > 1:
+            last.update(self._probe_pass(probe))
+        else:
+            last.update(first)
+        if probe.rows:
+            stacked = [torch.cat([choices[i] for i in probe.rows], dim=1) for choices in (before, first, last)]
+            means.add("routing_volatility", routing_volatility(stacked[0], stacked[1]), stacked[0].numel())
+            means.add("routing_volatility_step", routing_volatility(stacked[0], stacked[2]), stacked[0].numel())
 
     def _metrics(
         self,

@@ -44,6 +44,7 @@ import torch.nn.functional as F
 __all__ = [
     "find_routers",
     "record_routing",
+    "record_router_logits",
     "recompute_router_logits",
     "replayed_weights",
     "replay_routing",
@@ -98,6 +99,28 @@ def record_routing(model: Any) -> Iterator[list[list[torch.Tensor]]]:
     handles = [router.register_forward_hook(hook(layer)) for layer, router in enumerate(routers)]
     try:
         yield calls
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def record_router_logits(routers: Sequence[torch.nn.Module]) -> Iterator[list[torch.Tensor | None]]:
+    """Inside the block, ``logits[layer]`` is the first output of that router's latest call, detached: ``[N, E]``
+    (N = the flattened batch x positions of the forward), the tensor a model's ``output_router_logits`` returns
+    (transformers 5's ``OutputRecorder(...TopKRouter, index=0)``). The hooks are gone when the block ends, so an
+    activation-checkpointing recompute in the backward does not overwrite them."""
+    logits: list[torch.Tensor | None] = [None] * len(routers)
+
+    def hook(layer: int):
+        def record(module: Any, args: Any, output: Any) -> None:
+            logits[layer] = output[0].detach()
+
+        return record
+
+    handles = [router.register_forward_hook(hook(layer)) for layer, router in enumerate(routers)]
+    try:
+        yield logits
     finally:
         for handle in handles:
             handle.remove()
