@@ -3,21 +3,30 @@
 Plays 1,024 concurrent Calculator-v0 episodes (128 seeds x group 8) with ``ScriptedPolicy(calculator_oracle)``
 and splits the wall time into what the env itself spends (``make``, ``reset``, ``step``, ``close``), what the
 policy's text function spends, and the rest: the framework (event loop, worker-thread hand-offs, tokenizing,
-chat rendering of continuations, the full-render check, record building). Target: <= 0.5 ms of framework time
-per env step.
+chat rendering of continuations, the full-render check, record building). Target: framework time per env step
+<= 1.0x the env's own time per step, both measured in the same run (a ratio, so that it holds on a slower or busier
+machine as on a faster one).
 
 Env and policy time are measured as CPU time of the thread running them (``time.thread_time``), so a call that
 waits for the GIL while another thread runs is not counted twice; the overhead is
-``(wall - env - policy) / steps``. Medians over the repeats.
+``(wall - env - policy) / steps``, and ``framework_per_env`` is that over the env's time per step. Medians over the
+repeats. On a shared machine the wall clock also counts other processes' time slices (the ratio rises with the
+load average, printed); ``framework_cpu_ms_per_step`` (this process's CPU time less env and policy) does not.
+
+The scripted oracle plays the same turns in every episode of a group, as a greedy or low-temperature policy would:
+the renderer's caches (``ChatRenderer.render``, ``.encode``) then serve a group's continuations, not only its
+shared prompt; ``--no-cache`` measures without them (a policy whose every turn is new).
 
     python benchmarks/bench_rollout.py                      # 5 repeats, 128 x 8
     python benchmarks/bench_rollout.py --repeats 3 --seeds 64 --profile   # + cProfile of one run, top 25
+    python benchmarks/bench_rollout.py --no-cache           # every render and encode computed
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import statistics
 import threading
@@ -26,7 +35,7 @@ from typing import Any
 
 import gymnasium as gym
 
-TARGET_MS = 0.5
+TARGET_RATIO = 1.0  # framework time per env step / env time per step
 
 
 class Stopwatch:
@@ -134,6 +143,8 @@ def one_run(
         "steps_per_s": steps / wall,
         "framework_ms_per_step": 1e3 * (wall - env - policy) / steps,
         "env_ms_per_step": 1e3 * env / steps,
+        "framework_per_env": (wall - env - policy) / env,
+        "framework_cpu_ms_per_step": 1e3 * (cpu - env - policy) / steps,
     }
 
 
@@ -145,6 +156,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--env-workers", type=int, default=64, help="RolloutConfig.env_workers (its default: 64)")
     parser.add_argument("--profile", action="store_true", help="cProfile one extra run and print the top entries")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="render and encode every text anew (ChatRenderer's caches off)"
+    )
     args = parser.parse_args()
 
     from transformers import AutoTokenizer
@@ -153,23 +167,26 @@ def main() -> None:
     from agentgspo.policy.tiny import tiny_policy_path
 
     renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
+    if args.no_cache:
+        renderer.caching = False
     one_run(renderer, 8, 2)  # warm-up: imports, template compilation
+    load = os.getloadavg()[0]
     runs = [one_run(renderer, args.seeds, args.group_size, args.env_workers) for _ in range(args.repeats)]
     episodes = args.seeds * args.group_size
     print(
         f"rollout runner, Calculator-v0, ScriptedPolicy(calculator_oracle), {episodes} concurrent episodes "
         f"({args.seeds} seeds x group {args.group_size}), {args.env_workers} env workers, {args.repeats} repeats"
+        f"{', caches off' if args.no_cache else ''}; load average {load:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs"
     )
-    print(f"{'metric':<24}{'median':>12}{'min':>12}{'max':>12}")
+    print(f"{'metric':<26}{'median':>12}{'min':>12}{'max':>12}")
     for key in runs[0]:
         values = [r[key] for r in runs]
-        print(f"{key:<24}{statistics.median(values):>12.4g}{min(values):>12.4g}{max(values):>12.4g}")
-    framework = statistics.median(r["framework_ms_per_step"] for r in runs)
-    env = statistics.median(r["env_ms_per_step"] for r in runs)
+        print(f"{key:<26}{statistics.median(values):>12.4g}{min(values):>12.4g}{max(values):>12.4g}")
+    ratio = statistics.median(r["framework_per_env"] for r in runs)
     print(
-        f"\nframework / target ({TARGET_MS} ms/step): {framework / TARGET_MS:.2f}x   "
-        f"framework / env time: {framework / env:.1f}x   "
-        f"{'OK' if framework <= TARGET_MS else 'OVER TARGET'}"
+        f"\nframework / env time per step (median of {args.repeats}): {ratio:.2f}x, target <= {TARGET_RATIO}x: "
+        f"{'OK' if ratio <= TARGET_RATIO else 'OVER TARGET'}"
     )
     if args.profile:
         one_run(renderer, args.seeds, args.group_size, args.env_workers, profile=True)

@@ -3,6 +3,8 @@ these tests instant; the token-exact tests with a sampled policy are in test_tok
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import threading
 import time
 
@@ -11,6 +13,7 @@ import pytest
 from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
 from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SamplingParams, ScriptedPolicy
+from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, TurnLimit
@@ -319,3 +322,101 @@ def test_the_record_keeps_where_the_version_changed_inside_a_turn(renderer, tmp_
     versions = loaded.token_versions()
     assert versions[start:end] == [0] + [1] * (end - start - 1) and versions[start2:end2] == [1] * (end2 - start2)
     assert versions[:start] == [None] * start  # the prompt: no policy sampled it
+
+
+# --------------------------------------------------------------- framework overhead per step (issue 46, item 5)
+
+
+def counting_renders(tokenizer):
+    """A copy of ``tokenizer`` whose chat template counts its renders in ``.renders``."""
+    counted = copy.deepcopy(tokenizer)
+    counted.renders = 0
+    render = counted.apply_chat_template
+
+    def apply_chat_template(*args, **kwargs):
+        counted.renders += 1
+        return render(*args, **kwargs)
+
+    counted.apply_chat_template = apply_chat_template
+    return counted
+
+
+def test_an_episode_renders_each_history_once(tokenizer):
+    # Before: four renders for a two-turn episode: the prompt, the continuation's re-render of the prompt the turn
+    # was sampled after, the continuation, and the full-render check's own render of what the continuation rendered.
+    renderer = ChatRenderer(counting_renders(tokenizer), caching=False)
+    config = RolloutConfig(group_size=1)
+    (t,) = RolloutRunner(CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer, config).run_sync([0])
+    assert t.num_turns == 2 and t.reward == 1.0 and t.matches_full_render is True
+    assert renderer.tokenizer.renders == 2  # the prompt, then the history after the tool's reply
+
+
+def test_a_group_of_identical_episodes_renders_once(tokenizer):
+    # The G episodes of a group share their prompt; the oracle also plays the same turns in each.
+    renderer = ChatRenderer(counting_renders(tokenizer))
+    config = RolloutConfig(group_size=8)
+    trajectories = RolloutRunner(CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer, config).run_sync(
+        [0]
+    )
+    assert len({tuple(t.token_ids) for t in trajectories}) == 1 and all(t.reward == 1.0 for t in trajectories)
+    assert renderer.tokenizer.renders == 2
+
+
+class SpelledOut(ScriptedPolicy):
+    """Samples its text one character per id: the same text, but ids the tokenizer would not produce for it (it has
+    one id for ``<tool_call>``, ``calculate``, ...). A model can sample such ids; the learner then trains on ids that
+    no render of the conversation tokenizes to: the drift the full-render check reports."""
+
+    async def sample(self, request):
+        text = self.fn(list(request.messages))
+        ids = [i for character in text for i in self.renderer.encode(character)] + [self.end_of_turn_id]
+        return SampledTurn(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop")
+
+
+def test_the_full_render_check_catches_ids_the_tokenizer_would_not_produce(renderer):
+    runner = RolloutRunner(
+        CalculatorEnv, SpelledOut(calculator_oracle, renderer), renderer, RolloutConfig(group_size=2)
+    )
+    drifted = runner.run_sync([0])
+    assert all(t.reward == 1.0 and t.num_turns == 2 for t in drifted)  # the env read the same text
+    assert all(t.matches_full_render is False for t in drifted)
+    assert summarize(drifted)["matches_full_render"] == 0.0
+    (exact,) = run(renderer, CalculatorEnv)  # the same turns, tokenized as the tokenizer does
+    assert exact.messages == drifted[0].messages and exact.matches_full_render is True
+
+
+def test_the_full_render_check_catches_a_template_that_rewrites_history(tokenizer):
+    from test_chat import THINK_STRIPPING_TEMPLATE  # drops earlier <think> blocks, as Qwen3's does
+
+    stripping = copy.deepcopy(tokenizer)
+    stripping.chat_template = THINK_STRIPPING_TEMPLATE
+    renderer = ChatRenderer(stripping)
+    policy = ScriptedPolicy(lambda messages: "<think>\nhm\n</think>\n\nb", renderer)
+    (t,) = RolloutRunner(Again, policy, renderer, RolloutConfig(group_size=1, max_turns=3)).run_sync([0])
+    assert t.num_turns == 3 and t.metadata["template_fallbacks"] == 2
+    assert t.matches_full_render is False
+
+
+def test_env_calls_that_finish_together_wake_the_event_loop_once(renderer):
+    # Before: each env call woke the loop twice (its start, for the per-call clock, and its result through a
+    # concurrent.futures.Future); now workers queue results for the loop and wake it only when no wake-up is pending.
+    runner = RolloutRunner(
+        CalculatorEnv, ScriptedPolicy(calculator_oracle, renderer), renderer, RolloutConfig(group_size=8)
+    )
+    wakeups = []
+
+    async def play():
+        loop = asyncio.get_running_loop()
+        wake = loop.call_soon_threadsafe
+
+        def counted(*args, **kwargs):
+            wakeups.append(args[0])  # list.append is atomic: the workers call this
+            return wake(*args, **kwargs)
+
+        loop.call_soon_threadsafe = counted
+        return await runner.run(range(16))
+
+    trajectories = asyncio.run(play())
+    assert len(trajectories) == 128 and all(t.reward == 1.0 for t in trajectories)
+    env_calls = 128 * 4  # make, reset and two steps per episode (close is not awaited)
+    assert 1 <= len(wakeups) <= env_calls

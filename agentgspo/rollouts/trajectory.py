@@ -209,7 +209,7 @@ class Trajectory:
         start = len(self.token_ids)
         self.token_ids.extend(ids)
         self.loss_mask.extend([1] * len(ids))
-        self.sampler_logprobs.extend(float(x) for x in logprobs)
+        self.sampler_logprobs.extend(map(float, logprobs))
         self.turn_spans.append((start, len(self.token_ids)))
         self.turn_versions.append(int(policy_version))
         self.turn_version_ends.append(int(policy_version if policy_version_end is None else policy_version_end))
