@@ -12,6 +12,11 @@ waits for the GIL while another thread runs is not counted twice; the overhead i
 ``(wall - env - policy) / steps``, and ``framework_per_env`` is that over the env's time per step. Medians over the
 repeats. On a shared machine the wall clock also counts other processes' time slices (the ratio rises with the
 load average, printed); ``framework_cpu_ms_per_step`` (this process's CPU time less env and policy) does not.
+Full garbage collections (``gc_full_collections`` per run; the time of one, measured after the repeats, is printed)
+are in the wall time, in whichever thread allocated: a full collection walks every object of the process (torch and
+transformers hold ~360,000), and comes every run or two. (Not timed with ``gc.callbacks``: Python code run inside a
+collection lets threads switch inside the env's ``ast.parse``, which CPython 3.11.7 then fails with "AST constructor
+recursion depth mismatch", gh-106905.)
 
 The scripted oracle plays the same turns in every episode of a group, as a greedy or low-temperature policy would:
 the renderer's caches (``ChatRenderer.render``, ``.encode``) then serve a group's continuations, not only its
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pstats
 import statistics
@@ -119,6 +125,7 @@ def one_run(
         env_id=env_id,
     )
     profiler = cProfile.Profile() if profile else None
+    full_collections = gc.get_stats()[2]["collections"]
     started, cpu_started = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
@@ -126,6 +133,7 @@ def one_run(
     if profiler:
         profiler.disable()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    full_collections = gc.get_stats()[2]["collections"] - full_collections
     assert all(t.reward == 1.0 for t in trajectories), "the oracle must solve every episode"
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
@@ -145,6 +153,7 @@ def one_run(
         "env_ms_per_step": 1e3 * env / steps,
         "framework_per_env": (wall - env - policy) / env,
         "framework_cpu_ms_per_step": 1e3 * (cpu - env - policy) / steps,
+        "gc_full_collections": full_collections,
     }
 
 
@@ -183,6 +192,14 @@ def main() -> None:
     for key in runs[0]:
         values = [r[key] for r in runs]
         print(f"{key:<26}{statistics.median(values):>12.4g}{min(values):>12.4g}{max(values):>12.4g}")
+    started = time.perf_counter()
+    gc.collect()
+    steps = statistics.median(r["steps"] for r in runs)
+    full = statistics.median(r["gc_full_collections"] for r in runs)
+    print(
+        f"one full garbage collection: {1e3 * (time.perf_counter() - started):.0f} ms; "
+        f"~{1e3 * full * (time.perf_counter() - started) / steps:.3f} ms per step at the median {full:g} per run"
+    )
     ratio = statistics.median(r["framework_per_env"] for r in runs)
     print(
         f"\nframework / env time per step (median of {args.repeats}): {ratio:.2f}x, target <= {TARGET_RATIO}x: "
