@@ -115,16 +115,36 @@ class BoxCgroup:
             if failed:
                 raise OSError(f"could not move the thread back out of the box cgroup: {'; '.join(failed)}")
 
-    def destroy(self) -> None:
-        """Kill every process still in the box, then remove the cgroups."""
+    def _members(self) -> set[int]:
+        pids: set[int] = set()
+        for path in self.dirs:
+            try:
+                pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        pids.discard(os.getpid())  # never ourselves, should a thread of ours still sit inside
+        return pids
+
+    def kill(self) -> None:
+        """SIGKILL every process in the box, again while new ones appear (a fork racing the first pass), without
+        waiting for them to go: when this returns, each process in the box has a SIGKILL pending and will run no
+        more code of its own. ``destroy`` then waits for them to be gone."""
+        killed: set[int] = set()
         for _ in range(50):
-            pids = set()
-            for path in self.dirs:
+            fresh = self._members() - killed
+            if not fresh:
+                return
+            for pid in fresh:
                 try:
-                    pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+                    os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
-            pids.discard(os.getpid())  # never ourselves, should a thread of ours still sit inside
+            killed |= fresh
+
+    def destroy(self) -> None:
+        """Kill every process still in the box, wait (up to ~0.25 s) for them to be gone, then remove the cgroups."""
+        for _ in range(50):
+            pids = self._members()
             if not pids:
                 break
             for pid in pids:

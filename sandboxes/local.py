@@ -4,6 +4,15 @@ Each call starts one ``bwrap`` sandbox running the in-sandbox runner (``sandboxe
 tests of a submission in forked children, several at once (``workers``); a session (one submission) keeps a host
 directory for the compiled binary and large test inputs, bound into each sandbox (small inputs travel in the spec).
 
+Warm sessions. Starting a box (bubblewrap's namespaces and mounts, the runner's interpreter) costs tens of
+milliseconds, as much as dozens of tests. So the backend keeps a few sessions started ahead of use (``warm_boxes``,
+default: the usable CPUs, at most 8; never more than were open at once lately): each is a fresh session (its own
+directory and cgroup) whose first run box is already started, its runner blocked reading its spec. A warm box has
+run nothing; it is used by at most one call, like any box, and killed unused when its session closes. A pool thread
+starts them (it lives as long as the process: ``--die-with-parent`` follows the thread that started a box). Closing
+a session kills every process of its box before it returns; removing its cgroup and directory (which waits for the
+killed processes to be gone) happens on a background thread.
+
 Threat model.
 Protects against (each property has an adversarial test in ``tests/sandboxes/test_isolation.py``):
   - network access: a new network namespace, no interfaces but its own loopback (the host's 127.0.0.1 is unreachable);
@@ -32,11 +41,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import shutil
 import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -69,6 +80,7 @@ BOX_PROCESS_MEMORY_MB = 2048  # the box's memory cgroup holds this much for proc
 # up to 69 in all against the default limit of 64, where bwrap or the runner failed to fork: a judge error).
 BOX_PIDS_PER_LIMIT = 2
 INLINE_INPUTS_MAX_BYTES = 16 << 20  # test inputs up to this total travel in the spec, larger ones as bound files
+WARM_BOXES_MAX = 8  # default ceiling of warm sessions per backend (each holds a bwrap, a runner (~10 MB) and a cgroup)
 _probe_lock = threading.Lock()
 _probe_result: str | None = None  # "" when bwrap works, else the reason
 _code_lock = threading.Lock()
@@ -138,33 +150,65 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 class LocalSandbox:
     """The bubblewrap backend (see the module docstring for the threat model). Thread-safe.
 
     allow_unisolated: run without bubblewrap (rlimits only) when it is unavailable; off by default.
     tmpfs_mb: size of each sandbox's private /tmp.
+    warm_boxes: how many sessions to keep started ahead of use (see "Warm sessions" in the module docstring);
+    default (None) the usable CPUs, at most 8; 0 turns them off (every call then starts its box when it is made).
     """
 
     name = "local"
 
-    def __init__(self, allow_unisolated: bool = False, tmpfs_mb: int = 512) -> None:
+    def __init__(self, allow_unisolated: bool = False, tmpfs_mb: int = 512, warm_boxes: int | None = None) -> None:
         problem = _bwrap_problem()
         allow_unisolated = allow_unisolated or os.environ.get("AGENTGSPO_ALLOW_UNISOLATED") == "1"
         if problem and not allow_unisolated:
             raise SandboxUnavailable(f"local sandbox unavailable ({problem}). {INSTALL_HINT}")
+        if warm_boxes is not None and (not isinstance(warm_boxes, int) or warm_boxes < 0):
+            raise ValueError(f"warm_boxes must be an integer >= 0 (0: no warm sessions), got {warm_boxes!r}")
         self.isolated = not problem
         self.tmpfs_mb = tmpfs_mb
         _runner_code()  # compile it now rather than in the first sandbox call
         self.use_cgroups = self.isolated and cgroups.available()
+        self.warm_boxes = min(WARM_BOXES_MAX, _usable_cpus()) if warm_boxes is None else warm_boxes
+        self._pool = _WarmPool(self, self.warm_boxes) if self.warm_boxes else None
 
     @contextmanager
     def session(self, limits_pids: int = 64) -> Iterator["LocalSession"]:
-        """Open a box for one submission; its directory and processes are removed on exit."""
-        box = LocalSession(self, limits_pids)
+        """Open a box for one submission (a warm one when there is one); its processes are killed on exit, its
+        directory and cgroup removed soon after."""
+        box = self._pool.take(limits_pids) if self._pool is not None else None
+        if box is None:
+            box = LocalSession(self, limits_pids)
         try:
             yield box
         finally:
             box.close()
+            if self._pool is not None:
+                self._pool.closed(limits_pids)
+
+    def warm_count(self, limits_pids: int = 64) -> int:
+        """How many warm sessions for ``limits_pids`` are ready now (0 without warm sessions)."""
+        if self._pool is None:
+            return 0
+        with self._pool.cond:
+            return len(self._pool.idle.get(limits_pids, []))
+
+    def close_warm(self) -> None:
+        """Kill the warm sessions and remove them, and what closed sessions left for the reaper thread, now (both
+        also happen at exit; call this before ``os._exit``)."""
+        if self._pool is not None:
+            self._pool.close_all()
+        _drain_reaps()
 
 
 class LocalSession:
@@ -192,6 +236,8 @@ class LocalSession:
         self._procs: list[subprocess.Popen] = []
         self._lock = threading.Lock()
         self._scratch: str | None = None
+        self._warm: subprocess.Popen | None = None  # a run box started ahead, its runner waiting for its spec
+        self.started_warm = False  # True for a session of the warm pool (its first run box was started ahead)
         self.memory_budget_mb = BOX_PROCESS_MEMORY_MB
         self.toolchain = "host"  # the box binds this machine's /usr: its compilers are the host's
 
@@ -291,6 +337,17 @@ class LocalSession:
     def _deadline(spec: dict, n_tests: int) -> float:
         return call_deadline_s(spec, n_tests, overhead_s=15.0)
 
+    def start_warm(self) -> None:
+        """Start this session's first run box now; it waits for its spec (the pool's thread calls this)."""
+        self._warm = self._popen(self._argv(False), subprocess.PIPE, subprocess.PIPE, subprocess.PIPE)
+        self.started_warm = True
+
+    def _take_warm(self) -> subprocess.Popen | None:
+        """The warm run box, once, while its runner is still waiting (None when there is none or it died)."""
+        with self._lock:
+            proc, self._warm = self._warm, None
+        return proc if proc is not None and proc.poll() is None else None
+
     # --- Session protocol ----------------------------------------------------------------------------------
     def call(self, spec: dict, inputs: list[bytes] | None = None) -> list[dict]:
         """Run the runner once (modes compile/run); see ``sandboxes.protocol.Session.call``."""
@@ -298,8 +355,10 @@ class LocalSession:
         if inputs is not None:
             spec["tests"] = self._tests(inputs)
         writable_bin = spec.get("mode") == "compile"
+        proc = None if writable_bin else self._take_warm()
         try:
-            proc = self._popen(self._argv(writable_bin), subprocess.PIPE, subprocess.PIPE, subprocess.PIPE)
+            if proc is None:
+                proc = self._popen(self._argv(writable_bin), subprocess.PIPE, subprocess.PIPE, subprocess.PIPE)
         except OSError as exc:
             return [{"event": "error", "message": f"could not start the sandbox: {exc}"}]
         try:
@@ -367,18 +426,182 @@ class LocalSession:
             pass
 
     def close(self) -> None:
-        """Kill whatever is left of this box and remove its files."""
+        """Kill whatever is left of this box (every process of it has a SIGKILL when this returns); its cgroup and
+        files are removed on the reaper thread (``_reap_later``)."""
         with self._lock:
-            procs, self._procs = self._procs, []
+            procs, self._procs, self._warm = self._procs, [], None
         for proc in procs:
             if proc.poll() is None:
                 self._kill(proc)
                 proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
         if self.cgroup is not None:
-            self.cgroup.destroy()
-        shutil.rmtree(self.host_dir, ignore_errors=True)
-        if self._scratch:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            self.cgroup.kill()
+        _reap_later(self.cgroup, [self.host_dir] + ([Path(self._scratch)] if self._scratch else []))
+
+    def forget(self) -> None:
+        """In a forked child of the process that owns this session: drop it without touching its processes or
+        files (they are the parent's)."""
+        with self._lock:
+            procs, self._procs, self._warm = self._procs, [], None
+        for proc in procs:
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            proc.returncode = 0  # not ours to wait for
+
+
+class _WarmPool:
+    """Sessions of one backend started ahead of use, keyed by their pids limit (see "Warm sessions" in the module
+    docstring). ``take`` hands one out (or None) and asks for a replacement; the pool thread keeps, per key,
+    min(``size``, the most sessions open at once so far) warm."""
+
+    def __init__(self, backend: LocalSandbox, size: int) -> None:
+        self.backend, self.size = backend, size
+        self._reset()
+        _pools.add(self)
+
+    def _reset(self) -> None:
+        self.cond = threading.Condition()
+        self.idle: dict[int, list[LocalSession]] = {}
+        self.wanted: dict[int, int] = {}
+        self.open: dict[int, int] = {}
+        self.thread: threading.Thread | None = None
+        self.failures = 0
+        self.owner = os.getpid()
+
+    def take(self, pids_max: int) -> LocalSession | None:
+        """A warm session for ``pids_max`` whose box is still waiting, or None; counts the session as open."""
+        with self.cond:
+            self.open[pids_max] = self.open.get(pids_max, 0) + 1
+            self.wanted[pids_max] = min(self.size, max(self.wanted.get(pids_max, 0), self.open[pids_max]))
+            idle = self.idle.get(pids_max, [])
+            box = idle.pop() if idle else None
+            if self.thread is None and self.failures < 3:
+                self.thread = threading.Thread(target=self._fill, name="agentgspo-warm-boxes", daemon=True)
+                self.thread.start()
+            self.cond.notify()
+        if box is not None and box._warm is not None and box._warm.poll() is not None:
+            box.close()  # its box died while it waited (killed from outside): the caller starts a fresh one
+            return None
+        return box
+
+    def closed(self, pids_max: int) -> None:
+        """A session taken for ``pids_max`` was closed."""
+        with self.cond:
+            self.open[pids_max] -= 1
+
+    def _short(self) -> int | None:
+        for pids_max, wanted in self.wanted.items():
+            if len(self.idle.get(pids_max, [])) < wanted:
+                return pids_max
+        return None
+
+    def _fill(self) -> None:
+        while True:
+            with self.cond:
+                while (pids_max := self._short()) is None:
+                    self.cond.wait()
+            try:
+                box = LocalSession(self.backend, pids_max)
+            except Exception:
+                self.failures += 1
+                time.sleep(0.1 * self.failures)
+                continue
+            try:
+                box.start_warm()
+            except Exception:
+                box.close()
+                self.failures += 1
+                if self.failures >= 3:  # give up: sessions are then started when they are opened, as without
+                    with self.cond:
+                        self.thread = None
+                    return
+                time.sleep(0.1 * self.failures)
+                continue
+            with self.cond:
+                if os.getpid() != self.owner:
+                    return
+                self.idle.setdefault(pids_max, []).append(box)
+
+    def close_all(self) -> None:
+        """Kill and remove every warm session (at exit, or on request)."""
+        with self.cond:
+            boxes = [box for idle in self.idle.values() for box in idle]
+            self.idle, self.wanted = {}, {}
+        for box in boxes:
+            box.close()
+
+    def after_fork_in_child(self) -> None:
+        """The warm sessions belong to the parent: forget them (the child starts its own when it needs them)."""
+        boxes = [box for idle in self.idle.values() for box in idle]
+        self._reset()
+        for box in boxes:
+            box.forget()
+
+
+_pools: "weakref.WeakSet[_WarmPool]" = weakref.WeakSet()
+_reap_queue: "queue.SimpleQueue[tuple[cgroups.BoxCgroup | None, list[Path]]]" = queue.SimpleQueue()
+_reaper_lock = threading.Lock()
+_reaper: threading.Thread | None = None
+
+
+def _remove(cgroup: "cgroups.BoxCgroup | None", dirs: list[Path]) -> None:
+    if cgroup is not None:
+        cgroup.destroy()
+    for path in dirs:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _reaper_loop() -> None:
+    while True:
+        _remove(*_reap_queue.get())
+
+
+def _reap_later(cgroup: "cgroups.BoxCgroup | None", dirs: list[Path]) -> None:
+    """Remove a closed session's cgroup (waiting for its killed processes to be gone) and directories on the
+    reaper thread; whatever is left at exit is removed then."""
+    global _reaper
+    with _reaper_lock:
+        if _reaper is None or not _reaper.is_alive():
+            try:
+                thread = threading.Thread(target=_reaper_loop, name="agentgspo-box-reaper", daemon=True)
+                thread.start()
+            except RuntimeError:  # no new threads at interpreter shutdown (Python >= 3.12): remove them now
+                _remove(cgroup, dirs)
+                return
+            _reaper = thread
+    _reap_queue.put((cgroup, dirs))
+
+
+def _drain_reaps() -> None:
+    """Remove, on this thread, what is still queued for the reaper thread."""
+    while True:
+        try:
+            item = _reap_queue.get_nowait()
+        except queue.Empty:
+            return
+        _remove(*item)
+
+
+def _at_exit() -> None:
+    for pool in list(_pools):
+        if pool.owner == os.getpid():
+            pool.close_all()
+    _drain_reaps()
+
+
+def _after_fork_in_child() -> None:
+    global _reaper, _reap_queue
+    for pool in list(_pools):
+        pool.after_fork_in_child()
+    _reaper, _reap_queue = None, queue.SimpleQueue()  # the parent removes what it queued
+
+
+atexit.register(_at_exit)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _write_all(fd: int, data: bytes) -> None:

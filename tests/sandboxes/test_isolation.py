@@ -9,10 +9,13 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from agentgspo.sandboxes import Limits, Verdict, judge, run_python
+from agentgspo.sandboxes import Limits, SandboxUnavailable, Verdict, judge, run_python
+from agentgspo.sandboxes.judge.core import _run_spec
+from agentgspo.sandboxes.local import LocalSandbox
 
 FAST = Limits(time_limit_s=0.5, memory_limit_mb=128, output_limit_mb=1, wall_limit_s=1.5)
 
@@ -231,3 +234,157 @@ def test_sandbox_processes_are_born_in_the_box_cgroup():
         box.destroy()
         child.wait(timeout=5)
     assert child.returncode == -signal.SIGKILL
+
+
+# --- warm sessions of the local backend (boxes started ahead of use, ``sandboxes/local.py``) --------------------
+# A warm box must be as fresh as a box started by its call: nothing of an earlier submission (files, processes) is
+# visible in it, each test still runs in a fresh forked child, and every limit holds.
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """A local backend of its own with one warm session per pids limit."""
+    try:
+        sandbox = LocalSandbox(warm_boxes=1)
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    yield sandbox
+    sandbox.close_warm()
+
+
+def _wait_warm(sandbox: LocalSandbox, pids: int = Limits().pids_limit) -> None:
+    """Open (and close) one session so that the pool wants one, then wait until a warm one is ready."""
+    if not sandbox.warm_count(pids):
+        with sandbox.session(pids):
+            pass
+    deadline = time.monotonic() + 20
+    while not sandbox.warm_count(pids):
+        assert time.monotonic() < deadline, "no warm session became ready in 20 s"
+        time.sleep(0.01)
+
+
+def test_a_session_gets_a_box_started_ahead_and_its_run_call_uses_it(warm):
+    _wait_warm(warm)
+    limits = Limits()
+    with warm.session(limits.pids_limit) as box:
+        assert box.started_warm
+        started = box._warm
+        assert started is not None and started.poll() is None  # its runner waits for the spec
+        events = box.call(_run_spec("print(int(input()) * 2)\n", "python3", box, limits, "stdio", "run"), [b"21\n"])
+        assert box._warm is None and started.poll() is not None  # the call ran in it, and it is gone
+    test = next(e for e in events if e["event"] == "test")
+    assert test["exit_code"] == 0 and test["minor_faults"] > 0
+    assert events[-1]["event"] == "done" and events[-1]["cpu_s"] >= 0
+
+
+def test_a_warm_box_sees_nothing_of_an_earlier_submission(warm):
+    marker = f"warm{os.getpid()}"
+    leave = f"""
+import os, subprocess
+open("/tmp/{marker}", "w").write("secret")
+subprocess.Popen(["sleep", "30"], start_new_session=True)
+try:
+    import _posixshmem  # a POSIX shared memory object, where the box allows one
+    _posixshmem.shm_open("/{marker}", os.O_CREAT | os.O_RDWR, 0o600)
+except Exception:
+    pass
+print("left")
+"""
+    look = f"""
+import os, sys
+seen = [p for p in ("/tmp/{marker}", "/dev/shm/{marker}") if os.path.exists(p)]
+sleepers = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if open(f"/proc/{{pid}}/cmdline").read().startswith("sleep"):
+            sleepers.append(pid)
+    except OSError:
+        pass
+print("clean" if not seen and not sleepers else f"seen {{seen}} {{sleepers}}")
+"""
+    _wait_warm(warm)
+    assert judge(leave, [("", "left")], limits=FAST, backend=warm).accepted
+    _wait_warm(warm)  # started while the first submission ran or after it: it must not see its leftovers
+    result = judge(look, [("", "clean")], limits=FAST, backend=warm)
+    assert result.accepted, result
+
+
+def test_each_test_of_a_warm_box_runs_in_a_fresh_process_state(warm):
+    # Module and builtins state left by test 1 (and a replaced sys.stdin) must not reach test 2.
+    code = """
+import builtins, math, sys
+first = input() == "first"
+if first:
+    builtins.LEFT = 1
+    math.LEFT = 1
+    sys.LEFT = 1
+    sys.stdin = None
+    print("set")
+else:
+    print("clean" if not any(hasattr(m, "LEFT") for m in (builtins, math, sys)) else "leaked")
+"""
+    _wait_warm(warm)
+    result = judge(code, [("first", "set"), ("second", "clean")], limits=FAST, backend=warm, workers=1)
+    assert [t.verdict for t in result.tests] == [Verdict.AC, Verdict.AC], result
+
+
+@pytest.mark.parametrize(
+    ("code", "verdict"),
+    [
+        ("while True:\n    pass\n", Verdict.TLE),
+        ("import time\ntime.sleep(10)\n", Verdict.TLE),
+        ("x = []\nwhile True:\n    x.append(bytearray(10**6))\n", Verdict.MLE),
+        ("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", Verdict.OLE),
+        ("raise SystemExit(3)\n", Verdict.RE),
+        ("print(int(input()) + 1)\n", Verdict.WA),
+    ],
+)
+def test_limits_and_verdicts_hold_in_a_warm_box(warm, code, verdict):
+    _wait_warm(warm)
+    result = judge(code, [("1", "1")], limits=FAST, backend=warm)
+    assert result.verdict == verdict, result
+
+
+def test_a_warm_box_killed_while_waiting_is_replaced_by_a_fresh_one(warm):
+    _wait_warm(warm)
+    pids = Limits().pids_limit
+    victim = warm._pool.idle[pids][-1]
+    os.killpg(victim._warm.pid, signal.SIGKILL)
+    victim._warm.wait()
+    result = judge("print(int(input()) + 1)\n", [("1", "2")], backend=warm)
+    assert result.accepted, result
+
+
+def test_closing_a_session_kills_its_box_then_removes_its_files_and_cgroup(warm):
+    _wait_warm(warm)
+    with warm.session(64) as box:
+        host_dir, cgroup_dirs = box.host_dir, list(box.cgroup.dirs) if box.cgroup is not None else []
+        warm_proc = box._warm  # never used: killed at close
+    assert warm_proc.poll() is not None
+    deadline = time.monotonic() + 10
+    while host_dir.exists() or any(Path(d).exists() for d in cgroup_dirs):
+        assert time.monotonic() < deadline, "the closed session's directory or cgroup was not removed"
+        time.sleep(0.02)
+
+
+def test_a_forked_child_judges_with_its_own_boxes_and_leaves_the_parents_alone(warm):
+    _wait_warm(warm)
+    pids = Limits().pids_limit
+    parents = [box._warm.pid for box in warm._pool.idle[pids]]
+    child = os.fork()
+    if child == 0:  # pragma: no cover (runs in the child)
+        try:
+            ok = judge("print(int(input()) + 1)\n", [("1", "2")], backend=warm).accepted
+            warm.close_warm()  # os._exit runs no atexit handler
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert all(warm_box._warm.poll() is None for warm_box in warm._pool.idle[pids] if warm_box._warm.pid in parents)
+    assert judge("print(int(input()) + 1)\n", [("1", "2")], backend=warm).accepted
+
+
+def test_warm_boxes_must_be_a_count():
+    with pytest.raises(ValueError, match="warm_boxes must be an integer >= 0"):
+        LocalSandbox(warm_boxes=-1)
