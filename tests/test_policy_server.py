@@ -185,7 +185,7 @@ def test_a_failed_request_is_retried_and_the_batch_completes(servers, renderer, 
     reference = sample_all(client([servers[0].url], renderer), prompt, range(8))
     proxy = FaultProxy(servers[0].url, faults)
     try:
-        policy = client([proxy.url], renderer, timeout_s=20.0, backoff_s=0.01)
+        policy = client([proxy.url], renderer, timeout_s=6.0, backoff_s=0.01)  # a slow real turn is retried too
         turns = sample_all(policy, prompt, range(8))
     finally:
         proxy.close()
