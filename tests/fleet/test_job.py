@@ -150,9 +150,13 @@ def signalled_when_ready(command: list[str], folder: Path, signum: int) -> tuple
 #: ``fleet submit`` against a Ray job client whose log stream does not act on a cancel (as a websocket receive under
 #: load did): it writes READY once the job "runs", records the stop, and prints what ``fleet_submit`` returned.
 DEAF_STREAM = """
-import asyncio, pathlib, sys
+import asyncio, pathlib, signal, sys
 
 from agentgspo.fleet import job
+
+# Ctrl-C as a shell delivers it, whatever the test process left to its children (one loaded suite run hung here).
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 folder = pathlib.Path(sys.argv[1])
 
@@ -201,7 +205,7 @@ def test_ctrl_c_of_submit_is_heard_while_the_log_stream_ignores_a_cancel(tmp_pat
             assert run.poll() is None and time.monotonic() < deadline, "the stand-in job did not start"
             time.sleep(0.02)
         run.send_signal(signal.SIGINT)
-        output, _ = run.communicate(timeout=30)
+        output, _ = run.communicate(timeout=60)
     finally:
         run.kill()
     assert (tmp_path / "stopped").read_text() == "raysubmit_deaf"
