@@ -17,6 +17,7 @@ from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
 from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, TurnLimit
+from test_chat import counting_renders  # tests/test_chat.py
 
 
 def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
@@ -325,20 +326,6 @@ def test_the_record_keeps_where_the_version_changed_inside_a_turn(renderer, tmp_
 
 
 # --------------------------------------------------------------- framework overhead per step (issue 46, item 5)
-
-
-def counting_renders(tokenizer):
-    """A copy of ``tokenizer`` whose chat template counts its renders in ``.renders``."""
-    counted = copy.deepcopy(tokenizer)
-    counted.renders = 0
-    render = counted.apply_chat_template
-
-    def apply_chat_template(*args, **kwargs):
-        counted.renders += 1
-        return render(*args, **kwargs)
-
-    counted.apply_chat_template = apply_chat_template
-    return counted
 
 
 def test_an_episode_renders_each_history_once(tokenizer):

@@ -89,19 +89,8 @@ def record_routing(model: Any) -> Iterator[list[list[torch.Tensor]]]:
     (N = the flattened batch x positions of that forward), in call order."""
     routers = find_routers(model)
     calls: list[list[torch.Tensor]] = [[] for _ in routers]
-
-    def hook(layer: int):
-        def record(module: Any, args: Any, output: Any) -> None:
-            calls[layer].append(output[2].detach().to("cpu", torch.int16))
-
-        return record
-
-    handles = [router.register_forward_hook(hook(layer)) for layer, router in enumerate(routers)]
-    try:
+    with _router_hooks(routers, lambda layer, output: calls[layer].append(output[2].detach().to("cpu", torch.int16))):
         yield calls
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 @contextlib.contextmanager
@@ -111,16 +100,20 @@ def record_router_logits(routers: Sequence[torch.nn.Module]) -> Iterator[list[to
     (transformers 5's ``OutputRecorder(...TopKRouter, index=0)``). The hooks are gone when the block ends, so an
     activation-checkpointing recompute in the backward does not overwrite them."""
     logits: list[torch.Tensor | None] = [None] * len(routers)
+    with _router_hooks(routers, lambda layer, output: logits.__setitem__(layer, output[0].detach())):
+        yield logits
+
+
+@contextlib.contextmanager
+def _router_hooks(routers: Sequence[torch.nn.Module], on_output: Any) -> Iterator[None]:
+    """Inside the block, ``on_output(layer, output)`` sees each call of ``routers[layer]``; the hooks go with it."""
 
     def hook(layer: int):
-        def record(module: Any, args: Any, output: Any) -> None:
-            logits[layer] = output[0].detach()
-
-        return record
+        return lambda module, args, output: on_output(layer, output)
 
     handles = [router.register_forward_hook(hook(layer)) for layer, router in enumerate(routers)]
     try:
-        yield logits
+        yield
     finally:
         for handle in handles:
             handle.remove()
