@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -251,48 +253,53 @@ LONG = 700  # ids of a long turn: long enough to be decoding when an update land
 LONG_TURN_ATOL = 5 * LOGPROB_ATOL
 
 
-def long_turns(policy, prompt, seeds, length=LONG):
-    """Start turns that run to ``length`` ids (the client asks for no stop id) and return once they are decoding:
-    a short turn sent after them has finished."""
-    policy.stop_ids = frozenset()
-    params = SamplingParams(1.0, 1.0, length)
-    turns = [asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], params, seed=s))) for s in seeds]
-    return turns, policy.sample(SampleRequest(prompt, [], SamplingParams(1.0, 1.0, 8), seed=99))
-
-
-def hold(*servers) -> None:
-    """Freeze the turns in flight on each server (``POST /pause?mode=keep``, the update's own first step, which then
-    finds the server paused already): they wait for the update's /resume however long the update takes to begin. On
-    a loaded machine that took seconds, as long as the turns took to finish."""
-    for server in servers:
-        reply = httpx.post(f"{server.url}/pause", params={"mode": "keep", "clear_cache": "false"}, timeout=60)
-        reply.raise_for_status()
+PAUSER = Path(__file__).with_name("pause_when_running.py")
 
 
 def release(*servers) -> None:
-    """Undo ``hold``: ``POST /resume`` on each server."""
+    """Undo a keep-mode pause: ``POST /resume`` on each server."""
     for server in servers:
         httpx.post(f"{server.url}/resume", timeout=60).raise_for_status()
 
 
-async def held_long_turns(policy, prompt, seeds, *servers, attempts=3):
-    """``long_turns`` frozen on ``servers`` while decoding. The pause has to land before they finish: alone it lands
-    0.1-0.9 s after the short turn and 700 ids take about 9 s, yet in full-suite runs a long turn had finished when
-    it returned (once both, with all 700 ids; the cause is not known). Such an attempt says nothing about what the
-    tests check:
-    the servers are resumed, its turns finish, and fresh ones are started, ``attempts`` times at most."""
+async def held_long_turns(policy, prompt, seeds, *servers, attempts=5):
+    """Turns of ``LONG`` ids (the client asks for no stop id), one per seed, frozen on ``servers`` while decoding
+    (``POST /pause?mode=keep``, the update's own first step, which then finds each server paused already): they
+    wait for the update's /resume however long the update takes to begin, and the turns divide evenly among them.
+
+    Each server is paused by its own small process the moment it runs its share (tests/pause_when_running.py: this
+    process was seen standing still for seconds in full-suite runs, while the servers decoded to the end). Should
+    a turn still finish first, the attempt says nothing about what the tests check: the servers are resumed, its
+    turns finish, and fresh ones are started, ``attempts`` times at most."""
+    policy.stop_ids = frozenset()
+    params = SamplingParams(1.0, 1.0, LONG)
+    outcomes = []
     for _ in range(attempts):
-        turns, short = long_turns(policy, prompt, seeds)
-        await short
-        await asyncio.to_thread(hold, *servers)
+        pausers = [
+            await asyncio.create_subprocess_exec(
+                sys.executable, str(PAUSER), server.url, str(len(seeds) // len(servers)), stdout=asyncio.subprocess.PIPE
+            )
+            for server in servers
+        ]
+        for pauser in pausers:  # each has read the metrics once: the turns are sent after
+            assert await pauser.stdout.readline() == b"ready\n"
+        turns = [asyncio.ensure_future(policy.sample(SampleRequest(prompt, [], params, seed=s))) for s in seeds]
+        paused = asyncio.gather(*(pauser.wait() for pauser in pausers))
+        await asyncio.wait([paused, *turns], return_when=asyncio.FIRST_COMPLETED)
+        said = [(await pauser.stdout.read()).decode().strip() for pauser in pausers if pauser.returncode is not None]
         finished = {
             i: turn.exception() or f"{len(turn.result().token_ids)} ids" for i, turn in enumerate(turns) if turn.done()
         }
-        if not finished:
+        if paused.done() and not finished and all(pauser.returncode == 0 for pauser in pausers):
             return turns
+        outcomes.append(f"finished {finished}, pausers said {said}")
+        for pauser in pausers:
+            if pauser.returncode is None:
+                pauser.kill()
+            await pauser.wait()
         await asyncio.to_thread(release, *servers)
         await asyncio.gather(*turns, return_exceptions=True)
-    raise AssertionError(f"long turns finished before their server was paused, {attempts} times: {finished}")
+    raise AssertionError(f"long turns finished before their servers were paused, {attempts} times: {outcomes}")
 
 
 def test_a_turn_in_flight_during_an_update_finishes_with_its_version_span(servers, renderer, warm_model, tmp_path):
@@ -371,7 +378,7 @@ def test_a_server_killed_during_a_streamed_update_is_retired_and_the_others_get_
     monkeypatch.setattr(weight_transfer, "broadcast", killed_mid_transfer)
 
     async def run():
-        turns = await held_long_turns(policy, long_prompt, (1, 2, 3, 4), servers[0], spare_server, attempts=5)
+        turns = await held_long_turns(policy, long_prompt, (1, 2, 3, 4), servers[0], spare_server)
         gc.disable()
         try:
             with pytest.raises(
