@@ -50,6 +50,7 @@ produced (empty output is WA/PE).
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -223,6 +224,8 @@ class CodeforcesEnv(ChatEnv):
         max_judge_errors: judge errors (not the model's fault, not counted as submissions) before the episode
             ends with ``stop_reason="judge_error"``.
         run_time_limit_s: CPU limit of a ``run`` call.
+        time_limit_scale: submissions are judged under the problem's time limit times this (0.5 judges as a
+            machine twice as slow would, 2 as one twice as fast: ``agentgspo eval --time-limit-scale``).
         max_output_chars: most characters of program output in a tool message.
         sandbox: ``agentgspo.sandboxes`` backend (``"local"`` bubblewrap, ``"docker"``, ``"remote"``).
         exclude: ids of problems this env never poses, in any split; an unknown id is an error naming the close
@@ -247,6 +250,7 @@ class CodeforcesEnv(ChatEnv):
         compile_error_penalty: float = 0.0,
         max_judge_errors: int = 3,
         run_time_limit_s: float = 5.0,
+        time_limit_scale: float = 1.0,
         max_output_chars: int = 4000,
         sandbox: str = "local",
         exclude: Sequence[str] = (),
@@ -265,6 +269,8 @@ class CodeforcesEnv(ChatEnv):
                 f"expected compile_error_penalty >= 0 and run_time_limit_s > 0, got "
                 f"{compile_error_penalty}, {run_time_limit_s}"
             )
+        if not (math.isfinite(time_limit_scale) and time_limit_scale > 0):
+            raise ValueError(f"time_limit_scale: expected a finite number > 0, got {time_limit_scale!r}")
         try:
             get_sandbox(sandbox)
         except (SandboxUnavailable, ValueError) as exc:
@@ -274,6 +280,7 @@ class CodeforcesEnv(ChatEnv):
         self.max_submissions, self.partial_credit = max_submissions, partial_credit
         self.compile_error_penalty, self.max_judge_errors = float(compile_error_penalty), max_judge_errors
         self.run_time_limit_s, self.max_output_chars, self.sandbox = run_time_limit_s, max_output_chars, sandbox
+        self.time_limit_scale = float(time_limit_scale)
         super().__init__(tools=[self.run, self.run_samples, self.submit], **chat_env_kwargs)
         self.task: CodeforcesTask | None = None
         self._clear()
@@ -376,7 +383,14 @@ class CodeforcesEnv(ChatEnv):
 
         problem = self.task.problem
         lang = self._language(lang)  # the language that judges it, recorded with the verdict
-        result = judge_problem(problem, code, lang, backend=self.sandbox, stop_on_failure=not self.partial_credit)
+        result = judge_problem(
+            problem,
+            code,
+            lang,
+            backend=self.sandbox,
+            stop_on_failure=not self.partial_credit,
+            time_limit_scale=self.time_limit_scale,
+        )
         verdict = result.verdict.value
         if verdict == "JE":
             self.judge_errors += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -61,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="attempts played at once")
     parser.add_argument("--max-submissions", type=int, default=3, help="submissions per attempt")
     parser.add_argument("--sandbox", default="local", help="judge backend: local, docker or remote")
+    parser.add_argument(
+        "--time-limit-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="judge under the problems' time limits times F (0.5: as a machine 2x slower would; 2: 2x faster)",
+    )
     parser.add_argument("--env-kwargs", default=None, help="more JSON keyword arguments of CodeForces-v0")
     parser.add_argument(
         "--max-turns",
@@ -127,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     if args.samples < 1:
         raise ValueError(f"--samples: expected >= 1, got {args.samples}")
     ks = parse_ks(args.k, args.samples)
+    if not (math.isfinite(args.time_limit_scale) and args.time_limit_scale > 0):
+        raise ValueError(
+            f"--time-limit-scale: expected a finite number > 0 (e.g. 0.5 or 2), got {args.time_limit_scale}"
+        )
     if args.agent == "chat" and not args.chat_url:
         raise ValueError("--agent chat needs --chat-url, e.g. http://127.0.0.1:8000/v1")
     env_kwargs = {
@@ -135,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         "max_submissions": args.max_submissions,
         "sandbox": args.sandbox,
     }
+    if args.time_limit_scale != 1.0:  # a key only when set: earlier runs' folders keep resuming
+        env_kwargs["time_limit_scale"] = args.time_limit_scale
     trained = None
     if args.agent == "policy":
         from agentgspo.policy.loading import model_folder

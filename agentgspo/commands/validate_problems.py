@@ -16,6 +16,8 @@ For each problem folder (format: docs/problem_format.md, "Problem-set folders"):
   of the time limit in CPU time of the REFERENCE machine (see "Machine speed" below; the largest ratio is
   reported);
 - every wrong solution is rejected, with the verdict its name announces (wa: WA or PE, tle: TLE, re: RE, mle: MLE);
+  a too-slow one (wrong_tle_*) still under TOO_SLOW_RATIO (3) times the limit in reference-machine seconds, so that
+  it stays rejected on a machine 3x faster than the reference one (or under ``eval --time-limit-scale`` up to 3);
 - the checker or interactor rejects an empty output (WA or PE, not AC and not a judge error).
 
 A line per finished problem goes to stderr as the run progresses. Exit status: 0 when every problem passes, 1 when
@@ -67,6 +69,10 @@ from pathlib import Path
 
 MIN_HIDDEN_TESTS = 10
 MAX_TIME_RATIO = 1 / 3  # of the time limit, in reference-machine CPU seconds, on every test (see "Margin" above)
+# A wrong_tle solution is judged under this many times the limit (reference-machine seconds) and must still be TLE:
+# the mirror of MAX_TIME_RATIO, a too-slow solution stays too slow on a machine 3x faster. Its tests run in the
+# judge's order (largest input first would change some verdicts: deep recursion is RE on the largest, TLE before).
+TOO_SLOW_RATIO = 3.0
 EMPTY_SOLUTION = "pass\n"  # prints nothing: any checker or interactor must reject it
 
 # ----------------------------------------------------------------------------------------------- machine speed
@@ -414,10 +420,12 @@ def check_references(
 
 
 def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
-    """Each wrong solution is rejected with a verdict its kind allows; a judge error is never a rejection."""
+    """Each wrong solution is rejected with a verdict its kind allows; a judge error is never a rejection. A
+    too-slow one is judged under TOO_SLOW_RATIO times the limit."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
     for wrong in item.wrong:
+        too_slow = wrong.kind == "tle"
         result = judge_problem(
             item.problem,
             wrong.source,
@@ -425,12 +433,18 @@ def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSp
             backend=backend,
             stop_on_failure=True,
             limits=validation_limits(item.problem, speed.slowdown(wrong.lang)),
+            time_limit_scale=TOO_SLOW_RATIO if too_slow else 1.0,
         )
         report.wrong_verdicts[wrong.name] = result.verdict.value
         allowed = "/".join(v.value for v in wrong.expected_verdicts)
         failed = next((t for t in result.tests if t.verdict not in (Verdict.AC, Verdict.SKIPPED)), None)
         where = f" on {failed.name}" if failed else ""
-        if result.verdict == Verdict.AC:
+        if result.verdict == Verdict.AC and too_slow:
+            detail = (
+                f"accepted under {TOO_SLOW_RATIO:g}x the time limit: a too-slow solution must need more, or it is "
+                "accepted on a faster machine (make it slower, or add a larger test in gen.py)"
+            )
+        elif result.verdict == Verdict.AC:
             detail = "accepted: add a test that breaks it (gen.py), or fix the solution's name"
         elif result.verdict == Verdict.JE:
             detail = f"judge error{where}: {(failed.message if failed else result.message)[:300]}"

@@ -14,6 +14,9 @@ and PyPy, ``pypy3``).
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 from ..results import JudgeResult, Limits
 from .core import judge
 from .formats import FORMATS, load_any_package, load_any_problem
@@ -41,18 +44,23 @@ def judge_problem(
     backend="local",
     stop_on_failure: bool = False,
     limits: Limits | None = None,
+    time_limit_scale: float = 1.0,
 ) -> JudgeResult:
     """Judge ``source`` on every test of ``problem`` with its checker, interactor, limits and io mode, in
     ``judged_language(problem, lang)``.
 
     A Kattis package is judged as problemtools does (groups, grading, its validator: ``kattis.judge_kattis``)
     with ``limits``' time, memory and output limits; ``stop_on_failure`` does not apply there (its
-    testdata.yaml's on_reject decides)."""
+    testdata.yaml's on_reject decides). ``time_limit_scale`` multiplies the time limit (``limits``' or the
+    problem's; the wall-clock guard with it): 0.5 judges as a machine twice as slow would, 2 as one twice as fast.
+    The result records the limit and the factor (``time_limit_s``, ``time_limit_scale``)."""
+    if not (math.isfinite(time_limit_scale) and time_limit_scale > 0):
+        raise ValueError(f"time_limit_scale: expected a finite number > 0, got {time_limit_scale!r}")
     lang = judged_language(problem, lang)
     package = problem.metadata.get("package")
     if isinstance(package, KattisPackage):
-        chosen = limits or problem.limits(output_limit_mb=package.output_limit_mb)
-        return judge_kattis(
+        chosen = scaled(limits or problem.limits(output_limit_mb=package.output_limit_mb), time_limit_scale)
+        result = judge_kattis(
             package,
             source,
             lang,
@@ -61,19 +69,32 @@ def judge_problem(
             memory_limit_mb=chosen.memory_limit_mb,
             output_limit_mb=chosen.output_limit_mb,
         )
-    if problem.interactive and problem.interactor is None:
-        raise ValueError(f"problem {problem.name!r} is interactive but has no interactor to judge it with")
-    return judge(
-        source,
-        problem.tests,
-        lang=lang,
-        checker=problem.checker,
-        interactor=problem.interactor,
-        limits=limits or problem.limits(),
-        stop_on_failure=stop_on_failure,
-        io_mode=problem.io_mode,
-        backend=backend,
-    )
+    else:
+        if problem.interactive and problem.interactor is None:
+            raise ValueError(f"problem {problem.name!r} is interactive but has no interactor to judge it with")
+        chosen = scaled(limits or problem.limits(), time_limit_scale)
+        result = judge(
+            source,
+            problem.tests,
+            lang=lang,
+            checker=problem.checker,
+            interactor=problem.interactor,
+            limits=chosen,
+            stop_on_failure=stop_on_failure,
+            io_mode=problem.io_mode,
+            backend=backend,
+        )
+        result.time_limit_s = chosen.time_limit_s
+    result.time_limit_scale *= time_limit_scale
+    return result
+
+
+def scaled(limits: Limits, factor: float) -> Limits:
+    """``limits`` with the time limit, and a wall-clock guard set explicitly, multiplied by ``factor``."""
+    if factor == 1.0:
+        return limits
+    wall = None if limits.wall_limit_s is None else limits.wall_limit_s * factor
+    return dataclasses.replace(limits, time_limit_s=limits.time_limit_s * factor, wall_limit_s=wall)
 
 
 __all__ = [

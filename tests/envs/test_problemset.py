@@ -374,6 +374,19 @@ def test_a_slower_machine_still_catches_a_reference_too_slow_for_its_limit(tmp_p
 
 
 @pytest.mark.slow
+def test_a_too_slow_solution_that_a_3x_faster_machine_accepts_fails_validation(tmp_path, cache, here):
+    # 002-fence-painting's wrong_tle passed validation (TLE at the limit) and was accepted on another machine. A
+    # too-slow solution needing 1.5x its limit: TLE here, AC on a machine 3x faster or under `eval
+    # --time-limit-scale 2`. Validation judges it under 3x the limit, and fails it naming the fix.
+    folder = write_problem(tmp_path)
+    set_time_limit(folder, round(0.3 / here.slowdown("python"), 3))  # 0.3 s here
+    (folder / "solutions" / "wrong_tle_spin.py").write_text(working_reference(0.45, here))
+    failed = failed_checks(validate_problem(folder, speed=here))
+    assert list(failed) == ["wrong_tle_spin rejected"], failed
+    assert "accepted under 3x the time limit" in failed["wrong_tle_spin rejected"]
+
+
+@pytest.mark.slow
 def test_a_reference_slowed_by_the_machine_after_a_quiet_calibration_is_timed_again(tmp_path, cache, monkeypatch, here):
     # CI, session 30: the calibration ran in a quiet moment (0.69x the median slowdown), the reference under load
     # right after: 0.35 of its limit, 0.24 at the median speed. Here the first calibration reads this machine 5x

@@ -149,6 +149,8 @@ def test_bad_input_is_one_clear_line(tmp_path, capsys):
         (["--problems", "starter", "--k", "5"], "raise --samples"),
         (["--problems", "starter", "--only", "nope"], "--only: no problem 'nope'"),
         (["--problems", "starter", "--agent", "chat"], "--chat-url"),
+        (["--problems", "starter", "--time-limit-scale", "0"], "--time-limit-scale: expected a finite number > 0"),
+        (["--problems", "starter", "--time-limit-scale", "nan"], "--time-limit-scale: expected a finite number > 0"),
     ]:
         capsys.readouterr()
         assert main(["eval", "--out", str(tmp_path / "x"), *args]) == 2

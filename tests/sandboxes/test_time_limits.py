@@ -280,3 +280,20 @@ def test_remote_judging_reads_the_ini_and_records_a_calibration(spin_cache, monk
     assert spun.verdict == Verdict.AC and spun.time_limit_scale > 1 and spun.time_limit_source == ".timelimit"
     records = [json.loads(p.read_text()) for p in (spin_cache / "time-limit-calibration").glob("*.json")]
     assert f"remote {url}" in [r["machine"] for r in records]  # measured through the servers, cached apart
+
+
+def test_a_time_limit_scale_judges_under_the_scaled_limit_and_records_it():
+    # `agentgspo eval --time-limit-scale 0.25` judges as a machine 4x slower would: a program that spins is killed
+    # at a quarter of the problem's limit, and the verdict says which limit and factor it was judged under.
+    from agentgspo.sandboxes.judge.problems import judge_problem
+    from agentgspo.sandboxes.judge.testdata import Problem
+    from agentgspo.sandboxes.submission import TestCase
+
+    problem = Problem("spin", [TestCase(b"1\n", b"1\n")], time_limit_s=1.2)
+    spun = judge_problem(problem, "while True:\n    pass\n", time_limit_scale=0.25)
+    assert (spun.verdict, spun.time_limit_s, spun.time_limit_scale) == (Verdict.TLE, 0.3, 0.25)
+    assert spun.tests[0].time_s < 1.0, spun.tests[0]  # not the problem's own 1.2 s
+    assert judge_problem(problem, "print(input())\n", time_limit_scale=2).time_limit_s == 2.4
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="time_limit_scale: expected a finite number > 0"):
+            judge_problem(problem, "print(1)\n", time_limit_scale=bad)
