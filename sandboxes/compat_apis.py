@@ -6,15 +6,20 @@ client sends credentials, so the secret in the path is their authentication (``c
 
 Here: which languages the judge runs (``judge_languages``, read from ``judge/languages.py`` on every call, so that a
 language added there appears in both APIs), ``run_program`` (compile once where the language compiles, run once on
-stdin: the "run this code" call both APIs have, where ``judge`` compares outputs with answers) and the version of a
-language as the sandbox runs it (``language_version``).
+stdin: the "run this code" call both APIs have, where ``judge`` compares outputs with answers), the version of a
+language as the sandbox runs it (``language_version``), the server's caps on the limits a request asks for
+(``Caps``: ``sandbox-server --max-time-limit``, ``--max-memory-mb``) and a JSON reader that refuses NaN and Infinity
+(``load_json``), which Python's ``json`` would read as numbers.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from .judge import compile as compile_module
 from .judge import languages as languages_module
@@ -29,6 +34,105 @@ MIN_SECRET_CHARS = 16
 _SECRET = re.compile(r"[A-Za-z0-9_-]+")
 #: What "no memory limit" (SandboxFusion's ``memory_limit_MB=-1``, Piston's ``-1``) becomes: every run here has one.
 NO_LIMIT_MEMORY_MB = 1024.0
+#: The server's caps on what a compat request may ask (``sandbox-server --max-time-limit``, ``--max-memory-mb``).
+DEFAULT_MAX_TIME_LIMIT_S, DEFAULT_MAX_MEMORY_MB = 60.0, 4096.0
+
+
+class OverCap(ValueError):
+    """A limit a request names above the server's cap; ``field`` is the request's name for it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The largest time (CPU or wall clock, run or compile, in seconds) and memory (MB) a compat request may ask
+    for. A limit the request names above its cap is refused (``OverCap``, as Piston refuses a limit over its
+    configured one); a default the server picks is lowered to the cap (``default_time``, ``default_memory``)."""
+
+    max_time_s: float = DEFAULT_MAX_TIME_LIMIT_S
+    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB
+
+    def __post_init__(self) -> None:
+        if not 0 < self.max_time_s < math.inf:
+            raise ValueError(f"--max-time-limit must be a finite number of seconds > 0, got {self.max_time_s!r}")
+        if not 16 <= self.max_memory_mb < math.inf:
+            raise ValueError(
+                f"--max-memory-mb must be a finite number of MB >= 16 (an interpreter needs it), got "
+                f"{self.max_memory_mb!r}"
+            )
+
+    def time(self, field: str, value: float, per_second: float = 1.0, unit: str = " s") -> float:
+        """``value`` (in the request's unit: ``per_second`` of them make a second) in seconds; OverCap above the
+        cap, naming ``field``, the cap in the request's unit and the server option."""
+        seconds = value / per_second
+        if seconds > self.max_time_s:
+            limit = f"{self.max_time_s * per_second:.15g}{unit}"
+            raise OverCap(
+                field,
+                f"{field} cannot exceed the configured limit of {limit} (this server's --max-time-limit "
+                f"{self.max_time_s:g} s): send {field} <= {limit}, or raise the cap where the server starts",
+            )
+        return seconds
+
+    def memory(self, field: str, value: float, per_mb: float = 1.0, unit: str = " MB") -> float:
+        """``value`` (``per_mb`` of its unit make a MB) in MB; OverCap above the cap (see ``time``)."""
+        megabytes = value / per_mb
+        if megabytes > self.max_memory_mb:
+            limit = f"{self.max_memory_mb * per_mb:.15g}{unit}"
+            raise OverCap(
+                field,
+                f"{field} cannot exceed the configured limit of {limit} (this server's --max-memory-mb "
+                f"{self.max_memory_mb:g}): send {field} <= {limit}, or raise the cap where the server starts",
+            )
+        return megabytes
+
+    def default_time(self, seconds: float) -> float:
+        """A time limit the request did not name, within the cap."""
+        return min(seconds, self.max_time_s)
+
+    def default_memory(self, megabytes: float) -> float:
+        """A memory limit the request did not name (``-1``: none), within the cap."""
+        return min(megabytes, self.max_memory_mb)
+
+
+class NonFiniteNumber(ValueError):
+    """A request body holding NaN, Infinity or -Infinity (or a number too large for a float, read as infinity):
+    not JSON (RFC 8259), though Python's ``json`` reads them. ``path`` is where (keys and list indices)."""
+
+    def __init__(self, path: tuple, text: str):
+        where = ".".join(map(str, path)) or "the body"
+        super().__init__(f"{where}: {text} is not a finite number (JSON has no NaN or Infinity); send a finite number")
+        self.path, self.text = path, text
+
+
+class _Constant(str):
+    """What ``load_json`` reads NaN, Infinity and -Infinity as, so that it can say where they stood."""
+
+
+def _non_finite(value: Any, path: tuple = ()) -> tuple[tuple, str] | None:
+    if isinstance(value, _Constant):
+        return path, str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, "a number too large for a float"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def load_json(body: bytes) -> Any:
+    """The body as JSON; json.JSONDecodeError when it is none, NonFiniteNumber for NaN, Infinity, -Infinity and
+    numbers beyond a float (1e999), naming where they stand."""
+    value = json.loads(body, parse_constant=_Constant)
+    found = _non_finite(value)
+    if found is not None:
+        raise NonFiniteNumber(*found)
+    return value
 
 
 def check_compat_secret(secret: str, token: str) -> None:

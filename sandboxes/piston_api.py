@@ -5,8 +5,9 @@
 
 Served by ``agentgspo sandbox-server --compat-apis`` under ``/compat/SECRET`` (``server.create_app``), through the
 server's backend, limits and concurrency cap; docs/sandbox_apis.md has the field mapping. Errors are Piston's:
-400 ``{"message": ...}`` for a request it cannot run (an unknown runtime: ``"java-* runtime is unknown"``), 500
-``{"message": ...}`` for a judge error (the sandbox or a checker failed: never the program's fault).
+400 ``{"message": ...}`` for a request it cannot run (an unknown runtime: ``"java-* runtime is unknown"``; a limit
+over the server's cap: ``"run_timeout cannot exceed the configured limit of ..."``; NaN or Infinity in the body),
+500 ``{"message": ...}`` for a judge error (the sandbox or a checker failed: never the program's fault).
 
 Two kinds of runtime (``GET /runtimes`` lists them):
 
@@ -20,14 +21,17 @@ codeforces
     (``cf_scoring.py``) sends the solution as ``files[0]``, then ``input.txt``, ``correct_output.txt``, optionally
     ``checker.py`` and ``grader_config`` (TIME_LIMIT, MEMORY_LIMIT, INPUT_MODE). We judge that one test with our
     judge and answer as the package's run script does: stdout ``1`` (passed) or ``0``, exit status 0, or 124
-    (time), 134 (memory), the program's own (runtime error); a compile error is ``compile.code`` 1. The generated
-    ``checker.py`` is run in the sandbox (as the package runs it in its box), never as trusted code here.
+    (time), 134 (memory), the program's own (runtime error); a compile error is ``compile.code`` 1. The output is
+    compared as the package does (``YesNoTokensChecker``), or by a checker of ours named by ``CHECKER`` in
+    ``grader_config``. The generated ``checker.py`` is run in the sandbox (as the package runs it in its box), never
+    as trusted code here.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import math
 import signal
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal
@@ -38,17 +42,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .compat_apis import (
     NO_LIMIT_MEMORY_MB,
+    Caps,
+    NonFiniteNumber,
+    OverCap,
     ProgramRun,
     compiles,
     judge_error,
     judge_languages,
     language_version,
+    load_json,
     run_program,
 )
+from .judge.checkers import Checker, YesNoTokensChecker, make_checker
 from .judge.core import judge, run_python
 from .judge.languages import normalize_language
 from .results import ExecResult, JudgeResult, Limits, Verdict
-from .submission import TestCase
+from .submission import PROGRAM_CHECKERS, TestCase
 
 #: Piston's defaults where a request names no limit (api/src/config.js), in milliseconds.
 RUN_TIMEOUT_MS, RUN_CPU_TIME_MS, COMPILE_TIMEOUT_MS = 3000, 3000, 10000
@@ -69,7 +78,11 @@ CODEFORCES_RUNTIMES = (
 CODEFORCES_VERSION = "1.0.0"
 #: The files a codeforces request may carry besides the solution (files[0]).
 CODEFORCES_FILES = ("input.txt", "correct_output.txt", "checker.py", "grader_config")
-GRADER_KEYS = ("TIME_LIMIT", "MEMORY_LIMIT", "INPUT_MODE")
+GRADER_KEYS = ("TIME_LIMIT", "MEMORY_LIMIT", "INPUT_MODE", "CHECKER")
+#: ``CHECKER``'s default (ours; the package has no such key): the package's own compare (``YesNoTokensChecker``).
+PACKAGE_CHECKER = "diff"
+#: Piston's units: milliseconds, bytes.
+MS_PER_S, BYTES_PER_MB = 1000, 1024 * 1024
 #: The package's exit statuses (packages/codeforces/1.0.0/run): time limit, memory limit (a C++ abort).
 EXIT_TIME_LIMIT, EXIT_MEMORY_LIMIT = 124, 134
 CHECKER_LIMITS = Limits(time_limit_s=10, wall_limit_s=20, memory_limit_mb=NO_LIMIT_MEMORY_MB, output_limit_mb=1)
@@ -177,14 +190,25 @@ def find_runtime(language: str) -> list[Runtime]:
     return found
 
 
-def _seconds(milliseconds: float | None, default_ms: float) -> float:
-    return (milliseconds or default_ms) / 1000  # Piston: 0 or null is "not given"
+def _seconds(caps: Caps, field: str, milliseconds: float | None, default_ms: float) -> float:
+    """A time field of the request in seconds: PistonError over the cap; 0 or null is "not given" (Piston), the
+    default within the cap."""
+    if not milliseconds:
+        return caps.default_time(default_ms / MS_PER_S)
+    try:
+        return caps.time(field, milliseconds, MS_PER_S, "")
+    except OverCap as exc:
+        raise PistonError(str(exc)) from None
 
 
-def _megabytes(limit_bytes: float | None, default_mb: float) -> float:
+def _megabytes(caps: Caps, field: str, limit_bytes: float | None, default_mb: float) -> float:
+    """A memory field in MB: PistonError over the cap; 0, -1 or null is none (the default, within the cap)."""
     if not limit_bytes or limit_bytes < 0:
-        return default_mb
-    return limit_bytes / (1024 * 1024)
+        return caps.default_memory(default_mb)
+    try:
+        return caps.memory(field, limit_bytes, BYTES_PER_MB, "")
+    except OverCap as exc:
+        raise PistonError(str(exc)) from None
 
 
 def _make_limits(**limits) -> Limits:
@@ -206,13 +230,23 @@ def _refuse_args(job: ExecuteRequest) -> None:
         raise PistonError(f"args {job.args}: not supported here (programs run without command-line arguments)")
 
 
-def check_plain(job: ExecuteRequest) -> None:
-    """A plain job's request checked before it waits for the sandbox: one utf8 program file, no args."""
+def check_plain(job: ExecuteRequest, caps: Caps = Caps()) -> Limits:
+    """A plain job's request checked before it waits for the sandbox: one utf8 program file, no args, limits within
+    ``caps``; its limits."""
     _source(job)
     _refuse_args(job)
     if len(job.files) > 1:
         names = [f.name for f in job.files[1:]]
         raise PistonError(f"files {names}: this server runs one program file (files[0]); extra files are not supported")
+    compile_timeout = _seconds(caps, "compile_timeout", job.compile_timeout, COMPILE_TIMEOUT_MS)
+    compile_cpu_time = _seconds(caps, "compile_cpu_time", job.compile_cpu_time, COMPILE_TIMEOUT_MS)
+    return _make_limits(
+        time_limit_s=_seconds(caps, "run_cpu_time", job.run_cpu_time, RUN_CPU_TIME_MS),
+        wall_limit_s=_seconds(caps, "run_timeout", job.run_timeout, RUN_TIMEOUT_MS),
+        memory_limit_mb=_megabytes(caps, "run_memory_limit", job.run_memory_limit, NO_LIMIT_MEMORY_MB),
+        compile_time_limit_s=min(compile_timeout, compile_cpu_time),
+        compile_memory_mb=_megabytes(caps, "compile_memory_limit", job.compile_memory_limit, COMPILE_MEMORY_MB),
+    )
 
 
 def _stage(stdout: str, stderr: str, code, signal_name, status, message, cpu_s, wall_s, memory_mb, verdict) -> dict:
@@ -263,17 +297,9 @@ def _compile_stage(ok: bool, output: str, seconds: float, stdout: str = "") -> d
     return _stage(stdout, output, code, None, status, message, None, seconds, None, verdict)
 
 
-def run_plain(job: ExecuteRequest, runtime: Runtime, version: str, backend: str) -> dict:
+def run_plain(job: ExecuteRequest, runtime: Runtime, version: str, backend: str, caps: Caps = Caps()) -> dict:
     """Run a plain job: compile where the language compiles, run once on stdin."""
-    limits = _make_limits(
-        time_limit_s=_seconds(job.run_cpu_time, RUN_CPU_TIME_MS),
-        wall_limit_s=_seconds(job.run_timeout, RUN_TIMEOUT_MS),
-        memory_limit_mb=_megabytes(job.run_memory_limit, NO_LIMIT_MEMORY_MB),
-        compile_time_limit_s=min(
-            _seconds(job.compile_timeout, COMPILE_TIMEOUT_MS), _seconds(job.compile_cpu_time, COMPILE_TIMEOUT_MS)
-        ),
-        compile_memory_mb=_megabytes(job.compile_memory_limit, COMPILE_MEMORY_MB),
-    )
+    limits = check_plain(job, caps)
     done: ProgramRun = run_program(_source(job), runtime.judge_lang, job.stdin.encode(), limits, backend)
     if done.run.verdict == Verdict.JE:
         raise PistonError(f"judge error (not the program's fault): {done.run.error}", status=500)
@@ -295,6 +321,7 @@ class CodeforcesTest:
     limits: Limits
     io_mode: str
     checker_source: str | None
+    checker: str = PACKAGE_CHECKER
 
 
 def _grader_config(text: str) -> dict[str, str]:
@@ -314,13 +341,38 @@ def _number(values: dict[str, str], key: str) -> float | None:
     if key not in values:
         return None
     try:
-        return float(values[key])
+        number = float(values[key])
     except ValueError:
-        raise PistonError(f"grader_config {key}={values[key]!r}: expected a number") from None
+        number = math.nan
+    if not math.isfinite(number):
+        raise PistonError(f"grader_config {key}={values[key]!r}: expected a finite number")
+    return number
 
 
-def codeforces_test(job: ExecuteRequest) -> CodeforcesTest:
-    """Read a codeforces-package request (see the module docstring); PistonError names what it cannot run."""
+def _package_checker(values: dict[str, str]) -> str:
+    """``CHECKER`` of grader_config (ours): ``diff``, the package's compare (the default), or tokens, float:EPS,
+    icpc[:FLAGS]; PistonError for others."""
+    spec = values.get("CHECKER", PACKAGE_CHECKER)
+    if spec != PACKAGE_CHECKER:
+        try:
+            if spec.partition(":")[0] in PROGRAM_CHECKERS:
+                raise ValueError("no checker programs here (send checker.py)")
+            make_checker(spec)
+        except ValueError as exc:
+            raise PistonError(
+                f"grader_config CHECKER={spec!r}: expected {PACKAGE_CHECKER} (the package's compare, the default), "
+                f"tokens, float:EPS or icpc[:FLAGS]; {exc}"
+            ) from None
+    return spec
+
+
+def _checker(spec: str) -> Checker:
+    return YesNoTokensChecker() if spec == PACKAGE_CHECKER else make_checker(spec)
+
+
+def codeforces_test(job: ExecuteRequest, caps: Caps = Caps()) -> CodeforcesTest:
+    """Read a codeforces-package request (see the module docstring); PistonError names what it cannot run, limits
+    over ``caps`` included."""
     _refuse_args(job)
     if job.stdin:
         raise PistonError("stdin: the codeforces package reads the test from input.txt; send stdin empty")
@@ -339,22 +391,33 @@ def codeforces_test(job: ExecuteRequest) -> CodeforcesTest:
     io_mode = config.get("INPUT_MODE", "stdio")
     if io_mode not in ("stdio", "file"):
         raise PistonError(f"grader_config INPUT_MODE={io_mode!r}: expected stdio or file")
-    hard_wall = _seconds(job.run_timeout, RUN_TIMEOUT_MS)
-    time_limit = _number(config, "TIME_LIMIT") or hard_wall
+    hard_wall = _seconds(caps, "run_timeout", job.run_timeout, RUN_TIMEOUT_MS)
+    try:
+        given = _number(config, "TIME_LIMIT")
+        time_limit = caps.time("grader_config TIME_LIMIT", given) if given else hard_wall
+        given = _number(config, "MEMORY_LIMIT")
+        memory = caps.memory("grader_config MEMORY_LIMIT", given) if given else caps.default_memory(NO_LIMIT_MEMORY_MB)
+    except OverCap as exc:
+        raise PistonError(str(exc)) from None
     if job.run_cpu_time:
-        time_limit = min(time_limit, job.run_cpu_time / 1000)
-    memory = _number(config, "MEMORY_LIMIT") or NO_LIMIT_MEMORY_MB
+        time_limit = min(time_limit, _seconds(caps, "run_cpu_time", job.run_cpu_time, RUN_CPU_TIME_MS))
     if job.run_memory_limit and job.run_memory_limit > 0:
-        memory = min(memory, _megabytes(job.run_memory_limit, memory))
+        memory = min(memory, _megabytes(caps, "run_memory_limit", job.run_memory_limit, memory))
     limits = _make_limits(
         time_limit_s=time_limit,
         wall_limit_s=min(2 * time_limit + 1, hard_wall) if job.run_timeout else None,
         memory_limit_mb=memory,
-        compile_time_limit_s=_seconds(job.compile_timeout, COMPILE_TIMEOUT_MS),
+        compile_time_limit_s=_seconds(caps, "compile_timeout", job.compile_timeout, COMPILE_TIMEOUT_MS),
     )
     checker = named["checker.py"].data().decode() if "checker.py" in named else None
     return CodeforcesTest(
-        _source(job), named["input.txt"].data(), named["correct_output.txt"].data(), limits, io_mode, checker
+        _source(job),
+        named["input.txt"].data(),
+        named["correct_output.txt"].data(),
+        limits,
+        io_mode,
+        checker,
+        _package_checker(config),
     )
 
 
@@ -407,10 +470,10 @@ def _package_exit(result: JudgeResult) -> int:
     return 0
 
 
-def judge_codeforces(job: ExecuteRequest, runtime: Runtime, backend: str) -> dict:
+def judge_codeforces(job: ExecuteRequest, runtime: Runtime, backend: str, caps: Caps = Caps()) -> dict:
     """Judge a codeforces-package request's test with our judge; answer as the package's scripts do."""
-    test = codeforces_test(job)
-    checker = SandboxedChecker(test.checker_source, backend) if test.checker_source else "tokens"
+    test = codeforces_test(job, caps)
+    checker = SandboxedChecker(test.checker_source, backend) if test.checker_source else _checker(test.checker)
     how = "checker" if test.checker_source else "diff"
     case = TestCase(test.input, test.answer, "1")
     result = judge(
@@ -458,27 +521,26 @@ def judge_codeforces(job: ExecuteRequest, runtime: Runtime, backend: str) -> dic
     return answer
 
 
-def _pick(job: ExecuteRequest) -> list[Runtime]:
+def _pick(job: ExecuteRequest, caps: Caps = Caps()) -> list[Runtime]:
     """The runtimes a job names, its request checked before any sandbox is used where they are of one kind (a name
     both kinds claim is checked once the version picked one)."""
     candidates = find_runtime(job.language)
     kinds = {runtime.codeforces for runtime in candidates}
     if kinds == {True}:
-        codeforces_test(job)
+        codeforces_test(job, caps)
     elif kinds == {False}:
-        check_plain(job)
+        check_plain(job, caps)
     return candidates
 
 
-def execute_job(job: ExecuteRequest, candidates: list[Runtime], backend: str) -> dict:
+def execute_job(job: ExecuteRequest, candidates: list[Runtime], backend: str, caps: Caps = Caps()) -> dict:
     """Pick the runtime whose version matches (asking the sandbox for versions), then run or judge the job."""
     for runtime in candidates:
         version = version_of(runtime, backend)
         if version_matches(job.version, version):
             if runtime.codeforces:
-                return judge_codeforces(job, runtime, backend)
-            check_plain(job)
-            return run_plain(job, runtime, version, backend)
+                return judge_codeforces(job, runtime, backend, caps)
+            return run_plain(job, runtime, version, backend, caps)
     raise PistonError(f"{job.language}-{job.version} runtime is unknown")
 
 
@@ -486,15 +548,17 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
 
 
-def build_router(limited: Callable[..., Awaitable[Any]], backend: str) -> APIRouter:
+def build_router(limited: Callable[..., Awaitable[Any]], backend: str, caps: Caps = Caps()) -> APIRouter:
     """Piston's routes over the server's judge: ``limited(fn, *args)`` runs fn under the server's concurrency
-    cap, ``backend`` is the server's sandbox backend."""
+    cap, ``backend`` is the server's sandbox backend, ``caps`` the largest limits a request may ask."""
     router = APIRouter()
 
     @router.post("/execute")
     async def execute(request: Request) -> JSONResponse:
         try:
-            body = await request.json()
+            body = load_json(await request.body())
+        except NonFiniteNumber as exc:
+            return JSONResponse({"message": str(exc)}, status_code=400)
         except ValueError as exc:
             return JSONResponse({"message": f"requests must be JSON ({exc})"}, status_code=400)
         try:
@@ -502,8 +566,8 @@ def build_router(limited: Callable[..., Awaitable[Any]], backend: str) -> APIRou
         except ValidationError as exc:
             return JSONResponse({"message": _validation_message(exc)}, status_code=400)
         try:
-            candidates = _pick(job)
-            return JSONResponse(await limited(execute_job, job, candidates, backend))
+            candidates = _pick(job, caps)
+            return JSONResponse(await limited(execute_job, job, candidates, backend, caps))
         except PistonError as exc:
             return JSONResponse({"message": str(exc)}, status_code=exc.status)
 

@@ -9,22 +9,38 @@ Served by ``agentgspo sandbox-server --compat-apis`` under ``/compat/SECRET`` (`
 server's backend (local bubblewrap or docker), limits and concurrency cap. Field by field, what maps, what is
 ignored and what is refused: docs/sandbox_apis.md. Refusals use SandboxFusion's own error formats: a field this
 server cannot honour is FastAPI's 422 ``{"detail": [{"loc", "msg", ...}]}`` (as SandboxFusion answers an unknown
-language), a dataset it does not serve a 400 ``{"detail": "..."}`` (as SandboxFusion's dataset errors). Our own
+language), a dataset it does not serve a 400 ``{"detail": "..."}`` (as SandboxFusion's dataset errors); a limit over
+the server's cap (``Caps``) and a NaN or Infinity in the body are 422s naming the field. Outputs are compared as
+SandboxFusion compares them (``LinesChecker``), or by a checker of ours named in ``config.extra.checker``. Our own
 verdict (OK/AC, WA, TLE, MLE, RE, CE, OLE, JE) rides along in fields SandboxFusion does not have (``verdict``) and
 in ``EvalResult.extra``, which the client keeps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any, Awaitable, Callable, Literal
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .compat_apis import NO_LIMIT_MEMORY_MB, ProgramRun, compiles, judge_error, judge_languages, run_program
-from .judge.checkers import make_checker
+from .compat_apis import (
+    NO_LIMIT_MEMORY_MB,
+    Caps,
+    NonFiniteNumber,
+    OverCap,
+    ProgramRun,
+    compiles,
+    judge_error,
+    judge_languages,
+    load_json,
+    run_program,
+)
+from .judge.checkers import Checker, LinesChecker, make_checker
 from .judge.core import judge
 from .judge.languages import normalize_language
 from .results import JudgeResult, Limits, TestResult, Verdict
@@ -35,6 +51,8 @@ DATASET_TYPES = ("CommonOJDataset",)
 DATASET_IDS = {"code_contests": "CommonOJDataset"}
 #: ``config.extra`` keys: SandboxFusion's own two, and ours (``memory_limit_MB``, ``checker``).
 EXTRA_KEYS = ("run_all_cases", "return_full_case", "memory_limit_MB", "checker")
+#: ``config.extra.checker``'s default: SandboxFusion's own compare (``LinesChecker``); our checkers are opt-ins.
+SANDBOX_FUSION_CHECKER = "sandbox_fusion"
 #: SandboxFusion's defaults for a stdin/stdout test without timeouts in the config (sandbox/utils/testing.py).
 COMPILED_RUN_TIMEOUT_S, INTERPRETED_RUN_TIMEOUT_S, COMPILE_TIMEOUT_S = 10.0, 20.0, 10.0
 TEST_INFO_CHARS = 1000  # a passed test's test_info strings are cut to this (both ends kept), as SandboxFusion does
@@ -56,15 +74,36 @@ def judge_language(name: str) -> str:
         raise ValueError(f"language {name!r} is not run by this server: it runs {runs}") from None
 
 
-def _limits(run_timeout: float, compile_timeout: float, memory_limit_mb: int) -> Limits:
-    """SandboxFusion's limits as ours: ``run_timeout`` caps CPU time and the wall clock; -1 MB is our no-limit."""
-    memory = NO_LIMIT_MEMORY_MB if memory_limit_mb == -1 else float(memory_limit_mb)
-    return Limits(
-        time_limit_s=run_timeout,
-        wall_limit_s=run_timeout,
-        memory_limit_mb=memory,
-        compile_time_limit_s=compile_timeout,
-    )
+def _invalid(loc: list, message: str, value: Any) -> HTTPException:
+    """FastAPI's 422 for one field (SandboxFusion answers a field it refuses so): ``loc`` from the body down."""
+    error = {"type": "value_error", "loc": ["body", *loc], "msg": f"Value error, {message}", "input": value}
+    return HTTPException(status_code=422, detail=[error])
+
+
+def _limits(
+    caps: Caps,
+    run_timeout: float | None,
+    compile_timeout: float | None,
+    memory_limit_mb: int | None,
+    defaults: tuple[float, float],
+    where: tuple[str, ...] = (),
+) -> Limits:
+    """SandboxFusion's limits as ours: ``run_timeout`` caps CPU time and the wall clock; -1 MB is our no-limit. A
+    limit the request names over the server's caps is a 422 at ``where`` + its field; None is ``defaults``' (run,
+    compile), within the caps."""
+    try:
+        run_s = caps.default_time(defaults[0]) if run_timeout is None else caps.time("run_timeout", run_timeout)
+        compile_s = (
+            caps.default_time(defaults[1]) if compile_timeout is None else caps.time("compile_timeout", compile_timeout)
+        )
+        if memory_limit_mb is None or memory_limit_mb == -1:
+            memory = caps.default_memory(NO_LIMIT_MEMORY_MB)
+        else:
+            memory = caps.memory("memory_limit_MB", memory_limit_mb)
+    except OverCap as exc:
+        sent = {"run_timeout": run_timeout, "compile_timeout": compile_timeout, "memory_limit_MB": memory_limit_mb}
+        raise _invalid([*where, exc.field], str(exc), sent[exc.field]) from None
+    return Limits(time_limit_s=run_s, wall_limit_s=run_s, memory_limit_mb=memory, compile_time_limit_s=compile_s)
 
 
 class RunCodeRequest(BaseModel):
@@ -109,9 +148,16 @@ class RunCodeRequest(BaseModel):
             raise ValueError(f"fetch_files {value}: not supported here (a run leaves no files to fetch)")
         return value
 
-    def limits(self) -> Limits:
-        """This request's limits as the judge's."""
-        return _limits(self.run_timeout, self.compile_timeout, self.memory_limit_MB)
+    def limits(self, caps: Caps) -> Limits:
+        """This request's limits as the judge's, within ``caps`` (a 422 for one it names above them)."""
+        sent = self.model_fields_set
+        return _limits(
+            caps,
+            self.run_timeout if "run_timeout" in sent else None,
+            self.compile_timeout if "compile_timeout" in sent else None,
+            self.memory_limit_MB if "memory_limit_MB" in sent else None,
+            (self.run_timeout, self.compile_timeout),
+        )
 
 
 class CommandRunResult(BaseModel):
@@ -351,21 +397,29 @@ def _extra(config: TestConfig) -> dict[str, Any]:
     memory = extra.get("memory_limit_MB", -1)
     if not isinstance(memory, int) or (memory != -1 and memory < 16):
         raise _refuse("config.extra.memory_limit_MB must be -1 (no limit) or an integer >= 16")
-    checker = extra.get("checker", "tokens")
+    checker = extra.get("checker", SANDBOX_FUSION_CHECKER)
     if not isinstance(checker, str) or checker.partition(":")[0] in PROGRAM_CHECKERS:
-        raise _refuse("config.extra.checker must be tokens, float:EPS or icpc[:FLAGS] (no checker programs here)")
+        raise _refuse(
+            f"config.extra.checker must be {SANDBOX_FUSION_CHECKER} (the default), tokens, float:EPS or icpc[:FLAGS] "
+            "(no checker programs here)"
+        )
     try:
-        make_checker(checker)
+        _checker(checker)
     except ValueError as exc:
         raise _refuse(f"config.extra.checker: {exc}") from None
     return extra
+
+
+def _checker(spec: str) -> Checker:
+    """``config.extra.checker``'s checker: SandboxFusion's compare by default, else one of ours."""
+    return LinesChecker() if spec == SANDBOX_FUSION_CHECKER else make_checker(spec)
 
 
 class _RecordingChecker:
     """Wraps a checker and keeps each checked test's output (``/submit`` reports it as the run's stdout)."""
 
     def __init__(self, spec: str):
-        self.inner = make_checker(spec)
+        self.inner = _checker(spec)
         self.outputs: dict[str, bytes] = {}
 
     def check(self, input_data: bytes, output: bytes, answer: bytes):
@@ -413,25 +467,36 @@ def _eval_case(test: TestResult, case: tuple[str, str], output: bytes | None, co
     return EvalTestCase(passed=passed, exec_info=exec_info, test_info=info, verdict=verdict.value)
 
 
-def check_submission(request: SubmitRequest) -> tuple[str, list[tuple[str, str]], dict[str, Any]]:
-    """What a ``/submit`` request asks for, checked before it waits for the sandbox: its judge language, tests and
-    extra settings; HTTPException 400 for what this server cannot judge."""
+def check_submission(
+    request: SubmitRequest, caps: Caps = Caps()
+) -> tuple[str, list[tuple[str, str]], dict[str, Any], Limits]:
+    """What a ``/submit`` request asks for, checked before it waits for the sandbox: its judge language, tests,
+    extra settings and limits; HTTPException 400 for what this server cannot judge, 422 for a timeout over ``caps``
+    (400 for ``extra.memory_limit_MB``, as the other ``extra`` refusals)."""
     _dataset_type(request)
-    if request.config.language is None:
+    config = request.config
+    if config.language is None:
         raise _refuse("config.language field must exist for CommonOJDataset, got None")
-    return judge_language(request.config.language), _tests(request.config), _extra(request.config)
+    lang, tests, extra = judge_language(config.language), _tests(config), _extra(config)
+    defaults = (COMPILED_RUN_TIMEOUT_S if compiles(lang) else INTERPRETED_RUN_TIMEOUT_S, COMPILE_TIMEOUT_S)
+    limits = _limits(caps, config.run_timeout, config.compile_timeout, None, defaults, ("config",))
+    memory = extra.get("memory_limit_MB", -1)
+    if memory != -1:
+        try:
+            limits = dataclasses.replace(limits, memory_limit_mb=caps.memory("config.extra.memory_limit_MB", memory))
+        except OverCap as exc:
+            raise _refuse(str(exc)) from None
+    return lang, tests, extra, limits
 
 
-def judge_submission(request: SubmitRequest, backend: str) -> EvalResult:
+def judge_submission(request: SubmitRequest, backend: str, caps: Caps = Caps()) -> EvalResult:
     """Judge a ``/submit`` request with our judge (HTTPException 400 for what it cannot judge, 500 for a judge error,
     which is never the submission's fault)."""
-    lang, tests, extra = check_submission(request)
+    lang, tests, extra, limits = check_submission(request, caps)
     config = request.config
     code, kind = extract_code(request.completion, config.language)
     compiled = compiles(lang)
-    run_timeout = config.run_timeout or (COMPILED_RUN_TIMEOUT_S if compiled else INTERPRETED_RUN_TIMEOUT_S)
-    limits = _limits(run_timeout, config.compile_timeout or COMPILE_TIMEOUT_S, extra.get("memory_limit_MB", -1))
-    checker = _RecordingChecker(extra.get("checker", "tokens"))
+    checker = _RecordingChecker(extra.get("checker", SANDBOX_FUSION_CHECKER))
     run_all = extra.get("run_all_cases", False)
     cases = [TestCase(stdin.encode(), answer.encode(), str(i)) for i, (stdin, answer) in enumerate(tests)]
     result = judge(code, cases, lang=lang, checker=checker, limits=limits, stop_on_failure=not run_all, backend=backend)
@@ -467,23 +532,55 @@ def judge_submission(request: SubmitRequest, backend: str) -> EvalResult:
     )
 
 
-def build_router(limited: Callable[..., Awaitable[Any]], backend: str) -> APIRouter:
+class _FiniteJSONRequest(Request):
+    """A request whose JSON body is read by ``load_json`` (NaN and Infinity refused), once."""
+
+    async def json(self) -> Any:
+        """The body as JSON (NonFiniteNumber for NaN, Infinity)."""
+        if not hasattr(self, "_finite_json"):
+            self._finite_json = load_json(await self.body())
+        return self._finite_json
+
+
+class _FiniteJSONRoute(APIRoute):
+    """A route whose body may not hold NaN or Infinity: FastAPI's 422 naming the field, where FastAPI would read
+    them as numbers (an infinite timeout; a NaN failed validation, then FastAPI could not write its own error: 500)."""
+
+    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        """The route's handler, behind the check."""
+        handler = super().get_route_handler()
+
+        async def finite(request: Request) -> Response:
+            request = _FiniteJSONRequest(request.scope, request.receive)
+            if request.method == "POST":
+                try:
+                    await request.json()
+                except NonFiniteNumber as exc:
+                    error = {"type": "finite_number", "loc": ["body", *exc.path], "msg": str(exc), "input": exc.text}
+                    return JSONResponse({"detail": [error]}, status_code=422)
+                except ValueError:
+                    pass  # not JSON: FastAPI answers it (its 422 json_invalid)
+            return await handler(request)
+
+        return finite
+
+
+def build_router(limited: Callable[..., Awaitable[Any]], backend: str, caps: Caps = Caps()) -> APIRouter:
     """SandboxFusion's routes over the server's judge: ``limited(fn, *args)`` runs fn under the server's
-    concurrency cap, ``backend`` is the server's sandbox backend."""
-    router = APIRouter()
+    concurrency cap, ``backend`` is the server's sandbox backend, ``caps`` the largest limits a request may ask."""
+    router = APIRouter(route_class=_FiniteJSONRoute)
 
     @router.post("/run_code")
     async def run_code(request: RunCodeRequest) -> RunCodeResponse:
         stdin = (request.stdin or "").encode()
-        done = await limited(
-            run_program, request.code, judge_language(request.language), stdin, request.limits(), backend
-        )
+        limits = request.limits(caps)
+        done = await limited(run_program, request.code, judge_language(request.language), stdin, limits, backend)
         return run_code_response(done)
 
     @router.post("/submit")
     async def submit(request: SubmitRequest) -> EvalResult:
-        check_submission(request)  # refusals answer at once, without waiting for a sandbox
-        return await limited(judge_submission, request, backend)
+        check_submission(request, caps)  # refusals answer at once, without waiting for a sandbox
+        return await limited(judge_submission, request, backend, caps)
 
     @router.get("/v1/ping")
     async def ping() -> str:

@@ -7,7 +7,8 @@ Endpoints:
     POST /judge_package  ``PackageJudgeRequest`` (a Kattis package as a tar) -> ``JudgeResult.to_dict()``
     /compat/SECRET/...   only with ``compat_secret`` (``--compat-apis``): SandboxFusion's /run_code, /submit,
                          /v1/ping (``sandbox_fusion_api.py``) and Piston's /api/v2/execute, /api/v2/runtimes
-                         (``piston_api.py``); docs/sandbox_apis.md
+                         (``piston_api.py``); docs/sandbox_apis.md. Their time and memory limits are capped
+                         (``max_time_limit_s``, ``max_memory_mb``: ``--max-time-limit``, ``--max-memory-mb``)
 Every POST needs ``Authorization: Bearer TOKEN``, checked before the body is read (401, whatever the body), except
 under ``/compat/SECRET`` with the right secret (those APIs' clients send no credentials); a body over
 ``max_body_mb`` is 413, compat paths included. At most ``max_concurrency`` requests execute at once; the others
@@ -32,7 +33,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .compat_apis import COMPAT_ROOT, check_compat_secret, compat_prefix
+from .compat_apis import (
+    COMPAT_ROOT,
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_TIME_LIMIT_S,
+    Caps,
+    check_compat_secret,
+    compat_prefix,
+)
 from .judge.compile_cache import cache_limit_bytes
 from .judge.core import judge, run_python
 from .registry import get_sandbox
@@ -248,15 +256,20 @@ def create_app(
     max_concurrency: int = 8,
     max_body_mb: float = 512.0,
     compat_secret: str | None = None,
+    max_time_limit_s: float = DEFAULT_MAX_TIME_LIMIT_S,
+    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB,
 ):
     """Build the FastAPI app. ``token`` must be non-empty; ``backend`` is the server's own sandbox backend.
-    ``compat_secret``: serve SandboxFusion's and Piston's APIs under ``/compat/SECRET`` (off when None)."""
+    ``compat_secret``: serve SandboxFusion's and Piston's APIs under ``/compat/SECRET`` (off when None), whose
+    requests may ask for at most ``max_time_limit_s`` seconds (CPU or wall clock, run or compile) and
+    ``max_memory_mb`` MB (``compat_apis.Caps``)."""
     from fastapi import FastAPI, HTTPException
 
     if not token:
         raise ValueError("the sandbox server needs a token (--token or AGENTGSPO_SANDBOX_TOKEN)")
     if compat_secret is not None:
         check_compat_secret(compat_secret, token)
+    caps = Caps(max_time_limit_s, max_memory_mb)
     if max_concurrency < 1:  # a semaphore of 0 would make every request wait forever
         raise ValueError(f"max_concurrency (--max-concurrency) must be >= 1, got {max_concurrency}")
     get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
@@ -305,6 +318,6 @@ def create_app(
         from . import piston_api, sandbox_fusion_api
 
         prefix, hidden = compat_prefix(compat_secret), {"include_in_schema": False}
-        app.include_router(sandbox_fusion_api.build_router(limited, backend), prefix=prefix, **hidden)
-        app.include_router(piston_api.build_router(limited, backend), prefix=f"{prefix}/api/v2", **hidden)
+        app.include_router(sandbox_fusion_api.build_router(limited, backend, caps), prefix=prefix, **hidden)
+        app.include_router(piston_api.build_router(limited, backend, caps), prefix=f"{prefix}/api/v2", **hidden)
     return _guard(app, token, int(max_body_mb * 1024 * 1024), compat_secret)

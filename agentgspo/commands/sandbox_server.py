@@ -20,6 +20,7 @@ import socket
 import sys
 
 from agentgspo.cli import port_number
+from agentgspo.sandboxes.compat_apis import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TIME_LIMIT_S
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +57,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the SECRET of --compat-apis' paths (default $AGENTGSPO_COMPAT_SECRET, else a random one, printed); "
         "at least 16 characters of A-Z a-z 0-9 _ -, not the token",
     )
+    parser.add_argument(
+        "--max-time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"the longest time limit a --compat-apis request may ask for, CPU or wall clock, run or compile "
+        f"(default {DEFAULT_MAX_TIME_LIMIT_S:g}); one above it is refused in the API's own error format",
+    )
+    parser.add_argument(
+        "--max-memory-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help=f"the largest memory limit a --compat-apis request may ask for (default {DEFAULT_MAX_MEMORY_MB:g}); "
+        "one above it is refused, and a request asking for none gets min(1024, this)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,6 +95,15 @@ def run(args: argparse.Namespace) -> int:
             "agentgspo sandbox-server: --compat-secret needs --compat-apis (the compat APIs are off)", file=sys.stderr
         )
         return 2
+    caps = {"--max-time-limit": args.max_time_limit, "--max-memory-mb": args.max_memory_mb}
+    given = [flag for flag, value in caps.items() if value is not None]
+    if given and not args.compat_apis:
+        print(
+            f"agentgspo sandbox-server: {' and '.join(given)} caps the compat APIs' requests and needs --compat-apis "
+            "(the compat APIs are off; /judge takes the limits its token holder sends)",
+            file=sys.stderr,
+        )
+        return 2
     secret, shown_secret = None, None
     if args.compat_apis:
         secret = args.compat_secret or os.environ.get("AGENTGSPO_COMPAT_SECRET", "")
@@ -91,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
             max_concurrency=args.max_concurrency,
             max_body_mb=args.max_body_mb,
             compat_secret=secret,
+            max_time_limit_s=DEFAULT_MAX_TIME_LIMIT_S if args.max_time_limit is None else args.max_time_limit,
+            max_memory_mb=DEFAULT_MAX_MEMORY_MB if args.max_memory_mb is None else args.max_memory_mb,
         )
         sock = listen_socket(args.host, args.port)
     except (ValueError, OSError, RuntimeError) as exc:  # SandboxUnavailable is a RuntimeError

@@ -17,6 +17,10 @@ differing token is WA; output that ends early or has extra tokens is WA for ``to
 for ``float:EPS`` (rcmp's unexpected EOF and "extra information in the output file"), as is an output token that is
 no number where the jury's is one (rcmp's "expected double"). ``icpc`` splits on every C
 ``isspace`` character, as problemtools' default validator does, and every mismatch there is WA.
+
+Two more compares mirror the services ``sandbox-server --compat-apis`` stands in for (docs/sandbox_apis.md), and are
+built by those APIs rather than named by a spec: :class:`LinesChecker` (SandboxFusion's stdin/stdout compare) and
+:class:`YesNoTokensChecker` (open-r1's Codeforces Piston package's diff).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ __all__ = [
     "FloatChecker",
     "c_float",
     "IcpcDefaultChecker",
+    "LinesChecker",
+    "YesNoTokensChecker",
     "program_argv",
     "python_crashed",
     "ExternalChecker",
@@ -277,6 +283,75 @@ class IcpcDefaultChecker:
             return Verdict.AC, f"{len(want) // 2 + 1} tokens, spaces exact"
         verdict, message = _compare_tokens(output, answer, self._same)
         return (Verdict.WA if verdict == Verdict.PE else verdict), message
+
+
+@dataclass
+class LinesChecker:
+    """SandboxFusion's compare of a stdin/stdout test (``sandbox/utils/testing.py``, ``check_stdio_test_case``, what
+    its ``/submit`` uses for CommonOJDataset): both texts are stripped and cut at each LF; the line counts must be
+    equal; two lines match when they are equal once stripped (and lower-cased unless ``case_sensitive``), or when
+    both read as Python floats and ``|got - want| / max(|want|, 1e-10) < relative_tolerance``. Whitespace inside a
+    line counts. Any mismatch is WA.
+
+    >>> LinesChecker().check(b"", b"YES\\n3.0000001\\n", b"yes\\n3")[0].value
+    'AC'
+    >>> LinesChecker().check(b"", b"1  2", b"1 2")[0].value, LinesChecker().check(b"", b"1\\n2", b"1 2")[0].value
+    ('WA', 'WA')
+    """
+
+    case_sensitive: bool = False
+    relative_tolerance: float = 1e-5
+
+    def _same(self, got: str, want: str) -> bool:
+        if not self.case_sensitive:
+            got, want = got.lower(), want.lower()
+        got, want = got.strip(), want.strip()
+        if got == want:
+            return True
+        try:
+            value, expected = float(got), float(want)
+        except ValueError:
+            return False
+        return abs(value - expected) / max(abs(expected), 1e-10) < self.relative_tolerance
+
+    def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
+        """AC when the stripped texts have as many lines and each pair matches; else WA."""
+        got = output.decode("utf-8", "replace").strip().split("\n")
+        want = answer.decode("utf-8", "replace").strip().split("\n")
+        if len(got) != len(want):
+            return Verdict.WA, f"output has {len(got)} lines, expected {len(want)}"
+        for i, (line, expected) in enumerate(zip(got, want)):
+            if not self._same(line, expected):
+                return Verdict.WA, f"line {i + 1}: expected {_show(expected.encode())}, got {_show(line.encode())}"
+        return Verdict.AC, f"{len(want)} lines"
+
+
+_YES_NO = re.compile(rb"\b(?:yes|no)\b", re.IGNORECASE)
+
+
+class YesNoTokensChecker:
+    """The compare of open-r1's Codeforces Piston package (guipenedo/piston, ``packages/codeforces/1.0.0/run``,
+    ``normalize_output`` then ``diff -b``): the whole words yes and no, in any case, become YES and NO (word
+    boundaries as GNU sed's ``\\b`` in the C locale: letters, digits and ``_`` make words); then tokens separated by
+    any whitespace must be equal. Any mismatch is WA.
+
+    >>> YesNoTokensChecker().check(b"", b"Yes\\nno 3", b"YES NO\\n3")[0].value
+    'AC'
+    >>> YesNoTokensChecker().check(b"", b"Yess", b"YES")[0].value, YesNoTokensChecker().check(b"", b"a", b"A")[0].value
+    ('WA', 'WA')
+    """
+
+    @staticmethod
+    def _same(got: bytes, want: bytes) -> bool:
+        return got == want or _YES_NO.sub(_upper, got) == _YES_NO.sub(_upper, want)
+
+    def check(self, input_data: bytes, output: bytes, answer: bytes) -> tuple[Verdict, str]:
+        """AC when the token sequences are equal once yes/no are upper-cased; else WA."""
+        return _compare_tokens(output, answer, self._same, Verdict.WA)
+
+
+def _upper(match: re.Match) -> bytes:
+    return match.group(0).upper()
 
 
 def program_argv(path: str | os.PathLike) -> list[str]:

@@ -342,6 +342,154 @@ def test_fields_we_do_not_honour_are_refused_not_dropped(compat):
     assert "correct_output.txt is missing" in httpx.post(compat + "/api/v2/execute", json=codeforces).json()["message"]
 
 
+ECHO = "import sys\nsys.stdout.write(sys.stdin.read())\n"  # its output is the test's input
+
+
+def test_submit_compares_outputs_as_sandbox_fusion_does_and_tokens_on_request(compat):
+    """SandboxFusion's compare (lines, stripped, lower-cased, numbers within a relative 1e-5) by default; our tokens
+    checker (testlib's wcmp) when config.extra.checker asks for it."""
+    cases = [  # (the program's output, the expected output)
+        ("YES\n", "yes"),  # case-insensitive
+        ("3.0000001\n", "3"),  # relative 3e-8
+        ("1  2\n", "1 2"),  # whitespace inside a line counts
+        ("3.1\n", "3"),
+        ("1\n2\n", "1 2"),  # line by line
+        ("  a \r\n", "a"),  # each line stripped
+    ]
+    tests = [{"input": {"stdin": out}, "output": {"stdout": want}} for out, want in cases]
+
+    def verdicts(extra):
+        config = {"dataset_type": "CommonOJDataset", "language": "python", "provided_data": {"test": tests}}
+        config["extra"] = {"run_all_cases": True, **extra}
+        body = {"dataset": "x", "id": 1, "completion": f"```python\n{ECHO}```", "config": config}
+        answer = httpx.post(compat + "/submit", json=body, timeout=120)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["extra"]["test_verdicts"]
+
+    assert verdicts({}) == ["AC", "AC", "WA", "WA", "WA", "AC"]
+    assert verdicts({"checker": "sandbox_fusion"}) == ["AC", "AC", "WA", "WA", "WA", "AC"]
+    assert verdicts({"checker": "tokens"}) == ["WA", "WA", "AC", "WA", "AC", "AC"]
+
+
+def test_the_codeforces_package_compares_as_it_does_and_tokens_on_request(compat):
+    """open-r1's Codeforces package upper-cases whole-word yes/no and squeezes whitespace before its diff; our tokens
+    checker (case-sensitive) when grader_config asks for it with CHECKER=tokens."""
+
+    def passed(output, answer, checker=None):
+        job = open_r1_request("python", f"print({output!r}, end='')")
+        job["files"][2]["content"] = answer  # correct_output.txt
+        if checker:
+            job["files"][3]["content"] += f"\nCHECKER={checker}"
+        ran = httpx.post(compat + "/api/v2/execute", json=job, timeout=120)
+        assert ran.status_code == 200, ran.text
+        return ran.json()["run"]["stdout"] == "1\n"
+
+    assert passed("Yes\nno  3", "YES NO\n3\n")
+    assert not passed("Yess", "YES") and not passed("a", "A")  # whole words only; other words keep their case
+    assert not passed("Yes", "YES", checker="tokens")
+    assert passed("YES", "YES", checker="tokens")
+    job = open_r1_request("python", "print(5)")
+    job["files"][3]["content"] += "\nCHECKER=testlib:/bin/true"
+    refused = httpx.post(compat + "/api/v2/execute", json=job, timeout=120)
+    assert refused.status_code == 400 and "grader_config CHECKER='testlib:/bin/true'" in refused.json()["message"]
+
+
+def test_limits_over_the_servers_caps_are_refused_in_each_apis_format():
+    """--max-time-limit 5 and --max-memory-mb 256 (create_app's max_time_limit_s, max_memory_mb): a limit a request
+    names above them is refused as each API refuses a bad field (Piston: its "cannot exceed the configured limit");
+    a default the server picks is lowered to the cap."""
+    from agentgspo.sandboxes.server import create_app
+
+    for bad in ({"max_time_limit_s": float("inf")}, {"max_time_limit_s": 0}, {"max_memory_mb": 8}):
+        with pytest.raises(ValueError, match="--max-time-limit|--max-memory-mb"):
+            create_app(TOKEN, compat_secret=SECRET, **bad)
+    with serve(make_app(compat_secret=SECRET, max_time_limit_s=5, max_memory_mb=256)) as url:
+        base = f"{url}/compat/{SECRET}"
+
+        def run_code(**fields):
+            return httpx.post(
+                base + "/run_code", json={"code": "print(1)", "language": "python", **fields}, timeout=120
+            )
+
+        for field, value in (("run_timeout", 6), ("compile_timeout", 30), ("memory_limit_MB", 512)):
+            refused = run_code(**{field: value})
+            assert refused.status_code == 422, refused.text
+            error = refused.json()["detail"][0]
+            assert error["loc"] == ["body", field] and f"{field} cannot exceed the configured limit" in error["msg"]
+            assert "--max-" in error["msg"]
+        assert run_code(run_timeout=5, memory_limit_MB=256).json()["status"] == "Success"
+        assert run_code().json()["status"] == "Success"  # the defaults (10 s, no memory limit) within the caps
+        hungry = run_code(code="block = bytearray(400 << 20)\nprint(len(block))\n")
+        assert hungry.json()["verdict"] == "MLE"  # no limit asked: 1024 MB elsewhere, the cap's 256 MB here
+
+        def submit(**config):
+            tests = [{"input": {"stdin": ""}, "output": {"stdout": "1"}}]
+            config = {
+                "dataset_type": "CommonOJDataset",
+                "language": "python",
+                "provided_data": {"test": tests},
+                **config,
+            }
+            body = {"dataset": "x", "id": 1, "completion": "```python\nprint(1)\n```", "config": config}
+            return httpx.post(base + "/submit", json=body, timeout=120)
+
+        refused = submit(run_timeout=6)
+        assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "config", "run_timeout"]
+        refused = submit(extra={"memory_limit_MB": 512})
+        assert refused.status_code == 400
+        assert refused.json()["detail"].startswith("config.extra.memory_limit_MB cannot exceed the configured limit")
+        assert submit().json()["accepted"] is True  # the default run_timeout (20 s for Python) lowered to 5 s
+
+        def execute(job):
+            return httpx.post(base + "/api/v2/execute", json=job, timeout=120)
+
+        plain = {"language": "python", "version": "*", "files": [{"content": "print(1)"}]}
+        for field, value, shown in (("run_timeout", 6000, "5000"), ("run_memory_limit", 512 << 20, "268435456")):
+            refused = execute({**plain, field: value})
+            assert refused.status_code == 400
+            assert refused.json()["message"].startswith(f"{field} cannot exceed the configured limit of {shown} ")
+        assert execute({**plain, "run_timeout": 5000}).json()["run"]["stdout"] == "1\n"
+        for key, value in (("TIME_LIMIT", 6), ("MEMORY_LIMIT", 512)):
+            job = open_r1_request("python", PY_AC)
+            job["files"][3]["content"] += f"\n{key}={value}"  # the later line wins, as the package's `source`
+            job["run_timeout"] = 5000  # open-r1's (time limit + 10 s) would be refused first
+            refused = execute(job)
+            assert refused.status_code == 400
+            assert refused.json()["message"].startswith(f"grader_config {key} cannot exceed the configured limit")
+
+
+def test_nan_and_infinity_are_refused_in_each_apis_format(compat):
+    """JSON has no NaN or Infinity, but Python's json reads them (and 1e999 as infinity): an infinite timeout ran
+    into a judge error, a NaN made FastAPI fail to write its own 422 (a 500 in plain text)."""
+    headers = {"content-type": "application/json"}
+
+    def post(path, body):
+        return httpx.post(compat + path, content=body, headers=headers, timeout=120)
+
+    for constant in ("NaN", "Infinity", "-Infinity", "1e999"):
+        refused = post("/run_code", f'{{"code": "print(1)", "language": "python", "run_timeout": {constant}}}')
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["detail"][0]
+        assert error["loc"] == ["body", "run_timeout"] and "not a finite number" in error["msg"]
+        submit = (
+            '{"dataset": "x", "id": 1, "completion": "print(1)", "config": {"language": "python", '
+            f'"dataset_type": "CommonOJDataset", "run_timeout": {constant}, "provided_data": {{"test": []}}}}}}'
+        )
+        refused = post("/submit", submit)
+        assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "config", "run_timeout"]
+        job = (
+            f'{{"language": "python", "version": "*", "files": [{{"content": "print(1)"}}], "run_timeout": {constant}}}'
+        )
+        refused = post("/api/v2/execute", job)
+        assert refused.status_code == 400 and refused.json()["message"].startswith("run_timeout: ")
+        assert "not a finite number" in refused.json()["message"]
+    for value in ("inf", "nan"):
+        job = open_r1_request("python", PY_AC)
+        job["files"][3]["content"] += f"\nTIME_LIMIT={value}"
+        refused = httpx.post(compat + "/api/v2/execute", json=job, timeout=120)
+        assert refused.status_code == 400 and "expected a finite number" in refused.json()["message"]
+
+
 def test_the_compat_apis_are_absent_unless_enabled():
     with serve(make_app()) as url:
         base = f"{url}/compat/{SECRET}"
@@ -428,9 +576,23 @@ def test_sandbox_server_serves_the_compat_apis_only_when_asked(capsys):
 
     assert main(["sandbox-server", "--token", TOKEN, "--compat-secret", SECRET]) == 2
     assert "--compat-apis" in capsys.readouterr().err
+    assert main(["sandbox-server", "--token", TOKEN, "--max-memory-mb", "512"]) == 2  # it caps the compat APIs only
+    assert "--max-memory-mb caps the compat APIs' requests and needs --compat-apis" in capsys.readouterr().err
+    assert main(["sandbox-server", "--token", TOKEN, "--compat-apis", "--max-time-limit", "inf"]) == 2
+    assert "--max-time-limit must be a finite number" in capsys.readouterr().err
     env = {**os.environ, "AGENTGSPO_SANDBOX_TOKEN": TOKEN, "AGENTGSPO_COMPAT_SECRET": SECRET}
     server = subprocess.Popen(
-        [sys.executable, "-m", "agentgspo.cli", "sandbox-server", "--port", "0", "--compat-apis"],
+        [
+            sys.executable,
+            "-m",
+            "agentgspo.cli",
+            "sandbox-server",
+            "--port",
+            "0",
+            "--compat-apis",
+            "--max-time-limit",
+            "5",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -442,6 +604,8 @@ def test_sandbox_server_serves_the_compat_apis_only_when_asked(capsys):
         assert "SandboxFusion at http://127.0.0.1:" in line and "$AGENTGSPO_COMPAT_SECRET" in line, line
         base = line.split("SandboxFusion at ")[1].split()[0].replace("$AGENTGSPO_COMPAT_SECRET", SECRET)
         assert httpx.get(base + "/v1/ping", timeout=30).json() == "pong"
+        over = httpx.post(base + "/run_code", json={"code": "", "language": "python", "run_timeout": 6}, timeout=30)
+        assert over.status_code == 422 and "--max-time-limit 5 s" in over.json()["detail"][0]["msg"]
     finally:
         server.terminate()
         server.wait(timeout=30)
