@@ -252,6 +252,36 @@ def test_a_turn_in_flight_during_an_update_finishes_on_the_new_weights_with_its_
         engine.update_weights(warm_model)  # later tests in this module expect the warm weights
 
 
+def test_the_update_after_a_failed_transfer_joins_a_new_group_and_loads(engine, warm_model, prompt, monkeypatch):
+    # A broadcast that breaks mid-transfer leaves the gloo group unusable. The update after it reused that group
+    # (AttributeError: the closed group is None); it opens a new one, and the engine samples the new weights.
+    from agentgspo.policy import weight_transfer
+
+    updated = perturbed(warm_model)
+    version = engine.update_weights(warm_model)  # the group is open
+    engine._transfer.bucket_bytes = 2**16  # many broadcasts
+    broadcast, sent = weight_transfer.broadcast, []
+
+    def broken_on_the_second(group, tensor):
+        sent.append(tensor.numel())
+        if len(sent) == 2:
+            raise RuntimeError("Connection reset by peer (a gloo send, injected)")
+        broadcast(group, tensor)
+
+    monkeypatch.setattr(weight_transfer, "broadcast", broken_on_the_second)
+    with pytest.raises(weight_transfer.WeightTransferError):
+        engine.update_weights(updated)
+    assert engine.version == version
+    monkeypatch.setattr(weight_transfer, "broadcast", broadcast)
+    try:
+        assert engine.update_weights(updated) == version + 1
+        (turn,) = engine.generate([prompt], greedy(8))
+        expected = learner_logprobs(updated, prompt, turn.token_ids)
+        assert float((torch.tensor(turn.logprobs) - expected).abs().max()) <= LOGPROB_ATOL
+    finally:
+        engine.update_weights(warm_model)  # later tests in this module expect the warm weights
+
+
 def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer, tmp_path):
     # Streamed (the default: vLLM's weight-transfer routes, the gloo engine); the folder path is
     # tests/test_weight_transfer.py's.

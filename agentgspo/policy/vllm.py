@@ -396,13 +396,18 @@ class VLLMPolicy:
             return self.run_paused(lambda: self._loaded(reload))
 
     def _stream(self, model: Any) -> None:
-        """Send ``model``'s weights through the gloo group (joined at the first update)."""
+        """Send ``model``'s weights through the gloo group (joined at the first update, and again at the update
+        after a failed one: a group that failed a transfer is unusable)."""
         from agentgspo.policy.weight_transfer import CheckpointSource, EngineClient, connect
 
         if self._transfer is None:
             self._transfer = connect(EngineClient(self.engine), "127.0.0.1")
         self._transfer.source = CheckpointSource(model)
-        self._transfer.send_weights()
+        try:
+            self._transfer.send_weights()
+        except BaseException:
+            self._transfer = None  # the next update opens a new group
+            raise
 
     def _loaded(self, load: Callable[[], Any]) -> int:
         """On the paused engine: ``load()`` the new weights, label what is sampled from now on with the next

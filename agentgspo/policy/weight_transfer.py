@@ -347,6 +347,12 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
         ``finish_weight_update``. Raises :class:`WeightTransferError` (the group is then unusable: connect again)."""
         if self.source is None:
             raise ValueError("gloo weight transfer: no WeightSource to send")
+        if self.group is None:
+            raise WeightTransferError(
+                "gloo weight transfer: this group failed an earlier update and is closed; connect a new one "
+                "(weight_transfer.connect)",
+                {},
+            )
         meta = self.source.metadata()
         info = GlooUpdateInfo(
             names=[m.name for m in meta],
