@@ -15,6 +15,7 @@ import agentgspo
 from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.environments.interop.trl_env import trl_environment, trl_reward, trl_reward_function
 from agentgspo.environments.tools import Tool
+from agentgspo.rollouts.trajectory import ENDINGS
 
 pytest.importorskip("trl", reason="the trl extra is not installed: pip install 'agentgspo[trl]'")
 
@@ -86,6 +87,31 @@ class ChattyEnv(ChatEnv):
 
 
 agentgspo.register("trltest/Chatty-v0", entry_point=ChattyEnv)
+
+
+class EndingEnv(ChatEnv):
+    """Ends the episode with the stop reason it was made with and pays 1.0: at the first answer, or (``in_tool``)
+    inside the first tool call, as CodeForces-v0 ends one after ``max_judge_errors``."""
+
+    def __init__(self, ending: str = "completed", in_tool: bool = False, **kwargs):
+        super().__init__(tools=(note,), **kwargs)
+        self.ending, self.in_tool = ending, in_tool
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return [{"role": "user", "content": "Say something."}], {}
+
+    def step(self, action):
+        messages, reward, terminated, truncated, info = super().step(action)
+        if self.in_tool and not terminated:
+            return messages, 1.0, True, False, {**info, "stop_reason": self.ending}
+        return messages, reward, terminated, truncated, info
+
+    def respond(self, action):
+        return [], 1.0, True, False, {"stop_reason": self.ending}
+
+
+agentgspo.register("trltest/Ending-v0", entry_point=EndingEnv)
 
 
 # ----------------------------------------------------------------------------------------------- the tokenizer
@@ -251,6 +277,28 @@ def test_an_env_that_raises_in_a_tool_call_stops_the_reward_path():
     assert env.episode.stop_reason == "env_error"
     with pytest.raises(RuntimeError, match="(?s)raised in a tool call.*ZeroDivisionError"):
         trl_reward(completions=[[{"role": "assistant", "content": "ok"}]], environments=[env])
+
+
+@pytest.mark.parametrize("stop_reason", list(ENDINGS))
+def test_only_endings_the_table_trains_and_counts_are_scored(stop_reason):
+    """Every row of ENDINGS, as the env's own ending: an ending our runner does not train or count (judge_error,
+    env_timeout, ...) is not the model's doing, so trl_reward returns TRL's "not scored" (None), not the 1.0 the env
+    paid; its stop reason still reaches TRL's completions table. Ended at the final answer and inside a tool call."""
+    ending = ENDINGS[stop_reason]
+    expected = 1.0 if ending.trained and ending.counted else None
+    logged = {}
+    env = trl_environment("trltest/Ending-v0", ending=stop_reason)()
+    env.reset(seed=0)
+    answer = [{"role": "assistant", "content": "done"}]
+    log_extra = lambda column, values: logged.setdefault(column, values)  # noqa: E731 -- TRL's log_extra(column, values)
+    assert trl_reward(completions=[answer], environments=[env], log_extra=log_extra) == [expected]
+    assert logged == {"stop_reason": [stop_reason]} and env.episode.ended and env.episode.reward == 1.0
+
+    env = trl_environment("trltest/Ending-v0", ending=stop_reason, in_tool=True)()
+    env.reset(seed=0)
+    assert env.note(text="x") == "noted" and env.episode.stop_reason == stop_reason
+    assert trl_reward(completions=[answer], environments=[env]) == [expected]
+    assert len(env.episode.messages) == 3  # the answer was not stepped: the env had ended the episode
 
 
 def _named(name: str):

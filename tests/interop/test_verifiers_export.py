@@ -1,11 +1,13 @@
 """Our envs evaluated by verifiers' own entry point: `vf-eval agentgspo-verifiers --env.taskset.env-id ID`, its
 model an env's oracle behind a real OpenAI-compatible server on 127.0.0.1 (tests/interop/verifiers_support.py).
 
-Both evaluations run at once (two vf-eval processes), as each spends most of its time starting up.
+Both evaluations run at once (two vf-eval processes), as each spends most of its time starting up. The harness's
+``play_episode`` also runs in-process, against the same kind of server, for the endings it must not score.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,7 +18,11 @@ import pytest
 
 pytest.importorskip("verifiers.v1", reason="the verifiers export needs the verifiers extra")
 
+import agentgspo  # noqa: E402
+from agentgspo.environments.env import ChatEnv  # noqa: E402
+from agentgspo.environments.interop.verifiers_export import AgentgspoData, play_episode  # noqa: E402
 from agentgspo.environments.registry import make  # noqa: E402
+from agentgspo.rollouts.trajectory import ENDINGS  # noqa: E402
 
 from .verifiers_support import OracleServer  # noqa: E402
 
@@ -73,3 +79,54 @@ def test_tools_reach_the_model_as_openai_tools_and_come_back_as_tool_calls(evalu
         answers = [m for m in request["messages"] if m["role"] == "tool"]
         assert [calls.get(m["tool_call_id"]) for m in answers] == [m["name"] for m in answers]
     assert any(m["role"] == "tool" for request in requests for m in request["messages"])
+
+
+class EndingEnv(ChatEnv):
+    """Ends the episode at the first answer with the stop reason it was made with, and pays 1.0 for it."""
+
+    def __init__(self, ending: str = "completed"):
+        super().__init__()
+        self.ending = ending
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return [{"role": "user", "content": "Say something."}], {}
+
+    def respond(self, action):
+        return [], 1.0, True, False, {"stop_reason": self.ending, "verdict": "JE"}
+
+
+agentgspo.register("vfexport/Ending-v0", entry_point=EndingEnv)
+
+
+@pytest.fixture(scope="module")
+def answering_server():
+    """A real OpenAI-compatible server whose model answers "done" (one for the module: a server takes ~0.5 s to
+    shut down)."""
+    with OracleServer(lambda messages: "done") as server:
+        yield server
+
+
+@pytest.mark.parametrize("stop_reason", list(ENDINGS))
+def test_only_endings_the_table_trains_and_counts_are_scored(stop_reason, answering_server):
+    """Every row of ENDINGS, as the env's own ending, through the harness's episode loop and a real OpenAI server:
+    an ending our runner does not train or count (judge_error, env_timeout, ...) is not the model's doing, so the
+    harness raises (verifiers then records the rollout as failed, unscored) rather than pay the env's 1.0."""
+    import openai
+
+    data = AgentgspoData(
+        name="vfexport/Ending-v0#3", prompt=[], env_id="vfexport/Ending-v0", env_kwargs={"ending": stop_reason}, seed=3
+    )
+
+    async def play(url: str) -> dict:
+        async with openai.AsyncOpenAI(base_url=url, api_key="none", max_retries=0) as client:
+            return await play_episode(client, "oracle", data, None)
+
+    requests = len(answering_server.requests)
+    if ENDINGS[stop_reason].trained and ENDINGS[stop_reason].counted:
+        assert asyncio.run(play(answering_server.url)) == {"reward": 1.0, "stop_reason": stop_reason, "turns": 1}
+    else:
+        expected = rf"vfexport/Ending-v0 \(seed 3\) .* stop_reason '{stop_reason}', .*neither trains nor counts"
+        with pytest.raises(RuntimeError, match=expected + r"(?s:.*)retries.*'verdict': 'JE'"):
+            asyncio.run(play(answering_server.url))
+    assert len(answering_server.requests) == requests + 1  # the episode was played: one model turn

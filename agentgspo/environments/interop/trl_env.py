@@ -16,7 +16,9 @@ included: TRL can only extend the last message); each tool is a method with the 
 steps the env with the call written in our format (``<tool_call>{json}</tool_call>``), so the env validates the
 arguments, runs the tool, pays its reward and applies its ``tool_error_policy`` exactly as in our runner; the final
 answer (the last assistant message, without tool calls) reaches ``env.step`` through :data:`trl_reward`, which
-returns the episode's score: the sum of every step's reward, plus ``on_truncation`` when TRL cut the episode.
+returns the episode's score: the sum of every step's reward, plus ``on_truncation`` when TRL cut the episode. An
+episode whose ending agentgspo does not train or count (``judge_error``, ...: not the model's doing) is not scored:
+``trl_reward`` returns ``None`` for it, TRL's "not scored" (see :func:`trl_reward_function`).
 What does not map: ``docs/envs.md``, "TRL environment_factory".
 """
 
@@ -38,7 +40,17 @@ from agentgspo.environments.registry import make
 from agentgspo.environments.tool_calls import ToolCall
 from agentgspo.environments.tools import Tool
 
-__all__ = ["TRLEnvironment", "TRLEpisode", "trl_environment", "trl_reward", "trl_reward_function"]
+__all__ = ["SCORED_STOPS", "TRLEnvironment", "TRLEpisode", "trl_environment", "trl_reward", "trl_reward_function"]
+
+#: The endings an export of ours may score (here, and the verifiers export's ``play_episode``): the rows of
+#: ``agentgspo.rollouts.trajectory.ENDINGS`` marked trained and counted, the endings the policy earned. Any other
+#: stop reason (the table's untrained or uncounted rows, ``judge_error`` among them, or one it lacks, which our
+#: runner records as ``env_error``) is not the model's doing and is never scored as if it were. A copy, because the
+#: environments wing may not import the rollouts wing (README, "Architecture"; ``tests/test_layers.py``): the
+#: interop tests play every row of ``ENDINGS`` through both exports, so the copy cannot drift from the table.
+SCORED_STOPS: frozenset[str] = frozenset(
+    {"completed", "max_turns", "max_tokens", "context_overflow", "parse_error", "env_budget", "end_of_text"}
+)
 
 #: The stop reason of an episode TRL ended before the env did: TRL ends a rollout at the first assistant turn
 #: without tool calls (or at ``max_tool_calling_iterations``), a turn budget as our runner's ``max_turns`` is.
@@ -160,17 +172,18 @@ class TRLEnvironment:
             raise
         return "\n\n".join(m["content"] for m in messages)
 
-    def _finish(self, final_text: str | None, cut: str | None = None) -> float:
+    def _finish(self, final_text: str | None, cut: str | None = None) -> float | None:
         """End the episode: step the final answer (unless TRL cut the rollout, ``cut`` naming how), pay
-        ``on_truncation`` if the env has not ended it by then, and return the episode's score. Idempotent."""
+        ``on_truncation`` if the env has not ended it by then, and return the episode's score, or ``None`` (TRL's
+        "not scored") when it ended in an ending not in :data:`SCORED_STOPS`. Idempotent."""
         episode = self._episode
         if not self._started:
             raise RuntimeError(f"the reward path of {self._env_id} ran before reset(**row)")
         if episode.error is not None:
             raise RuntimeError(
-                f"{self._env_id} raised in a tool call of this rollout; agentgspo's runner leaves such an episode out "
-                "of training (env_error), TRL cannot, so trl_reward stops rather than score it. Fix the env:\n"
-                + episode.error
+                f"{self._env_id} raised in a tool call of this rollout, which TRL showed the model as a tool error; "
+                "agentgspo's runner leaves such an episode out of training (env_error), and trl_reward stops rather "
+                "than score it or hide the bug. Fix the env:\n" + episode.error
             )
         if not episode.ended and cut is None and final_text is not None:
             self._step(final_text)
@@ -178,6 +191,8 @@ class TRLEnvironment:
         if not episode.ended:
             episode.reward += truncation_reward(self._env, cut or TRL_TURN_CUT)
             episode.ended, episode.stop_reason = True, cut or TRL_TURN_CUT
+        if episode.stop_reason not in SCORED_STOPS:
+            return None  # not the model's doing (judge_error, ...): our runner leaves it out of training
         return episode.reward
 
 
@@ -208,9 +223,13 @@ def trl_reward_function(stop_token_ids: Iterable[int] | None = None) -> Callable
             reward functions no stop reason, so a cut last turn is stepped as written.
 
     Returns ``None`` for an environment that is not a :func:`trl_environment` class (TRL ignores it), so it mixes
-    with other environments of a ``dict`` ``environment_factory``. Each rollout's stop reason goes to TRL's
+    with other environments of a ``dict`` ``environment_factory``. Returns ``None`` too, TRL's "not scored", for a
+    rollout whose episode ended in an ending agentgspo does not train or count (not in :data:`SCORED_STOPS`: the
+    env reported ``judge_error``, ``env_timeout``, ...): trl 1.16 leaves a completion that every reward function
+    scores ``None`` out of its group's baseline and gives it a zero advantage, as our runner leaves such an episode
+    out of training; other reward functions that score it still do. Each rollout's stop reason goes to TRL's
     completions table (``log_extra``, column ``stop_reason``). An env that raised in a tool call makes it raise:
-    TRL cannot leave the rollout out of training as our runner does.
+    that is a bug in the env, which TRL hid from the run as a tool error.
     """
     stops = None if stop_token_ids is None else frozenset(int(i) for i in stop_token_ids)
 

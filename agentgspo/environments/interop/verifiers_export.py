@@ -20,6 +20,9 @@ evaluates Calculator-v0 with a model behind any OpenAI-compatible endpoint. What
 - the reward is the episode's: the sum of the env's step rewards, plus ``on_truncation`` when the harness cut it
   (``max_turns``, or ``max_tokens`` for a reply cut at its length); the task's ``env_reward`` reads it from the
   trace, where the harness recorded it with the stop reason and the turns (metrics ``turns`` and ``completed``);
+- an episode the env ends in an ending agentgspo does not train or count (``judge_error``, ``env_timeout``, ...:
+  not the model's doing) is not scored: the harness raises, as for an env that raises, so verifiers records the
+  rollout as failed (no reward; its retries may replay it);
 - the agent seat runs in verifiers' ``subprocess`` runtime by default (:class:`AgentgspoEnv`): the env brings its
   own sandboxes (CodeForces-v0 judges in bubblewrap), the harness hands the model no shell.
 """
@@ -35,6 +38,7 @@ from verifiers.v1.runtimes import ProgramResult
 
 from agentgspo.environments.env import truncation_reward
 from agentgspo.environments.interop.openai_chat import assistant_text, to_openai_replies
+from agentgspo.environments.interop.trl_env import SCORED_STOPS
 from agentgspo.environments.registry import env_budget, make
 
 __all__ = ["AgentgspoEnv", "AgentgspoHarness", "AgentgspoTaskset", "play_episode"]
@@ -123,7 +127,11 @@ class AgentgspoHarnessConfig(vf.HarnessConfig):
 async def play_episode(client: Any, model: str, data: Any, max_turns: int | None, stopped: Any = None) -> dict:
     """Play one episode of ``data``'s env and seed, the model reached through ``client`` (an ``AsyncOpenAI``);
     returns ``{reward, stop_reason, turns}``. ``stopped()`` says whether verifiers stopped the run (a limit or a
-    ``@stop`` refused a model call): the episode then ends there, cut like a turn limit."""
+    ``@stop`` refused a model call): the episode then ends there, cut like a turn limit.
+
+    Raises ``RuntimeError`` naming the stop reason when the env ends the episode in an ending agentgspo does not
+    train or count (not in :data:`~agentgspo.environments.interop.trl_env.SCORED_STOPS`: ``judge_error``, ...):
+    such an episode's reward is not the model's, and a score would charge it to the model."""
     import openai
 
     env = await asyncio.to_thread(make, data.env_id, **(data.env_kwargs or {}))
@@ -154,6 +162,8 @@ async def play_episode(client: Any, model: str, data: Any, max_turns: int | None
             reward += float(step_reward)
             if terminated or truncated:
                 stop_reason = info.get("stop_reason", "completed" if terminated else "max_turns")
+                if stop_reason not in SCORED_STOPS:
+                    raise RuntimeError(_not_scored(data, stop_reason, turns, info))
                 return {"reward": reward, "stop_reason": stop_reason, "turns": turns}
             wire.extend(to_openai_replies(new, message.get("tool_calls") or []))
         if turns:
@@ -161,6 +171,19 @@ async def play_episode(client: Any, model: str, data: Any, max_turns: int | None
         return {"reward": reward, "stop_reason": stop_reason, "turns": turns}
     finally:
         await asyncio.to_thread(env.close)
+
+
+def _not_scored(data: Any, stop_reason: str, turns: int, info: dict[str, Any]) -> str:
+    """Why the episode of ``data`` is not scored, and what to do."""
+    details = {k: v for k, v in info.items() if k != "stop_reason"}
+    return (
+        f"{data.env_id} (seed {data.seed}) ended its episode after {turns} model turn(s) with stop_reason "
+        f"{stop_reason!r}, an ending agentgspo neither trains nor counts (not the model's doing: the ENDINGS table of "
+        "agentgspo.rollouts.trajectory), so the agentgspo harness fails this rollout rather than score it. verifiers "
+        "records the failure on the trace; its retries (--env.agent.retries.max-retries N) play it again. If it "
+        f"keeps failing, fix what the env reports (for judge_error: its judge or sandbox). The env's info: "
+        f"{str(details)[:1000]}"
+    )
 
 
 class AgentgspoHarness(vf.Harness[AgentgspoHarnessConfig]):
