@@ -193,3 +193,13 @@ def test_a_standings_file_adds_the_codeelo_rating_to_the_report(tmp_path, capsys
     )
     assert summary["codeelo"] == pytest.approx(1500 + 400 * math.log10(2), abs=1e-6)
     assert "## CodeElo" in (out / "report.md").read_text() and "CodeElo rating" in (out / "report.html").read_text()
+
+
+def test_a_time_limit_scale_is_part_of_the_runs_identity(tmp_path, capsys):
+    # Verdicts judged under other limits are not mixed into one eval: a folder run at --time-limit-scale 2 is not
+    # resumed at the default scale.
+    out = tmp_path / "scaled"
+    one = ("--problems", "starter", "--only", "0", "--agent", "reference")
+    assert run_eval(capsys, out, *one, "--time-limit-scale", "2")["pass@1"] == 1.0
+    assert main(["eval", "--out", str(out), "--no-progress", *one]) == 2
+    assert "holds an eval with other settings (env_kwargs differ)" in capsys.readouterr().err
