@@ -5,10 +5,12 @@ server cases are in tests/test_vllm_engine.py and tests/test_policy_server.py.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx
 import pytest
 from servers import serve  # tests/servers.py
 
@@ -16,27 +18,34 @@ from agentgspo.policy.base import SampleRequest, SamplingParams
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable
 
 
-@pytest.fixture
-def server_without_pause():
-    """An app with the reload and reset routes but no ``/pause``; yields its URL and the paths it was posted."""
+@contextlib.contextmanager
+def stand_in(*posts: str, label: bool = False):
+    """A stand-in for vLLM's server with ``/health`` and the POST routes ``posts`` (and, ``label``, vLLM's
+    ``/update_weight_version`` and ``/weight_info``); yields its URL, the paths it was posted and its label."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Route
 
     posted: list[str] = []
+    held = {"weight_version": None}
 
     async def ok(request):
         posted.append(request.url.path)
+        if request.url.path == "/update_weight_version":
+            held["weight_version"] = (await request.json())["new_version"]
         return JSONResponse({"success": True})
 
-    app = Starlette(
-        routes=[
-            Route("/health", lambda request: PlainTextResponse("ok")),
-            Route("/collective_rpc", ok, methods=["POST"]),
-            Route("/reset_prefix_cache", ok, methods=["POST"]),
-        ]
-    )
-    with serve(app) as url:
+    routes = [Route("/health", lambda request: PlainTextResponse("ok"))]
+    routes += [Route(path, ok, methods=["POST"]) for path in (*posts, *(["/update_weight_version"] if label else []))]
+    routes += [Route("/weight_info", lambda request: JSONResponse(held))] if label else []
+    with serve(Starlette(routes=routes)) as url:
+        yield url, posted, held
+
+
+@pytest.fixture
+def server_without_pause():
+    """An app with the reload and reset routes but no ``/pause``; yields its URL and the paths it was posted."""
+    with stand_in("/collective_rpc", "/reset_prefix_cache") as (url, posted, _):
         yield url, posted
 
 
@@ -83,3 +92,19 @@ def test_without_vllm_beside_the_learner_auto_updates_through_folders_and_gloo_i
     gloo = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0), weight_transfer="gloo")
     with pytest.raises(RuntimeError, match="install vllm beside the learner, or pass weight_transfer='folder'"):
         gloo.update_weights(None, tmp_path)
+
+
+def test_each_updated_server_is_labelled_with_the_run_and_the_version_before_its_resume(tmp_path, monkeypatch):
+    # vLLM's label routes (POST /update_weight_version, GET /weight_info) beside the pause and reload ones: the label
+    # a server reports names this learner run, so another run's replica at the same number is told apart.
+    monkeypatch.setattr("agentgspo.policy.server.save_weights", lambda model, folder: Path(folder))
+    with stand_in("/pause", "/resume", "/collective_rpc", "/reset_prefix_cache", label=True) as (url, posted, _):
+        policy = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0), weight_transfer="folder", run_id="run-7")
+        assert policy.update_weights(None, tmp_path) == 1
+        assert httpx.get(f"{url}/weight_info").json() == {"weight_version": "run-7:1"}
+        other = ServerPolicy([url], SimpleNamespace(end_of_turn_id=0), weight_transfer="folder")
+        assert other.run_id != "run-7" and len(other.run_id) == 12  # a new run: a random id of its own
+        assert other.update_weights(None, tmp_path) == 1
+        assert httpx.get(f"{url}/weight_info").json() == {"weight_version": f"{other.run_id}:1"}
+    cycle = ["/pause", "/collective_rpc", "/reset_prefix_cache", "/update_weight_version", "/resume"]
+    assert posted == cycle * 2

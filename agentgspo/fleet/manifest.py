@@ -22,7 +22,8 @@ Top level:
   reader waiting for a change compares one number.
 - ``sandbox_token_file``: a file (mode 0600) holding the sandbox servers' bearer token, null without sandboxes.
 - ``weights_file``: the file the learner writes (below). ``weight_version``: the learner's current policy version as
-  the supervisor last read it from there (0 before the learner wrote any).
+  the supervisor last read it from there (0 before the learner wrote any); ``weight_run``: the learner run that
+  version belongs to (null before any learner wrote).
 - ``parts``: one entry per process, in fleet-file order.
 
 A part:
@@ -37,7 +38,10 @@ A part:
 - ``restarts``: how many times it has been restarted, which also names its current incarnation (the weights file
   quotes it); ``max_restarts``: the bound, after which it is ``failed``.
 - ``weight_version``: samplers only (null otherwise): the policy version its weights hold. 0 whenever it (re)starts
-  (the fleet file's model), then the version the learner acknowledged for this incarnation.
+  (the fleet file's model), then the version the learner acknowledged for this incarnation. ``weight_run``: the
+  learner run whose weights those are (null: the fleet file's model). A version number means something only within
+  its run: a learner resumed after a kill is a new run (a new id), so a replica holding the killed run's version 5
+  never counts as holding the resumed run's version 5 (different weights: the resumed run trained its own steps).
 - ``pid``: the server process on its node (vLLM's API server, the sandbox or env server); ``pgid``: its process
   group, which holds its helpers too (vLLM's engine core); ``keeper_pid``: the keeper between launcher and server
   (``agentgspo.fleet.keeper``: it takes the group down when the server or the launcher dies); ``node``: the host name
@@ -56,24 +60,30 @@ current weights:
 
 - ``starting``: (re)started, has not passed a probe yet.
 - ``healthy``: passes its probes (a 1-token generation, a judged program, ``/health`` plus a WebSocket reset); a
-  sampler also holds the learner's current weights (``weight_version`` >= the top-level ``weight_version``).
+  sampler also holds the learner's current weights (``weight_run`` is the top-level ``weight_run`` and
+  ``weight_version`` >= the top-level ``weight_version``).
 - ``needs_weights``: a sampler that passes its probes but holds older weights than the learner's (it came back
-  from a restart with the fleet file's model): the learner sends it the current weights, then acknowledges them in
-  the weights file, and the supervisor makes it ``healthy``.
+  from a restart with the fleet file's model), or another learner run's (a killed one's): the learner sends it the
+  current weights, then acknowledges them in the weights file, and the supervisor makes it ``healthy``.
 - ``unhealthy``: its process exited, or ``probes.failures`` probes in a row failed, or it did not pass a probe within
-  ``probes.start_timeout_s`` of starting: out of service, being restarted (then ``starting`` again).
+  ``probes.start_timeout_s`` of starting, or (a sampler) it stayed paused longer than ``probes.max_paused_s`` (a
+  learner that paused it for a weight update died: see :mod:`agentgspo.fleet.supervisor`): out of service, being
+  restarted (then ``starting`` again).
 - ``failed``: it failed again after ``max_restarts`` restarts (or Ray gave up on its actor): not restarted any more.
 - ``stopped``: the fleet was stopped.
 
 The weights file, written by the learner (:func:`acknowledge_weights`), read by the supervisor every probe round::
 
-    {"version": V, "replicas": {"policy-0": {"restarts": R, "version": V}, ...}, "updated_at": T}
+    {"run": ID, "version": V, "replicas": {"policy-0": {"restarts": R, "version": V, "run": ID}, ...}, "updated_at": T}
 
-``version`` is the learner's current policy version; ``replicas`` holds, per sampler it updated, the incarnation
-(``restarts``) it updated and to which version. A sampler is ``healthy`` when its current incarnation is acknowledged
-at ``version`` or later, ``needs_weights`` otherwise. Write the new version and the acknowledgements of the replicas
-that received it in one write: a replica the update missed then shows ``needs_weights`` and no other does. Before the
-learner writes anything, the version is 0 and every sampler (holding the fleet file's model) is ``healthy``.
+``run`` is the learner run's id (each learner process that drives the fleet has its own: ``ServerPolicy.run_id``)
+and ``version`` its current policy version; ``replicas`` holds, per sampler it updated, the incarnation
+(``restarts``) it updated and to which version of which run. A sampler is ``healthy`` when its current incarnation is
+acknowledged by this ``run`` at ``version`` or later, ``needs_weights`` otherwise. A run's first write drops the
+acknowledgements of the runs before it (their replicas hold weights that are no version of this run). Write the new
+version and the acknowledgements of the replicas that received it in one write: a replica the update missed then
+shows ``needs_weights`` and no other does. Before the learner writes anything, the version is 0 and every sampler
+(holding the fleet file's model) is ``healthy``.
 """
 
 from __future__ import annotations
@@ -135,6 +145,7 @@ class PartEntry(BaseModel):
     restarts: int = 0
     max_restarts: int = 0
     weight_version: int | None = None
+    weight_run: str | None = None
     pid: int | None = None
     pgid: int | None = None
     keeper_pid: int | None = None
@@ -175,6 +186,7 @@ class Manifest(BaseModel):
     sandbox_token_file: str | None = None
     weights_file: str
     weight_version: int = 0
+    weight_run: str | None = None
     parts: list[PartEntry] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True}
@@ -208,18 +220,25 @@ class Manifest(BaseModel):
 
 
 class WeightsFile(BaseModel):
-    """The learner's side (module docstring): its current version and which incarnation of which sampler holds it."""
+    """The learner's side (module docstring): its run, its current version and which incarnation of which sampler
+    holds it."""
 
+    run: str | None = None
     version: int = 0
-    replicas: dict[str, dict[str, int]] = Field(default_factory=dict)
+    replicas: dict[str, dict[str, Any]] = Field(default_factory=dict)
     updated_at: float | None = None
 
     def acknowledged(self, part_id: str, restarts: int) -> int | None:
         """The version acknowledged for incarnation ``restarts`` of ``part_id``, or None."""
+        held = self.holds(part_id, restarts)
+        return None if held is None else held[0]
+
+    def holds(self, part_id: str, restarts: int) -> tuple[int, str | None] | None:
+        """(version, learner run) acknowledged for incarnation ``restarts`` of ``part_id``, or None."""
         entry = self.replicas.get(part_id)
         if entry is None or entry.get("restarts") != restarts:
             return None
-        return entry.get("version")
+        return entry.get("version"), entry.get("run")
 
 
 def manifest_path(spec_path: str | Path) -> Path:
@@ -269,15 +288,21 @@ def read_weights(path: str | Path) -> WeightsFile:
         return WeightsFile()
 
 
-def acknowledge_weights(manifest: Manifest | str | Path, version: int, replicas: dict[str, int]) -> None:
-    """The learner's call after a weight update: its policy is now ``version`` and the samplers in ``replicas``
-    (part id -> the incarnation, ``restarts``, it updated) hold it. One atomic write of the weights file; the
-    acknowledgements of samplers not in ``replicas`` are kept (a sampler at an older version then needs weights)."""
+def acknowledge_weights(
+    manifest: Manifest | str | Path, version: int, replicas: dict[str, int], run: str | None = None
+) -> None:
+    """The learner's call after a weight update: its policy is now ``version`` of learner run ``run`` and the
+    samplers in ``replicas`` (part id -> the incarnation, ``restarts``, it updated) hold it. One atomic write of the
+    weights file; the acknowledgements of samplers not in ``replicas`` are kept when they are this run's (a sampler
+    at an older version then needs weights) and dropped when another run wrote them (a killed learner's: its
+    versions are not this run's)."""
     manifest = manifest if isinstance(manifest, Manifest) else read_manifest(manifest)
     current = read_weights(manifest.weights_file)
-    acknowledged = dict(current.replicas)
-    acknowledged.update({part_id: {"restarts": restarts, "version": version} for part_id, restarts in replicas.items()})
-    data = WeightsFile(version=version, replicas=acknowledged, updated_at=time.time())
+    acknowledged = {part: entry for part, entry in current.replicas.items() if entry.get("run") == run}
+    acknowledged.update(
+        {part_id: {"restarts": restarts, "version": version, "run": run} for part_id, restarts in replicas.items()}
+    )
+    data = WeightsFile(run=run, version=version, replicas=acknowledged, updated_at=time.time())
     write_json_atomic(manifest.weights_file, data.model_dump(mode="json"))
 
 

@@ -53,12 +53,19 @@ class _Strict(BaseModel):
 class ProbeSettings(_Strict):
     """How parts are watched. A part is unhealthy after ``failures`` probes in a row failed (each at most
     ``timeout_s``), or at once when its process exits; a (re)started part has ``start_timeout_s`` to pass its first
-    probe (vLLM on a loaded CPU takes minutes), else it is restarted."""
+    probe (vLLM on a loaded CPU takes minutes), else it is restarted. A sampler that passes its probes only as
+    paused (``GET /is_paused``) for longer than ``max_paused_s`` is restarted too (why: the supervisor's docstring)."""
 
     interval_s: float = Field(5.0, gt=0, description="seconds between two probes of one part")
     timeout_s: float = Field(10.0, gt=0, description="seconds one probe may take before it counts as failed")
     failures: int = Field(2, ge=1, description="consecutive failed probes that make a serving part unhealthy")
     start_timeout_s: float = Field(900.0, gt=0, description="seconds a (re)started part has to pass its first probe")
+    max_paused_s: float = Field(
+        1800.0,
+        gt=0,
+        description="seconds a sampler may stay paused (a learner's weight update) before it is restarted: above "
+        "your longest weight update, retry included (a learner that died mid-update leaves it paused for good)",
+    )
 
 
 class RaySettings(_Strict):

@@ -8,7 +8,22 @@ stops every part before it exits. Each part is watched by a task of its own, so 
 noticing another: a part whose process exits is unhealthy at once (its launcher reports the exit), one whose probes
 fail ``probes.failures`` times in a row after ``probes.interval_s`` + ``probes.timeout_s`` each. An unhealthy part is
 out of the manifest's service (status ``unhealthy``), restarted (``starting``) and back (``healthy``, or
-``needs_weights`` for a sampler whose weights are older than the learner's) once it passes a probe.
+``needs_weights`` for a sampler whose weights are older than the learner's, or another learner run's) once it
+passes a probe.
+
+A sampler paused by a learner (``POST /pause?mode=keep`` for a weight update) cannot generate, so its probe passes
+as ``"paused"`` rather than restart it mid-update. A learner that dies during its update never sends the
+``/resume``: the replica would pass as paused forever and serve nothing. So a sampler seen paused at every probe
+for longer than ``probes.max_paused_s`` (from the first probe that saw it paused; one probe that sees it running
+starts the count again) is unhealthy and restarted, not resumed. Resuming it would serve whatever the dead learner
+left in it: a transfer cut off mid-way leaves some layers new and some old, weights that are no version of any run,
+sampled from under the label of the last complete one. Restarted, it comes back with the fleet file's model as
+``needs_weights``, and the next update gives it current weights. The bound is the only guard of a learner that is
+alive but slow, so its default (1800 s) is far above any update a live learner performs (a streamed 30B update
+takes tens of seconds, a folder reload of one replica a few minutes; a failed transfer is retried once): a
+restart mid-update of a live learner is no corruption either (the replica dies, the learner retires it and the new
+incarnation needs weights), only a lost replica and its frozen turns, which is why the bound is long rather than
+short. Time is read from ``clock`` (``time.monotonic``; tests pass their own).
 """
 
 from __future__ import annotations
@@ -70,8 +85,15 @@ def sandbox_token(spec: FleetSpec, run_dir: Path) -> tuple[str | None, str | Non
 class Supervisor:
     """Runs one fleet until stopped (module docstring); ``log_file``: where its output goes, for the manifest."""
 
-    def __init__(self, spec: FleetSpec, spec_path: str | Path, manifest_path: str | Path, log_file: str | None = None):
-        self.spec, self.parts = spec, spec.parts()
+    def __init__(
+        self,
+        spec: FleetSpec,
+        spec_path: str | Path,
+        manifest_path: str | Path,
+        log_file: str | None = None,
+        clock=time.monotonic,
+    ):
+        self.spec, self.parts, self.clock = spec, spec.parts(), clock
         self.manifest_path = Path(manifest_path).resolve()
         self.run_dir = run_folder(self.manifest_path)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -158,8 +180,11 @@ class Supervisor:
         self.write()
 
     def serving_status(self, entry: PartEntry) -> str:
-        """``healthy``, or ``needs_weights`` for a sampler whose weights are older than the learner's."""
-        if entry.kind == "sampler" and (entry.weight_version or 0) < self.manifest.weight_version:
+        """``healthy``, or ``needs_weights`` for a sampler whose weights are older than the learner's or another
+        learner run's (a version number means something only within its run)."""
+        if entry.kind == "sampler" and (
+            (entry.weight_version or 0) < self.manifest.weight_version or entry.weight_run != self.manifest.weight_run
+        ):
             return "needs_weights"
         return "healthy"
 
@@ -178,15 +203,15 @@ class Supervisor:
         except ValueError as exc:  # half a file cannot happen (atomic writes); a wrong one is the learner's bug
             self.log(f"weights file {path} unreadable ({exc}); keeping version {self.manifest.weight_version}")
             return
-        if weights.version != self.manifest.weight_version:
-            self.log(f"learner's weights: version {weights.version}")
-        self.manifest.weight_version = weights.version
+        if (weights.version, weights.run) != (self.manifest.weight_version, self.manifest.weight_run):
+            self.log(f"learner's weights: version {weights.version} of run {weights.run}")
+        self.manifest.weight_version, self.manifest.weight_run = weights.version, weights.run
         for entry in self.manifest.parts:
             if entry.kind != "sampler":
                 continue
-            acknowledged = weights.acknowledged(entry.id, entry.restarts)
-            if acknowledged is not None:
-                entry.weight_version = acknowledged
+            held = weights.holds(entry.id, entry.restarts)
+            if held is not None:
+                entry.weight_version, entry.weight_run = held
             if entry.status in SERVING:
                 self.set_status(entry, self.serving_status(entry))
         self.refresh_state()
@@ -216,14 +241,15 @@ class Supervisor:
         entry.cores, entry.started_at, entry.probe = incarnation.cores, incarnation.started_at, None
         entry.actor, entry.actor_pid = incarnation.actor, incarnation.actor_pid
         if entry.kind == "sampler":
-            acknowledged = read_weights(self.manifest.weights_file).acknowledged(entry.id, entry.restarts)
-            entry.weight_version = acknowledged if acknowledged is not None else 0
+            held = read_weights(self.manifest.weights_file).holds(entry.id, entry.restarts)
+            entry.weight_version, entry.weight_run = held if held is not None else (0, None)
         self.set_status(entry, "starting")
 
     async def serve(self, part: PartSpec, entry: PartEntry, incarnation: Incarnation) -> str:
         """Probe a started part until it fails; returns why it is unhealthy."""
         probes = self.spec.probes
         started, failures, progress = time.monotonic(), 0, None
+        paused_since: float | None = None  # when the probes first saw it paused, this pause
         exited = incarnation.exited
         while True:
             # a starting part is looked at every second (a refused connection is cheap), a serving one less often
@@ -242,6 +268,17 @@ class Supervisor:
                 ok=result.ok, at=time.time(), latency_s=round(result.latency_s, 4), detail=result.detail
             )
             progress = result.progress if result.progress is not None else progress
+            if result.ok and part.kind == "sampler" and result.detail == "paused":
+                now = self.clock()
+                paused_since = now if paused_since is None else paused_since
+                if now - paused_since > probes.max_paused_s:
+                    return (
+                        f"paused for {now - paused_since:.0f} s, longer than probes.max_paused_s "
+                        f"({probes.max_paused_s:g} s): the learner that paused it for a weight update is gone "
+                        "(restarted, not resumed: its weights may be partly loaded)"
+                    )
+            elif result.ok:
+                paused_since = None
             if result.ok:
                 failures = 0
                 self.set_status(entry, self.serving_status(entry))

@@ -49,6 +49,16 @@ changes (checked at most once a second, and before every weight update): a repli
 current weights, after which the update is acknowledged in the fleet's weights file (so the supervisor marks it
 ``healthy``). With no replica serving, a turn waits for one (up to ``timeout_s``) instead of failing.
 
+Versions are numbers within a learner run: each client has a ``run_id`` (a new random one per client, so per
+learner process; not kept in checkpoints). A learner resumed after a kill is a new run: after its checkpoint the
+killed run trained steps the resumed one trains again on other rollouts, so the killed run's version 5 and the
+resumed run's version 5 are different weights, and the weights the resumed run starts from reach every replica at its
+first update anyway. The fleet's weights file acknowledges (run, version); a replica enters admitted only when it
+holds this client's run at its version or later, or (at version 0, before any update) the fleet file's model; a
+replica holding a killed run's weights waits, whatever their number, for this run's next update. Each server is also
+labelled ``RUN_ID:VERSION`` through vLLM's ``POST /update_weight_version`` before its resume (``GET /weight_info``
+reports it; a server without the route keeps its label, with no other effect).
+
 A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the turns
 it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is never
 resampled elsewhere; the rollout records the episode as ``sampler_error``); a reply it sends after all (it is resumed
@@ -67,8 +77,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +176,8 @@ class ServerPolicy:
             ``"auto"`` streams them when the servers accept the gloo engine (``agentgspo serve-policy`` servers
             do) and uses folders otherwise; ``"gloo"`` streams or fails; ``"folder"`` always uses folders.
         transfer_timeout_s: seconds one streamed tensor may take before the transfer counts as failed.
+        run_id: this learner run's id in version labels and the fleet's weights file (module docstring); default a
+            new random one. Letters, digits, ``_`` and ``-``.
     """
 
     def __init__(
@@ -182,6 +196,7 @@ class ServerPolicy:
         logprob_semantics: str = "truncated",
         weight_transfer: str = "auto",
         transfer_timeout_s: float = 120.0,
+        run_id: str | None = None,
     ):
         from agentgspo.rollouts.trajectory import LOGPROB_SEMANTICS
 
@@ -205,6 +220,12 @@ class ServerPolicy:
             raise ValueError(f"weight_transfer: expected one of {WEIGHT_TRANSFERS}, got {weight_transfer!r}")
         if logprob_semantics not in LOGPROB_SEMANTICS:
             raise ValueError(f"logprob_semantics: expected one of {LOGPROB_SEMANTICS}, got {logprob_semantics!r}")
+        if run_id is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(run_id)):
+            raise ValueError(
+                f"run_id {run_id!r}: expected 1-64 letters, digits, '_' or '-' (it labels weight versions as "
+                "RUN_ID:VERSION), or None for a new random one"
+            )
+        self.run_id = str(run_id) if run_id is not None else uuid.uuid4().hex[:12]
         self.logprob_semantics = logprob_semantics
         self.fleet_manifest = Path(fleets[0].removeprefix("fleet:")) if fleets else None
         self.servers: list[_Server] = (
@@ -291,7 +312,7 @@ class ServerPolicy:
     def sync_fleet(self, force: bool = False) -> bool:
         """Bring the servers in line with the fleet manifest (a fleet only; read when it changed, at most once a
         second unless ``force``): replicas that left get no new turn, new incarnations enter unadmitted unless they
-        hold this client's weight version. Returns whether the list changed."""
+        hold this client's weight version (:meth:`holds_current`). Returns whether the list changed."""
         if self.fleet_manifest is None:
             return False
         from agentgspo.fleet.manifest import read_manifest
@@ -319,7 +340,7 @@ class ServerPolicy:
                 if current is not None:  # gone, or back as a new incarnation: no new turn to the old entry
                     current.retired = f"left the fleet ({part.status}, restarts {part.restarts})"
                 if usable:
-                    holds = (part.weight_version or 0) >= self.version
+                    holds = self.holds_current(part.weight_version or 0, part.weight_run)
                     servers.append(_Server(url, part=part.id, incarnation=part.restarts, admitted=holds))
             for server in known.values():
                 server.retired = "left the fleet (no such part any more)"
@@ -331,6 +352,18 @@ class ServerPolicy:
                 sum(not s.admitted for s in servers),
             )
             return True
+
+    def holds_current(self, version: int, run: str | None) -> bool:
+        """Whether a replica acknowledged at ``version`` of learner run ``run`` (None: the fleet file's model) holds
+        this client's current weights: this run's at its version or later, or the fleet file's model before this
+        client sent any. Never another run's, whatever its number (the module docstring says why)."""
+        if run is None:
+            return self.version == 0
+        return run == self.run_id and version >= self.version
+
+    def version_label(self, version: int) -> str:
+        """The weight-version label servers carry for ``version`` of this run: ``RUN_ID:VERSION``."""
+        return f"{self.run_id}:{version}"
 
     # -- per event loop state (asyncio.run makes a new loop per rollout; clients and locks belong to one) ----
     def _bind(self) -> None:
@@ -547,7 +580,7 @@ class ServerPolicy:
         if self.fleet_manifest is not None:
             from agentgspo.fleet.manifest import acknowledge_weights
 
-            acknowledge_weights(self.fleet_manifest, version, {s.part: s.incarnation for s in updated})
+            acknowledge_weights(self.fleet_manifest, version, {s.part: s.incarnation for s in updated}, run=self.run_id)
 
     def _streams(self) -> bool:
         """Whether updates are streamed: ``weight_transfer`` says so, or (``"auto"``) the servers accept the
@@ -696,6 +729,14 @@ class ServerPolicy:
         if reset.json().get("success") is False:
             raise RuntimeError(f"prefix-cache reset failed: {reset.text[:300]}")
         server.version = version  # before the resume: a reply received after it may hold new tokens
+        self._post(  # vLLM's label (GET /weight_info); a server without the route keeps its own
+            client,
+            server,
+            "/update_weight_version",
+            "weight-version label",
+            json={"new_version": self.version_label(version)},
+            allow=(404, 405),
+        )
         if server.paused:
             self._post(client, server, "/resume", "resume")
             server.paused = False

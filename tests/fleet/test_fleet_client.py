@@ -8,7 +8,16 @@ import time
 
 import pytest
 
-from agentgspo.fleet.manifest import Manifest, PartEntry, SupervisorEntry, read_weights, write_json_atomic
+from agentgspo.fleet.manifest import (
+    Manifest,
+    PartEntry,
+    SupervisorEntry,
+    read_manifest,
+    read_weights,
+    write_json_atomic,
+)
+from agentgspo.fleet.spec import FleetSpec, SamplerGroup
+from agentgspo.fleet.supervisor import Supervisor
 from agentgspo.policy.server import ServerPolicy
 
 
@@ -63,8 +72,65 @@ def test_a_fleet_client_follows_the_manifest(tmp_path, renderer):
     policy._acknowledge(4)
     assert back.admitted
     assert read_weights(tmp_path / "weights.json").replicas == {
-        "policy-0": {"restarts": 0, "version": 4},
-        "policy-1": {"restarts": 1, "version": 4},
+        "policy-0": {"restarts": 0, "version": 4, "run": policy.run_id},
+        "policy-1": {"restarts": 1, "version": 4, "run": policy.run_id},
     }
     with pytest.raises(ValueError, match="fleet:MANIFEST"):
         ServerPolicy([f"fleet:{path}", "http://127.0.0.1:1"], renderer)
+
+
+def updated(policy: ServerPolicy, parts: set[str]) -> None:
+    """What an update to the next version does once it reached the servers of ``parts`` (each one's _finish labels
+    the version; the others missed it), then its acknowledgement."""
+    version = policy.version + 1
+    for server in policy.servers:
+        if server.part in parts:
+            server.version = version
+    policy.version = version
+    policy._acknowledge(version)
+
+
+def test_a_replica_holding_a_killed_learners_weights_is_not_current_for_the_resumed_one(tmp_path, renderer):
+    # The supervisor's own bookkeeping (refresh_weights reads the weights file the learners write) and two learner
+    # clients, one after the other, on one fleet of two replicas.
+    path = tmp_path / "f.manifest.json"
+    supervisor = Supervisor(FleetSpec(samplers=[SamplerGroup(count=2)]), tmp_path / "f.yaml", path)
+    for port, entry in enumerate(supervisor.manifest.parts, 9100):
+        entry.url = f"http://127.0.0.1:{port}"
+        supervisor.set_status(entry, "healthy")
+    killed = ServerPolicy([f"fleet:{path}"], renderer, weight_transfer="folder")
+    assert all(server.admitted for server in killed.servers)  # the fleet file's model: version 0 of anyone
+    updated(killed, {"policy-0", "policy-1"})
+    updated(killed, {"policy-0", "policy-1"})  # both replicas hold the killed run's version 2
+    supervisor.refresh_weights()
+    assert {(p.status, p.weight_version, p.weight_run) for p in read_manifest(path).parts} == {
+        ("healthy", 2, killed.run_id)
+    }
+    killed_run = killed.run_id
+    del killed  # SIGKILLed: its replicas keep its version-2 weights
+    # The resumed learner is a new run: neither replica holds its weights, whatever their number.
+    resumed = ServerPolicy([f"fleet:{path}"], renderer, weight_transfer="folder")
+    assert resumed.run_id != killed_run
+    assert [(s.part, s.admitted) for s in resumed.servers] == [("policy-0", False), ("policy-1", False)]
+    # Its updates reach policy-0 only (policy-1 failed one and was retired by it): after two, it is at version 2,
+    # the number policy-1 holds of the killed run.
+    updated(resumed, {"policy-0"})
+    resumed.servers[1].retired = "weight update to version 2 failed: ..."
+    updated(resumed, {"policy-0"})
+    supervisor.refresh_weights()
+    manifest = read_manifest(path)
+    assert (manifest.weight_version, manifest.weight_run) == (2, resumed.run_id)
+    assert manifest.part("policy-0").status == "healthy"
+    stale = manifest.part("policy-1")
+    assert (stale.status, stale.weight_version, stale.weight_run) == ("needs_weights", 2, killed_run)
+    assert manifest.urls("sampler") == ["http://127.0.0.1:9100"]
+    # The resumed client sees policy-1 again (a new entry: it had retired the old one): not admitted either.
+    resumed._fleet_generation = None
+    resumed.sync_fleet(force=True)
+    assert [(s.part, s.admitted) for s in resumed.servers] == [("policy-0", True), ("policy-1", False)]
+    # The killed run's acknowledgements are gone from the weights file; the resumed run's are there.
+    assert read_weights(manifest.weights_file).replicas == {
+        "policy-0": {"restarts": 0, "version": 2, "run": resumed.run_id}
+    }
+    with pytest.raises(ValueError, match="run_id 'a:b'.*letters, digits"):
+        ServerPolicy([f"fleet:{path}"], renderer, run_id="a:b")
