@@ -289,9 +289,12 @@ class RemoteSandbox:
         time_limit_s: float | None = None,
         memory_limit_mb: float | None = None,
         output_limit_mb: float | None = None,
+        calibrate: bool = False,
     ) -> JudgeResult:
         """Judge ``source`` on a whole problem package (a gzipped tar, see ``judge.formats.kattis``) on a server, which
-        judges it with the same code as the local backend; transport failures give a JE result."""
+        judges it with the same code as the local backend; ``calibrate``: the server calibrates the package's limit
+        to itself (``judge/calibration.py``; the archive holds the submissions); transport failures give a JE
+        result."""
         payload = {
             "format": package_format,
             "archive_b64": _b64(archive),
@@ -300,6 +303,7 @@ class RemoteSandbox:
             "time_limit_s": time_limit_s,
             "memory_limit_mb": memory_limit_mb,
             "output_limit_mb": output_limit_mb,
+            "calibrate": calibrate,
         }
         try:
             return JudgeResult.from_dict(await self._post("/judge_package", payload))
@@ -328,6 +332,44 @@ class RemoteSandbox:
     def judge_remote(self, source: str, tests, **kwargs) -> JudgeResult:
         """Synchronous ``ajudge``; safe from any thread."""
         return self._run(self.ajudge(source, tests, **kwargs))
+
+    async def amachine_fingerprint(self) -> str:
+        """What every server (of the endpoints, or the fleet's serving ones) reports about its machine (``/health``'s
+        ``machine``: its backend kind, CPU model and count). ValueError when they differ (a time calibrated on one
+        would be applied on another: calibrate on each, as ``judge_kattis(calibrate=True)`` does server-side) or a
+        server reports none (an older server: upgrade it); ConnectionError when one does not answer."""
+        import httpx
+
+        client, _ = self._client()
+        urls = self._fleet.serving_urls("sandbox") if self._fleet is not None else self.endpoints
+        if not urls:
+            raise ConnectionError(f"no healthy sandbox server in fleet {self.fleet_manifest} to ask for its machine")
+        reports = {}
+        for url in urls:
+            try:
+                response = await client.get(url + "/health")
+                response.raise_for_status()
+            except httpx.HTTPError as exc:
+                raise ConnectionError(f"{url}/health: {type(exc).__name__}: {exc}") from None
+            machine = response.json().get("machine")
+            if not machine:
+                raise ValueError(
+                    f"{url}: the sandbox server does not report its machine (/health has no 'machine'): upgrade it "
+                    "to calibrate time limits through it"
+                )
+            reports[url] = machine
+        if len(set(reports.values())) > 1:
+            raise ValueError(
+                "the sandbox servers run on different machines, so one calibration cannot hold for all: "
+                + "; ".join(f"{url}: {machine}" for url, machine in reports.items())
+                + ". Calibrate a Kattis package server-side (judge_kattis(calibrate=True)), or point the remote "
+                "backend at servers of one machine"
+            )
+        return next(iter(reports.values()))
+
+    def machine_fingerprint(self) -> str:
+        """Synchronous ``amachine_fingerprint``."""
+        return self._run(self.amachine_fingerprint())
 
     def judge_package_remote(self, archive: bytes, source: str, **kwargs) -> JudgeResult:
         """Synchronous ``ajudge_package``; safe from any thread."""

@@ -1,10 +1,13 @@
 """The sandbox server behind the remote backend (``agentgspo sandbox-server``): FastAPI, token auth, a concurrency cap.
 
 Endpoints:
-    GET  /health       no auth; ``{"status": "ok", "backend", "in_flight", "max_concurrency"}``
+    GET  /health       no auth; ``{"status": "ok", "backend", "machine", "in_flight", "max_concurrency"}``
+                       (``machine``: ``calibration.machine_fingerprint`` of the server's backend)
     POST /run_python   ``RunRequest`` -> ``ExecResult.to_dict()``
     POST /judge        ``JudgeRequest`` -> ``JudgeResult.to_dict()``
-    POST /judge_package  ``PackageJudgeRequest`` (a Kattis package as a tar) -> ``JudgeResult.to_dict()``
+    POST /judge_package  ``PackageJudgeRequest`` (a Kattis package as a tar) -> ``JudgeResult.to_dict()``; with
+                       ``calibrate`` the package's limit is calibrated here, to this server's machine and backend
+                       (``judge/calibration.py``, cached in the server's ``$AGENTGSPO_CACHE``)
     /compat/SECRET/...   only with ``compat_secret`` (``--compat-apis``): SandboxFusion's /run_code, /submit,
                          /v1/ping (``sandbox_fusion_api.py``) and Piston's /api/v2/execute, /api/v2/runtimes
                          (``piston_api.py``); docs/sandbox_apis.md. Their time and memory limits are capped
@@ -101,6 +104,7 @@ class PackageJudgeRequest(BaseModel):
     time_limit_s: float | None = Field(default=None, gt=0)
     memory_limit_mb: float | None = Field(default=None, gt=0)
     output_limit_mb: float | None = Field(default=None, gt=0)
+    calibrate: bool = False  # scale the package's own limit to this server (the archive holds its submissions)
 
 
 def _b64decode(value: str, field: str) -> bytes:
@@ -180,6 +184,7 @@ def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
             time_limit_s=request.time_limit_s,
             memory_limit_mb=request.memory_limit_mb,
             output_limit_mb=request.output_limit_mb,
+            calibrate=request.calibrate,
         )
     return result.to_dict()
 
@@ -274,6 +279,9 @@ def create_app(
         raise ValueError(f"max_concurrency (--max-concurrency) must be >= 1, got {max_concurrency}")
     get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
     cache_limit_bytes()  # a bad AGENTGSPO_COMPILE_CACHE_MB fails the start, not every request
+    from .judge.calibration import machine_fingerprint
+
+    machine = machine_fingerprint(backend)
     app = FastAPI(title="agentgspo sandbox server")
     gate = asyncio.Semaphore(max_concurrency)
     state = {"in_flight": 0}
@@ -288,7 +296,13 @@ def create_app(
 
     @app.get("/health")
     async def health() -> dict:
-        return {"status": "ok", "backend": backend, "in_flight": state["in_flight"], "max_concurrency": max_concurrency}
+        return {
+            "status": "ok",
+            "backend": backend,
+            "machine": machine,
+            "in_flight": state["in_flight"],
+            "max_concurrency": max_concurrency,
+        }
 
     @app.post("/run_python")  # every POST's token is checked by _guard, before its body is read
     async def run_python_endpoint(request: RunRequest) -> dict:

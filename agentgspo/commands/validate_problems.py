@@ -67,6 +67,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+# The reference machine, its calibration seconds and the calibration programs live with the judge's calibration
+# (sandboxes/judge/calibration.py, which scales a package's limit by the same slowdown); re-exported here.
+from agentgspo.sandboxes.judge.calibration import (
+    CALIBRATION_CPP,  # noqa: F401 (re-exported)
+    CALIBRATION_PY,  # noqa: F401 (re-exported)
+    CALIBRATION_ROUNDS,
+    CALIBRATION_RUNS,
+    REFERENCE_CALIBRATION_S,
+    REFERENCE_MACHINE,
+    calibration_program,  # noqa: F401 (re-exported)
+    time_calibration_programs,
+)
+
 MIN_HIDDEN_TESTS = 10
 MAX_TIME_RATIO = 1 / 3  # of the time limit, in reference-machine CPU seconds, on every test (see "Margin" above)
 # A wrong_tle solution is judged under this many times the limit (reference-machine seconds) and must still be TLE:
@@ -77,46 +90,7 @@ EMPTY_SOLUTION = "pass\n"  # prints nothing: any checker or interactor must reje
 
 # ----------------------------------------------------------------------------------------------- machine speed
 
-# The machine the built-in limits were set on, and the median CPU seconds of the calibration programs there (local
-# backend: bubblewrap, /usr/bin/python3 3.11.2, g++ 12 -O2; typical values of measure_machine_speed(), which gave
-# python 0.16-0.23 s and C++ 0.20-0.24 s as the shared machine's load varied, on 2026-12-01).
-REFERENCE_MACHINE = "AMD EPYC (Zen 2, family 23 model 49) under KVM, 2 cores, Python 3.11.2, g++ 12"
-REFERENCE_CALIBRATION_S = {"python": 0.180, "cpp": 0.210}
-CALIBRATION_RUNS = 3  # per problem
 RETIMES = 2  # a reference over the margin is timed again (calibrated again first) up to this many times
-CALIBRATION_ROUNDS = {"python": 150, "cpp": 40}  # the programs' input: about a quarter second each, there
-CALIBRATION_PY = """\
-def calibration_work(rounds):
-    total = 0
-    for r in range(rounds):
-        x, values, counts = r + 1, [], {}
-        for i in range(2000):
-            x = (x * 1103515245 + 12345) & 0x7FFFFFFF
-            values.append(x % 100003)
-            counts[x & 1023] = counts.get(x & 1023, 0) + i
-        values.sort()
-        words = " ".join(map(str, values[::4])).split()
-        total = (total + sum(map(int, words)) + len(counts) * values[-1]) % 1000000007
-    return total
-"""
-CALIBRATION_CPP = """\
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-int main() {
-    long long rounds;
-    if (scanf("%lld", &rounds) != 1) return 1;
-    std::vector<unsigned> values(1 << 16);
-    unsigned long long x = 1, total = 0;
-    for (long long r = 0; r < rounds; r++) {
-        for (unsigned &v : values) { x = x * 6364136223846793005ULL + 1442695040888963407ULL; v = x >> 33; }
-        std::sort(values.begin(), values.end());
-        unsigned at = (unsigned)x;
-        for (int k = 0; k < (1 << 16); k++) { at = values[at & 0xFFFF] ^ k; total += at; }
-    }
-    printf("%llu\\n", total);
-}
-"""
 _LANG = {"python": "py", "cpp": "cpp"}  # reference key -> judge language
 
 
@@ -144,44 +118,11 @@ class MachineSpeed:
 REFERENCE_SPEED = MachineSpeed(dict(REFERENCE_CALIBRATION_S))  # slowdown 1: judge in this machine's own seconds
 
 
-class _AnyOutput:
-    """Accepts every output: a calibration run is timed, its verdict only says that it ran to the end."""
-
-    def check(self, input_data: bytes, output: bytes, answer: bytes):
-        """AC, whatever was printed."""
-        from agentgspo.sandboxes import Verdict
-
-        return Verdict.AC, ""
-
-
-def calibration_program(lang: str) -> str:
-    """The calibration program of ``lang`` ("python" or "cpp"), reading its number of rounds from stdin."""
-    return CALIBRATION_PY + "print(calibration_work(int(input())))\n" if lang == "python" else CALIBRATION_CPP
-
-
 def measure_machine_speed(backend: str = "local", runs: int = CALIBRATION_RUNS) -> MachineSpeed:
     """Time each calibration program ``runs`` times through the judge (one test per run, each its own process)
     and keep the median CPU time. Raises RuntimeError when a calibration program does not run: the judge or its
     sandbox is broken, and no time could be trusted."""
-    from agentgspo.sandboxes import Limits, Verdict, judge
-
-    seconds = {}
-    for lang, rounds in CALIBRATION_ROUNDS.items():
-        result = judge(
-            calibration_program(lang),
-            [(f"{rounds}\n", "")] * runs,
-            lang=_LANG[lang],
-            checker=_AnyOutput(),
-            limits=Limits(time_limit_s=30, wall_limit_s=600),
-            backend=backend,
-        )
-        if result.verdict != Verdict.AC:
-            raise RuntimeError(
-                f"the {lang} calibration program got {result.verdict.value} on the {backend} backend "
-                f"({result.message or result.compile_output}): fix the judge before validating"
-            )
-        seconds[lang] = round(statistics.median(test.time_s for test in result.tests), 4)
-    return MachineSpeed(seconds)
+    return MachineSpeed(time_calibration_programs(backend, runs, CALIBRATION_ROUNDS))
 
 
 _measured: dict[str, MachineSpeed] = {}

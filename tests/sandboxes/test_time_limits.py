@@ -159,37 +159,54 @@ def test_the_calibration_rule(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path))
     calls: list = []
     run = _fake_run({"accepted/a.cpp": 0.2, "accepted/b.py": 4.7, "time_limit_exceeded/slow.cpp": 40.0}, calls)
-    found = calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m1")
-    assert found.scale == 3.14 and found.time_limit_s == pytest.approx(9.42)  # 4.7 x 2 / 3 = 3.133, rounded up
+    measured: list = []
+
+    def slowdown(value: float):
+        return lambda: measured.append(value) or value
+
+    found = calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m1", slowdown=slowdown(1.0))
+    # the floor: 4.7 x 1.25 / 3 = 1.958, rounded up; above this machine's slowdown 1
+    assert (found.scale, found.floor_scale, found.slowdown) == (1.96, pytest.approx(1.9583, abs=1e-4), 1.0)
+    assert found.time_limit_s == pytest.approx(5.88)
     assert (found.slowest_accepted, found.too_slow) == ("accepted/b.py", {"time_limit_exceeded/slow.cpp": "TLE"})
-    assert ("time_limit_exceeded/slow.cpp", pytest.approx(9.42)) in calls  # judged under the scaled limit
+    assert ("time_limit_exceeded/slow.cpp", pytest.approx(5.88)) in calls  # judged under the scaled limit
     calls.clear()
-    assert calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m1") == found
-    assert calls == []  # cached per package content and machine
-    calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m2")
+    again = calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m1", slowdown=slowdown(9.0))
+    assert again == found and calls == [] and measured == [1.0]  # cached per package content and machine
+    calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m2", slowdown=1.0)
     assert calls  # another machine: measured again
-    fast = calibrate("P", 3.0, ACCEPTED[:1], [], run, content="c2", machine="m1")
-    assert (fast.scale, fast.time_limit_s, fast.too_slow) == (1.0, 3.0, {})  # never below the package's own
+    # a machine 2.5x slower than the reference one: the jury's limit x 2.5, above the floor
+    slower = calibrate("P", 3.0, ACCEPTED, TOO_SLOW, run, content="c1", machine="m3", slowdown=2.5)
+    assert (slower.scale, slower.time_limit_s) == (2.5, 7.5)
+    assert "slowdown 2.5 against the reference machine" in slower.describe()
+    fast = calibrate("P", 3.0, ACCEPTED[:1], [], run, content="c2", machine="m1", slowdown=1.0)
+    assert (fast.scale, fast.time_limit_s, fast.too_slow) == (1.0, 3.0, {})
+    faster = calibrate("P", 3.0, ACCEPTED[:1], [], run, content="c2", machine="m4", slowdown=0.5)
+    assert (faster.scale, faster.time_limit_s) == (0.5, 1.5)  # a faster machine: below the package's own
+    for bad in (0, -1.0, float("nan"), float("inf"), "2"):
+        with pytest.raises(ValueError, match="calibration slowdown: expected a finite number > 0"):
+            calibrate("P", 3.0, ACCEPTED, [], run, content="c3", machine="m5", slowdown=bad)
 
 
 def test_a_calibration_that_lets_a_too_slow_submission_pass_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path))
-    run = _fake_run({"accepted/a.cpp": 4.0, "accepted/b.py": 0.5, "time_limit_exceeded/slow.cpp": 6.0}, [])
+    run = _fake_run({"accepted/a.cpp": 4.0, "accepted/b.py": 0.5, "time_limit_exceeded/slow.cpp": 5.0}, [])
     with pytest.raises(CalibrationError) as refused:
-        calibrate("pkg/nwerc-a", 3.0, ACCEPTED, TOO_SLOW, run, content="c", machine="m")
+        calibrate("pkg/nwerc-a", 3.0, ACCEPTED, TOO_SLOW, run, content="c", machine="m", slowdown=1.0)
     message = str(refused.value)
     for part in (
         "pkg/nwerc-a",
-        "8.01 s",
+        "5.01 s",
+        "slowdown 1",
         "accepted/a.cpp at 4.000 s",
-        "time_limit_exceeded/slow.cpp got AC in 6.000 s",
+        "time_limit_exceeded/slow.cpp got AC in 5.000 s",
     ):
         assert part in message
     assert not list(tmp_path.rglob("*.json"))  # a refusal is not cached
     with pytest.raises(CalibrationError, match="accepted/a.cpp got TLE under a 1 s limit"):
-        calibrate("P", 3.0, ACCEPTED, [], run, content="c", machine="m", probe_s=1.0)
+        calibrate("P", 3.0, ACCEPTED, [], run, content="c", machine="m", slowdown=1.0, probe_s=1.0)
     with pytest.raises(CalibrationError, match="no accepted Python or C\\+\\+ submission"):
-        calibrate("P", 3.0, [], TOO_SLOW, run, content="c", machine="m")
+        calibrate("P", 3.0, [], TOO_SLOW, run, content="c", machine="m", slowdown=1.0)
 
 
 # --- calibration end to end ---------------------------------------------------------------------------------------
@@ -257,10 +274,13 @@ def test_the_cli_calibrates_on_request_and_shows_the_factor(spin_cache, monkeypa
         == 0
     )
     verdict = json.loads(capsys.readouterr().out)
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "cache" / "time-limit-calibration").glob("*.json")]
+    # its 1 s in reference-machine seconds, x this machine's slowdown (the accepted submissions are far faster)
+    assert record["scale"] == pytest.approx(max(record["slowdown"], record["floor_scale"]), abs=0.01)
     assert (verdict["time_limit_scale"], verdict["time_limit_source"], verdict["time_limit_s"]) == (
-        1.0,
+        record["scale"],
         "problem.xml",
-        1.0,
+        pytest.approx(record["scale"]),
     )
 
 
@@ -279,7 +299,100 @@ def test_remote_judging_reads_the_ini_and_records_a_calibration(spin_cache, monk
         spun = judge_kattis(load_kattis_package(SPIN), SPIN_CPP, "cpp", backend=remote, calibrate=True)
     assert spun.verdict == Verdict.AC and spun.time_limit_scale > 1 and spun.time_limit_source == ".timelimit"
     records = [json.loads(p.read_text()) for p in (spin_cache / "time-limit-calibration").glob("*.json")]
-    assert f"remote {url}" in [r["machine"] for r in records]  # measured through the servers, cached apart
+    # calibrated by the server, for its own machine and backend
+    assert calibration.machine_fingerprint("local") in [r["machine"] for r in records]
+
+
+# --- the jury's limit ratio kept on a slower machine (issue 35, item 1) ------------------------------------------
+JURY = FIXTURES / "kattis_jury_ratio"
+JURY_ACCEPTED = (JURY / "submissions" / "accepted" / "work.cpp").read_text()
+JURY_TOO_SLOW = (JURY / "submissions" / "time_limit_exceeded" / "work_1_9x.cpp").read_text()
+
+
+def _jury_package_on_a_machine_twice_slower(tmp_path, monkeypatch, backend) -> Path:
+    """kattis_jury_ratio with its limit 1.3x its accepted submission's time on a reference machine twice as fast as
+    this one: the reference calibration seconds are set to half of what the calibration program takes here now
+    (through ``backend``), and the accepted submission does exactly the calibration program's work."""
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    rounds = calibration.CALIBRATION_ROUNDS["cpp"]
+    assert (JURY / "data" / "secret" / "1.in").read_text().split() == [str(rounds)]
+    here = calibration.time_calibration_programs(backend, rounds={"cpp": rounds})["cpp"]
+    monkeypatch.setattr(calibration, "REFERENCE_CALIBRATION_S", {"python": 0.180, "cpp": here / 2})
+    package_dir = _copy("kattis_jury_ratio", tmp_path)
+    (package_dir / ".timelimit").write_text(f"{1.3 * here / 2:.4f}\n")  # the jury's: 1.3x its accepted, there
+    return package_dir
+
+
+def _judge_the_jury_package(package_dir: Path, backend) -> tuple[JudgeResult, JudgeResult, dict]:
+    package = load_kattis_package(package_dir)
+    accepted = judge_kattis(package, JURY_ACCEPTED, "cpp", backend=backend, calibrate=True)
+    too_slow = judge_kattis(package, JURY_TOO_SLOW, "cpp", backend=backend, calibrate=True)
+    records = [json.loads(p.read_text()) for p in (package_dir.parent / "cache").glob("time-limit-calibration/*")]
+    assert len(records) == 1, records
+    return accepted, too_slow, records[0]
+
+
+def _assert_the_jury_ratio_is_kept(accepted: JudgeResult, too_slow: JudgeResult, record: dict) -> None:
+    assert (accepted.verdict, too_slow.verdict) == (Verdict.AC, Verdict.TLE), (accepted.message, too_slow.message)
+    # the jury's limit x this machine's slowdown (2, simulated; measured again by the calibration, so near 2): about
+    # 1.3x the accepted submission's time here. The old rule gave 2x it (scale 3.08), and the 1.9x one passed.
+    assert record["slowdown"] == pytest.approx(2, rel=0.3), record
+    assert accepted.time_limit_scale == too_slow.time_limit_scale == record["scale"] < 2.7, record
+    assert record["too_slow"] == {"time_limit_exceeded/work_1_9x.cpp": "TLE"}
+    assert accepted.time_limit_s == pytest.approx(record["time_limit_s"]) and accepted.time_limit_source == ".timelimit"
+
+
+@pytest.mark.parametrize("kind", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_jury_limit_ratio_is_kept_on_a_machine_twice_slower(kind, tmp_path, monkeypatch, request):
+    backend = request.getfixturevalue("docker_backend") if kind == "docker" else "local"
+    package_dir = _jury_package_on_a_machine_twice_slower(tmp_path, monkeypatch, backend)
+    accepted, too_slow, record = _judge_the_jury_package(package_dir, backend)
+    _assert_the_jury_ratio_is_kept(accepted, too_slow, record)
+    assert record["machine"] == calibration.machine_fingerprint(backend) and record["machine"].startswith(f"{kind}: ")
+
+
+def test_a_jury_limit_ratio_is_kept_through_a_sandbox_server_that_calibrates_itself(tmp_path, monkeypatch):
+    pytest.importorskip("uvicorn", reason="the sandbox server needs uvicorn (the server extra)")
+    from servers import serve
+
+    from agentgspo.sandboxes.server import create_app
+
+    package_dir = _jury_package_on_a_machine_twice_slower(tmp_path, monkeypatch, "local")  # the server's backend
+    with serve(create_app("test-token", max_concurrency=2)) as url:
+        remote = get_sandbox("remote", endpoints=[url], token="test-token")
+        accepted, too_slow, record = _judge_the_jury_package(package_dir, remote)
+        reported = remote.machine_fingerprint()
+        assert calibration.machine_fingerprint(remote) == f"remote: {reported}"
+    _assert_the_jury_ratio_is_kept(accepted, too_slow, record)
+    # calibrated on the server (its cache is this process's), keyed by what the server reports about itself
+    assert record["machine"] == reported == calibration.machine_fingerprint("local")
+
+
+def test_servers_on_different_machines_give_no_one_fingerprint(docker_backend):
+    pytest.importorskip("uvicorn", reason="the sandbox server needs uvicorn (the server extra)")
+    from servers import serve
+
+    from agentgspo.sandboxes.server import create_app
+
+    with serve(create_app("test-token", backend="local")) as local, serve(create_app("test-token", "docker")) as dock:
+        remote = get_sandbox("remote", endpoints=[local, dock], token="test-token")
+        with pytest.raises(ValueError, match="the sandbox servers run on different machines") as refused:
+            calibration.machine_fingerprint(remote)
+    assert f"{local}: local: " in str(refused.value) and f"{dock}: docker: " in str(refused.value)
+
+
+def test_a_computed_limit_is_not_reused_on_another_machine(tmp_path, monkeypatch, caplog, docker_backend):
+    monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
+    package_dir = _copy("domjudge_add", tmp_path)
+    (package_dir / "domjudge-problem.ini").unlink()  # no limit anywhere: problemtools' rule, timed on the machine
+    package = load_kattis_package(package_dir)
+    with caplog.at_level(logging.INFO, logger=time_limits.__name__):
+        assert kattis.time_limit_of(package, "local")[0] == 1.0
+        assert kattis.time_limit_of(package, "local")[0] == 1.0  # cached
+        assert caplog.text.count("timing 1 accepted submissions") == 1
+        assert kattis.time_limit_of(package, docker_backend)[0] == 1.0  # the Docker backend: timed again
+        assert caplog.text.count("timing 1 accepted submissions") == 2
+    assert len(list((tmp_path / "cache" / "kattis-timelimits").glob("*.json"))) == 2
 
 
 def test_a_time_limit_scale_judges_under_the_scaled_limit_and_records_it():

@@ -20,7 +20,7 @@ the grading of groups: ``kattis_grading.py``.
     ``../calibration.py``); otherwise problemtools' rule: the slowest accepted submission's CPU time times
     ``ac_to_time_limit`` (legacy ``time_multiplier``, default 5; 2023-07 ``time_multipliers.ac_to_time_limit``,
     default 2), rounded up to ``time_resolution`` (default 1 s) and at least that. Only the Python and C++ accepted
-    submissions are run for it, up to the usable CPUs at once (cached per package content).
+    submissions are run for it, up to the usable CPUs at once (cached per package content and machine).
 
 Verdict names: the judge's own (AC WA TLE MLE OLE RE JE, ILE for an idle interactive solution); Kattis calls RE
 "RTE". problemtools itself reports a solution killed at the memory limit as RTE (its ``run_time_error``
@@ -49,7 +49,7 @@ from ..checkers import IcpcDefaultChecker
 from .kattis_grading import FROM_KATTIS, grade, grade_group
 from .kattis_package import KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root, load_kattis_package
 from ..languages import kattis_language, submission_language
-from ..calibration import calibrate_kattis
+from ..calibration import calibrate_kattis, machine_fingerprint
 from ..testdata import Problem
 from ..time_limits import time_submissions
 from .registry import ProblemFormat, ProblemPackage, solution_files
@@ -302,14 +302,16 @@ def _judge_passes(
     )
 
 
-def _package_archive(package: KattisPackage, with_accepted: bool) -> bytes:
+def _package_archive(package: KattisPackage, with_accepted: bool, with_too_slow: bool = False) -> bytes:
     """The package as a gzipped tar of what judging needs (problem.yaml, .timelimit, domjudge-problem.ini, data/,
-    the validator)."""
+    the validator; the accepted and too-slow submissions when the server computes or calibrates the limit)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         names = ["problem.yaml", ".timelimit", "domjudge-problem.ini", "data", "output_validator", "output_validators"]
         if with_accepted:
             names.append("submissions/accepted")
+        if with_too_slow:
+            names.append("submissions/time_limit_exceeded")
         for name in names:
             if (package.directory / name).exists():
                 tar.add(package.directory / name, arcname=name)
@@ -333,7 +335,7 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
 
     When problem.yaml, .timelimit or domjudge-problem.ini fixes none (``time_limits.py``: the order), the accepted
     Python/C++ submissions are judged (each with a generous CPU limit, up to the usable CPUs at once) and their
-    slowest CPU time sets it; the result is cached per package content.
+    slowest CPU time sets it; the result is cached per package content and machine (``machine_fingerprint``).
     ValueError when there is no fixed limit and no accepted submission to time, or one of them is not accepted.
     """
     if package.fixed_time_limit_s is not None:
@@ -360,7 +362,9 @@ def time_limit_of(package: KattisPackage, backend="local") -> tuple[float, str]:
     # mapping ran Python 3 under PyPy) must not be reused for PyPy runs.
     judged_in = "-".join(sorted({kattis_language(lang) for _, lang in runnable}))
     digest = _package_digest(package)
-    cache = cache_root() / "kattis-timelimits" / f"{digest}-{judged_in}.json"
+    # and the machine (with the backend kind): a limit computed on one machine is no limit on another
+    machine = hashlib.sha256(machine_fingerprint(backend).encode()).hexdigest()[:16]
+    cache = cache_root() / "kattis-timelimits" / f"{digest}-{judged_in}-{machine}.json"
     if cache.is_file():
         saved = json.loads(cache.read_text())
         return saved["time_limit_s"], saved["source"]
@@ -421,9 +425,22 @@ def judge_kattis(
         package = load_kattis_package(package)
     sandbox = get_sandbox(backend)
     source_of_limit, scale, calibration = "given", 1.0, None
+    if calibrate and time_limit_s is not None:
+        raise ValueError("calibrate scales the package's own time limit; time_limit_s replaces it: pass one")
+    if hasattr(sandbox, "judge_package_remote"):  # the server judges the package with this same code
+        # and calibrates it to its own machine, as it computes a limit: on a fleet each server for itself
+        calibrated = calibrate and package.fixed_time_limit_s is not None
+        with_accepted = calibrated or (time_limit_s is None and package.fixed_time_limit_s is None)
+        return sandbox.judge_package_remote(
+            _package_archive(package, with_accepted, with_too_slow=calibrated),
+            source,
+            lang=lang,
+            time_limit_s=time_limit_s,
+            memory_limit_mb=memory_limit_mb,
+            output_limit_mb=output_limit_mb,
+            calibrate=calibrated,
+        )
     if calibrate:
-        if time_limit_s is not None:
-            raise ValueError("calibrate scales the package's own time limit; time_limit_s replaces it: pass one")
         calibration = calibrate_kattis(package, backend)  # None: a computed limit, this machine's already
         if calibration is not None:
             time_limit_s, source_of_limit, scale = (
@@ -431,19 +448,6 @@ def judge_kattis(
                 package.time_limit_source,
                 calibration.scale,
             )
-    if hasattr(sandbox, "judge_package_remote"):  # the server judges the package with this same code
-        with_accepted = time_limit_s is None and package.fixed_time_limit_s is None
-        result = sandbox.judge_package_remote(
-            _package_archive(package, with_accepted),
-            source,
-            lang=lang,
-            time_limit_s=time_limit_s,
-            memory_limit_mb=memory_limit_mb,
-            output_limit_mb=output_limit_mb,
-        )
-        if calibration is not None:  # the server was given the scaled limit: record where it came from
-            result.time_limit_source, result.time_limit_scale = source_of_limit, scale
-        return result
     if time_limit_s is None:
         time_limit_s, source_of_limit = time_limit_of(package, backend)
     stamp = {"time_limit_s": time_limit_s, "time_limit_source": source_of_limit, "time_limit_scale": scale}
