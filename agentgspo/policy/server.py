@@ -53,11 +53,13 @@ Versions are numbers within a learner run: each client has a ``run_id`` (a new r
 learner process; not kept in checkpoints). A learner resumed after a kill is a new run: after its checkpoint the
 killed run trained steps the resumed one trains again on other rollouts, so the killed run's version 5 and the
 resumed run's version 5 are different weights, and the weights the resumed run starts from reach every replica at its
-first update anyway. The fleet's weights file acknowledges (run, version); a replica enters admitted only when it
-holds this client's run at its version or later, or (at version 0, before any update) the fleet file's model; a
-replica holding a killed run's weights waits, whatever their number, for this run's next update. Each server is also
+first update anyway. The fleet's weights file acknowledges (run, version); once this client has sent weights
+(version >= 1), a replica enters admitted only when it holds this run's weights at its version or later: one
+holding a killed run's weights waits, whatever their number, for this run's next update. A client that has sent
+none (version 0: a learner before its first update, an evaluation client) has no weights of its own to insist on
+and takes each serving replica as it is. Each server is also
 labelled ``RUN_ID:VERSION`` through vLLM's ``POST /update_weight_version`` before its resume (``GET /weight_info``
-reports it; a server without the route keeps its label, with no other effect).
+reports it; a server without the route, or failing it, keeps its label, with a warning for a failure).
 
 A server that fails during its update (it dies while paused, say) is retired: no turn is sent to it again, and the turns
 it held fail with :class:`ServerUnavailable` naming it instead of being re-sent (a turn frozen half-sampled is never
@@ -355,10 +357,10 @@ class ServerPolicy:
 
     def holds_current(self, version: int, run: str | None) -> bool:
         """Whether a replica acknowledged at ``version`` of learner run ``run`` (None: the fleet file's model) holds
-        this client's current weights: this run's at its version or later, or the fleet file's model before this
-        client sent any. Never another run's, whatever its number (the module docstring says why)."""
-        if run is None:
-            return self.version == 0
+        this client's current weights: this run's at its version or later; before this client sent any (its version
+        0), whatever the replica holds. Never another run's once it has, whatever the number (module docstring)."""
+        if self.version == 0:
+            return True
         return run == self.run_id and version >= self.version
 
     def version_label(self, version: int) -> str:
@@ -729,14 +731,17 @@ class ServerPolicy:
         if reset.json().get("success") is False:
             raise RuntimeError(f"prefix-cache reset failed: {reset.text[:300]}")
         server.version = version  # before the resume: a reply received after it may hold new tokens
-        self._post(  # vLLM's label (GET /weight_info); a server without the route keeps its own
-            client,
-            server,
-            "/update_weight_version",
-            "weight-version label",
-            json={"new_version": self.version_label(version)},
-            allow=(404, 405),
-        )
+        try:  # vLLM's label (GET /weight_info): what operators read; admission goes by the fleet's weights file
+            self._post(
+                client,
+                server,
+                "/update_weight_version",
+                "weight-version label",
+                json={"new_version": self.version_label(version)},
+                allow=(404, 405),  # a server without the route keeps its own label
+            )
+        except RuntimeError as exc:  # not worth retiring a server whose weights are in (a dead one fails its resume)
+            logger.warning("%s: %s", server.url, exc)
         if server.paused:
             self._post(client, server, "/resume", "resume")
             server.paused = False

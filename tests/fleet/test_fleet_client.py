@@ -108,10 +108,11 @@ def test_a_replica_holding_a_killed_learners_weights_is_not_current_for_the_resu
     }
     killed_run = killed.run_id
     del killed  # SIGKILLed: its replicas keep its version-2 weights
-    # The resumed learner is a new run: neither replica holds its weights, whatever their number.
+    # The resumed learner is a new run. Before its first update it has no weights of its own (version 0) and takes
+    # the replicas as they are (an evaluation client does the same); its first update goes to every one of them.
     resumed = ServerPolicy([f"fleet:{path}"], renderer, weight_transfer="folder")
     assert resumed.run_id != killed_run
-    assert [(s.part, s.admitted) for s in resumed.servers] == [("policy-0", False), ("policy-1", False)]
+    assert [(s.part, s.admitted) for s in resumed.servers] == [("policy-0", True), ("policy-1", True)]
     # Its updates reach policy-0 only (policy-1 failed one and was retired by it): after two, it is at version 2,
     # the number policy-1 holds of the killed run.
     updated(resumed, {"policy-0"})
