@@ -3,7 +3,9 @@ the accepted submissions timed in parallel when none does, and a fixed limit cal
 
 fixtures/domjudge_add: a package laid out as DOMjudge exports it (its limit in domjudge-problem.ini only);
 fixtures/kattis_spin: a .timelimit (0.1 s) below what its accepted C++ solution needs on any machine, with a
-too-slow submission that does the same work ten times.
+too-slow submission that does the same work ten times; fixtures/kattis_jury_ratio: the calibration program's C++ work
+as its accepted submission, a too-slow one doing 1.9x that, and a limit 1.3x the accepted one's time on the
+reference machine (the tests rewrite it for the reference machine they simulate, twice as fast as this one).
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ SPIN = FIXTURES / "kattis_spin"
 SPIN_CPP = (SPIN / "submissions" / "accepted" / "spin.cpp").read_text()
 SPIN_TEN_TIMES_CPP = (SPIN / "submissions" / "time_limit_exceeded" / "spin_ten_times.cpp").read_text()
 ECHO_PY = (SPIN / "submissions" / "wrong_answer" / "echo.py").read_text()
+JUMP_AHEAD_CPP = """#include <cstdio>
+int main() {
+    unsigned long long n, a = 6364136223846793005ULL, c = 1442695040888963407ULL, x = 1;
+    if (scanf("%llu", &n) != 1) return 1;
+    for (; n; n >>= 1) {  // x -> a x + c applied n times: apply the 2^k-fold map where n has bit k
+        if (n & 1) x = a * x + c;
+        c = a * c + c, a = a * a;
+    }
+    printf("%llu\\n", x);
+}
+"""
 ADD_PY = "a, b = map(int, input().split())\nprint(a + b)\n"
 ADD_CPP = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
 
@@ -235,12 +248,13 @@ def test_a_package_for_a_faster_machine_is_judged_with_its_limit_calibrated(spin
 def test_calibration_is_refused_when_a_too_slow_submission_would_pass(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTGSPO_CACHE", str(tmp_path / "cache"))
     package_dir = _copy("kattis_spin", tmp_path)
-    (package_dir / "submissions" / "time_limit_exceeded" / "as_fast.cpp").write_text(SPIN_CPP)
+    # shipped as too slow, but it jumps ahead (the n-fold composition of x -> a x + c by squaring): no time at all
+    (package_dir / "submissions" / "time_limit_exceeded" / "jump_ahead.cpp").write_text(JUMP_AHEAD_CPP)
     with pytest.raises(CalibrationError) as refused:
         judge_kattis(load_kattis_package(package_dir), SPIN_CPP, "cpp", calibrate=True)
     message = str(refused.value)
     assert str(package_dir) in message and "slowest accepted accepted/spin.cpp at " in message
-    assert "time_limit_exceeded/as_fast.cpp got AC in " in message
+    assert "time_limit_exceeded/jump_ahead.cpp got AC in " in message
     assert "spin_ten_times.cpp" not in message.split("no longer separates")[1]  # that one stayed TLE
 
 
