@@ -500,6 +500,12 @@ class _WarmPool:
         return None
 
     def _fill(self) -> None:
+        from .judge.compile import host_pch_dir  # local import: compile imports nothing from here
+
+        # A session binds the C++ precompiled header that exists when it starts. Built first (once per machine, on
+        # this thread): a warm session started before it would compile without it, slower and under another
+        # compile-cache key than every session after it.
+        host_pch_dir(build=True)
         while True:
             with self.cond:
                 while (pids_max := self._short()) is None:
