@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import textwrap
+import threading
 from urllib.parse import urlsplit
 
 import gymnasium as gym
@@ -274,3 +275,50 @@ def test_env_server_stops_cleanly_on_sigterm_and_reports_bad_input():
         timeout=120,
     )
     assert done.returncode == 2 and "Did you mean: agentgspo/Calculator-v0" in done.stderr, done.stderr[-2000:]
+
+
+class ClosingServer:
+    """A real TCP server on 127.0.0.1 that answers the client's ``GET /agentgspo/env`` with 404 (another OpenEnv
+    server) and then closes every connection as soon as it is accepted, as a dying env server does: a websocket
+    handshake then fails in the client's send (``ConnectionClosedError``) or in its read (``InvalidMessage``),
+    whichever the race gives."""
+
+    def __init__(self):
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        first = True
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:  # closed: the test is over
+                return
+            with connection:
+                if first:  # the description request
+                    connection.recv(65536)
+                    connection.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    first = False
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def close(self):
+        self.socket.close()
+        self.thread.join(timeout=10)
+
+
+def test_a_server_that_closes_during_the_websocket_handshake_is_a_lost_server():
+    # CI, session 38: an episode replayed after its env server was killed met the restarting server closing the
+    # socket before the handshake request went out; websockets raised ConnectionClosedError, which escaped as the
+    # episode's env_error (not retried, not requeued) instead of EnvServerLost. Each reset tries several connects.
+    from agentgspo.environments.interop.openenv_client import EnvServerLost, OpenEnvEnv
+
+    server = ClosingServer()
+    try:
+        env = OpenEnvEnv(server.url, connect_timeout_s=0.4)
+        for _ in range(12):
+            with pytest.raises(EnvServerLost, match="cannot open a session"):
+                env.reset(seed=0)
+    finally:
+        server.close()

@@ -422,7 +422,9 @@ class OpenEnvEnv(gym.Env):
                 # __enter__: the connection itself (websockets >= 17 warns when connect() is not entered).
                 self._socket = connect(websocket_url(self.url), max_size=64 * 2**20, open_timeout=30).__enter__()
                 return
-            except (OSError, InvalidHandshake, TimeoutError) as exc:
+            except (OSError, InvalidHandshake, TimeoutError, ConnectionClosed) as exc:
+                # ConnectionClosed: the server closed the socket before the handshake request went out (a server
+                # dying or restarting: websockets raises it from the send, InvalidMessage from the read after).
                 if not retry.pause():
                     raise EnvServerLost(f"env server {self.url}: cannot open a session ({exc})") from None
 
