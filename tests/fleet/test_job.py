@@ -124,13 +124,18 @@ def test_run_exits_with_the_commands_status_and_stops_what_it_left(tmp_path):
 
 def signalled_when_ready(command: list[str], folder: Path, signum: int) -> tuple[int, str]:
     """Run ``agentgspo fleet COMMAND...``; once the WAITS command it runs is ready, send it ``signum``: (its exit
-    status, its output)."""
+    status, its output).
+
+    The command starts with SIGINT at its default, as from a terminal: a suite started in the background by a
+    non-interactive shell (``bash .ci/run &``) inherits SIGINT ignored, and Python then keeps it ignored, so the
+    Ctrl-C would never arrive (the test hung 600 s that way)."""
     run = subprocess.Popen(
         [sys.executable, "-m", "agentgspo.cli", "fleet", *command],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 300
