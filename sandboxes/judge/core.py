@@ -438,6 +438,42 @@ def batch_workers(requested: int | None, n_tests: int, limits: Limits, box: Sess
     return max(1, min(workers, n_tests, by_memory, limits.pids_limit // 4))
 
 
+# With stop_on_failure, the first tests whose inputs total at most this many bytes (the samples, the small hidden
+# tests: at least one test) run in a call of their own before the rest. The runner stops by itself on a run-time
+# failure only: a wrong answer is known once the checker has read the output, after the call. Most wrong programs
+# (in RL, most samples) fail on those first tests, and then the large ones never run. Costs an AC program one more
+# box start (tens of ms) when its tests are larger than this; none when they are smaller.
+FIRST_CALL_MAX_BYTES = 64 << 10
+
+
+def call_ranges(cases: Sequence[TestCase], stop_on_failure: bool) -> list[tuple[int, int]]:
+    """The ``(start, end)`` ranges of ``cases`` run one call each: one range, or with ``stop_on_failure`` the
+    longest prefix within FIRST_CALL_MAX_BYTES of inputs (at least one test) and then the rest."""
+    total, first = 0, 0
+    for case in cases:
+        total += len(case.input)
+        if first and total > FIRST_CALL_MAX_BYTES:
+            break
+        first += 1
+    if not stop_on_failure or first >= len(cases):
+        return [(0, len(cases))]
+    return [(0, first), (first, len(cases))]
+
+
+def _checked(event: dict, case: TestCase, checker: Checker, limits: Limits) -> TestResult:
+    """One test's result from its runner event: the run's verdict (TLE, RE...), else the checker's."""
+    verdict = classify_run(event, limits)
+    message, score = "", None
+    if verdict is None:
+        output = base64.b64decode(event.get("stdout_b64", ""))
+        check_case = getattr(checker, "check_case", None)  # a checker that needs the test itself (its name)
+        verdict, message, *scored = (
+            check_case(case, output) if check_case is not None else checker.check(case.input, output, case.answer)
+        )
+        score = scored[0] if scored else None
+    return _test_result(case.name, event, verdict, message, score)
+
+
 def _judge_batch(
     box: Session,
     source: str,
@@ -451,42 +487,35 @@ def _judge_batch(
 ) -> tuple[list[TestResult], str | None]:
     spec = _run_spec(source, lang, box, limits, io_mode, "run")
     spec["stop_on_error"] = stop_on_failure
-    with _batch_slot() as concurrent:
-        spec["workers"] = batch_workers(workers, len(cases), limits, box, concurrent)
-        events = box.call(spec, [c.input for c in cases])
-    compile_error = _compile_error_of(events)
-    if compile_error is not None:
-        return [], compile_error
     results: list[TestResult] = []
-    for event in events:
-        if event.get("event") != "test":
-            continue
-        case = cases[event["index"]]
-        verdict = classify_run(event, limits)
-        message, score = "", None
-        if verdict is None:
-            output = base64.b64decode(event.get("stdout_b64", ""))
-            check_case = getattr(checker, "check_case", None)  # a checker that needs the test itself (its name)
-            verdict, message, *scored = (
-                check_case(case, output) if check_case is not None else checker.check(case.input, output, case.answer)
+    for start, end in call_ranges(cases, stop_on_failure):
+        part = cases[start:end]
+        with _batch_slot() as concurrent:
+            events = box.call(
+                dict(spec, workers=batch_workers(workers, len(part), limits, box, concurrent)), [c.input for c in part]
             )
-            score = scored[0] if scored else None
-        results.append(_test_result(case.name, event, verdict, message, score))
-        if stop_on_failure and verdict != Verdict.AC:
+        compile_error = _compile_error_of(events)
+        if compile_error is not None:
+            return [], compile_error
+        done = len(results)
+        for event in events:
+            if event.get("event") == "test":
+                results.append(_checked(event, part[event["index"]], checker, limits))
+                if stop_on_failure and results[-1].verdict != Verdict.AC:
+                    break
+        failed = stop_on_failure and results and results[-1].verdict != Verdict.AC
+        error = _error_of(events)
+        if error is not None and len(results) - done < len(part) and not failed:
+            # The box broke before all tests ran. A solution that kills its own runner gets RE; anything else is
+            # the judge's failure.
+            name = part[len(results) - done].name
+            if _solution_broke_the_box(events, box, limits):
+                results.append(TestResult(name, Verdict.RE, message=f"{RUNNER_KILLED}: {error}"))
+            else:
+                results.append(TestResult(name, Verdict.JE, message=error))
             break
-    error = _error_of(events)
-    if (
-        error is not None
-        and len(results) < len(cases)
-        and not (stop_on_failure and results and results[-1].verdict != Verdict.AC)
-    ):
-        # The box broke before all tests ran. A solution that kills its own runner gets RE; anything else is
-        # the judge's failure.
-        name = cases[len(results)].name
-        if _solution_broke_the_box(events, box, limits):
-            results.append(TestResult(name, Verdict.RE, message=f"{RUNNER_KILLED}: {error}"))
-        else:
-            results.append(TestResult(name, Verdict.JE, message=error))
+        if failed:
+            break
     return results, None
 
 

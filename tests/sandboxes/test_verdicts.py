@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -122,6 +124,48 @@ def test_judge_reports_per_test_time_and_memory():
 def test_stop_on_failure_skips_the_rest():
     result = judge(PY["WA"], APLUSB, limits=LIMITS, stop_on_failure=True)
     assert [t.verdict for t in result.tests] == [Verdict.WA, Verdict.SKIPPED, Verdict.SKIPPED]
+
+
+class RecordingSandbox:
+    """The real local backend, recording the inputs each sandbox call receives."""
+
+    def __init__(self):
+        from agentgspo.sandboxes.registry import get_sandbox
+
+        self.inner, self.calls = get_sandbox("local"), []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    @contextlib.contextmanager
+    def session(self, *args):
+        with self.inner.session(*args) as box:
+            recording = types.SimpleNamespace(**{name: getattr(box, name) for name in dir(box) if name[0] != "_"})
+
+            def call(spec, inputs=None):
+                self.calls.append(list(inputs or []))
+                return box.call(spec, inputs)
+
+            recording.call = call
+            yield recording
+
+
+def test_a_wrong_answer_on_the_small_first_tests_never_runs_the_large_ones():
+    # The checker rejects an output only after the call that ran it: with stop_on_failure the small first tests run
+    # in a call of their own, so a wrong answer there (most wrong programs) leaves the large tests unrun.
+    large = "1 " * 50_000 + "\n"  # 100 KB: over FIRST_CALL_MAX_BYTES with the tests before it
+    tests = [*APLUSB, (large, "x\n"), (large, "x\n")]
+    sandbox = RecordingSandbox()
+    result = judge(PY["WA"], tests, limits=LIMITS, stop_on_failure=True, backend=sandbox)
+    assert [t.verdict for t in result.tests] == [Verdict.WA] + [Verdict.SKIPPED] * 4, result.to_dict()
+    assert [len(call) for call in sandbox.calls] == [3], "the large tests reached the sandbox"
+    # An accepted program runs every test (in two calls), and without stop_on_failure all run in one call.
+    sandbox.calls.clear()
+    summing = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+    tests = [*APLUSB, (large, "50000\n")]
+    assert judge(summing, tests, limits=LIMITS, stop_on_failure=True, backend=sandbox).verdict == Verdict.AC
+    assert judge(PY["WA"], tests, limits=LIMITS, backend=sandbox).verdict == Verdict.WA
+    assert [len(call) for call in sandbox.calls] == [3, 1, 4]
 
 
 def test_testlib_checker_accepts_a_valid_output_that_differs_from_the_answer():
