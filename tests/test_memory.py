@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -104,33 +103,41 @@ def test_load_model_config_accepts_a_folder_or_a_file_and_names_the_presets(tmp_
         load_model_config("no-such-model")
 
 
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "agentgspo.cli", "estimate-memory", *args], capture_output=True, text=True, timeout=300
-    )
+def _cli(capsys, *args) -> subprocess.CompletedProcess:
+    """`agentgspo estimate-memory ARGS` in this process: the console script's own ``main`` (a process per call cost
+    ~4 s of imports), its exit status, stdout and stderr."""
+    from agentgspo.cli import main
+
+    capsys.readouterr()
+    try:
+        status = main(["estimate-memory", *args])
+    except SystemExit as exit:  # argparse's refusals
+        status = exit.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, status, out, err)
 
 
 @pytest.mark.slow
-def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus():
+def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus(capsys):
     """The README's numbers: Qwen3-30B-A3B on 8 x 80 GB under FSDP2 fits with activation checkpointing at 8192
     tokens per micro-batch and does not without it (exit status 1 when it does not fit)."""
     base = ["--model-config", "qwen3-30b-a3b", "--gpus", "8", "--gpu-memory-gb", "80", "--sharding", "fsdp2"]
-    fits = _cli(*base, "--activation-checkpointing", "--json")
+    fits = _cli(capsys, *base, "--activation-checkpointing", "--json")
     assert fits.returncode == 0, fits.stderr
     result = json.loads(fits.stdout)
     assert result["fits"] is True and result["sharding"] == "fsdp2" and result["processes"] == 8
     assert result["optimizer_gib"] == pytest.approx(8 * result["parameters"] / 8 / GIB, abs=0.01)
-    plain = _cli(*base)
+    plain = _cli(capsys, *base)
     assert plain.returncode == 1 and "does NOT fit in 80 GiB" in plain.stdout
     # The README shows the tool's own output, and quotes the run without checkpointing.
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert _cli(*base, "--activation-checkpointing").stdout.strip() in readme
+    assert _cli(capsys, *base, "--activation-checkpointing").stdout.strip() in readme
     activations = next(line for line in plain.stdout.splitlines() if "activations" in line).split()[-2]
     total = next(line for line in plain.stdout.splitlines() if "total" in line).split()[1]
     assert f"take {activations} GiB" in readme and f"needs {total} GiB per GPU" in readme
     for line in ("parameters", "gradients", "optimizer state", "activations per micro-batch"):
         assert line in plain.stdout
-    bad = _cli("--model-config", "no-such-model")
+    bad = _cli(capsys, "--model-config", "no-such-model")
     assert bad.returncode == 2 and "qwen3-30b-a3b" in bad.stderr
 
 
