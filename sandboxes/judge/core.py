@@ -497,24 +497,24 @@ def _judge_batch(
         compile_error = _compile_error_of(events)
         if compile_error is not None:
             return [], compile_error
-        done = len(results)
+        checked: list[TestResult] = []
         for event in events:
             if event.get("event") == "test":
-                results.append(_checked(event, part[event["index"]], checker, limits))
-                if stop_on_failure and results[-1].verdict != Verdict.AC:
+                checked.append(_checked(event, part[event["index"]], checker, limits))
+                if stop_on_failure and checked[-1].verdict != Verdict.AC:
                     break
-        failed = stop_on_failure and results and results[-1].verdict != Verdict.AC
+        results += checked
+        if stop_on_failure and checked and checked[-1].verdict != Verdict.AC:
+            break
         error = _error_of(events)
-        if error is not None and len(results) - done < len(part) and not failed:
+        if error is not None and len(checked) < len(part):
             # The box broke before all tests ran. A solution that kills its own runner gets RE; anything else is
             # the judge's failure.
-            name = part[len(results) - done].name
+            name = part[len(checked)].name
             if _solution_broke_the_box(events, box, limits):
                 results.append(TestResult(name, Verdict.RE, message=f"{RUNNER_KILLED}: {error}"))
             else:
                 results.append(TestResult(name, Verdict.JE, message=error))
-            break
-        if failed:
             break
     return results, None
 
