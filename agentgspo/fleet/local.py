@@ -15,6 +15,7 @@ the current weights (a restarted replica holds the fleet file's model).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
@@ -30,7 +31,16 @@ from pathlib import Path
 
 from agentgspo.fleet.spec import FleetSpec, PartSpec
 
-__all__ = ["Incarnation", "PartFailed", "LocalLauncher", "claim_cores", "free_port", "omp_bind", "group_members"]
+__all__ = [
+    "Incarnation",
+    "PartFailed",
+    "LocalLauncher",
+    "claim_cores",
+    "free_port",
+    "free_ports",
+    "omp_bind",
+    "group_members",
+]
 
 
 class PartFailed(RuntimeError):
@@ -57,10 +67,18 @@ class Incarnation:
 
 def free_port(host: str) -> int:
     """A TCP port of ``host`` that nothing listens on now."""
+    return free_ports(host, 1)[0]
+
+
+def free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct TCP ports of ``host`` that nothing listens on now: all held bound at once while chosen, since
+    the kernel may hand a port it just released out again (two `free_port` calls can return the same port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(family)) for _ in range(count)]
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def claim_cores(count: int, lock_dir: str | Path | None = None) -> tuple[list[int], list[int]]:

@@ -8,8 +8,6 @@ import importlib.util
 import pytest
 from fleet.fleet_support import ray_head
 
-from agentgspo.fleet.local import free_port
-
 
 @pytest.fixture(scope="package")
 def ray_cluster():
@@ -17,6 +15,5 @@ def ray_cluster():
     API): (its address, the dashboard's URL)."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed: pip install 'agentgspo[ray]' (.ci/run installs it)")
-    port = free_port("127.0.0.1")
-    with ray_head(dashboard_port=port) as address:
-        yield address, f"http://127.0.0.1:{port}"
+    with ray_head() as (address, dashboard):
+        yield address, dashboard

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from agentgspo.fleet.control import format_status, leftovers
-from agentgspo.fleet.local import free_port, group_members, pid_alive
+from agentgspo.fleet.local import free_ports, group_members, pid_alive
 from agentgspo.fleet.manifest import Manifest, manifest_path, read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,29 +140,29 @@ def nothing_left(manifest: Manifest) -> None:
 
 
 @contextlib.contextmanager
-def ray_head(dashboard_port: int):
+def ray_head():
     """A one-node Ray cluster on 127.0.0.1 (2 CPUs, 100 MiB object store), its ports free ones, this venv first on
-    its PATH (a Ray job's entrypoint finds `agentgspo` there); its dashboard (the Job Submission API) on
-    ``dashboard_port``. Yields the cluster's address; stopped with its `ray start --block` process group at
-    the end, which must leave nothing."""
+    its PATH (a Ray job's entrypoint finds `agentgspo` there), with its dashboard (the Job Submission API). Yields
+    (the cluster's address, the dashboard's URL); stopped with its `ray start --block` process group at the end,
+    which must leave nothing."""
     temp = tempfile.mkdtemp(prefix="rayf", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    port = free_port("127.0.0.1")
-    ports = {
-        flag: str(free_port("127.0.0.1"))
-        for flag in (
-            "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
-            "--runtime-env-agent-port", "--metrics-export-port", "--node-manager-port", "--object-manager-port",
-        )
-    }  # fmt: skip
+    flags = (
+        "--port", "--dashboard-port", "--ray-client-server-port", "--dashboard-agent-listen-port",
+        "--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port", "--node-manager-port",
+        "--object-manager-port",
+    )  # fmt: skip
+    # chosen together, so distinct: Ray refuses a port named twice
+    ports = dict(zip(flags, map(str, free_ports("127.0.0.1", len(flags))), strict=True))
+    port, dashboard_port = ports.pop("--port"), ports.pop("--dashboard-port")
     dashboard = [
         "--include-dashboard",
         "true",
         "--dashboard-host",
         "127.0.0.1",
         "--dashboard-port",
-        str(dashboard_port),
+        dashboard_port,
     ]
-    command = [RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
+    command = [RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", port]
     command += ["--num-cpus", "2", "--object-store-memory", str(100 * 2**20), *dashboard]
     command += ["--disable-usage-stats", "--temp-dir", temp, *[part for item in ports.items() for part in item]]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -183,9 +183,10 @@ def ray_head(dashboard_port: int):
         deadline = time.monotonic() + 300
         while not started.wait(0.1):
             assert head.poll() is None and time.monotonic() < deadline, "ray start failed:\n" + "".join(output)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard_port}"
     finally:
-        os.killpg(head.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # a `ray start` that failed has already exited
+            os.killpg(head.pid, signal.SIGTERM)
         head.wait(timeout=120)
         deadline = time.monotonic() + 60
         while group_members(head.pid) and time.monotonic() < deadline:

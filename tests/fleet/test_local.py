@@ -20,7 +20,7 @@ from fleet.fleet_support import (
     processes,
 )
 
-from agentgspo.fleet.local import LocalLauncher, group_members
+from agentgspo.fleet.local import LocalLauncher, free_ports, group_members
 from agentgspo.fleet.manifest import read_manifest
 from agentgspo.fleet.spec import load_spec
 
@@ -43,6 +43,12 @@ def local_fleet(tmp_path_factory):
     spec.write_text(FLEET)
     with fleet_running(spec) as path:
         yield spec, path
+
+
+def test_ports_chosen_together_are_distinct():
+    """Ray refuses a port named twice; free ports chosen one at a time can repeat (the kernel hands a released port
+    out again), which once failed the fleet tests' cluster start."""
+    assert len(set(free_ports("127.0.0.1", 64))) == 64
 
 
 def test_each_sampler_replica_gets_cores_of_its_own_and_vllm_is_told_them(tmp_path):
