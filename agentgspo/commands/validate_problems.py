@@ -360,9 +360,11 @@ def check_references(
         )
 
 
-def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
+def check_wrong_solutions(
+    report: ProblemReport, item, backend, speed: MachineSpeed, too_slow_ratio: float = TOO_SLOW_RATIO
+) -> None:
     """Each wrong solution is rejected with a verdict its kind allows; a judge error is never a rejection. A
-    too-slow one is judged under TOO_SLOW_RATIO times the limit."""
+    too-slow one is judged under ``too_slow_ratio`` times the limit (1: only its verdict, at the limit)."""
     from agentgspo.sandboxes import Verdict, judge_problem
 
     for wrong in item.wrong:
@@ -374,7 +376,7 @@ def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSp
             backend=backend,
             stop_on_failure=True,
             limits=validation_limits(item.problem, speed.slowdown(wrong.lang)),
-            time_limit_scale=TOO_SLOW_RATIO if too_slow else 1.0,
+            time_limit_scale=too_slow_ratio if too_slow else 1.0,
         )
         report.wrong_verdicts[wrong.name] = result.verdict.value
         allowed = "/".join(v.value for v in wrong.expected_verdicts)
@@ -382,7 +384,7 @@ def check_wrong_solutions(report: ProblemReport, item, backend, speed: MachineSp
         where = f" on {failed.name}" if failed else ""
         if result.verdict == Verdict.AC and too_slow:
             detail = (
-                f"accepted under {TOO_SLOW_RATIO:g}x the time limit: a too-slow solution must need more, or it is "
+                f"accepted under {too_slow_ratio:g}x the time limit: a too-slow solution must need more, or it is "
                 "accepted on a faster machine (make it slower, or add a larger test in gen.py)"
             )
         elif result.verdict == Verdict.AC:
@@ -414,11 +416,16 @@ def check_jury_rejects_empty(report: ProblemReport, item, backend, speed: Machin
     )
 
 
-def validate_problem(folder: Path, backend: str = "local", speed: MachineSpeed | None = None) -> ProblemReport:
+def validate_problem(
+    folder: Path, backend: str = "local", speed: MachineSpeed | None = None, too_slow_ratio: float = TOO_SLOW_RATIO
+) -> ProblemReport:
     """Run every check on one problem folder; never raises for a broken problem (the report says what broke).
 
     ``speed``: this machine's, to judge times in reference-machine seconds (default: measured now,
-    ``measure_machine_speed(backend)``; ``REFERENCE_SPEED`` judges in this machine's own seconds)."""
+    ``measure_machine_speed(backend)``; ``REFERENCE_SPEED`` judges in this machine's own seconds).
+    ``too_slow_ratio``: the multiple of the limit a wrong_tle solution must still exceed (TOO_SLOW_RATIO; 1 checks
+    only its verdict at the limit, which costs a third of the time: the suite's check of the shipped set, whose
+    3x margin `agentgspo validate-problems` certifies)."""
     from agentgspo.envs.problemset import ProblemFolderError, load_set_problem, read_problem_folder
 
     report = ProblemReport(folder.name)
@@ -441,7 +448,7 @@ def validate_problem(folder: Path, backend: str = "local", speed: MachineSpeed |
     remeasure = None if speed else lambda: measure_machine_speed(backend)
     speed = speed or measure_machine_speed(backend)  # now: under the load the references will run under
     check_references(report, item, backend, speed, remeasure)
-    check_wrong_solutions(report, item, backend, speed)
+    check_wrong_solutions(report, item, backend, speed, too_slow_ratio)
     check_jury_rejects_empty(report, item, backend, speed)
     return report
 
@@ -453,9 +460,11 @@ def validate_problemset(
     backend: str = "local",
     on_done=None,
     speed: MachineSpeed | None = None,
+    too_slow_ratio: float = TOO_SLOW_RATIO,
 ) -> list[ProblemReport]:
     """Validate every problem of a set (``jobs`` problems at once), in folder order; ``on_done(report, done, total)``
-    is called as each problem finishes. ``speed``: as ``validate_problem``'s (default: measured for each problem)."""
+    is called as each problem finishes. ``speed`` and ``too_slow_ratio``: as ``validate_problem``'s (default:
+    measured for each problem; TOO_SLOW_RATIO)."""
     from agentgspo.envs.problemset import problem_folders
     from agentgspo.sandboxes.judge.core import usable_cpus
 
@@ -466,7 +475,7 @@ def validate_problemset(
     lock = threading.Lock()
 
     def one(folder: Path) -> ProblemReport:
-        report = validate_problem(folder, backend, speed)
+        report = validate_problem(folder, backend, speed, too_slow_ratio)
         with lock:
             finished.append(report.slug)
             if on_done is not None:

@@ -131,7 +131,9 @@ def set_time_limit(folder: Path, seconds: float) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # ~4 min on an idle fast machine, 12-15 min on a busy 2-core one: not a speed test
 def test_every_builtin_problem_is_valid():
-    reports = validate_problemset()
+    # Too-slow solutions judged only to their verdict at the limit (a third of the time of the 3x certificate, which
+    # `agentgspo validate-problems` gives the shipped set; the 3x rule itself: the synthetic test below).
+    reports = validate_problemset(too_slow_ratio=1.0)
     from agentgspo.commands.validate_problems import format_table
 
     assert all(report.ok for report in reports), format_table(reports)
