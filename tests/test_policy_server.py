@@ -10,7 +10,6 @@ import gc
 import logging
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -134,7 +133,8 @@ def test_weight_sync_after_a_gspo_step(servers, renderer, warm_model, tokenizer,
 
 class FaultProxy:
     """A real HTTP proxy on 127.0.0.1 in front of one server: the n-th completions request gets ``faults[n]``
-    ("500": an HTTP 500 without forwarding, "hang": no reply ever) or, past the list, is forwarded."""
+    ("500": an HTTP 500 without forwarding, "hang": no reply ever; ``hung`` is set once one hangs) or, past the
+    list, is forwarded."""
 
     def __init__(self, upstream: str, faults: list[str]):
         from starlette.applications import Starlette
@@ -149,6 +149,7 @@ class FaultProxy:
             if fault == "500":
                 return Response("injected failure", status_code=500)
             if fault == "hang":
+                self.hung.set()
                 await asyncio.sleep(3600)
             self.forwarded += 1
             async with httpx.AsyncClient(timeout=600) as upstream_client:
@@ -533,9 +534,9 @@ def test_a_second_event_loop_is_refused_while_the_first_has_turns_in_flight(serv
 
     try:
         held = asyncio.run_coroutine_threadsafe(start(), producer).result(timeout=60)
-        deadline = time.monotonic() + 60
-        while not policy.servers[0].in_flight and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # Until the proxy holds it: cancelled earlier, the turn never reached the proxy, and the hang fault would
+        # go to the next loop's turn instead (the suite stood still 600 s on that, the client's timeout).
+        assert proxy.hung.wait(timeout=120), "the first loop's turn never reached the proxy"
         assert policy.servers[0].in_flight == 1
         with pytest.raises(EventLoopConflict, match=r"server backend: .*another event loop .* has 1 requests in"):
             sample_all(policy, prompt, [2])
