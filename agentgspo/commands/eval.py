@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
     from agentgspo.eval.store import ResultsStore
     from agentgspo.policy.base import SamplingParams
+    from agentgspo.policy.factory import close_backend
     from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
     from agentgspo.rollouts.rollout import RolloutConfig
 
@@ -232,21 +233,24 @@ def run(args: argparse.Namespace) -> int:
         **time_limits(args),
         sampling=SamplingParams(settings.temperature, settings.top_p, max_new_tokens, top_k=settings.top_k),
     )
-    played, summary, results = evaluate(
-        agent,
-        renderer,
-        store,
-        tasks,
-        env_kwargs,
-        indices=indices,
-        samples=args.samples,
-        ks=ks,
-        config=config,
-        concurrency=args.concurrency,
-        seed=args.seed,
-        agent_name=args.agent,
-        progress=not args.no_progress,
-    )
+    try:
+        played, summary, results = evaluate(
+            agent,
+            renderer,
+            store,
+            tasks,
+            env_kwargs,
+            indices=indices,
+            samples=args.samples,
+            ks=ks,
+            config=config,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            agent_name=args.agent,
+            progress=not args.no_progress,
+        )
+    finally:
+        close_backend(agent)
     summary["skipped_rows"] = skipped
     summary["dropped_duplicates"] = store.dropped_duplicates
     if args.standings:

@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agentgspo.policy.base import SamplingParams
-    from agentgspo.policy.factory import backend_options
+    from agentgspo.policy.factory import backend_options, close_backend
     from agentgspo.policy.loading import model_folder
     from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
     from agentgspo.environments.registry import make
@@ -258,7 +258,10 @@ def run(args: argparse.Namespace) -> int:
         lambda: make(settings.env_id, **settings.env_kwargs), policy, renderer, config, env_id=settings.env_id
     )
     started = time.perf_counter()
-    trajectories = runner.run_sync(range(args.seed, args.seed + args.episodes))
+    try:
+        trajectories = runner.run_sync(range(args.seed, args.seed + args.episodes))
+    finally:
+        close_backend(policy)
     elapsed = time.perf_counter() - started
     count = write_jsonl(trajectories, out / "trajectories.jsonl")
     summary = summarize(trajectories)

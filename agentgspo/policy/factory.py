@@ -27,6 +27,7 @@ __all__ = [
     "backend_options",
     "run_options",
     "make_backend",
+    "close_backend",
 ]
 
 #: name -> "module:class" of every backend; the first is the default.
@@ -83,3 +84,13 @@ def make_backend(policy: str, backend: str = "hf", **options: Any) -> Any:
     """Build backend ``backend`` for the checkpoint ``policy`` (``"tiny"``, a ``save_pretrained`` folder or a cached
     hub id); ``options`` go to its ``from_pretrained``. The result has ``.renderer`` and ``.version``."""
     return backend_class(backend).from_pretrained(policy, **options)
+
+
+def close_backend(policy: Any) -> None:
+    """Shut down what ``policy`` started, if it started anything: the ``vllm`` backend's engine processes (about
+    2 GB each, alive until the Python process exits otherwise). The commands that make a backend close it when done,
+    so one called in-process (a notebook, a test) leaves nothing running. Backends that hold nothing have no
+    ``close``."""
+    close = getattr(policy, "close", None)
+    if callable(close):
+        close()

@@ -63,7 +63,7 @@ from agentgspo.learning.sharding import (
     prepare_policy,
 )
 from agentgspo.policy.base import SamplingParams
-from agentgspo.policy.factory import BACKENDS, backend_class, make_backend, run_options
+from agentgspo.policy.factory import BACKENDS, backend_class, close_backend, make_backend, run_options
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import resolve_checkpoint
 from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
@@ -690,8 +690,8 @@ class _Run:
                     raise self.interrupted(f"GSPO (step {step})", saved or self.checkpoint(step, producer))
         finally:
             producer.close()  # the groups still in flight are not kept (a resume plays their prompts again)
-        if sampler is not policy and hasattr(sampler, "close"):
-            sampler.close()  # the in-process engine's processes; the final evaluation uses this process's model
+        if sampler is not policy:
+            close_backend(sampler)  # the in-process engine's processes; the final evaluation uses this process's model
         logger.close()
         summary = self.finish(policy, model, stopped, step)
         # A barrier first: a rank that destroys the process group while its last send of a collective (a gloo send

@@ -116,7 +116,22 @@ def test_the_tiny_policy_through_the_server_backend(tmp_path, capsys, vllm_serve
     assert summary["pass@1"] == 0.0
 
 
+def vllm_children() -> set[int]:
+    """This process's own child processes that are vLLM's (the in-process engine's core, titled ``VLLM::...``)."""
+    import psutil
+
+    found = set()
+    for child in psutil.Process().children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and any("VLLM" in part for part in child.cmdline()):
+                found.add(child.pid)
+        except psutil.NoSuchProcess:  # exited while listed
+            pass
+    return found
+
+
 def test_the_tiny_policy_through_the_vllm_engine(tmp_path, capsys):
+    before = vllm_children()
     summary = _eval(
         capsys,
         tmp_path / "engine",
@@ -129,3 +144,6 @@ def test_the_tiny_policy_through_the_vllm_engine(tmp_path, capsys):
         "--vllm-enforce-eager",
     )
     assert summary["pass@1"] == 0.0
+    # The command closes the engine it made: run in-process, it left ~2 GB and its processes for the rest of the
+    # suite (and of a notebook's session).
+    assert vllm_children() <= before
