@@ -7,6 +7,34 @@ from __future__ import annotations
 
 import pytest
 
+#: Modules that run as one unit of work on one pytest-xdist worker (pyproject.toml runs the suite with
+#: ``-n 2 --dist loadgroup``). Every other module is a unit of its own, so its module-scoped fixtures (an engine,
+#: servers) start once.
+SHARED_UNITS = {
+    # vLLM engines and servers (~3 GB and both cores each) and the Ray cluster: one such module at a time, and the
+    # fleet's two Ray modules on one cluster (tests/fleet/conftest.py starts it once per worker).
+    "vllm-and-ray": (
+        "tests/test_policy_server.py",
+        "tests/test_async_faults.py",
+        "tests/test_vllm_engine.py",
+        "tests/test_weight_transfer.py",
+        "tests/eval/test_vllm_backends.py",
+        "tests/fleet/test_ray.py",
+        "tests/fleet/test_job.py",
+    ),
+    # one strict site build per session, laid out through the checkout's own build/docs-src (tests/docs/conftest.py)
+    "docs": ("tests/docs/",),
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks into the units
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its unit of work (``xdist_group``): its module's path, or its shared unit's name."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        unit = next((name for name, prefixes in SHARED_UNITS.items() if path.startswith(prefixes)), path)
+        item.add_marker(pytest.mark.xdist_group(unit))
+
 
 @pytest.fixture(scope="session")
 def tiny_path():
