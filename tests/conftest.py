@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 #: Modules that run as one unit of work on one pytest-xdist worker (pyproject.toml runs the suite with
-#: ``-n 2 --dist loadgroup``). Every other module is a unit of its own, so its module-scoped fixtures (an engine,
+#: ``-n 2 --dist loadscope``). Every other module is a unit of its own, so its module-scoped fixtures (an engine,
 #: servers) start once.
 SHARED_UNITS = {
     # vLLM engines and servers (~3 GB and both cores each) and the Ray cluster: one such module at a time, and the
@@ -27,13 +27,25 @@ SHARED_UNITS = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks into the units
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its unit of work (``xdist_group``): its module's path, or its shared unit's name."""
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        unit = next((name for name, prefixes in SHARED_UNITS.items() if path.startswith(prefixes)), path)
-        item.add_marker(pytest.mark.xdist_group(unit))
+def unit_of_work(nodeid: str) -> str:
+    """The unit of work of the test ``nodeid``: its shared unit's name, or its module's path."""
+    path = nodeid.split("::", 1)[0]
+    return next((name for name, prefixes in SHARED_UNITS.items() if path.startswith(prefixes)), path)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist, never called
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` with :func:`unit_of_work` as the scope (xdist's own ``loadgroup`` marks do not reach
+    the scheduler under pytest 9, whose node ids are no longer the ``_nodeid`` xdist rewrites)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of_work(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
