@@ -40,6 +40,8 @@ LAUNCH = [
     "2",
     "--num_machines",
     "1",
+    "--main_process_port",  # 0: a free port, so that launches in other tests (other pytest workers) never clash
+    "0",
     "--mixed_precision",
     "no",
     "--dynamo_backend",

@@ -49,7 +49,11 @@ def test_fsdp2_settings_reach_accelerates_plugin_and_name_the_qwen3_moe_layer(na
     from accelerate.utils.launch import prepare_multi_gpu_env
     from transformers import Qwen3MoeForCausalLM
 
-    env = prepare_multi_gpu_env(_validated(name))
+    args = _validated(name)
+    # Port 0: a free one. On rank 0 accelerate refuses a multi-node launch whose port is taken, and another test's
+    # launch may hold 29500 (the file's port) right now; the port plays no part in the plugin's settings.
+    args.main_process_port = 0
+    env = prepare_multi_gpu_env(args)
     with mock.patch.dict(os.environ, env):
         plugin = FullyShardedDataParallelPlugin()
     assert plugin.fsdp_version == 2 and plugin.reshard_after_forward is True

@@ -53,6 +53,8 @@ def _launch(out: Path, mode: str, stage: int, processes: int = 1, timeout: int =
         str(processes),
         "--num_machines",
         "1",
+        "--main_process_port",  # 0: a free port, never one another test's launch holds
+        "0",
         "--mixed_precision",
         "no",
         "--dynamo_backend",

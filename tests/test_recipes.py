@@ -186,6 +186,8 @@ def test_a_recipe_runs_sharded_with_fsdp2_on_two_cpu_ranks_with_split_turns(tmp_
         "--multi_gpu",
         "--num_processes",
         "2",
+        "--main_process_port",  # 0: a free port, never one another test's launch holds
+        "0",
         str(ROOT / "recipes" / "gspo_search.py"),
         "--smoke",
         "--sharding",
