@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.sandboxes import Limits, Problem, TestCase, Verdict, judge, load_problem, read_tests_dir
 
 __all__ = [
@@ -175,7 +176,7 @@ class SetProblem:
         return self.problem.tests[len(self.samples) :]
 
 
-class ProblemFolderError(ValueError):
+class ProblemFolderError(ValueError, AgentGSPOError):
     """A problem folder is broken; the message names the file and the fix."""
 
 

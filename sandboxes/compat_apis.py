@@ -21,6 +21,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from agentgspo.core.errors import AgentGSPOError
+
 from .judge import compile as compile_module
 from .judge import languages as languages_module
 from .judge.core import _compile, _run_spec, exec_result, missing_tool
@@ -38,7 +40,7 @@ NO_LIMIT_MEMORY_MB = 1024.0
 DEFAULT_MAX_TIME_LIMIT_S, DEFAULT_MAX_MEMORY_MB = 60.0, 4096.0
 
 
-class OverCap(ValueError):
+class OverCap(ValueError, AgentGSPOError):
     """A limit a request names above the server's cap; ``field`` is the request's name for it."""
 
     def __init__(self, field: str, message: str):
@@ -98,7 +100,7 @@ class Caps:
         return min(megabytes, self.max_memory_mb)
 
 
-class NonFiniteNumber(ValueError):
+class NonFiniteNumber(ValueError, AgentGSPOError):
     """A request body holding NaN, Infinity or -Infinity (or a number too large for a float, read as infinity):
     not JSON (RFC 8259), though Python's ``json`` reads them. ``path`` is where (keys and list indices)."""
 

@@ -40,6 +40,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentgspo.core.errors import AgentGSPOError
+
 from .compat_apis import (
     NO_LIMIT_MEMORY_MB,
     Caps,
@@ -88,7 +90,7 @@ EXIT_TIME_LIMIT, EXIT_MEMORY_LIMIT = 124, 134
 CHECKER_LIMITS = Limits(time_limit_s=10, wall_limit_s=20, memory_limit_mb=NO_LIMIT_MEMORY_MB, output_limit_mb=1)
 
 
-class PistonError(Exception):
+class PistonError(AgentGSPOError):
     """A request answered with Piston's error format: ``status`` and ``{"message": message}``."""
 
     def __init__(self, message: str, status: int = 400):

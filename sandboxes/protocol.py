@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
+from agentgspo.core.errors import AgentGSPOError
+
 __all__ = ["SandboxUnavailable", "Session", "Sandbox", "call_deadline_s", "frame_spec", "parse_events"]
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
@@ -22,7 +24,7 @@ RUNNER_PATH = Path(__file__).with_name("runner.py")
 StartPeer = Callable[[int, int], subprocess.Popen]
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(RuntimeError, AgentGSPOError):
     """The backend cannot isolate code on this machine; the message says how to fix it."""
 
 

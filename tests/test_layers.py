@@ -77,15 +77,21 @@ def test_the_package_mapping_resolves_every_folder():
     assert package_of(ROOT / "agentgspo" / "learning" / "learner.py") == "agentgspo.learning.learner"
 
 
+def test_the_core_imports_nothing_of_ours_but_the_core():
+    # the bottom level: every other part may import it, so it may import none of them
+    assert not violations("agentgspo/core", lambda path, name: within(name, ["agentgspo.core"]))
+
+
 def test_sandboxes_import_nothing_of_ours_above_them_but_the_fleet_manifest():
-    # the remote backend follows a fleet's sandbox servers; the manifest module imports nothing of ours
-    allowed = ["agentgspo.sandboxes", "agentgspo.fleet.manifest"]
+    # the remote backend follows a fleet's sandbox servers; the manifest module imports only the core
+    allowed = ["agentgspo.core", "agentgspo.sandboxes", "agentgspo.fleet.manifest"]
     assert not violations("sandboxes", lambda path, name: within(name, allowed))
 
 
-def test_the_fleet_manifest_imports_nothing_of_ours():
-    # what environments, sandboxes and the policy may import of the fleet: it must stay a leaf
-    assert not imported(ROOT / "agentgspo" / "fleet" / "manifest.py")
+def test_the_fleet_manifest_imports_nothing_of_ours_but_the_core():
+    # what environments, sandboxes and the policy may import of the fleet: it must stay a leaf above the core
+    manifest = ROOT / "agentgspo" / "fleet" / "manifest.py"
+    assert [name for _, name in imported(manifest) if not within(name, ["agentgspo.core"])] == []
 
 
 def test_envs_import_the_core_and_sandboxes_only():

@@ -18,13 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.cli import port_number
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_HINT = 'pip install "torch==2.13.0" -e ".[docs]" (on a GPU machine: pip install -e ".[docs]")'
 
 
-class DocsBuildFailed(RuntimeError):
+class DocsBuildFailed(RuntimeError, AgentGSPOError):
     """The strict build stopped: the warnings printed before it say which page and what."""
 
 

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.environments.tool_calls import ToolCall, final_content, parse_tool_calls
 from agentgspo.environments.tools import ToolSet
 
@@ -85,7 +86,7 @@ class Action:
         return cls(text=text, tool_calls=tuple(calls), parse_errors=tuple(errors))
 
 
-class EnvInfrastructureError(RuntimeError):
+class EnvInfrastructureError(RuntimeError, AgentGSPOError):
     """An env's infrastructure died, not the env's logic (a remote env server dropped, a sandbox host went away).
 
     Raised from ``reset``/``step``, it ends the episode as ``infra_error``: not trained, re-queueable

@@ -12,12 +12,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.environments.env import is_message
 
 __all__ = ["EnvContractError", "play", "check_env"]
 
 
-class EnvContractError(AssertionError):
+class EnvContractError(AssertionError, AgentGSPOError):
     """An environment broke the reset/step contract."""
 
 

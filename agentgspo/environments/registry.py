@@ -16,16 +16,18 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgspo.core.errors import AgentGSPOError
+
 NAMESPACE = "agentgspo"
 #: The registration that plays an OpenEnv server (``agentgspo env-server`` or any other) given by URL.
 REMOTE_ENV_ID = "openenv/Remote-v0"
 
 
-class UnknownEnvError(gym.error.NameNotFound, LookupError):
+class UnknownEnvError(gym.error.NameNotFound, LookupError, AgentGSPOError):
     """No env is registered under the requested id."""
 
 
-class UnknownEnvKwargError(TypeError, ValueError):
+class UnknownEnvKwargError(TypeError, ValueError, AgentGSPOError):
     """A keyword argument the env's constructor does not accept (a ``ValueError`` too: it is bad input)."""
 
 

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.fleet.spec import FleetSpec, PartSpec
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 
-class PartFailed(RuntimeError):
+class PartFailed(RuntimeError, AgentGSPOError):
     """A part cannot be (re)started any more (its launcher says so: Ray gave up on its actor, say)."""
 
 

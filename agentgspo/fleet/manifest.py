@@ -97,6 +97,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentgspo.core.errors import AgentGSPOError
+
 __all__ = [
     "SCHEMA",
     "HEARTBEAT_S",
@@ -306,7 +308,7 @@ def acknowledge_weights(
     write_json_atomic(manifest.weights_file, data.model_dump(mode="json"))
 
 
-class FleetUnavailable(ConnectionError):
+class FleetUnavailable(ConnectionError, AgentGSPOError):
     """A fleet has no part of the kind a client needs that serves or could come back (all ``failed``, or the fleet
     stopped): waiting for it is pointless."""
 

@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agentgspo.core.errors import AgentGSPOError
+
 __all__ = [
     "FleetSpecError",
     "ProbeSettings",
@@ -42,7 +44,7 @@ PART_KINDS = ("sampler", "sandbox", "env_server")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
-class FleetSpecError(ValueError):
+class FleetSpecError(ValueError, AgentGSPOError):
     """A fleet file that cannot be run: the message names the file, the field and the fix."""
 
 

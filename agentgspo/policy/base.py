@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agentgspo.core.errors import AgentGSPOError
+
 __all__ = [
     "SamplingParams",
     "SampleRequest",
@@ -133,7 +135,7 @@ def is_context_overflow(status: int, text: str) -> bool:
     return status in (400, 413, 422) and CONTEXT_ERROR.search(text) is not None
 
 
-class PolicyConfigurationError(ValueError):
+class PolicyConfigurationError(ValueError, AgentGSPOError):
     """A backend's setup is wrong (a refused API key, an unknown model, a wrong URL): no episode can succeed, so the
     rollout raises it instead of recording each episode as a ``sampler_error``. The message names the fix."""
 

@@ -90,6 +90,7 @@ from typing import Any
 
 import httpx
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, is_context_overflow
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
@@ -100,12 +101,12 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 logger = logging.getLogger(__name__)
 
 
-class ServerUnavailable(RuntimeError):
+class ServerUnavailable(RuntimeError, AgentGSPOError):
     """No server answered a turn within the allowed attempts, or the server holding it failed during a weight
     update."""
 
 
-class WeightUpdateFailed(RuntimeError):
+class WeightUpdateFailed(RuntimeError, AgentGSPOError):
     """Some servers failed a weight update and were retired. What a training loop needs to decide whether to go on
     with fewer samplers or to stop naming them:
 

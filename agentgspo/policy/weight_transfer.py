@@ -50,6 +50,7 @@ from vllm.distributed.weight_transfer.base import (
     layerwise_groups,
 )
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.policy.weight_sync import unwrap
 
 __all__ = [
@@ -81,7 +82,7 @@ STORE_PREFIX = "agentgspo-weights"
 BUCKET_BYTES = 256 * 2**20
 
 
-class WeightTransferError(RuntimeError):
+class WeightTransferError(RuntimeError, AgentGSPOError):
     """A weight transfer failed; ``failed`` maps each member that reported an error to it (empty when only the
     collective itself broke)."""
 

@@ -56,6 +56,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.rollouts.chat import ChatRenderer
 from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.learning.routing_replay import merge_routing
@@ -240,11 +241,11 @@ HISTORY_MODES = ("as_sampled", "split_turns")
 _TIME_LIMITS = ("env_call_timeout_s", "env_budget_s", "sampler_timeout_s")
 
 
-class EnvCallTimeout(Exception):
+class EnvCallTimeout(AgentGSPOError):
     """One env call ran past ``env_call_timeout_s``."""
 
 
-class SamplerFailed(Exception):
+class SamplerFailed(AgentGSPOError):
     """``policy.sample`` raised (the cause is chained), ran past ``sampler_timeout_s``, or returned a non-finite
     log-prob (the message names the backend)."""
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agentgspo.core.errors import AgentGSPOError
+
 __all__ = [
     "RunFolderMismatch",
     "RunInterrupted",
@@ -30,11 +32,11 @@ __all__ = [
 CONFIG_FILE = "config.json"
 
 
-class RunFolderMismatch(ValueError):
+class RunFolderMismatch(ValueError, AgentGSPOError):
     """The run folder holds a run whose settings differ from this command's."""
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(AgentGSPOError):
     """The run stopped on a signal after saving a checkpoint; ``str()`` says how to resume."""
 
     def __init__(self, signum: int, message: str):

@@ -54,6 +54,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentgspo.core.errors import AgentGSPOError
+
 from ..results import JudgeResult, Verdict
 from .core import usable_cpus
 from .time_limits import time_submissions
@@ -186,7 +188,7 @@ def machine_slowdown(backend="local", langs: Sequence[str] = ("py", "cpp")) -> f
     return round(max(seconds[key] / REFERENCE_CALIBRATION_S[key] for key in keys), 4)
 
 
-class CalibrationError(ValueError):
+class CalibrationError(ValueError, AgentGSPOError):
     """The package's submissions cannot calibrate its limit (the message names the package, submissions, times)."""
 
 

@@ -49,6 +49,7 @@ import httpx
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.environments.env import AssistantTurnSpace, EnvInfrastructureError, MessagesSpace, as_action
 from agentgspo.environments.registry import EnvBudget
 from agentgspo.fleet.manifest import HEARTBEAT_S, FleetFollower, FleetUnavailable, Manifest
@@ -78,7 +79,7 @@ STALE_MANIFEST_S = 6 * HEARTBEAT_S
 MCP_ACTION_TYPES = ("list_tools", "call_tool")
 
 
-class RemoteEnvError(RuntimeError):
+class RemoteEnvError(RuntimeError, AgentGSPOError):
     """The env server reported an error for a call of this episode (the env raised): ``env_error``."""
 
 

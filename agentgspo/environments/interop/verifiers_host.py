@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from agentgspo.core.errors import AgentGSPOError
 from agentgspo.environments.interop.openai_chat import (
     completion,
     completion_events,
@@ -47,11 +48,11 @@ _CANCEL_GRACE_S = 60.0  # cancelling an episode waits this long for verifiers' c
 _names = itertools.count()
 
 
-class VerifiersEpisodeError(RuntimeError):
+class VerifiersEpisodeError(RuntimeError, AgentGSPOError):
     """A verifiers episode failed (its harness, tools, hooks or scoring raised): never scored as 0."""
 
 
-class Refused(Exception):
+class Refused(AgentGSPOError):
     """A model call the bridge cannot answer for the episode; the harness reads the message as an API error."""
 
 
