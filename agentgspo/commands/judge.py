@@ -192,7 +192,7 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
     time_limit, scale = args.time_limit, 1.0
     source_of_limit = "given" if time_limit is not None else problem.metadata.get("time_limit_source", found.marker)
     if args.calibrate:  # a Polygon package (a Kattis one is judged whole above)
-        from agentgspo.sandboxes.judge.calibration import calibrate_problem
+        from agentgspo.sandboxes.judge.problems import calibrate_problem
         from agentgspo.sandboxes.judge.formats.polygon import polygon_submissions
 
         calibration = calibrate_problem(args.problem, problem, *polygon_submissions(args.problem), args.backend)

@@ -73,8 +73,6 @@ __all__ = [
     "content_digest",
     "calibrate",
     "folder_submissions",
-    "calibrate_kattis",
-    "calibrate_problem",
 ]
 
 logger = logging.getLogger(__name__)
@@ -420,63 +418,3 @@ def folder_submissions(folder: Path, prefix: str) -> list[Submission]:
             continue
         out.append(Submission(f"{prefix}/{path.name}", path.read_text(errors="replace"), lang))
     return out
-
-
-def calibrate_kattis(package, backend="local", **options) -> Calibration | None:
-    """Calibrate a Kattis/DOMjudge package's fixed limit with its ``submissions/accepted`` and
-    ``submissions/time_limit_exceeded`` (``options`` go to :func:`calibrate`); None when the package fixes no
-    limit: problemtools' rule then computes it from the accepted submissions on this machine already."""
-    from .formats.kattis import judge_kattis
-
-    if package.fixed_time_limit_s is None:
-        logger.info("%s: no fixed time limit to calibrate: it is computed on this machine", package.directory)
-        return None
-    folder = package.directory / "submissions"
-    accepted = folder_submissions(folder / "accepted", "accepted")
-    too_slow = folder_submissions(folder / "time_limit_exceeded", "time_limit_exceeded")
-    return calibrate(
-        str(package.directory),
-        package.fixed_time_limit_s,
-        accepted,
-        too_slow,
-        lambda s, limit: judge_kattis(package, s.source, s.lang, backend=backend, time_limit_s=limit),
-        content=content_digest(package.directory),
-        machine=machine_fingerprint(backend),
-        slowdown=lambda: machine_slowdown(backend, [s.lang for s in [*accepted, *too_slow]]),
-        **options,
-    )
-
-
-def calibrate_problem(
-    directory: str | os.PathLike,
-    problem,
-    accepted: Sequence[Submission],
-    too_slow: Sequence[Submission],
-    backend="local",
-    **options,
-) -> Calibration:
-    """Calibrate the fixed limit of a ``Problem`` loaded from the package folder ``directory`` (a Polygon
-    package: ``polygon.polygon_submissions``), each run judged by ``judge_problem`` up to its first failing test."""
-    from .problems import judge_problem
-
-    def run(submission: Submission, limit: float) -> JudgeResult:
-        return judge_problem(
-            problem,
-            submission.source,
-            submission.lang,
-            backend=backend,
-            stop_on_failure=True,
-            limits=problem.limits(time_limit_s=limit),
-        )
-
-    return calibrate(
-        str(directory),
-        problem.time_limit_s,
-        accepted,
-        too_slow,
-        run,
-        content=content_digest(directory),
-        machine=machine_fingerprint(backend),
-        slowdown=lambda: machine_slowdown(backend, [s.lang for s in [*accepted, *too_slow]]),
-        **options,
-    )

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from collections.abc import Sequence
 
 from ..results import JudgeResult, Limits
+from .calibration import Calibration, Submission, calibrate, content_digest, machine_fingerprint, machine_slowdown
 from .core import judge
 from .formats import FORMATS, load_any_package, load_any_problem
 from .formats.kattis import KattisPackage, judge_kattis, load_kattis_problem
@@ -97,7 +100,42 @@ def scaled(limits: Limits, factor: float) -> Limits:
     return dataclasses.replace(limits, time_limit_s=limits.time_limit_s * factor, wall_limit_s=wall)
 
 
+def calibrate_problem(
+    directory: str | os.PathLike,
+    problem,
+    accepted: Sequence[Submission],
+    too_slow: Sequence[Submission],
+    backend="local",
+    **options,
+) -> Calibration:
+    """Calibrate the fixed limit of a ``Problem`` loaded from the package folder ``directory`` (a Polygon
+    package: ``polygon.polygon_submissions``), each run judged by ``judge_problem`` up to its first failing test."""
+
+    def run(submission: Submission, limit: float) -> JudgeResult:
+        return judge_problem(
+            problem,
+            submission.source,
+            submission.lang,
+            backend=backend,
+            stop_on_failure=True,
+            limits=problem.limits(time_limit_s=limit),
+        )
+
+    return calibrate(
+        str(directory),
+        problem.time_limit_s,
+        accepted,
+        too_slow,
+        run,
+        content=content_digest(directory),
+        machine=machine_fingerprint(backend),
+        slowdown=lambda: machine_slowdown(backend, [s.lang for s in [*accepted, *too_slow]]),
+        **options,
+    )
+
+
 __all__ = [
+    "calibrate_problem",
     "FORMATS",
     "Problem",
     "ProblemJson",

@@ -37,6 +37,7 @@ import hashlib
 import io
 import json
 import math
+import logging
 import os
 import subprocess
 import tarfile
@@ -49,10 +50,19 @@ from ..checkers import IcpcDefaultChecker
 from .kattis_grading import FROM_KATTIS, grade, grade_group
 from .kattis_package import KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root, load_kattis_package
 from ..languages import kattis_language, submission_language
-from ..calibration import calibrate_kattis, machine_fingerprint
+from ..calibration import (
+    Calibration,
+    calibrate,
+    content_digest,
+    folder_submissions,
+    machine_fingerprint,
+    machine_slowdown,
+)
 from ..testdata import Problem
 from ..time_limits import time_submissions
 from .registry import ProblemFormat, ProblemPackage, solution_files
+
+logger = logging.getLogger(__name__)
 
 EXIT_AC, EXIT_WA = 42, 43
 INTERACTOR_ADAPTER = Path(__file__).with_name("kattis_interactor.py")
@@ -569,7 +579,32 @@ FORMAT = ProblemFormat(
     judge_folder=judge_kattis,
 )
 
+
+def calibrate_kattis(package, backend="local", **options) -> Calibration | None:
+    """Calibrate a Kattis/DOMjudge package's fixed limit with its ``submissions/accepted`` and
+    ``submissions/time_limit_exceeded`` (``options`` go to ``calibration.calibrate``); None when the package fixes
+    no limit: problemtools' rule then computes it from the accepted submissions on this machine already."""
+    if package.fixed_time_limit_s is None:
+        logger.info("%s: no fixed time limit to calibrate: it is computed on this machine", package.directory)
+        return None
+    folder = package.directory / "submissions"
+    accepted = folder_submissions(folder / "accepted", "accepted")
+    too_slow = folder_submissions(folder / "time_limit_exceeded", "time_limit_exceeded")
+    return calibrate(
+        str(package.directory),
+        package.fixed_time_limit_s,
+        accepted,
+        too_slow,
+        lambda s, limit: judge_kattis(package, s.source, s.lang, backend=backend, time_limit_s=limit),
+        content=content_digest(package.directory),
+        machine=machine_fingerprint(backend),
+        slowdown=lambda: machine_slowdown(backend, [s.lang for s in [*accepted, *too_slow]]),
+        **options,
+    )
+
+
 __all__ = [
+    "calibrate_kattis",
     "FORMAT",
     "KattisGroup",
     "KattisPackage",
