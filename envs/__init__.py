@@ -4,6 +4,7 @@ Each registers the budget an episode needs (measured with the oracle over every 
 policy's ids, with room to spare): `agentgspo rollout` and the recipes use it unless given flags.
 """
 
+import agentgspo.environments.interop  # noqa: F401 -- registers server URLs and fleets as env ids (openenv/Remote-v0)
 from agentgspo.environments.registry import EnvBudget, register
 
 # Oracle, worst task: 2 turns, 20-id turns, 144 ids in all (the quickstart trains within this budget).

@@ -173,6 +173,41 @@ def test_register_requires_a_namespace_and_is_idempotent():
     assert isinstance(gym.make("agentgspo/Calculator-v0").unwrapped, ChatEnv)
 
 
+def test_an_id_form_registered_by_entry_point_is_made_budgeted_and_counted_and_a_bad_one_is_named(monkeypatch):
+    """Ids of another form than a name (a server URL) go to the resolver their package registered, imported by
+    entry point on first use: here ``calc:`` ids play Calculator-v0 with a budget and a capacity."""
+    import sys
+    import types
+
+    from agentgspo.environments import registry
+
+    monkeypatch.setattr(registry, "_ID_RESOLVERS", dict(registry._ID_RESOLVERS))
+    forms = types.ModuleType("calc_forms")
+    budget = registry.EnvBudget(max_turns=2, max_new_tokens=20, max_context=200)
+    forms.CALC = registry.EnvIdResolver(
+        resolve=lambda env_id, kwargs: ("agentgspo/Calculator-v0", kwargs),
+        budget=lambda env_id: budget,
+        capacity=lambda env_id: int(env_id.removeprefix("calc:")),
+    )
+    forms.NOT_A_RESOLVER = object()
+    monkeypatch.setitem(sys.modules, "calc_forms", forms)
+
+    registry.register_id_resolver(("calc:",), "calc_forms:CALC")
+    assert isinstance(agentgspo.make("calc:3").unwrapped, ChatEnv)
+    assert registry.env_budget("calc:3") == budget and registry.episode_capacity("calc:3") == 3
+    assert registry.id_resolver("agentgspo/Calculator-v0") is None  # names are not a form
+    assert registry.resolve("http://127.0.0.1:1", {"a": 1}) == (  # the interop package's own form
+        "openenv/Remote-v0",
+        {"url": "http://127.0.0.1:1", "env_kwargs": {"a": 1}},
+    )
+
+    registry.register_id_resolver(("bad:",), "calc_forms:NOT_A_RESOLVER")
+    with pytest.raises(TypeError, match="calc_forms:NOT_A_RESOLVER"):
+        agentgspo.make("bad:1")
+    with pytest.raises(ValueError, match="module:attribute"):
+        registry.register_id_resolver(("x:",), "calc_forms")
+
+
 def test_chat_env_rejects_bad_settings_at_construction():
     with pytest.raises(ValueError, match="tool_error_policy: expected one of"):
         _Echo(tool_error_policy="ignore")

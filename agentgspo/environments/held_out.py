@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentgspo.environments.registry import id_resolver, resolve
+
 __all__ = ["held_out_by", "training_kwargs", "final_eval_kwargs", "check_final_eval"]
 
 
@@ -29,10 +31,7 @@ def _env_class(env_id: str) -> Any:
     """The class (or function) that makes ``env_id``; ``None`` for a server's env or an unknown id."""
     import gymnasium as gym
 
-    from agentgspo.environments.interop.openenv_client import is_remote_env_id
-    from agentgspo.environments.registry import resolve
-
-    if is_remote_env_id(env_id):
+    if id_resolver(env_id):
         return None
     bare, _ = resolve(env_id, {})
     if bare not in gym.registry:

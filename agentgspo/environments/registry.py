@@ -5,12 +5,18 @@ works; :func:`make` does the same with an error that lists close matches for a m
 
 An env may register the turn and context budget its tasks need (:class:`EnvBudget`); ``agentgspo rollout`` and the
 recipes use it unless told otherwise (:func:`env_budget`).
+
+Ids of another form than a registration's name (a server URL: ``http://host:port``) are resolved by an
+:class:`EnvIdResolver` that the package owning the form registers under the prefixes that mark it
+(:func:`register_id_resolver`; ``agentgspo.environments.interop`` registers OpenEnv server URLs and fleets), named by
+entry point and imported when such an id is first used: the registry imports none of them.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +25,6 @@ import gymnasium as gym
 from agentgspo.core.errors import AgentGSPOError
 
 NAMESPACE = "agentgspo"
-#: The registration that plays an OpenEnv server (``agentgspo env-server`` or any other) given by URL.
-REMOTE_ENV_ID = "openenv/Remote-v0"
 
 
 class UnknownEnvError(gym.error.NameNotFound, LookupError, AgentGSPOError):
@@ -83,39 +87,72 @@ def register(env_id: str, entry_point: str | Any, *, budget: EnvBudget | None = 
         _BUDGETS[env_id] = budget
 
 
+@dataclass(frozen=True)
+class EnvIdResolver:
+    """How env ids of one form other than a registered name (a server URL, a fleet's env servers) are played.
+
+    Attributes:
+        resolve: ``(env_id, kwargs) -> (gymnasium id, kwargs)`` that make it.
+        budget: the :class:`EnvBudget` such an env reports, or ``None``.
+        capacity: how many of its episodes may be played at once, or ``None`` for no limit.
+    """
+
+    resolve: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]]]
+    budget: Callable[[str], EnvBudget | None]
+    capacity: Callable[[str], int | None]
+
+
+_ID_RESOLVERS: dict[tuple[str, ...], str] = {}  # prefixes -> "module:attribute" of an EnvIdResolver
+
+
+def register_id_resolver(prefixes: tuple[str, ...], entry_point: str) -> None:
+    """Resolve env ids starting with any of ``prefixes`` with the :class:`EnvIdResolver` at ``entry_point``
+    (``"module:attribute"``, imported when such an id is first used)."""
+    if not prefixes or not all(isinstance(p, str) and p for p in prefixes):
+        raise ValueError(f"register_id_resolver: prefixes must be non-empty strings, got {prefixes!r}")
+    module, _, attribute = entry_point.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"register_id_resolver: entry_point must be 'module:attribute', got {entry_point!r}")
+    _ID_RESOLVERS[tuple(prefixes)] = entry_point
+
+
+def id_resolver(env_id: str) -> EnvIdResolver | None:
+    """The resolver of ``env_id``'s form (a server URL, ...), or ``None`` for a registered name."""
+    for prefixes, entry_point in _ID_RESOLVERS.items():
+        if env_id.startswith(prefixes):
+            module, _, attribute = entry_point.partition(":")
+            resolver = getattr(importlib.import_module(module), attribute)
+            if not isinstance(resolver, EnvIdResolver):
+                raise TypeError(f"env id resolver {entry_point!r} is a {type(resolver).__name__}, not an EnvIdResolver")
+            return resolver
+    return None
+
+
 def env_budget(env_id: str) -> EnvBudget | None:
     """The budget registered with ``env_id``, or ``None`` when it registered none; for a server URL (or a fleet's
     env servers, ``fleet:MANIFEST[#GROUP]``), the budget its ``agentgspo env-server`` reports (``None`` from another
     OpenEnv server)."""
-    import agentgspo.envs  # noqa: F401 -- registers the bundled ids
-    from agentgspo.environments.interop.openenv_client import is_remote_env_id, remote_budget
-
-    if is_remote_env_id(env_id):
-        return remote_budget(env_id)
-    return _BUDGETS.get(env_id)
+    resolver = id_resolver(env_id)
+    return resolver.budget(env_id) if resolver else _BUDGETS.get(env_id)
 
 
 def episode_capacity(env_id: str) -> int | None:
     """How many episodes of ``env_id`` may be played at once: an ``agentgspo env-server`` URL's session limit (a
     fleet's env server group: the sum of its servers'), else ``None`` (no limit: local envs, and OpenEnv servers,
     which do not say)."""
-    from agentgspo.environments.interop.openenv_client import describe_server, is_remote_env_id
-
-    if not is_remote_env_id(env_id):
-        return None
-    return (describe_server(env_id) or {}).get("max_concurrent_envs")
+    resolver = id_resolver(env_id)
+    return resolver.capacity(env_id) if resolver else None
 
 
 def resolve(env_id: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The Gymnasium id and keyword arguments that make ``env_id``: itself (``module:id`` imports the module, which
-    registers the id, and gives the id), or for a server URL
-    (``http://host:port``, an ``agentgspo env-server`` or any OpenEnv server) or a fleet's env servers
-    (``fleet:MANIFEST[#GROUP]``) ``openenv/Remote-v0`` with ``url=env_id`` and ``kwargs`` as the env's keyword
-    arguments, which must be those the server plays with."""
-    from agentgspo.environments.interop.openenv_client import is_remote_env_id
-
-    if is_remote_env_id(env_id):
-        return REMOTE_ENV_ID, {"url": env_id, "env_kwargs": kwargs}
+    registers the id, and gives the id), or what its :class:`EnvIdResolver` says (a server URL, ``http://host:port``
+    of an ``agentgspo env-server`` or any OpenEnv server, or a fleet's env servers, ``fleet:MANIFEST[#GROUP]``: plays
+    ``openenv/Remote-v0`` with ``kwargs`` as the env's keyword arguments, which must be those the server plays
+    with)."""
+    resolver = id_resolver(env_id)
+    if resolver:
+        return resolver.resolve(env_id, kwargs)
     module, _, bare = env_id.rpartition(":")
     if module:  # Gymnasium's "module:id": the module registers the id
         importlib.import_module(module)
@@ -130,8 +167,6 @@ def registered_ids(namespace: str | None = NAMESPACE) -> list[str]:
 def make(env_id: str, **kwargs: Any) -> gym.Env:
     """``gymnasium.make`` with a clear error naming close matches for an unknown id; a server URL as ``env_id``
     plays the env it serves (:func:`resolve`)."""
-    import agentgspo.envs  # noqa: F401 -- registers the bundled ids
-
     env_id, kwargs = resolve(env_id, kwargs)
 
     if env_id not in gym.registry:

@@ -13,4 +13,16 @@
 - :mod:`~agentgspo.environments.interop.trl_env`: a registered env as TRL's ``environment_factory`` class.
 
 What maps and what does not, per adapter: ``docs/envs.md``, "Other ecosystems".
+
+A server URL or a fleet's env servers given as an env id plays ``openenv/Remote-v0``: this package registers that
+form of id with the env registry (``register_id_resolver``), whose resolver the client module holds.
 """
+
+from agentgspo.environments.registry import register_id_resolver
+
+#: env ids that name a server rather than a registration.
+REMOTE_SCHEMES = ("http://", "https://", "ws://", "wss://")
+#: an env id naming a fleet's env servers: ``fleet:MANIFEST`` or ``fleet:MANIFEST#GROUP``.
+FLEET_PREFIX = "fleet:"
+
+register_id_resolver((*REMOTE_SCHEMES, FLEET_PREFIX), "agentgspo.environments.interop.openenv_client:REMOTE_IDS")

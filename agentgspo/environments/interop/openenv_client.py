@@ -51,7 +51,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from agentgspo.core.errors import AgentGSPOError
 from agentgspo.environments.env import AssistantTurnSpace, EnvInfrastructureError, MessagesSpace, as_action
-from agentgspo.environments.registry import EnvBudget
+from agentgspo.environments.interop import FLEET_PREFIX, REMOTE_SCHEMES
+from agentgspo.environments.registry import EnvBudget, EnvIdResolver
 from agentgspo.fleet.manifest import HEARTBEAT_S, FleetFollower, FleetUnavailable, Manifest
 
 __all__ = [
@@ -65,14 +66,14 @@ __all__ = [
     "fleet_env_servers",
     "describe_server",
     "remote_budget",
+    "server_capacity",
+    "REMOTE_IDS",
     "http_base",
     "websocket_url",
 ]
 
-#: env ids that name a server rather than a registration.
-REMOTE_SCHEMES = ("http://", "https://", "ws://", "wss://")
-#: an env id naming a fleet's env servers: ``fleet:MANIFEST`` or ``fleet:MANIFEST#GROUP``.
-FLEET_PREFIX = "fleet:"
+#: The registration that plays an OpenEnv server (``agentgspo env-server`` or any other) given by URL.
+REMOTE_ENV_ID = "openenv/Remote-v0"
 #: a manifest not rewritten for this long (the supervisor writes it every HEARTBEAT_S) has no supervisor behind it.
 STALE_MANIFEST_S = 6 * HEARTBEAT_S
 #: OpenEnv's MCP action types (``openenv.core.env_server.mcp_types``).
@@ -163,6 +164,21 @@ def remote_budget(url: str) -> EnvBudget | None:
     description = describe_server(url)
     budget = (description or {}).get("budget")
     return EnvBudget(**budget) if budget else None
+
+
+def server_capacity(url: str) -> int | None:
+    """How many episodes the ``agentgspo env-server`` at ``url`` (a fleet's group: all its servers) plays at once;
+    ``None`` from another OpenEnv server, which does not say."""
+    return (describe_server(url) or {}).get("max_concurrent_envs")
+
+
+def _play_remote(url: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return REMOTE_ENV_ID, {"url": url, "env_kwargs": kwargs}
+
+
+#: Server URLs and fleets as env ids (registered by ``agentgspo.environments.interop``): ``openenv/Remote-v0``
+#: with ``url=`` the id and the given keyword arguments as the env's.
+REMOTE_IDS = EnvIdResolver(resolve=_play_remote, budget=remote_budget, capacity=server_capacity)
 
 
 class _Retry:
