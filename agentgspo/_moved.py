@@ -43,6 +43,24 @@ MOVED.update(
         )
     }
 )
+# the vocabulary every part shares in the lowest level, agentgspo.core; torch model code in agentgspo.models (issue 36)
+MOVED.update(
+    {
+        "agentgspo.rollouts.trajectory": "agentgspo.core.trajectory",
+        "agentgspo.rollouts.chat": "agentgspo.core.chat",
+        "agentgspo.training.settings": "agentgspo.core.settings",
+        "agentgspo.fleet.manifest": "agentgspo.core.fleet_manifest",
+        "agentgspo.learning.moe": "agentgspo.models.moe",
+        "agentgspo.learning.routing_replay": "agentgspo.models.routing_replay",
+        "agentgspo.policy.tiny": "agentgspo.models.tiny",
+        "agentgspo.policy.quiet": "agentgspo.models.quiet",
+    }
+)
+# a path moved twice imports its last home
+for _old, _new in MOVED.items():
+    while _new in MOVED:
+        _new = MOVED[_new]
+    MOVED[_old] = _new
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

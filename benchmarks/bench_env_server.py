@@ -74,8 +74,8 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from agentgspo.policy.tiny import tiny_policy_path
-    from agentgspo.rollouts.chat import ChatRenderer
+    from agentgspo.models.tiny import tiny_policy_path
+    from agentgspo.core.chat import ChatRenderer
 
     renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
     episodes = args.seeds * args.group_size

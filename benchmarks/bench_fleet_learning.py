@@ -84,7 +84,7 @@ def bench_fleet(work: Path, launcher: str, parts: str, result: dict):
     cluster started here), then down, whatever happened; ``result`` gets ``fleet_up_s``, the last words of ``fleet
     down`` and what it left running. Yields (the fleet file, its manifest)."""
     from agentgspo.fleet.control import leftovers
-    from agentgspo.fleet.manifest import manifest_path, read_manifest
+    from agentgspo.core.fleet_manifest import manifest_path, read_manifest
 
     head, ray = None, ""
     if launcher == "ray":
@@ -111,7 +111,7 @@ def bench_fleet(work: Path, launcher: str, parts: str, result: dict):
 def watch_kill(manifest: Path, part_id: str, how: str) -> dict:
     """Kill ``part_id`` (``process``: its server; ``actor``: its Ray actor's worker); time out-of-service, back, and
     holding the learner's current weights (the manifest polled every 20 ms)."""
-    from agentgspo.fleet.manifest import read_manifest
+    from agentgspo.core.fleet_manifest import read_manifest
 
     before = read_manifest(manifest).part(part_id)
     pid = before.pid if how == "process" else before.actor_pid
@@ -148,8 +148,8 @@ def replica_logprob_gaps(manifest: Path, final: Path, turns: int = 4) -> dict[st
     import torch
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.fleet.manifest import read_manifest
-    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.core.fleet_manifest import read_manifest
+    from agentgspo.core.sampling import SampleRequest, SamplingParams
     from agentgspo.policy.server import ServerPolicy
 
     model = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32).eval()

@@ -87,7 +87,7 @@ def outcome(folder: Path, exit_status: int) -> dict:
 
 def wait_serving(manifest: Path, part_id: str):
     """The part's manifest entry once it serves (after a restart)."""
-    from agentgspo.fleet.manifest import read_manifest
+    from agentgspo.core.fleet_manifest import read_manifest
 
     while (part := read_manifest(manifest).part(part_id)).status != "healthy":
         time.sleep(0.05)
@@ -143,7 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.kill == "actor" and args.launcher != "ray":
         parser.error("--kill actor needs --launcher ray")
-    from agentgspo.fleet.manifest import read_manifest
+    from agentgspo.core.fleet_manifest import read_manifest
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

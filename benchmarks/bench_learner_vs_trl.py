@@ -7,7 +7,7 @@ TRL is optional: ``pip install "torch==2.13.0" trl`` on a CPU-only machine (the 
 build), or ``pip install -e ".[bench]"``. Without it the script says so and exits with code 2.
 
 What both sides do on every repeat (the same rollout batch, same weights at start, same settings):
-  - the tiny Qwen3-MoE policy (``agentgspo.policy.tiny``; ``--hidden-size`` / ``--layers`` build a larger one), fp32,
+  - the tiny Qwen3-MoE policy (``agentgspo.models.tiny``; ``--hidden-size`` / ``--layers`` build a larger one), fp32,
     one copy per side, each with its own ``torch.optim.AdamW`` (same lr, no weight decay);
   - 64 synthetic trajectories in 8 groups of 8 (each group shares a prompt of 20-40 tokens, mask 0; completions
     of 80-110 tokens, mask 1; 100-150 tokens in all), random rewards, the same group advantages (unbiased std);
@@ -81,7 +81,7 @@ def load_policy(args: argparse.Namespace):
     """The policy folder and its tokenizer (the cached tiny policy, or one built with the requested width)."""
     from transformers import AutoTokenizer
 
-    from agentgspo.policy.tiny import build_tiny_policy, tiny_policy_path
+    from agentgspo.models.tiny import build_tiny_policy, tiny_policy_path
 
     if args.hidden_size is None:
         path = tiny_policy_path()
@@ -94,7 +94,7 @@ def load_policy(args: argparse.Namespace):
 
 def make_trajectories(vocab: int, pad_id: int, seed: int):
     """64 trajectories: 8 groups of 8 sharing a prompt (mask 0), each with its own completion (mask 1)."""
-    from agentgspo.rollouts.trajectory import Trajectory
+    from agentgspo.core.trajectory import Trajectory
 
     rng = random.Random(seed)
     ids = [i for i in range(vocab) if i != pad_id]

@@ -172,8 +172,8 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from agentgspo.rollouts.chat import ChatRenderer
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.core.chat import ChatRenderer
+    from agentgspo.models.tiny import tiny_policy_path
 
     renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
     if args.no_cache:

@@ -48,7 +48,7 @@ MODELS = {
 
 def build_model(name: str) -> Path:
     """The folder of model ``name`` (see MODELS), built once into the cache."""
-    from agentgspo.policy.tiny import build_tiny_policy, cache_dir, tiny_policy_path
+    from agentgspo.models.tiny import build_tiny_policy, cache_dir, tiny_policy_path
 
     if name == "tiny":
         return tiny_policy_path()
@@ -69,7 +69,7 @@ def parameter_count(path: Path) -> int:
 
 def one_rollout(policy: Any, episodes: int, max_new_tokens: int, sampling_seed: int) -> dict[str, float]:
     """One rollout batch of ``episodes`` concurrent Calculator-v0 episodes; sampled tokens and wall seconds."""
-    from agentgspo.policy.base import SamplingParams
+    from agentgspo.core.sampling import SamplingParams
     from agentgspo.environments.registry import make
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 

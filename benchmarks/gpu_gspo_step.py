@@ -38,7 +38,7 @@ skipped; a variant that would overrun ``--budget-s`` is skipped). The default ru
   f_compile_b8_fused   d at the issue's 8 x 2048 shape (the best of the 2026-11-29 run at this shape, 30.3%)
   g_compile_b32_fused  d at 32 x 2048 (does a bigger batch keep raising MFU?)
   h/i_cudagraphs_*   f / d with torch.compile(mode="reduce-overhead") (CUDA graphs: fewer kernel launches)
-  j_ours_b8          f with ``experts_implementation="agentgspo"`` (agentgspo/learning/moe.py: the expert permutations
+  j_ours_b8          f with ``experts_implementation="agentgspo"`` (agentgspo/models/moe.py: the expert permutations
                      differentiated by gathers, no atomic index_put scatter-add in the backward of each layer)
   k_ours_cudnn_b8    j with the cuDNN attention backend first in SDPA's priority (Hopper-tuned kernels);
                      profiled like p, so the JSON shows which attention kernels ran

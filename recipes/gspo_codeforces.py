@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgspo.training.settings import setting, with_defaults
+from agentgspo.core.settings import setting, with_defaults
 from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.

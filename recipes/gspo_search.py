@@ -30,7 +30,7 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-from agentgspo.training.settings import with_defaults
+from agentgspo.core.settings import with_defaults
 from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
 # TrainConfig's settings with the defaults of this recipe (Search-v0's keyword arguments: e.g. {"retriever":

@@ -106,7 +106,7 @@ def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overr
 def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
     """The shared start of a seed's variants: the tiny MoE, warm-started on the demonstrator (train.py's warm
     start, then one GSPO step at learning rate 0, which changes nothing); returns its ``final/`` folder."""
-    from agentgspo.policy.tiny import build_tiny_policy
+    from agentgspo.models.tiny import build_tiny_policy
     from agentgspo.training.train import train
 
     final = out / f"warm-s{seed}" / "final"
@@ -139,14 +139,13 @@ def measure_gap(policy: str, args: argparse.Namespace, seed: int) -> dict[str, f
     import torch
     from accelerate import Accelerator
 
-    import agentgspo  # noqa: F401 -- registers the env ids
     from agentgspo.objective.batching import collate, forward, logprobs_from_logits
     from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-    from agentgspo.policy.base import SamplingParams
+    from agentgspo.core.sampling import SamplingParams
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.environments.registry import make
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-    from agentgspo.learning.routing_replay import batch_replay, decode_routing, replay_routing
+    from agentgspo.models.routing_replay import batch_replay, decode_routing, replay_routing
 
     torch.manual_seed(seed)
     sampler = HFPolicy.from_pretrained(policy, seed=seed, record_routing=True)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgspo.training.settings import with_defaults
+from agentgspo.core.settings import with_defaults
 from agentgspo.training.train import TrainConfig, exit_process, run_recipe
 
 COMMAND = "agentgspo quickstart"

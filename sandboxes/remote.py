@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from agentgspo.fleet.manifest import FleetFollower
+from agentgspo.core.fleet_manifest import FleetFollower
 
 from .protocol import SandboxUnavailable
 from .results import ExecResult, JudgeResult, Limits, Verdict

@@ -51,7 +51,7 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(scope="session")
 def tiny_path():
     """Folder of the embedded tiny policy (built on first use, cached across runs)."""
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     return tiny_policy_path()
 
@@ -65,7 +65,7 @@ def tokenizer(tiny_path):
 
 @pytest.fixture(scope="session")
 def renderer(tokenizer):
-    from agentgspo.rollouts.chat import ChatRenderer
+    from agentgspo.core.chat import ChatRenderer
 
     return ChatRenderer(tokenizer)
 

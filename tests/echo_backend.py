@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgspo.policy.base import SampledTurn, SampleRequest
+from agentgspo.core.sampling import SampledTurn, SampleRequest
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 
 

@@ -13,9 +13,9 @@ import torch
 from safetensors.torch import load_file
 
 from agentgspo import ChatEnv
-from agentgspo.policy.base import SampledTurn, SampleRequest, SamplingParams
-from agentgspo.policy.tiny import tiny_policy_path
-from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.models.tiny import tiny_policy_path
+from agentgspo.core.chat import ChatRenderer
 from agentgspo.rollouts.producer import RolloutProducer, to_ranges
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
@@ -229,7 +229,7 @@ def test_a_position_filtered_after_its_take_counts_as_filtered_not_trained(runne
 
 
 def test_a_group_that_cannot_be_played_fails_the_take_naming_its_cause(runner):
-    from agentgspo.policy.base import PolicyConfigurationError
+    from agentgspo.core.sampling import PolicyConfigurationError
 
     async def refuse(request):
         raise PolicyConfigurationError("the server refused the API key: set OPENAI_API_KEY")

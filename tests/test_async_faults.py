@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgspo.rollouts.trajectory import EXCLUDED_STOPS
+from agentgspo.core.trajectory import EXCLUDED_STOPS
 
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
 pytestmark = pytest.mark.slow
@@ -81,7 +81,7 @@ def test_a_server_killed_mid_run_under_max_staleness_the_run_goes_on_with_the_ot
     from test_quickstart import PARITY, SMALL, _run
     from vllm_support import PolicyServer, free_port
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     steps, prompts, group_size = 6, 4, 4
     out = tmp_path / "run"

@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from agentgspo.rollouts.chat import SCRIPTED_CONVERSATION, ChatRenderer, check_template
+from agentgspo.core.chat import SCRIPTED_CONVERSATION, ChatRenderer, check_template
 from agentgspo.cli import main as cli_main
-from agentgspo.policy.tiny import CHAT_TEMPLATE
+from agentgspo.models.tiny import CHAT_TEMPLATE
 
 # Like Qwen3's template: assistant turns before the last user message lose their <think>...</think> block, so a
 # re-render of the conversation is not a prefix-extension of what the model sampled.

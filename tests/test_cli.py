@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.rollouts.trajectory import read_jsonl
+from agentgspo.core.trajectory import read_jsonl
 
 
 def test_check_env_calculator_exits_zero(capsys):

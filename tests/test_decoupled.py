@@ -359,7 +359,7 @@ def test_config_errors_name_the_fix():
 def tiny():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 

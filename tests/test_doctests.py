@@ -19,7 +19,7 @@ MODULES = sorted(
 
 
 def test_the_scan_finds_the_modules_with_examples():
-    assert {"agentgspo.objective.advantages", "agentgspo.rollouts.trajectory", "agentgspo.envs.code"} <= set(MODULES)
+    assert {"agentgspo.objective.advantages", "agentgspo.core.trajectory", "agentgspo.envs.code"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -29,7 +29,7 @@ from agentgspo.learning.sharding import (
     save_full_weights,
     shard_policy,
 )
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 LAUNCH = [
     sys.executable,
@@ -85,7 +85,7 @@ def _rollout(step: int) -> list[Trajectory]:
 def _policy():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 

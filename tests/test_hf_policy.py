@@ -10,7 +10,8 @@ import threading
 import pytest
 import torch
 
-from agentgspo.policy.base import EventLoopConflict, SampleRequest, SamplingParams
+from agentgspo.core.sampling import SampleRequest, SamplingParams
+from agentgspo.policy.base import EventLoopConflict
 from agentgspo.policy.hf import HFPolicy, stop_ids_of
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12)

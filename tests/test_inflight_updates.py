@@ -14,7 +14,7 @@ import httpx
 import pytest
 from servers import serve  # tests/servers.py
 
-from agentgspo.policy.base import SampleRequest, SamplingParams
+from agentgspo.core.sampling import SampleRequest, SamplingParams
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable
 
 

@@ -1,4 +1,4 @@
-"""The house's layers, checked: which part of the code may import which (README, "Architecture").
+"""The house's levels, checked: which part of the code may import which (README, "Architecture").
 
 Folders map to packages as pyproject.toml says (``envs/`` is ``agentgspo.envs``, ...). Every ``import`` counts,
 those inside functions too: an import moved into a function to hide a cycle still points the wrong way.
@@ -10,22 +10,25 @@ import ast
 import tomllib
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+FOLDERS = ("agentgspo", "envs", "sandboxes", "recipes")
 
-#: The core's wings (agentgspo/<wing>/) and the other wings each may import (README's table).
-WINGS: dict[str, set[str]] = {
-    "environments": {"fleet.manifest"},  # a remote env follows a fleet's env servers
-    "rollouts": {"environments", "policy.base", "learning.routing_replay"},
-    "objective": {"rollouts"},
-    "learning": {"objective", "rollouts"},
-    "policy": {"environments", "rollouts", "learning.routing_replay", "learning.moe", "fleet.manifest"},
-    "training": {"environments", "rollouts", "objective", "learning", "policy"},
-    "eval": {"environments", "rollouts", "policy"},
-    "fleet": set(),  # starts parts by their command lines and probes them over HTTP
-}
+#: The levels, lowest first (README, "Architecture"). A module imports only its own folder and folders on lower
+#: levels (the core is the lowest); folders on one level never import each other. ``package`` is the package's own
+#: face (``agentgspo/__init__.py``: the public names, the version, the old-path table); ``commands`` holds the CLI
+#: (``agentgspo/cli.py``), the outermost shell.
+LEVELS: list[tuple[str, ...]] = [
+    ("core",),
+    ("models", "environments", "sandboxes", "fleet", "objective"),
+    ("envs", "policy", "rollouts", "learning"),
+    ("training", "eval"),
+    ("recipes",),
+    ("package",),
+    ("commands",),
+]
+LEVEL_OF = {folder: level for level, folders in enumerate(LEVELS) for folder in folders}
 
 
 def package_of(path: Path) -> str:
@@ -38,37 +41,26 @@ def package_of(path: Path) -> str:
     raise AssertionError(f"{relative} is in no package of pyproject.toml")
 
 
-def imported(path: Path, module: str | None = None) -> list[tuple[int, str]]:
-    """(line, module) of every agentgspo import in ``path`` (the module ``module``, by default its place in the
-    package mapping), relative imports resolved."""
-    module = module or package_of(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            name = ".".join(part for part in (base, node.module or "") if part)
-            found.append((node.lineno, name))
-    return [(line, name) for line, name in found if name == "agentgspo" or name.startswith("agentgspo.")]
-
-
 def sources(folder: str) -> list[Path]:
     return sorted((ROOT / folder).rglob("*.py"))
 
 
-def violations(folder: str, allowed) -> list[str]:
+def folder_of(module: str) -> str:
+    """The folder of LEVELS that holds ``module``."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] == "_moved":
+        return "package"
+    return "commands" if parts[1] == "cli" else parts[1]
+
+
+def level_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of ``graph`` from a folder to another that is not on a lower level."""
     return [
-        f"{path.relative_to(ROOT)}:{line} imports {name}"
-        for path in sources(folder)
-        for line, name in imported(path)
-        if not allowed(path, name)
+        f"{module} imports {target} ({folder_of(module)} -> {folder_of(target)})"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if folder_of(target) != folder_of(module) and LEVEL_OF[folder_of(target)] >= LEVEL_OF[folder_of(module)]
     ]
-
-
-def within(name: str, prefixes) -> bool:
-    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
 
 
 def test_the_package_mapping_resolves_every_folder():
@@ -77,78 +69,46 @@ def test_the_package_mapping_resolves_every_folder():
     assert package_of(ROOT / "agentgspo" / "learning" / "learner.py") == "agentgspo.learning.learner"
 
 
-def test_the_core_imports_nothing_of_ours_but_the_core():
-    # the bottom level: every other part may import it, so it may import none of them
-    assert not violations("agentgspo/core", lambda path, name: within(name, ["agentgspo.core"]))
-
-
-def test_sandboxes_import_nothing_of_ours_above_them_but_the_fleet_manifest():
-    # the remote backend follows a fleet's sandbox servers; the manifest module imports only the core
-    allowed = ["agentgspo.core", "agentgspo.sandboxes", "agentgspo.fleet.manifest"]
-    assert not violations("sandboxes", lambda path, name: within(name, allowed))
-
-
-def test_the_fleet_manifest_imports_nothing_of_ours_but_the_core():
-    # what environments, sandboxes and the policy may import of the fleet: it must stay a leaf above the core
-    manifest = ROOT / "agentgspo" / "fleet" / "manifest.py"
-    assert [name for _, name in imported(manifest) if not within(name, ["agentgspo.core"])] == []
-
-
-def test_envs_import_the_core_and_sandboxes_only():
-    assert not violations(
-        "envs", lambda path, name: not within(name, ["agentgspo.recipes", "agentgspo.commands", "agentgspo.cli"])
+def test_every_folder_is_on_one_level():
+    folders = {folder_of(module) for module in import_graph()}
+    assert folders == set(LEVEL_OF), (
+        f"give each folder a level in LEVELS (and the README's table): {folders ^ set(LEVEL_OF)}"
     )
+    assert sum(len(folders) for folders in LEVELS) == len(LEVEL_OF)  # none on two levels
 
 
-def test_the_core_reaches_envs_only_to_register_them_and_sandboxes_and_recipes_only_from_the_commands():
-    registering = {ROOT / "agentgspo" / "__init__.py", ROOT / "agentgspo" / "environments" / "registry.py"}
-    commands = ROOT / "agentgspo" / "commands"
-
-    def allowed(path: Path, name: str) -> bool:
-        if commands in path.parents or path.name == "cli.py":
-            return True
-        if within(name, ["agentgspo.envs"]):
-            return path in registering
-        return not within(name, ["agentgspo.sandboxes", "agentgspo.recipes", "agentgspo.commands"])
-
-    assert not violations("agentgspo", allowed)
+def test_every_import_points_down_the_levels():
+    assert level_violations(import_graph()) == []
 
 
-def wing_allows(wing: str, name: str) -> bool:
-    """Whether a module of ``wing`` may import ``name`` (README's table)."""
-    parts = name.split(".")
-    if (
-        len(parts) < 2
-        or parts[1] == wing
-        or parts[1] not in set(WINGS) | {"commands", "cli", "envs", "sandboxes", "recipes"}
-    ):
-        return True  # agentgspo itself, its own wing, or a root module (_moved)
-    if parts[1] == "envs":
-        return wing == "environments"  # the registry names the bundled envs (checked above)
-    return within(".".join(parts[1:]), WINGS[wing])
-
-
-@pytest.mark.parametrize("wing", sorted(WINGS))
-def test_each_wing_imports_only_the_wings_its_row_allows(wing):
-    assert not violations(f"agentgspo/{wing}", lambda path, name: wing_allows(wing, name))
-
-
-def test_a_wrong_import_is_caught(tmp_path):
-    """The rule can fail: an objective module importing the learner, inside a function, is reported."""
-    probe = tmp_path / "probe.py"
-    probe.write_text("import torch\n\n\ndef f():\n    from agentgspo.learning.learner import GSPOLearner\n")
-    found = [
-        (line, name)
-        for line, name in imported(probe, "agentgspo.objective.probe")
-        if not wing_allows("objective", name)
+def test_a_wrong_import_is_caught():
+    """The rule can fail: up a level (the objective importing the learner, inside a function), sideways on one level
+    (the policy importing the rollout runner), and from the core to anything."""
+    graph = {
+        "agentgspo.objective.loss": {"agentgspo.learning.learner", "agentgspo.core.trajectory"},
+        "agentgspo.policy.hf": {"agentgspo.rollouts.rollout", "agentgspo.models.moe"},
+        "agentgspo.core.chat": {"agentgspo.environments.env"},
+        "agentgspo.training.train": {"agentgspo.policy.hf", "agentgspo.core.chat"},
+    }
+    assert level_violations(graph) == [
+        "agentgspo.core.chat imports agentgspo.environments.env (core -> environments)",
+        "agentgspo.objective.loss imports agentgspo.learning.learner (objective -> learning)",
+        "agentgspo.policy.hf imports agentgspo.rollouts.rollout (policy -> rollouts)",
     ]
-    assert found == [(5, "agentgspo.learning.learner")]
-    assert wing_allows("learning", "agentgspo.objective.loss") and not wing_allows(
-        "environments", "agentgspo.rollouts.rollout"
-    )
 
 
-FOLDERS = ("agentgspo", "envs", "sandboxes", "recipes")
+def test_the_core_uses_no_torch():
+    """The lowest level stays light: the standard library, gymnasium, pydantic (transformers only inside a function
+    that inspects a tokenizer it was given)."""
+    heavy = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sources("agentgspo/core")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+        if name.split(".")[0] in ("torch", "vllm", "accelerate", "numpy")
+    ]
+    assert heavy == []
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -225,3 +185,17 @@ def test_a_circle_is_found():
     """The check can fail: a three-module circle beside a chain, and a package importing its own submodule."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "p": {"p.x"}, "p.x": set()}
     assert circles(graph) == [["a", "b", "c"]]
+
+
+def test_the_readme_states_the_same_levels():
+    """README's architecture table: each folder on the level LEVELS gives it."""
+    import re
+
+    table = (ROOT / "README.md").read_text().split("<!-- levels:", 1)[1].split("\n\n", 2)[1]
+    stated = {}
+    for row in table.splitlines()[2:]:
+        level, folders = row.split("|")[1:3]
+        for path in re.findall(r"`([^`]+)`", folders):
+            name = {"agentgspo/__init__.py": "package", "agentgspo/cli.py": "commands"}.get(path)
+            stated[name or path.rstrip("/").split("/")[-1]] = int(level)
+    assert stated == LEVEL_OF

@@ -18,7 +18,7 @@ from agentgspo.objective.advantages import group_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig, routing_volatility
 from agentgspo.objective.loss import SEQUENCE, TOKEN, TURN, clips_per, gspo_loss
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.py
 
@@ -27,7 +27,7 @@ from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.
 def tiny():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 
@@ -261,7 +261,7 @@ def test_compiled_loss_region_trains_like_the_eager_one(objective):
     """``compile=True`` (fused fp32 log-probs + objective under torch.compile) makes the same update as eager."""
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     results = []
     for compile_region in (False, True):
@@ -302,7 +302,7 @@ def _ddp_worker(out_dir: str) -> None:
     """Run under ``accelerate launch`` with 2 processes; each scenario writes ``<name>.rank<r>.json`` when done."""
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     accelerator = Accelerator(cpu=True)
     rank = accelerator.process_index

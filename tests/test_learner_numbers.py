@@ -23,7 +23,7 @@ from agentgspo.learning.learner import (
 )
 from agentgspo.objective.loss import kl_k3
 from agentgspo.training.metrics import rollout_metrics_over_ranks
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 from tiny_models import build_tiny  # tests/tiny_models.py
 
@@ -332,10 +332,11 @@ def test_a_hung_env_call_is_left_out_of_the_group_and_a_spent_budget_is_trained(
     import threading
 
     import agentgspo
-    from agentgspo.policy.base import SamplingParams, ScriptedPolicy
+    from agentgspo.core.sampling import SamplingParams
+    from agentgspo.policy.base import ScriptedPolicy
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     release, made = threading.Event(), itertools.count()
 

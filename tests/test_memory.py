@@ -146,7 +146,7 @@ def test_learner_prints_the_estimate_at_start(capsys):
     from transformers import AutoModelForCausalLM
 
     from agentgspo.learning.learner import GSPOLearner
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     model = AutoModelForCausalLM.from_pretrained(tiny_policy_path())
     accelerator = Accelerator(cpu=True)

@@ -1,4 +1,4 @@
-"""Tests for agentgspo.learning.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE
+"""Tests for agentgspo.models.moe: ``experts_implementation="agentgspo"`` equals transformers' experts on MoE
 models."""
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 
 from tiny_models import SHAPE, build_tiny
 
-moe = pytest.importorskip("agentgspo.learning.moe")
+moe = pytest.importorskip("agentgspo.models.moe")
 try:
     moe.register()
 except ImportError as exc:  # transformers < 5 or torch < 2.10: nothing to test

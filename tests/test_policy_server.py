@@ -35,11 +35,12 @@ from vllm_support import (  # noqa: E402
 )
 
 from agentgspo.policy import weight_transfer  # noqa: E402
-from agentgspo.policy.base import EventLoopConflict, SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.core.sampling import SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.policy.base import EventLoopConflict  # noqa: E402
 from agentgspo.policy.server import ServerPolicy, ServerUnavailable, WeightUpdateFailed  # noqa: E402
 from agentgspo.policy.weight_transfer import broadcast  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
-from agentgspo.rollouts.trajectory import ENDINGS  # noqa: E402
+from agentgspo.core.trajectory import ENDINGS  # noqa: E402
 
 PARAMS = SamplingParams(temperature=1.0, max_new_tokens=24)
 

@@ -18,7 +18,7 @@ from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
 from agentgspo.objective.logprobs import DEFAULT_CHUNK_SIZE
 from agentgspo.learning.memory import measure_saved_activation_bytes
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 
 class Float32VocabRows(TorchDispatchMode):
@@ -60,7 +60,7 @@ def long_trajectories(count: int = 12, seed: int = 0) -> list[Trajectory]:
 def _policy():
     from transformers import AutoModelForCausalLM
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
 

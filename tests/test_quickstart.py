@@ -129,7 +129,7 @@ def test_every_flag_has_a_help_text_and_the_time_cap_is_one():
     import argparse
 
     from agentgspo.recipes.quickstart import QuickstartConfig
-    from agentgspo.training.settings import add_settings
+    from agentgspo.core.settings import add_settings
 
     parser = argparse.ArgumentParser()
     add_settings(parser, QuickstartConfig)
@@ -280,7 +280,7 @@ def test_two_processes_keep_identical_parameters(tmp_path):
 
 
 def _tiny_path() -> Path:
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     return tiny_policy_path()
 

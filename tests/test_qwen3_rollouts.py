@@ -12,8 +12,9 @@ import torch
 
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.objective.batching import collate, score
-from agentgspo.rollouts.chat import ChatRenderer
-from agentgspo.policy.base import SampleRequest, SampledTurn, SamplingParams, ScriptedPolicy
+from agentgspo.core.chat import ChatRenderer
+from agentgspo.core.sampling import SampleRequest, SampledTurn, SamplingParams
+from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.environments.registry import registered_ids
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
@@ -122,7 +123,7 @@ def test_check_template_flags_qwen3_only_where_it_drops_reasoning(tmp_path):
     """Qwen3's template drops earlier <think> blocks (a real rewrite: flagged from the turn after a new user message)
     and decorates its last assistant message with an empty <think></think> block (not a rewrite of what was
     sampled: a conversation without reasoning is prefix-preserving)."""
-    from agentgspo.rollouts.chat import SCRIPTED_CONVERSATION, check_template
+    from agentgspo.core.chat import SCRIPTED_CONVERSATION, check_template
 
     tokenizer = load_tokenizer(unpack_tokenizer(tmp_path))
     with_reasoning = check_template(tokenizer)

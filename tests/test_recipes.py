@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.training.settings import load_config
+from agentgspo.core.settings import load_config
 from agentgspo.training.train import TrainConfig
-from agentgspo.rollouts.trajectory import read_jsonl
+from agentgspo.core.trajectory import read_jsonl
 
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
 pytestmark = pytest.mark.slow
@@ -204,7 +204,7 @@ def test_a_recipe_runs_sharded_with_fsdp2_on_two_cpu_ranks_with_split_turns(tmp_
     assert (out / "checkpoints" / "step-00000002" / "fsdp2_sharded").is_dir()
     from safetensors.torch import load_file
 
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     final, initial = load_file(out / "final" / "model.safetensors"), load_file(tiny_policy_path() / "model.safetensors")
     assert set(final) == set(initial) and all(final[k].shape == initial[k].shape for k in final)

@@ -12,10 +12,11 @@ import pytest
 
 from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.envs.calculator import CalculatorEnv, calculator_oracle
-from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SamplingParams, ScriptedPolicy
-from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.core.sampling import PolicyConfigurationError, SampledTurn, SamplingParams
+from agentgspo.policy.base import ScriptedPolicy
+from agentgspo.core.chat import ChatRenderer
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
+from agentgspo.core.trajectory import read_jsonl, write_jsonl
 from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, TurnLimit
 from test_chat import counting_renders  # tests/test_chat.py
 

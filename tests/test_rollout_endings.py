@@ -11,9 +11,10 @@ import time
 import pytest
 
 from agentgspo.environments.env import Action, ChatEnv, EnvInfrastructureError
-from agentgspo.policy.base import SampledTurn, SamplingParams, ScriptedPolicy
+from agentgspo.core.sampling import SampledTurn, SamplingParams
+from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-from agentgspo.rollouts.trajectory import ENDINGS, Trajectory
+from agentgspo.core.trajectory import ENDINGS, Trajectory
 
 
 class Tally(ChatEnv):

@@ -11,9 +11,9 @@ from accelerate import Accelerator
 
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.policy.base import SamplingParams
+from agentgspo.core.sampling import SamplingParams
 from agentgspo.policy.hf import HFPolicy
-from agentgspo.learning.routing_replay import (
+from agentgspo.models.routing_replay import (
     batch_replay,
     decode_routing,
     encode_routing,
@@ -22,7 +22,7 @@ from agentgspo.learning.routing_replay import (
     record_routing,
     replay_routing,
 )
-from agentgspo.rollouts.trajectory import Trajectory, read_jsonl, write_jsonl
+from agentgspo.core.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import MOE_FAMILIES, build_tiny  # tests/tiny_models.py
 

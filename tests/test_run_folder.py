@@ -71,3 +71,24 @@ def test_a_signal_delivered_twice_at_once_is_one_request_another_signal_is_a_sec
         assert signals.signum == signal.SIGTERM
         with pytest.raises(KeyboardInterrupt, match="SIGINT again"):
             os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_run_folder_written_before_the_modules_moved_is_the_same_run(tmp_path, capsys):
+    """tests/fixtures/run_folder_0.2.0: a finished quickstart's config.json and summary.json, written by the tree
+    before agentgspo.core and agentgspo.models (issue 36). The same command today takes it as its own run (no
+    mismatch: the settings name no module path), so it reports it finished instead of refusing it."""
+    import shutil
+    from pathlib import Path
+
+    from agentgspo.recipes.quickstart import main, reached_the_target
+
+    fixture = Path(__file__).parent / "fixtures" / "run_folder_0.2.0"
+    shutil.copytree(fixture, tmp_path / "run")
+    flags = ["--logp-old", "recompute", "--steps", "12", "--max-minutes", "100000", "--seed", "0"]
+    summary = json.loads((fixture / "summary.json").read_text())
+    assert main([*flags, "--out", str(tmp_path / "run")]) == (0 if reached_the_target(summary) else 1)
+    assert "holds a finished run: nothing to do" in capsys.readouterr().out
+
+    assert main([*flags[:-1], "1", "--out", str(tmp_path / "run")]) != 0  # another run's folder is still refused
+    refused = capsys.readouterr()
+    assert "already holds a run with other settings" in refused.out + refused.err and "--seed: 0" in refused.err

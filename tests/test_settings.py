@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from agentgspo.learning.learner import LearnerConfig
-from agentgspo.training.settings import load_config, resume_command, with_defaults
+from agentgspo.core.settings import load_config, resume_command, with_defaults
 from agentgspo.training.train import TrainConfig
 
 RECIPES = ("quickstart", "gspo_math", "gspo_code", "gspo_codeforces", "gspo_search")

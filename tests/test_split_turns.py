@@ -15,14 +15,15 @@ from accelerate import Accelerator
 
 import agentgspo
 from agentgspo.objective.batching import collate, score
-from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.core.chat import ChatRenderer
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.policy.base import SampleRequest, SampledTurn, SamplingParams, ScriptedPolicy
+from agentgspo.core.sampling import SampleRequest, SampledTurn, SamplingParams
+from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.environments.registry import registered_ids
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.objective.split_turns import episode_advantages
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 from qwen3 import build_tiny_qwen3_moe, load_tokenizer
 
 THINK = "<think>\nSeven plus five, carry the one.\n</think>\n\n"

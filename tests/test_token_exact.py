@@ -10,7 +10,7 @@ import torch
 from agentgspo.objective.batching import collate, score
 from agentgspo.environments.env import Action
 from agentgspo.envs.calculator import CalculatorEnv
-from agentgspo.policy.base import SamplingParams
+from agentgspo.core.sampling import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 from token_exact import rerender  # tests/token_exact.py

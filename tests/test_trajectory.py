@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from agentgspo.policy.base import SampledTurn
-from agentgspo.rollouts.trajectory import (
+from agentgspo.core.sampling import SampledTurn
+from agentgspo.core.trajectory import (
     ENDINGS,
     EXCLUDED_STOPS,
     STOP_REASONS,

@@ -12,8 +12,8 @@ from accelerate import Accelerator
 from agentgspo.objective.advantages import group_advantages, turn_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-from agentgspo.policy.base import SamplingParams
-from agentgspo.rollouts.trajectory import Trajectory, read_jsonl, write_jsonl
+from agentgspo.core.sampling import SamplingParams
+from agentgspo.core.trajectory import Trajectory, read_jsonl, write_jsonl
 
 from tiny_models import build_tiny  # tests/tiny_models.py
 

@@ -27,7 +27,8 @@ from vllm_support import (  # noqa: E402
     save_checkpoint,
 )
 
-from agentgspo.policy.base import EventLoopConflict, SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.core.sampling import SampleRequest, SamplingParams  # noqa: E402
+from agentgspo.policy.base import EventLoopConflict  # noqa: E402
 from agentgspo.policy.vllm import VLLMPolicy  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
 

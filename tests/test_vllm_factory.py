@@ -37,10 +37,10 @@ def test_make_backend_builds_the_hf_policy_with_a_renderer(tiny_path):
 
 def test_every_backend_says_what_its_log_probs_are(tiny_path, renderer):
     # The rollout records it per trajectory; the learner decides from it whether the sampler's log-probs are its
-    # old policy's (agentgspo.rollouts.trajectory.sampler_logprobs_mismatch). The engine's: tests/test_vllm_engine.py.
+    # old policy's (agentgspo.core.trajectory.sampler_logprobs_mismatch). The engine's: tests/test_vllm_engine.py.
     from agentgspo.eval.agents import ShippedSolutionAgent
     from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.rollouts.trajectory import LOGPROB_SEMANTICS
+    from agentgspo.core.trajectory import LOGPROB_SEMANTICS
 
     semantics = {
         "hf": make_backend(str(tiny_path)).logprob_semantics,
@@ -103,7 +103,7 @@ def test_a_new_backend_is_one_module_and_one_registration_line(tiny_path, tmp_pa
     import json
 
     from agentgspo.cli import main
-    from agentgspo.rollouts.trajectory import read_jsonl
+    from agentgspo.core.trajectory import read_jsonl
 
     monkeypatch.setitem(BACKENDS, "echo", BACKENDS.get("echo", ""))  # undone after the test
     register_backend("echo", "echo_backend:EchoPolicy")

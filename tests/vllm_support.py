@@ -14,7 +14,7 @@ import httpx
 import torch
 
 from agentgspo.objective.batching import collate, score
-from agentgspo.policy.base import SamplingParams
+from agentgspo.core.sampling import SamplingParams
 
 #: vLLM fp32 (its own kernels, KV cache, batch) vs the learner's fp32 forward: measured <= 1e-6 per token.
 LOGPROB_ATOL = 1e-4

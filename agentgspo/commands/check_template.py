@@ -18,11 +18,11 @@ def run(args: argparse.Namespace) -> int:
 
     from transformers import AutoTokenizer
 
-    from agentgspo.rollouts.chat import check_template
+    from agentgspo.core.chat import check_template
 
     path = args.tokenizer
     if path == "tiny":
-        from agentgspo.policy.tiny import tiny_policy_path
+        from agentgspo.models.tiny import tiny_policy_path
 
         path = tiny_policy_path()
     if not Path(path).is_dir():

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from agentgspo.eval.report import write_report
     from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
     from agentgspo.eval.store import ResultsStore
-    from agentgspo.policy.base import SamplingParams
+    from agentgspo.core.sampling import SamplingParams
     from agentgspo.policy.factory import close_backend
     from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
     from agentgspo.rollouts.rollout import RolloutConfig

@@ -104,7 +104,7 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 def run(args: argparse.Namespace) -> int:
     """Run one action; 0 on success (status: every part serving; run: the command's status), 1 otherwise."""
     from agentgspo.fleet.control import fleet_down, fleet_status, fleet_up
-    from agentgspo.fleet.manifest import manifest_path, read_manifest
+    from agentgspo.core.fleet_manifest import manifest_path, read_manifest
 
     timeout = 1800.0 if args.timeout is None else args.timeout
     if args.action == "submit":

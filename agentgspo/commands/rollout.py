@@ -190,8 +190,8 @@ def build_policy(name: str, env_id: str, env_kwargs: dict, backend: str = "hf", 
     if name == "oracle":
         from transformers import AutoTokenizer
 
-        from agentgspo.rollouts.chat import ChatRenderer
-        from agentgspo.policy.tiny import tiny_policy_path
+        from agentgspo.core.chat import ChatRenderer
+        from agentgspo.models.tiny import tiny_policy_path
 
         env = make(env_id, **env_kwargs)
         oracle = env.unwrapped.oracle
@@ -211,13 +211,13 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from agentgspo.policy.base import SamplingParams
+    from agentgspo.core.sampling import SamplingParams
     from agentgspo.policy.factory import backend_options, close_backend
     from agentgspo.policy.loading import model_folder
     from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
     from agentgspo.environments.registry import make
     from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.rollouts.trajectory import write_jsonl
+    from agentgspo.core.trajectory import write_jsonl
 
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     trained = None if args.policy == "oracle" else read_policy_settings(model_folder(args.policy))

@@ -90,7 +90,7 @@ class EnvInfrastructureError(RuntimeError, AgentGSPOError):
     """An env's infrastructure died, not the env's logic (a remote env server dropped, a sandbox host went away).
 
     Raised from ``reset``/``step``, it ends the episode as ``infra_error``: not trained, re-queueable
-    (:data:`agentgspo.rollouts.trajectory.ENDINGS`), where any other exception is ``env_error``.
+    (:data:`agentgspo.core.trajectory.ENDINGS`), where any other exception is ``env_error``.
     """
 
 

@@ -26,7 +26,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentgspo.policy.base import PolicyConfigurationError, SampledTurn, SampleRequest, is_context_overflow
+from agentgspo.core.sampling import PolicyConfigurationError, SampledTurn, SampleRequest
+from agentgspo.policy.base import is_context_overflow
 from agentgspo.environments.tool_calls import ToolCall, parse_tool_calls
 
 __all__ = ["load_renderer", "ShippedSolutionAgent", "openai_messages", "reply_text", "ChatEndpointAgent"]
@@ -37,11 +38,11 @@ _LANG_NAMES = {"py": "python", "cpp": "cpp"}
 
 
 def load_renderer(tokenizer_path: str = "tiny") -> Any:
-    """A :class:`~agentgspo.rollouts.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny
+    """A :class:`~agentgspo.core.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny
     policy's)."""
     from transformers import AutoTokenizer
 
-    from agentgspo.rollouts.chat import ChatRenderer
+    from agentgspo.core.chat import ChatRenderer
     from agentgspo.policy.loading import model_folder
 
     return ChatRenderer(AutoTokenizer.from_pretrained(model_folder(tokenizer_path)))

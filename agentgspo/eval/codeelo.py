@@ -136,7 +136,7 @@ def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[
     that sample (the others are ``dropped``). A place ahead of (behind) every rated participant has no finite rating
     (the expected place is always above 1 and below n + 1): the search bound stands in and the sample is counted
     as ``clamped``, so a reader knows that contest's rating is a bound."""
-    from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
+    from agentgspo.core.trajectory import UNCOUNTED_STOPS
 
     attempts: dict[tuple[str, int], list[str]] = {
         (r["problem_id"], r["sample"]): r["verdicts"] for r in results if r.get("stop_reason") not in UNCOUNTED_STOPS

@@ -81,7 +81,7 @@ def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str
 
 def _shares(stop_frac: dict[str, float]) -> str:
     """``completed 62.5%, max_turns 25.0%, sampler_error 12.5%``: each ending's share, not-counted ones marked."""
-    from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
+    from agentgspo.core.trajectory import UNCOUNTED_STOPS
 
     return (
         ", ".join(

@@ -3,7 +3,7 @@ line per finished attempt, appended and flushed to disk as each attempt ends).
 
 An interrupted eval resumes: the same command finds the attempts already in ``results.jsonl`` (keyed by problem id
 and sample index) and runs only the others. An attempt whose ending is re-queueable (``requeue`` in
-:data:`agentgspo.rollouts.trajectory.ENDINGS`: a failed sampler or judge, a hung env call, dead infrastructure: no one's
+:data:`agentgspo.core.trajectory.ENDINGS`: a failed sampler or judge, a hung env call, dead infrastructure: no one's
 answer) is not final: a resumed eval plays it again, and its new line replaces the old one (which stays in the
 file). A last line cut short by a kill is dropped (it was not finished); any other unreadable line is an error
 naming it. A second final line for an attempt already read (e.g. two runs that wrote into one folder) is dropped:
@@ -29,7 +29,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from agentgspo.rollouts.trajectory import ENDINGS
+from agentgspo.core.trajectory import ENDINGS
 
 try:
     import fcntl

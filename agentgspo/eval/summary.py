@@ -1,6 +1,6 @@
 """The numbers of an eval from its results: pass@k, breakdowns by rating and tag, verdicts, judge errors, rating.
 
-Which attempts count is the one table of endings (:data:`agentgspo.rollouts.trajectory.ENDINGS`): attempts the harness
+Which attempts count is the one table of endings (:data:`agentgspo.core.trajectory.ENDINGS`): attempts the harness
 could not finish fairly (its ``UNCOUNTED_STOPS``: a judge or env error, a hung env call, a failed sampler, dead
 infrastructure) are excluded from pass@k and the rating fit and counted on their own (``excluded``), never as
 failed solutions. The share of every ending (``stop_frac``) and the judge-error rate are reported beside the pass
@@ -15,7 +15,7 @@ from typing import Any
 
 from agentgspo.eval.passk import pass_at_ks
 from agentgspo.eval.rating import fit_rating, problem_outcomes
-from agentgspo.rollouts.trajectory import UNCOUNTED_STOPS
+from agentgspo.core.trajectory import UNCOUNTED_STOPS
 
 __all__ = ["rating_bucket", "summarize"]
 

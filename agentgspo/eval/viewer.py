@@ -52,7 +52,7 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
                 )
         return items
     from agentgspo.eval.agents import load_renderer
-    from agentgspo.rollouts.trajectory import read_jsonl
+    from agentgspo.core.trajectory import read_jsonl
 
     decode = load_renderer(tokenizer).decode
     items = []

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from agentgspo.fleet.local import group_members, pid_alive
-from agentgspo.fleet.manifest import HEARTBEAT_S, Manifest, manifest_path, read_manifest, run_folder
+from agentgspo.core.fleet_manifest import HEARTBEAT_S, Manifest, manifest_path, read_manifest, run_folder
 from agentgspo.fleet.spec import FleetSpec, load_spec
 
 __all__ = ["prepare", "fleet_up", "fleet_status", "fleet_down", "format_status", "supervisor_alive", "leftovers"]

@@ -34,7 +34,7 @@ from typing import Any
 
 from agentgspo.fleet.control import fleet_down, fleet_up, leftovers
 from agentgspo.fleet.local import group_members
-from agentgspo.fleet.manifest import manifest_path, read_manifest
+from agentgspo.core.fleet_manifest import manifest_path, read_manifest
 from agentgspo.fleet.spec import load_spec
 
 __all__ = [

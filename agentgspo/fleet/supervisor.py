@@ -1,5 +1,5 @@
 """The supervisor: starts every part of a fleet with a launcher, probes each one, restarts the ones that fail (up to
-``max_restarts``) and keeps the manifest current (its schema: ``agentgspo.fleet.manifest``).
+``max_restarts``) and keeps the manifest current (its schema: ``agentgspo.core.fleet_manifest``).
 
     python -m agentgspo.fleet.supervisor FLEET.yaml [--manifest PATH]
 
@@ -42,7 +42,7 @@ from pathlib import Path
 import httpx
 
 from agentgspo.fleet.local import Incarnation, LocalLauncher, PartFailed
-from agentgspo.fleet.manifest import (
+from agentgspo.core.fleet_manifest import (
     HEARTBEAT_S,
     Manifest,
     PartEntry,
@@ -373,7 +373,7 @@ class Supervisor:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m agentgspo.fleet.supervisor FLEET.yaml [--manifest PATH]``."""
-    from agentgspo.fleet.manifest import manifest_path
+    from agentgspo.core.fleet_manifest import manifest_path
 
     parser = argparse.ArgumentParser(prog="python -m agentgspo.fleet.supervisor")
     parser.add_argument("spec")

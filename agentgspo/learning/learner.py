@@ -66,7 +66,7 @@ from agentgspo.objective.loss import (
     gspo_turn_loss,
     kl_k3,
 )
-from agentgspo.learning.routing_replay import (
+from agentgspo.models.routing_replay import (
     REPLAY_SOURCES,
     batch_replay,
     decode_routing,
@@ -78,7 +78,7 @@ from agentgspo.learning.routing_replay import (
 )
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.objective.split_turns import episode_advantages
-from agentgspo.rollouts.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
+from agentgspo.core.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
 
 __all__ = [
     "LearnerConfig",
@@ -106,7 +106,7 @@ DEFAULT_EPS = {"gspo": GSPO_EPS, "gspo_token": GSPO_EPS, "grpo": GRPO_EPS}
 
 def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
     """A documented field: its help text is what ``--help`` shows for it in every recipe
-    (:mod:`agentgspo.training.settings` turns these fields into flags)."""
+    (:mod:`agentgspo.core.settings` turns these fields into flags)."""
     return field(default=default, metadata={"help": help})
 
 
@@ -191,7 +191,7 @@ class LearnerConfig:
         EXCLUDED_STOPS,
         "stop reasons whose episodes carry no signal about the policy (a crashed env, a failed "
         "verifier, a sampler failure): left out of the groups' advantages and of the loss (default: "
-        "those agentgspo.rollouts.trajectory.ENDINGS marks untrained)",
+        "those agentgspo.core.trajectory.ENDINGS marks untrained)",
     )
     split_turns_weight: Literal["episode", "turn"] = _setting(
         "episode",
@@ -525,7 +525,7 @@ def disable_stochastic_layers(model: torch.nn.Module) -> list[str]:
 
 
 def _supported_routers(model: Any) -> list[torch.nn.Module] | None:
-    """The model's top-k routers (:func:`agentgspo.learning.routing_replay.find_routers`), or ``None`` for a model
+    """The model's top-k routers (:func:`agentgspo.models.routing_replay.find_routers`), or ``None`` for a model
     without a supported one."""
     try:
         return find_routers(model)
@@ -560,7 +560,7 @@ def sample_weights(trajectories: Sequence[Trajectory], split_turns_weight: str =
     the K samples of one ``split_turns`` episode 1/K each under ``"episode"`` (every episode weighs 1/N, as in the
     paper), 1 under ``"turn"``.
 
-    >>> from agentgspo.rollouts.trajectory import Trajectory
+    >>> from agentgspo.core.trajectory import Trajectory
     >>> turns = [Trajectory(metadata={"episode_turn": k, "episode_turns": 4}) for k in range(4)]
     >>> sample_weights([Trajectory(), *turns]).tolist()
     [1.0, 0.25, 0.25, 0.25, 0.25]
@@ -825,7 +825,7 @@ class GSPOLearner:
     def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
         """Refuse trajectories sampled at another temperature than the learner scores, and sampler log-probs that
         are not the learner's quantity under ``logp_old="sampler"`` or a ``behaviour_correction`` (the rule:
-        :func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
+        :func:`agentgspo.core.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
         temperature = self.config.temperature
         for t in trajectories:
             where = f"trajectory (group {t.group_id}, sample {t.sample_id})"
@@ -849,7 +849,7 @@ class GSPOLearner:
 
     def _check_behaviour_logprobs(self, trajectory: Trajectory, where: str) -> None:
         """Under a ``behaviour_correction`` the sampler's log-probs are mu: refuse them where they are not the
-        learner's quantity (:func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`)."""
+        learner's quantity (:func:`agentgspo.core.trajectory.sampler_logprobs_mismatch`)."""
         correction = self.config.behaviour_correction
         if correction == "none":
             return
@@ -1371,7 +1371,7 @@ class GSPOLearner:
         there is one), in micro-batch order, so that the logp_old recompute (or the first update's own forward)
         reads their choices before any update and the second update's forward reads them after the first: two
         forwards fewer than probing apart. Where the routers' outputs cannot be read during those forwards (a
-        router :func:`~agentgspo.learning.routing_replay.find_routers` does not know) or would not be the live
+        router :func:`~agentgspo.models.routing_replay.find_routers` does not know) or would not be the live
         routing of the unreplayed model (``routing_replay`` on), the rows are the first ``volatility_rows`` kept
         rows and every reading is a pass of its own. A rank without rows probes a placeholder (lockstep)."""
         if not plan.probe_routing:

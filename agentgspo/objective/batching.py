@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from agentgspo.objective.logprobs import fused_token_logprobs, token_logprobs
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 __all__ = ["Batch", "collate", "length_buckets", "score", "forward", "logprobs_from_logits"]
 

@@ -388,7 +388,7 @@ def decoupled_gspo_loss(
         logprobs, advantages, loss_mask, eps_low, eps_high, num_sequences: as in ``gspo_loss``.
         prox_logprobs: ``[B, T]`` log-probs under pi_prox (constants), in ``gspo_loss``'s ``old_logprobs`` place.
         behaviour_logprobs: ``[B, T]`` log-probs under mu, the sampler's (``Batch.sampler_logprobs``). They must be
-            the learner's quantity (:func:`agentgspo.rollouts.trajectory.sampler_logprobs_mismatch`): log-probs
+            the learner's quantity (:func:`agentgspo.core.trajectory.sampler_logprobs_mismatch`): log-probs
             renormalised over a top-p nucleus make w_i < 1 for every sequence.
         correction: ``"tis"`` or ``"mask"``, how w_i becomes w'_i above.
         tis_cap: ``"tis"``'s C (default 5.0, SkyRL's sequence TIS cap).

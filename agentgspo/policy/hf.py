@@ -17,9 +17,10 @@ from typing import Any
 
 import torch
 
-from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, batch_seeds
+from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.base import LoopOwner, batch_seeds
 from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint, stop_ids_of
-from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.core.chat import ChatRenderer
 
 __all__ = ["counter_uniform", "HFPolicy"]
 
@@ -64,7 +65,7 @@ def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
 class HFPolicy:
     """A transformers causal LM as a :class:`~agentgspo.policy.base.PolicyBackend`.
 
-    Its log-probs are ``"full"`` (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`): the whole vocabulary's
+    Its log-probs are ``"full"`` (:data:`~agentgspo.core.trajectory.LOGPROB_SEMANTICS`): the whole vocabulary's
     log_softmax(logits / T) of each sampled id, whatever ``top_k`` and ``top_p`` cut from the distribution drawn from.
 
     Args:
@@ -77,7 +78,7 @@ class HFPolicy:
         seed: seed of requests that carry none (the global RNG is never used).
         record_routing: MoE policies: record each fed token's top-k experts per layer in the sampled turns
             (``SampledTurn.routed_experts``, stored in the trajectory) for the learner's routing replay (R3,
-            :mod:`agentgspo.learning.routing_replay`).
+            :mod:`agentgspo.models.routing_replay`).
     """
 
     def __init__(
@@ -95,7 +96,7 @@ class HFPolicy:
         self.logprob_semantics = "full"
         self.record_routing = record_routing
         if record_routing:
-            from agentgspo.learning.routing_replay import find_routers
+            from agentgspo.models.routing_replay import find_routers
 
             find_routers(model)  # a clear error for a model without a supported MoE router
         self.end_of_turn_id = end_of_turn_id
@@ -147,7 +148,7 @@ class HFPolicy:
         ``dtype`` (``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype), ``device`` and
         ``attn_implementation`` are the loading settings; ``experts_implementation`` picks how an MoE model computes
         its experts (transformers' names, or ``"agentgspo"``: grouped GEMMs with an atomics-free, deterministic
-        backward, see ``agentgspo/learning/moe.py``); None keeps transformers' default.
+        backward, see ``agentgspo/models/moe.py``); None keeps transformers' default.
         """
         path = resolve_checkpoint(path)  # "tiny", a model folder or a cached hub id; else an error naming the forms
         tokenizer = load_tokenizer(path)
@@ -180,7 +181,7 @@ class HFPolicy:
             filled = [s if s is not None else hash((self.seed, self.calls, row)) for row, s in enumerate(seeds)]
             if not self.record_routing:
                 return self._generate(prompts, params, filled, version)
-            from agentgspo.learning.routing_replay import record_routing, sampled_routing
+            from agentgspo.models.routing_replay import record_routing, sampled_routing
 
             fed: list[list[int]] = []  # rows fed at each decode step
             with record_routing(self.model) as calls:

@@ -22,10 +22,10 @@ from typing import Any
 
 import torch
 
-from agentgspo.learning.moe import register as register_experts_implementation
-from agentgspo.policy.quiet import no_transformers_progress_bars
-from agentgspo.policy.tiny import tiny_policy_path
-from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.models.moe import register as register_experts_implementation
+from agentgspo.models.quiet import no_transformers_progress_bars
+from agentgspo.models.tiny import tiny_policy_path
+from agentgspo.core.chat import ChatRenderer
 
 __all__ = [
     "is_hub_id",
@@ -149,7 +149,7 @@ def load_model(
 
     ``attn_implementation``: one of :data:`ATTENTION_IMPLEMENTATIONS` (None: transformers' default).
     ``experts_implementation``: how an MoE computes its experts (transformers' names, or ``"agentgspo"``:
-    grouped GEMMs with a deterministic backward, :mod:`agentgspo.learning.moe`); None keeps transformers' default.
+    grouped GEMMs with a deterministic backward, :mod:`agentgspo.models.moe`); None keeps transformers' default.
     """
     from transformers import AutoModelForCausalLM
 

@@ -42,7 +42,7 @@ may be one version too wide for a reply the server produced just before its paus
 a turn sent during the pause (both sampled by one version). ``version_boundaries`` stays None.
 
 A fleet (``agentgspo fleet up``): ``urls`` may be ``["fleet:MANIFEST"]``, the manifest its supervisor keeps current
-(:mod:`agentgspo.fleet.manifest`). The servers are then its sampler replicas, read again whenever the manifest
+(:mod:`agentgspo.core.fleet_manifest`). The servers are then its sampler replicas, read again whenever the manifest
 changes (checked at most once a second, and before every weight update): a replica taken out (``unhealthy``,
 ``failed``) gets no new turn, its turns in flight fail over as above; one that comes back (a new incarnation:
 ``restarts`` moved) or holds older weights (``needs_weights``) gets no turn until the next update has sent it the
@@ -91,7 +91,8 @@ from typing import Any
 import httpx
 
 from agentgspo.core.errors import AgentGSPOError
-from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, is_context_overflow
+from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.base import LoopOwner, is_context_overflow
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
@@ -172,7 +173,7 @@ class ServerPolicy:
         max_attempts: most sends of one turn (over all servers) before :class:`ServerUnavailable`.
         backoff_s: first backoff of a failed server; doubles per consecutive failure up to ``max_backoff_s``.
         seed: seed of requests that carry none.
-        logprob_semantics: what the servers' log-probs are (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`):
+        logprob_semantics: what the servers' log-probs are (:data:`~agentgspo.core.trajectory.LOGPROB_SEMANTICS`):
             ``"truncated"`` for ``agentgspo serve-policy`` servers (``processed_logprobs``); ``"raw"`` for a vLLM
             server started with its default ``--logprobs-mode raw_logprobs``.
         weight_transfer: how updates reach the servers (:data:`~agentgspo.policy.weight_sync.WEIGHT_TRANSFERS`):
@@ -201,7 +202,7 @@ class ServerPolicy:
         transfer_timeout_s: float = 120.0,
         run_id: str | None = None,
     ):
-        from agentgspo.rollouts.trajectory import LOGPROB_SEMANTICS
+        from agentgspo.core.trajectory import LOGPROB_SEMANTICS
 
         if not urls:
             raise ValueError("urls: expected at least one server URL, e.g. http://127.0.0.1:8000")
@@ -318,7 +319,7 @@ class ServerPolicy:
         hold this client's weight version (:meth:`holds_current`). Returns whether the list changed."""
         if self.fleet_manifest is None:
             return False
-        from agentgspo.fleet.manifest import read_manifest
+        from agentgspo.core.fleet_manifest import read_manifest
 
         with self._fleet_lock:
             now = time.monotonic()
@@ -581,7 +582,7 @@ class ServerPolicy:
         for server in updated:
             server.admitted = True
         if self.fleet_manifest is not None:
-            from agentgspo.fleet.manifest import acknowledge_weights
+            from agentgspo.core.fleet_manifest import acknowledge_weights
 
             acknowledge_weights(self.fleet_manifest, version, {s.part: s.incarnation for s in updated}, run=self.run_id)
 

@@ -55,7 +55,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from agentgspo.policy.base import LoopOwner, SampledTurn, SampleRequest, SamplingParams, batch_seeds
+from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.policy.base import LoopOwner, batch_seeds
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
 
@@ -167,7 +168,7 @@ class VLLMPolicy:
 
     Build it under ``if __name__ == "__main__":`` in scripts: vLLM starts worker processes.
 
-    Its log-probs are ``"truncated"`` (:data:`~agentgspo.rollouts.trajectory.LOGPROB_SEMANTICS`, see the module
+    Its log-probs are ``"truncated"`` (:data:`~agentgspo.core.trajectory.LOGPROB_SEMANTICS`, see the module
     docstring).
     """
 

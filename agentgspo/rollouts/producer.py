@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentgspo.rollouts.rollout import RolloutRunner
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 __all__ = ["Group", "RolloutProducer"]
 

@@ -2,7 +2,7 @@
 
 Each episode is an asyncio task. Environment calls (``make``, ``reset``, ``step``, ``on_truncation``, ``close``)
 block, so they run on a pool of daemon worker threads and the event loop keeps sampling for the other episodes.
-Per episode (each ending's meaning downstream is its row in :data:`agentgspo.rollouts.trajectory.ENDINGS`):
+Per episode (each ending's meaning downstream is its row in :data:`agentgspo.core.trajectory.ENDINGS`):
 
 - one env call running past ``env_call_timeout_s`` (the machine's fault) ends the episode with
   ``stop_reason="env_timeout"`` (not trained) and its worker thread is replaced (Python cannot kill a thread; a
@@ -57,13 +57,13 @@ from typing import Any
 import gymnasium as gym
 
 from agentgspo.core.errors import AgentGSPOError
-from agentgspo.rollouts.chat import ChatRenderer
-from agentgspo.policy.base import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
-from agentgspo.learning.routing_replay import merge_routing
+from agentgspo.core.chat import ChatRenderer
+from agentgspo.core.sampling import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
+from agentgspo.models.routing_replay import merge_routing
 from agentgspo.environments.env import EnvInfrastructureError, truncation_reward
 from agentgspo.environments.registry import episode_capacity
 from agentgspo.environments.wrappers import TimeBudget, TurnLimit
-from agentgspo.rollouts.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
+from agentgspo.core.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
 
 __all__ = ["DaemonThreadPool", "EnvCallTimeout", "SamplerFailed", "RolloutConfig", "RolloutRunner", "summarize"]
 
@@ -270,7 +270,7 @@ class RolloutConfig:
             no limit, except for an env id that is an ``agentgspo env-server`` URL, whose server's session limit
             (``--max-concurrent-envs``) is the default.
         requeue_limit: how many times an episode whose ending is re-queueable (``requeue`` in
-            :data:`~agentgspo.rollouts.trajectory.ENDINGS`: a dead replica, sandbox or env server, a hung call) is
+            :data:`~agentgspo.core.trajectory.ENDINGS`: a dead replica, sandbox or env server, a hung call) is
             played again, same task and seeds, before its failure stands (not trained either way);
             ``metadata["requeued"]`` lists the endings it replaced. 0: never.
         sampling: temperature, top-p, top-k and the most ids per turn.
@@ -711,7 +711,7 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
 
     Per episode: the samples of a ``split_turns`` episode count once (its last sample; its tokens are those of all
     its samples). ``reward_mean``, ``reward_std`` and ``success`` are over the trained episodes only (stop reasons in
-    :data:`~agentgspo.rollouts.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many;
+    :data:`~agentgspo.core.trajectory.TRAINED_STOPS`: what the learner sees), ``trained_episodes`` says how many;
     with none trained they are 0.0 and ``trained_episodes`` is 0 (read them with it). Beside them, ``excluded_frac`` is
     the share of episodes not trained and ``stop_frac`` the share of each stop reason (``stop_reasons`` the counts).
     """

@@ -1,5 +1,4 @@
 """Training runs: the loop (``train``), its run folder, checkpoints and exact resume, metrics and the supervised
-warm start. The top of the core: it may import every other wing; nothing in the core imports it but the
-commands."""
+warm start. Level 3: it may import every folder below it; only the recipes and the commands import it."""
 
 __all__: list[str] = []  # the wing's modules hold its API (each defines its own __all__)

@@ -179,7 +179,7 @@ def plot_training(
 def rollout_metrics_over_ranks(accelerator: Any, batch: dict[str, Any]) -> dict[str, float]:
     """The batch's ``reward_mean`` and ``success`` over the episodes the learner trains on, on all ranks (every
     rank gets the same numbers, so every rank takes the same stopping decision), with ``excluded_frac`` (the
-    share of episodes left out of training, :data:`agentgspo.rollouts.trajectory.ENDINGS`) and ``trained_episodes``.
+    share of episodes left out of training, :data:`agentgspo.core.trajectory.ENDINGS`) and ``trained_episodes``.
 
     ``batch`` is this rank's :func:`agentgspo.rollouts.rollout.summarize`. Ranks are weighted by their trained episodes
     (a plain mean of per-rank means would weigh a rank with few trained episodes as much as a full one); with no

@@ -15,10 +15,10 @@ import torch
 from transformers import get_scheduler
 
 from agentgspo.objective.batching import collate, score
-from agentgspo.rollouts.chat import ChatRenderer
+from agentgspo.core.chat import ChatRenderer
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-from agentgspo.rollouts.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory
 
 __all__ = ["play_demonstrations", "sft_loss", "WarmStartProgress", "warm_start"]
 

@@ -20,7 +20,7 @@ A run, in order:
    ``DIR/summary.json``.
 
 Settings: :class:`TrainConfig` (the learner's inherited from :class:`~agentgspo.learning.learner.LearnerConfig`),
-read by :mod:`agentgspo.training.settings`: the recipe's defaults, then ``--smoke``, then ``--config FILE.yaml``,
+read by :mod:`agentgspo.core.settings`: the recipe's defaults, then ``--smoke``, then ``--config FILE.yaml``,
 then flags.
 
 Sharding: ``sharding="fsdp2"`` shards the policy with FSDP2 (:func:`agentgspo.learning.sharding.prepare_policy`;
@@ -62,17 +62,17 @@ from agentgspo.learning.sharding import (
     load_sampler_weights,
     prepare_policy,
 )
-from agentgspo.policy.base import SamplingParams
+from agentgspo.core.sampling import SamplingParams
 from agentgspo.policy.factory import BACKENDS, backend_class, close_backend, make_backend, run_options
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import resolve_checkpoint
 from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
-from agentgspo.policy.quiet import no_transformers_progress_bars
+from agentgspo.models.quiet import no_transformers_progress_bars
 from agentgspo.policy.server import WeightUpdateFailed
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights, sync_weights
 from agentgspo.rollouts.producer import RolloutProducer, to_ranges
 from agentgspo.rollouts.rollout import HISTORY_MODES, RolloutConfig, RolloutRunner, summarize
-from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
+from agentgspo.core.trajectory import read_jsonl, write_jsonl
 from agentgspo.training.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
@@ -89,7 +89,7 @@ from agentgspo.training.metrics import (
     rollout_metrics_over_ranks,
 )
 from agentgspo.training.run_folder import RunInterrupted, StopSignals, check_run_folder
-from agentgspo.training.settings import flags_of, load_config, resumable_settings, resume_command, setting
+from agentgspo.core.settings import flags_of, load_config, resumable_settings, resume_command, setting
 from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
 __all__ = ["TrainConfig", "SMOKE", "run_recipe", "run_config", "exit_process", "bare_env_id", "episode_limits", "train"]
@@ -424,7 +424,7 @@ def run_recipe(
     description: str = "",
     succeeded: Callable[[dict[str, Any]], bool] | None = None,
 ) -> int:
-    """A recipe's command line: its settings from ``argv`` (:func:`agentgspo.training.settings.load_config`), then
+    """A recipe's command line: its settings from ``argv`` (:func:`agentgspo.core.settings.load_config`), then
     :func:`run_config`; bad settings give one line and exit status 2."""
     try:
         config = load_config(config_class, argv, smoke=smoke, description=description)
@@ -484,8 +484,6 @@ def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.t
     """Run GSPO as ``config`` says (see the module docstring); returns the summary written to DIR/summary.json
     (the same on every rank). Raises :class:`~agentgspo.training.run_folder.RunInterrupted` after a checkpoint on
     SIGINT/SIGTERM and ``RunFolderMismatch`` for a folder holding a run with other settings."""
-    import agentgspo  # noqa: F401 -- registers the env ids
-
     started = time.perf_counter()
     out = Path(config.out)
     world = int(os.environ.get("WORLD_SIZE", "1"))  # set by `accelerate launch` (and torchrun) on every rank

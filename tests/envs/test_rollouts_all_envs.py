@@ -11,10 +11,11 @@ import pytest
 import agentgspo  # noqa: F401 -- registers the env ids
 from agentgspo.cli import main
 from agentgspo.environments.env_checker import play
-from agentgspo.policy.base import SamplingParams, ScriptedPolicy
+from agentgspo.core.sampling import SamplingParams
+from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.environments.registry import registered_ids
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-from agentgspo.rollouts.trajectory import read_jsonl
+from agentgspo.core.trajectory import read_jsonl
 
 
 @pytest.mark.parametrize("env_id", registered_ids())

@@ -29,8 +29,8 @@ class TinyChatModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from agentgspo.rollouts.chat import ChatRenderer
-        from agentgspo.policy.tiny import tiny_policy_path
+        from agentgspo.core.chat import ChatRenderer
+        from agentgspo.models.tiny import tiny_policy_path
 
         path = tiny_policy_path()
         self.tokenizer = AutoTokenizer.from_pretrained(path)

@@ -10,7 +10,7 @@ import pytest
 
 from agentgspo.cli import main
 from agentgspo.eval.agents import openai_messages, reply_text
-from agentgspo.policy.base import PolicyConfigurationError
+from agentgspo.core.sampling import PolicyConfigurationError
 from chat_server import TinyChatModel, chat_app  # tests/eval/chat_server.py
 from servers import serve
 
@@ -265,7 +265,7 @@ def _one_turn(url: str, model: str = "solver", api_key: str | None = None):
     import asyncio
 
     from agentgspo.eval.agents import ChatEndpointAgent, load_renderer
-    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.core.sampling import SampleRequest, SamplingParams
 
     agent = ChatEndpointAgent(url, model, load_renderer("tiny"), api_key=api_key, retries=2)
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "digit sum " * 50}]
@@ -310,7 +310,7 @@ def test_top_k_goes_out_only_when_on_and_the_log_probs_are_none():
     import asyncio
 
     from agentgspo.eval.agents import ChatEndpointAgent, load_renderer
-    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.core.sampling import SampleRequest, SamplingParams
 
     app = chat_app({"digit": DIGIT_SUM})
     messages = [{"role": "user", "content": "digit sum"}]

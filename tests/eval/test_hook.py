@@ -47,7 +47,7 @@ class _Mixed:
 
 @pytest.mark.slow
 def test_the_hook_runs_a_real_policy_backend(tmp_path):
-    from agentgspo.policy.base import SamplingParams
+    from agentgspo.core.sampling import SamplingParams
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.rollouts.rollout import RolloutConfig
 

@@ -92,7 +92,7 @@ def test_the_report_opens_without_errors_and_shows_the_masks(tmp_path, capsys):
 
 
 def test_the_viewer_shows_a_rollout_trajectories_file_with_its_masks(tmp_path, capsys):
-    from agentgspo.rollouts.trajectory import read_jsonl, write_jsonl
+    from agentgspo.core.trajectory import read_jsonl, write_jsonl
 
     # A trajectories.jsonl as rollout writes it (records only, ids to decode with the tokenizer), with one sampled
     # turn excluded from the loss as an env's mask policy would.

@@ -20,7 +20,7 @@ import httpx
 
 from agentgspo.fleet.control import format_status, leftovers
 from agentgspo.fleet.local import free_ports, group_members, pid_alive
-from agentgspo.fleet.manifest import Manifest, manifest_path, read_manifest
+from agentgspo.core.fleet_manifest import Manifest, manifest_path, read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The openenv venv's Python (tests/interop/openenv_support.py): env servers run there, or are left out.

@@ -20,7 +20,7 @@ from interop.test_openenv import RECORDED
 from agentgspo.cli import main
 from agentgspo.environments.interop.openenv_client import FleetEnvUnavailable, fleet_env_servers
 from agentgspo.environments.registry import episode_capacity, make
-from agentgspo.fleet.manifest import (
+from agentgspo.core.fleet_manifest import (
     Manifest,
     PartEntry,
     SupervisorEntry,
@@ -29,7 +29,7 @@ from agentgspo.fleet.manifest import (
 )
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-from agentgspo.rollouts.trajectory import read_jsonl
+from agentgspo.core.trajectory import read_jsonl
 
 if not OPENENV_PYTHON.exists():
     pytest.skip(f"no openenv venv at {OPENENV_PYTHON}: make it with {MAKE_VENV}", allow_module_level=True)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agentgspo.fleet.manifest import (
+from agentgspo.core.fleet_manifest import (
     Manifest,
     PartEntry,
     SupervisorEntry,

@@ -19,7 +19,7 @@ from fleet.fleet_support import ROOT, fleet, nothing_left
 
 from agentgspo.fleet.job import job_entrypoint
 from agentgspo.fleet.local import free_port, pid_alive
-from agentgspo.fleet.manifest import manifest_path, read_manifest
+from agentgspo.core.fleet_manifest import manifest_path, read_manifest
 
 pytest.importorskip("uvicorn", reason="sandbox servers need the server extra")
 needs_ray = pytest.mark.skipif(
@@ -41,7 +41,7 @@ import base64, json, os, sys
 
 import httpx
 
-from agentgspo.fleet.manifest import read_manifest
+from agentgspo.core.fleet_manifest import read_manifest
 
 manifest = read_manifest(sys.argv[1])
 (part,) = manifest.serving("sandbox")

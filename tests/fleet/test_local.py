@@ -21,7 +21,7 @@ from fleet.fleet_support import (
 )
 
 from agentgspo.fleet.local import LocalLauncher, free_ports, group_members
-from agentgspo.fleet.manifest import read_manifest
+from agentgspo.core.fleet_manifest import read_manifest
 from agentgspo.fleet.spec import load_spec
 
 pytest.importorskip("uvicorn", reason="sandbox servers need the server extra")

@@ -29,7 +29,7 @@ from fleet.fleet_support import (
 )
 
 from agentgspo.fleet.local import group_members, pid_alive
-from agentgspo.fleet.manifest import manifest_path, read_manifest
+from agentgspo.core.fleet_manifest import manifest_path, read_manifest
 from agentgspo.fleet.probes import probe_sampler
 
 for needed in ("ray", "vllm"):
@@ -132,9 +132,9 @@ def test_killed_parts_are_restarted_by_ray_and_a_replica_samples_only_once_the_l
     from transformers import AutoModelForCausalLM
     from vllm_support import LOGPROB_ATOL, learner_logprobs, perturbed
 
-    from agentgspo.policy.base import SampleRequest, SamplingParams
+    from agentgspo.core.sampling import SampleRequest, SamplingParams
     from agentgspo.policy.server import ServerPolicy
-    from agentgspo.policy.tiny import tiny_policy_path
+    from agentgspo.models.tiny import tiny_policy_path
 
     _, path, _ = ray_fleet
     model = AutoModelForCausalLM.from_pretrained(tiny_policy_path(), dtype=torch.float32).eval()

@@ -14,7 +14,7 @@ import pytest
 from fleet.fleet_support import fleet, fleet_running
 
 from agentgspo.fleet.local import descendants
-from agentgspo.fleet.manifest import Manifest, SupervisorEntry, manifest_path, read_manifest, write_json_atomic
+from agentgspo.core.fleet_manifest import Manifest, SupervisorEntry, manifest_path, read_manifest, write_json_atomic
 from agentgspo.sandboxes import Limits, SandboxUnavailable, Verdict, judge
 from agentgspo.sandboxes.remote import RemoteSandbox
 

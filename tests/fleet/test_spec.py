@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agentgspo.cli import main
-from agentgspo.fleet.manifest import (
+from agentgspo.core.fleet_manifest import (
     Manifest,
     SupervisorEntry,
     acknowledge_weights,

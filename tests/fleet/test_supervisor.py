@@ -16,7 +16,7 @@ import pytest
 from fleet.fleet_support import fleet, kill_and_watch, nothing_left, wait_for
 
 from agentgspo.fleet.local import group_members
-from agentgspo.fleet.manifest import manifest_path, read_manifest
+from agentgspo.core.fleet_manifest import manifest_path, read_manifest
 
 pytest.importorskip("uvicorn", reason="sandbox servers need the server extra")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

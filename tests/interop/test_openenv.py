@@ -25,7 +25,7 @@ from agentgspo.environments.interop.openenv_client import RemoteEnvError
 from agentgspo.environments.registry import env_budget, make
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-from agentgspo.rollouts.trajectory import read_jsonl
+from agentgspo.core.trajectory import read_jsonl
 from interop.openenv_support import env_server, openenv_python, served
 from token_exact import assert_token_exact
 

@@ -15,7 +15,7 @@ import agentgspo
 from agentgspo.environments.env import Action, ChatEnv
 from agentgspo.environments.interop.trl_env import trl_environment, trl_reward, trl_reward_function
 from agentgspo.environments.tools import Tool
-from agentgspo.rollouts.trajectory import ENDINGS
+from agentgspo.core.trajectory import ENDINGS
 
 pytest.importorskip("trl", reason="the trl extra is not installed: pip install 'agentgspo[trl]'")
 
@@ -375,8 +375,8 @@ def _grpo_step_on_calculator(tmp_path):
     from trl import GRPOConfig, GRPOTrainer
 
     from agentgspo.envs.calculator import CalculatorEnv
-    from agentgspo.policy.tiny import build_tiny_policy
-    from agentgspo.rollouts.chat import ChatRenderer
+    from agentgspo.models.tiny import build_tiny_policy
+    from agentgspo.core.chat import ChatRenderer
     from agentgspo.training.sft import play_demonstrations, warm_start
 
     path = build_tiny_policy(tmp_path / "policy", hidden_size=64, num_layers=1)

@@ -22,9 +22,10 @@ from agentgspo.cli import main  # noqa: E402
 from agentgspo.environments.env_checker import play  # noqa: E402
 from agentgspo.environments.interop import verifiers_host  # noqa: E402
 from agentgspo.environments.registry import make  # noqa: E402
-from agentgspo.policy.base import SamplingParams, ScriptedPolicy  # noqa: E402
+from agentgspo.core.sampling import SamplingParams
+from agentgspo.policy.base import ScriptedPolicy  # noqa: E402
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner  # noqa: E402
-from agentgspo.rollouts.trajectory import read_jsonl  # noqa: E402
+from agentgspo.core.trajectory import read_jsonl  # noqa: E402
 from .verifiers_support import FIXTURES  # noqa: E402
 
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).

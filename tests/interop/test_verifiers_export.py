@@ -22,7 +22,7 @@ import agentgspo  # noqa: E402
 from agentgspo.environments.env import ChatEnv  # noqa: E402
 from agentgspo.environments.interop.verifiers_export import AgentgspoData, play_episode  # noqa: E402
 from agentgspo.environments.registry import make  # noqa: E402
-from agentgspo.rollouts.trajectory import ENDINGS  # noqa: E402
+from agentgspo.core.trajectory import ENDINGS  # noqa: E402
 
 from .verifiers_support import OracleServer  # noqa: E402
 

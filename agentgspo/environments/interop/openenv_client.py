@@ -53,7 +53,7 @@ from agentgspo.core.errors import AgentGSPOError
 from agentgspo.environments.env import AssistantTurnSpace, EnvInfrastructureError, MessagesSpace, as_action
 from agentgspo.environments.interop import FLEET_PREFIX, REMOTE_SCHEMES
 from agentgspo.environments.registry import EnvBudget, EnvIdResolver
-from agentgspo.fleet.manifest import HEARTBEAT_S, FleetFollower, FleetUnavailable, Manifest
+from agentgspo.core.fleet_manifest import HEARTBEAT_S, FleetFollower, FleetUnavailable, Manifest
 
 __all__ = [
     "OpenEnvEnv",

@@ -43,7 +43,7 @@ from agentgspo.environments.tools import Tool
 __all__ = ["SCORED_STOPS", "TRLEnvironment", "TRLEpisode", "trl_environment", "trl_reward", "trl_reward_function"]
 
 #: The endings an export of ours may score (here, and the verifiers export's ``play_episode``): the rows of
-#: ``agentgspo.rollouts.trajectory.ENDINGS`` marked trained and counted, the endings the policy earned. Any other
+#: ``agentgspo.core.trajectory.ENDINGS`` marked trained and counted, the endings the policy earned. Any other
 #: stop reason (the table's untrained or uncounted rows, ``judge_error`` among them, or one it lacks, which our
 #: runner records as ``env_error``) is not the model's doing and is never scored as if it were. A copy, because the
 #: environments wing may not import the rollouts wing (README, "Architecture"; ``tests/test_layers.py``): the

@@ -179,7 +179,7 @@ def _not_scored(data: Any, stop_reason: str, turns: int, info: dict[str, Any]) -
     return (
         f"{data.env_id} (seed {data.seed}) ended its episode after {turns} model turn(s) with stop_reason "
         f"{stop_reason!r}, an ending agentgspo neither trains nor counts (not the model's doing: the ENDINGS table of "
-        "agentgspo.rollouts.trajectory), so the agentgspo harness fails this rollout rather than score it. verifiers "
+        "agentgspo.core.trajectory), so the agentgspo harness fails this rollout rather than score it. verifiers "
         "records the failure on the trace; its retries (--env.agent.retries.max-retries N) play it again. If it "
         f"keeps failing, fix what the env reports (for judge_error: its judge or sandbox). The env's info: "
         f"{str(details)[:1000]}"

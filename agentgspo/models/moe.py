@@ -17,7 +17,7 @@ gathered per row as in transformers, so their small gradient remains a scatter-a
 
 Any model whose experts module is decorated with transformers' ``@use_experts_implementation`` (Qwen3-MoE,
 Mixtral, OLMoE, Qwen2-MoE, ... in transformers 5) can use it: ``from_pretrained(..., experts_implementation=
-"agentgspo")`` or ``model.set_experts_implementation("agentgspo")`` after ``agentgspo.learning.moe.register()``.
+"agentgspo")`` or ``model.set_experts_implementation("agentgspo")`` after ``agentgspo.models.moe.register()``.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ class ChatRenderer:
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError(
                 f"tokenizer {getattr(tokenizer, 'name_or_path', tokenizer)!r} has no chat_template; set "
-                "tokenizer.chat_template to a Jinja template (see agentgspo.policy.tiny.CHAT_TEMPLATE for an example)"
+                "tokenizer.chat_template to a Jinja template (see agentgspo.models.tiny.CHAT_TEMPLATE for an example)"
             )
         self.tokenizer = tokenizer
         vocab = tokenizer.get_vocab()

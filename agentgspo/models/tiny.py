@@ -176,7 +176,7 @@ def build_tiny_policy(
     model.generation_config.eos_token_id = config.eos_token_id
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from agentgspo.policy.quiet import no_transformers_progress_bars
+    from agentgspo.models.quiet import no_transformers_progress_bars
 
     with no_transformers_progress_bars():
         model.save_pretrained(out)

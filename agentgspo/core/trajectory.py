@@ -307,7 +307,7 @@ class TrajectoryRecord(pydantic.BaseModel):
     #: The reward of the ``step`` that consumed each turn (0.0 for a turn no step consumed); records written before
     #: per-turn rewards existed read as [] (per-turn credit then refuses them).
     turn_rewards: list[float] = []
-    #: ``agentgspo.learning.routing_replay.encode_routing`` of the sampler's expert choices ([T, L, k]); None when not
+    #: ``agentgspo.models.routing_replay.encode_routing`` of the sampler's expert choices ([T, L, k]); None when not
     #: recorded.
     routed_experts: dict[str, Any] | None = None
     #: See :attr:`Trajectory.sampling`; ``None`` in records written before it existed.
