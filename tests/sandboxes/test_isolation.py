@@ -186,7 +186,7 @@ if input() == "bomb":
 print("ok")
 """
     # A sibling's Python starts beside a spinning bomb: FAST's wall (1.5 s, 2.5 s with the starved extension) was
-    # too short for that on a loaded machine (CI: TLE for an "ok" test while other tests ran beside the suite's).
+    # too short for that on a loaded machine (TLE for an "ok" test in a suite run with a training run beside it).
     roomy = dataclasses.replace(FAST, wall_limit_s=4.0)
     start = time.time()
     result = judge(
