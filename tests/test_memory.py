@@ -119,8 +119,9 @@ def _cli(capsys, *args) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus(capsys):
-    """The README's numbers: Qwen3-30B-A3B on 8 x 80 GB under FSDP2 fits with activation checkpointing at 8192
-    tokens per micro-batch and does not without it (exit status 1 when it does not fit)."""
+    """The sharded-training page's numbers (docs/tutorials/sharded.md): Qwen3-30B-A3B on 8 x 80 GB under FSDP2 fits
+    with activation checkpointing at 8192 tokens per micro-batch and does not without it (exit status 1 when it does
+    not fit)."""
     base = ["--model-config", "qwen3-30b-a3b", "--gpus", "8", "--gpu-memory-gb", "80", "--sharding", "fsdp2"]
     fits = _cli(capsys, *base, "--activation-checkpointing", "--json")
     assert fits.returncode == 0, fits.stderr
@@ -129,8 +130,8 @@ def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus(capsys):
     assert result["optimizer_gib"] == pytest.approx(8 * result["parameters"] / 8 / GIB, abs=0.01)
     plain = _cli(capsys, *base)
     assert plain.returncode == 1 and "does NOT fit in 80 GiB" in plain.stdout
-    # The README shows the tool's own output, and quotes the run without checkpointing.
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    # The page shows the tool's own output, and quotes the run without checkpointing.
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "tutorials" / "sharded.md").read_text()
     assert _cli(capsys, *base, "--activation-checkpointing").stdout.strip() in readme
     activations = next(line for line in plain.stdout.splitlines() if "activations" in line).split()[-2]
     total = next(line for line in plain.stdout.splitlines() if "total" in line).split()[1]

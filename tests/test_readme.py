@@ -1,4 +1,5 @@
-"""The README stays true: its example is the tested file, its test command is CI's, its tree lists every file."""
+"""The README stays true: its example is the tested file, its test command is CI's, its folder tree lists every
+folder, and the docs' file list every file."""
 
 from __future__ import annotations
 
@@ -22,17 +23,38 @@ def test_ci_runs_the_readme_test_command():
     assert ci_lines and ci_lines[-1].strip() in README
 
 
-def test_file_tree_lists_every_tracked_file():
+def _tracked_files() -> list[str] | None:
     try:
         files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        return  # not a git checkout (e.g. an sdist): nothing to compare
-    tree = README.split("## Files", 1)[1].split("## Reading order", 1)[0]
-    listed = {line.split()[0] for line in tree.splitlines() if line.strip() and not line.startswith("```")}
-    missing = [
-        f for f in files.split() if f not in listed and not any(f.startswith(d) for d in listed if d.endswith("/"))
-    ]
-    assert not missing, f"README's file tree lacks: {missing}"
+        return None  # not a git checkout (e.g. an sdist): nothing to compare
+    return files.split()
+
+
+def test_the_file_list_names_every_tracked_file():
+    files = _tracked_files()
+    if files is None:
+        return
+    page = (REPO / "docs" / "concepts" / "files.md").read_text().split("```", 1)[1]
+    listed = {line.split()[0] for line in page.splitlines() if line.strip() and not line.startswith("```")}
+    missing = [f for f in files if f not in listed and not any(f.startswith(d) for d in listed if d.endswith("/"))]
+    assert not missing, f"docs/concepts/files.md lacks: {missing}"
+    gone = [path for path in listed if not (REPO / path).exists()]
+    assert not gone, f"docs/concepts/files.md names what is not there: {gone}"
+
+
+def test_the_readme_folder_tree_names_every_folder_and_only_folders():
+    files = _tracked_files()
+    if files is None:
+        return
+    tree = README.split("<!-- folders:", 1)[1].split("```", 2)[1]
+    listed = {line.split()[0] for line in tree.splitlines() if line.strip()}
+    folders = {path.split("/")[0] + "/" for path in files if "/" in path}
+    folders |= {
+        "/".join(path.split("/")[:2]) + "/" for path in files if path.startswith("agentgspo/") and path.count("/") >= 2
+    }
+    assert folders <= listed, f"README's folder tree lacks: {sorted(folders - listed)}"
+    assert listed <= folders, f"README's folder tree names what is no folder of ours: {sorted(listed - folders)}"
 
 
 def test_contributing_runs_every_test_file_in_one_wing():
