@@ -92,8 +92,13 @@ def test_top_level_help_lists_the_commands(capsys):
     assert main([]) == 2
 
 
-def test_cli_help_does_not_import_torch():
-    code = "import sys; from agentgspo.cli import main; main(['--help']); assert 'torch' not in sys.modules"
+@pytest.mark.parametrize("argv", [["--help"], ["judge", "--help"]])
+def test_cli_help_does_not_import_torch(argv):
+    code = (
+        "import sys\nfrom agentgspo.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
