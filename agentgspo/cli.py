@@ -12,6 +12,8 @@ import difflib
 import importlib
 import sys
 
+from agentgspo import __version__
+
 # name -> (module, one-line help). Modules are imported lazily.
 COMMANDS: dict[str, tuple[str, str]] = {
     "check-env": ("agentgspo.commands.check_env", "run the Gymnasium contract checks on a registered env"),
@@ -67,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
         print(_top_level_help())
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
-        from agentgspo import __version__
-
         print(__version__)
         return 0
     name, rest = argv[0], argv[1:]

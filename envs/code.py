@@ -63,6 +63,7 @@ from agentgspo.envs.datafiles import LoadedOnce, builtin_path, existing_file, js
 from agentgspo.envs.splits import split_indices
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, sandboxed_run_output
 from agentgspo.environments.tool_calls import ToolCall
+from agentgspo.sandboxes import Limits, SandboxUnavailable, TestCase, get_sandbox, judge, run_python
 from agentgspo.envs.code_programs.wire import wire_decode, wire_encode  # noqa: F401 -- the host's side
 
 __all__ = [
@@ -222,8 +223,6 @@ def judge_solution(
     See the module docstring for how the solution and the tests are kept apart. Thread-safe; never raises for a
     bad solution.
     """
-    from agentgspo.sandboxes import Limits, TestCase, judge
-
     try:
         compile(solution, "solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -338,8 +337,6 @@ class CodeEnv(ChatEnv):
         split: str = "all",
         **chat_env_kwargs: Any,
     ):
-        from agentgspo.sandboxes import Limits, SandboxUnavailable, get_sandbox, run_python
-
         try:
             get_sandbox(sandbox)
         except (SandboxUnavailable, ValueError) as exc:

@@ -57,11 +57,21 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.environments.env import Action, ChatEnv, Message, as_action
-from agentgspo.envs.codeforces_sources import CodeforcesTask, ProblemSet, format_statement, open_r1_task, read_tasks
+from agentgspo.envs.codeforces_sources import (
+    CodeforcesTask,
+    ProblemSet,
+    format_statement,
+    open_r1_task,
+    read_problemset,
+    read_tasks,
+)
 from agentgspo.envs.datafiles import LoadedOnce, builtin_path, resolved_path, task_index
 from agentgspo.envs.splits import split_indices
 from agentgspo.envs.tool_output import format_tool_output
 from agentgspo.environments.tool_calls import ToolCall
+from agentgspo.sandboxes import SandboxUnavailable, Verdict, get_sandbox, judge, judge_problem
+from agentgspo.sandboxes.judge.languages import normalize_language
+from agentgspo.sandboxes.judge.problems import judged_language
 
 SYSTEM_PROMPT = (
     "Solve the competitive-programming problem in Python 3 (CPython or PyPy), C++17 or C. Tools: run (your program "
@@ -105,8 +115,6 @@ def load_problem_set(path: str | Path | None = None) -> ProblemSet:
 
 def _read_builtin_set() -> ProblemSet:
     """The project's problem set (``envs/data/problemset``) as tasks, hidden tests materialised."""
-    from agentgspo.envs.codeforces_sources import read_problemset
-
     return read_problemset()
 
 
@@ -160,8 +168,6 @@ def tasks_in_split(
 def judge_language(lang: str) -> str:
     """The judge's language name (``sandboxes.judge.languages``) for a tool's ``lang``; ValueError lists the
     accepted names."""
-    from agentgspo.sandboxes.judge.languages import normalize_language
-
     try:
         return normalize_language(lang)
     except ValueError:
@@ -258,8 +264,6 @@ class CodeforcesEnv(ChatEnv):
         held_out: Sequence[str] | None = None,
         **chat_env_kwargs: Any,
     ):
-        from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
-
         if max_submissions < 1 or max_judge_errors < 1:
             raise ValueError(
                 f"max_submissions and max_judge_errors: expected >= 1, got {max_submissions}, {max_judge_errors}"
@@ -301,8 +305,6 @@ class CodeforcesEnv(ChatEnv):
             stdin: the input fed to the program.
             lang: "python" (CPython 3), "pypy3" (PyPy 3), "cpp" (C++17) or "c" (C17).
         """
-        from agentgspo.sandboxes import Verdict, judge
-
         problem = self.task.problem
         limits = problem.limits(time_limit_s=self.run_time_limit_s)
         result = judge(
@@ -332,8 +334,6 @@ class CodeforcesEnv(ChatEnv):
             code: the complete program (Python 3, C++17 or C).
             lang: "python" (CPython 3), "pypy3" (PyPy 3), "cpp" (C++17) or "c" (C17).
         """
-        from agentgspo.sandboxes import judge
-
         problem = self.task.problem
         if not problem.samples:
             return "This problem has no examples; use run with your own input."
@@ -374,13 +374,9 @@ class CodeforcesEnv(ChatEnv):
     def _language(self, lang: str) -> str:
         """The language a ``lang`` program is run and judged in on the posed problem (a Kattis package: Python 3
         under PyPy, as its submissions are judged)."""
-        from agentgspo.sandboxes.judge.problems import judged_language
-
         return judged_language(self.task.problem, judge_language(lang))
 
     def _judge_submission(self, code: str, lang: str) -> str:
-        from agentgspo.sandboxes import judge_problem
-
         problem = self.task.problem
         lang = self._language(lang)  # the language that judges it, recorded with the verdict
         result = judge_problem(

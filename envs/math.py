@@ -43,6 +43,7 @@ from agentgspo.envs.datafiles import builtin_path, load_rows, loaded_row_sets, t
 from agentgspo.envs.splits import split_indices
 from agentgspo.envs.tool_output import SANDBOX_MEMORY_LIMIT_MB, format_tool_output, sandboxed_run_output
 from agentgspo.environments.tool_calls import ToolCall
+from agentgspo.sandboxes import Limits, SandboxUnavailable, get_sandbox, run_python
 
 __all__ = [
     "last_boxed",
@@ -217,8 +218,6 @@ def run_python_sandboxed(
     processes and output). Raises ``RuntimeError`` when the sandbox itself fails (the model reads it as a tool
     error); the program's own failures (exceptions, time or memory limits) are output for the model.
     """
-    from agentgspo.sandboxes import Limits, run_python
-
     limits = Limits(
         time_limit_s=timeout_s,
         wall_limit_s=timeout_s,
@@ -304,8 +303,6 @@ def _python_runner(sandbox: str) -> Callable[[str, float, int], str]:
     """The python tool's runner for ``sandbox``; fails now, with the fix, when the sandbox cannot isolate here."""
     if sandbox == "none":
         return run_python_subprocess
-    from agentgspo.sandboxes import SandboxUnavailable, get_sandbox
-
     try:
         get_sandbox(sandbox)  # cached per process; the local backend probes bubblewrap once
     except (SandboxUnavailable, ValueError) as exc:

@@ -33,8 +33,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root as agentgspo_cache
 from agentgspo.core.errors import AgentGSPOError
 from agentgspo.sandboxes import Limits, Problem, TestCase, Verdict, judge, load_problem, read_tests_dir
+from agentgspo.sandboxes.judge.core import usable_cpus
+from agentgspo.sandboxes.judge.problems import ProblemJson
 
 __all__ = [
     "builtin_problemset_dir",
@@ -115,9 +118,8 @@ def builtin_problemset_dir() -> Path:
 
 
 def cache_root() -> Path:
-    """Where materialised problems live: ``$AGENTGSPO_CACHE/problemset`` or ``~/.cache/agentgspo/problemset``."""
-    base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(os.path.expanduser("~/.cache"), "agentgspo")
-    return Path(base) / "problemset"
+    """Where materialised problems live: ``problemset/`` under ``agentgspo.core.paths.cache_root()``."""
+    return agentgspo_cache() / "problemset"
 
 
 @dataclass
@@ -192,7 +194,6 @@ def _require(path: Path, fix: str) -> Path:
 def read_problem_folder(folder: str | os.PathLike) -> ProblemFolder:
     """Read one folder of the set and check it is complete (files, metadata, samples, solutions). No tests are
     generated. Raises :class:`ProblemFolderError` naming the file and the fix."""
-    from agentgspo.sandboxes.judge.problems import ProblemJson
     from pydantic import ValidationError
 
     folder = Path(folder)
@@ -453,8 +454,6 @@ def load_problemset(
     """Every problem of a set folder (default: the built-in set), in folder order; ``only``: slugs or numbers.
     Problems not yet cached are materialised ``jobs`` at a time (default: the usable CPUs)."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from agentgspo.sandboxes.judge.core import usable_cpus
 
     folders = problem_folders(directory, only)
     with ThreadPoolExecutor(max_workers=max(1, min(jobs or usable_cpus(), len(folders)))) as pool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentgspo.sandboxes import Verdict
+
 SANDBOX_MEMORY_LIMIT_MB = 512  # the memory limit of the python tools of Math-v0 and Code-v0
 
 
@@ -22,8 +24,6 @@ def sandboxed_run_output(result: Any, timeout_s: float, max_output_chars: int) -
     Raises ``RuntimeError`` when the sandbox itself failed (JE): the model reads that as a tool error, while the
     program's own failures (time, memory or output limits) are output with a note.
     """
-    from agentgspo.sandboxes import Verdict
-
     if result.verdict == Verdict.JE:
         raise RuntimeError(f"the sandbox failed: {result.error}")
     notes = {

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.core.settings import setting, with_defaults
+from agentgspo.eval.hook import EvalHook
 from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
@@ -104,8 +105,6 @@ class CodeforcesConfig(TrainConfig):
         """``agentgspo eval`` of the sampler on the held-out problems every ``eval_every`` steps (pass@1)."""
         if not self.eval_every:
             return None
-        from agentgspo.eval.hook import EvalHook
-
         other = {k: v for k, v in self.env_kwargs.items() if k not in ("data_files", "exclude", "held_out", "split")}
         return EvalHook(
             out,

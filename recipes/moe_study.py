@@ -33,6 +33,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentgspo.objective.batching import collate, forward, logprobs_from_logits
+from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.core.sampling import SamplingParams
+from agentgspo.policy.hf import HFPolicy
+from agentgspo.environments.registry import make
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
+from agentgspo.models.routing_replay import batch_replay, decode_routing, replay_routing
+from agentgspo.models.tiny import build_tiny_policy
+from agentgspo.training.metrics import read_metrics
+from agentgspo.training.train import TrainConfig, train
+
 VARIANTS: dict[str, dict[str, Any]] = {  # each objective with its own clip band (LearnerConfig's, paper §5.1)
     "gspo": dict(objective="gspo"),
     "grpo": dict(objective="grpo"),
@@ -74,8 +85,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overrides: Any) -> Any:
-    from agentgspo.training.train import TrainConfig
-
     return TrainConfig(
         **{
             **dict(
@@ -106,9 +115,6 @@ def _config(args: argparse.Namespace, out: Path, policy: str, seed: int, **overr
 def warm_policy(args: argparse.Namespace, out: Path, seed: int) -> str:
     """The shared start of a seed's variants: the tiny MoE, warm-started on the demonstrator (train.py's warm
     start, then one GSPO step at learning rate 0, which changes nothing); returns its ``final/`` folder."""
-    from agentgspo.models.tiny import build_tiny_policy
-    from agentgspo.training.train import train
-
     final = out / f"warm-s{seed}" / "final"
     if final.exists():
         return str(final)
@@ -138,14 +144,6 @@ def measure_gap(policy: str, args: argparse.Namespace, seed: int) -> dict[str, f
     the trainer's forward routed live and routed as the sampler recorded (R3)."""
     import torch
     from accelerate import Accelerator
-
-    from agentgspo.objective.batching import collate, forward, logprobs_from_logits
-    from agentgspo.learning.learner import GSPOLearner, LearnerConfig
-    from agentgspo.core.sampling import SamplingParams
-    from agentgspo.policy.hf import HFPolicy
-    from agentgspo.environments.registry import make
-    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-    from agentgspo.models.routing_replay import batch_replay, decode_routing, replay_routing
 
     torch.manual_seed(seed)
     sampler = HFPolicy.from_pretrained(policy, seed=seed, record_routing=True)
@@ -266,9 +264,6 @@ def plot(out: Path, runs: dict[str, list[list[dict[str, Any]]]]) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the study (resumable per run: a finished run folder is read back, not rerun); returns the table."""
-    from agentgspo.training.metrics import read_metrics
-    from agentgspo.training.train import train
-
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

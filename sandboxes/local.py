@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Iterator
 
 from . import cgroups
+from .judge.compile import host_pch_dir
 from .peer import PeerWatch, mark_stop_requested
 from .protocol import RUNNER_PATH, SandboxUnavailable, StartPeer, call_deadline_s, frame_spec, parse_events
 from .runner import PEER_IDLE, STOP
@@ -224,8 +225,6 @@ class LocalSession:
         root = BOX_DATA if self.isolated else str(self.host_dir)
         self.bin_dir = f"{root}/bin"
         self.inputs_dir = f"{root}/in"
-        from .judge.compile import host_pch_dir  # local import: compile imports nothing from here
-
         self._host_pch = host_pch_dir()
         self.pch_dir = (BOX_PCH if self.isolated else str(self._host_pch)) if self._host_pch else ""
         self.cgroup = None
@@ -500,8 +499,6 @@ class _WarmPool:
         return None
 
     def _fill(self) -> None:
-        from .judge.compile import host_pch_dir  # local import: compile imports nothing from here
-
         # A session binds the C++ precompiled header that exists when it starts. Built first (once per machine, on
         # this thread): a warm session started before it would compile without it, slower and under another
         # compile-cache key than every session after it.

@@ -1,35 +1,35 @@
 """The backend registry: ``get_sandbox(name, **options)`` builds each backend once per options and shares it.
 
-It sits above the backends (they import only ``protocol.py``), so the protocol module knows none of them.
+Backends are named by entry point (``"module:Class"``) and imported when first asked for, as Gymnasium's registry
+does: the judge imports the registry, and the local backend uses the judge's compiler, so a registry importing the
+backends would close a circle.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 from .protocol import Sandbox
 
 __all__ = ["get_sandbox"]
 
-BACKENDS = ("local", "docker", "remote")
+#: name -> the class that implements it, as ``"module:Class"``.
+ENTRY_POINTS = {
+    "local": "agentgspo.sandboxes.local:LocalSandbox",
+    "docker": "agentgspo.sandboxes.docker_backend:DockerSandbox",
+    "remote": "agentgspo.sandboxes.remote:RemoteSandbox",
+}
+BACKENDS = tuple(ENTRY_POINTS)
 _registry: dict[tuple, Sandbox] = {}
 _registry_lock = threading.Lock()
 
 
 def _build(name: str, options: dict) -> Sandbox:
-    if name == "local":
-        from .local import LocalSandbox
-
-        return LocalSandbox(**options)
-    if name == "docker":
-        from .docker_backend import DockerSandbox
-
-        return DockerSandbox(**options)
-    if name == "remote":
-        from .remote import RemoteSandbox
-
-        return RemoteSandbox(**options)
-    raise ValueError(f"unknown sandbox backend {name!r}; expected one of 'local', 'docker', 'remote'")
+    if name not in ENTRY_POINTS:
+        raise ValueError(f"unknown sandbox backend {name!r}; expected one of 'local', 'docker', 'remote'")
+    module, _, cls = ENTRY_POINTS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(**options)
 
 
 def get_sandbox(name: "str | Sandbox" = "local", **options) -> Sandbox:

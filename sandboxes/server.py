@@ -44,8 +44,10 @@ from .compat_apis import (
     check_compat_secret,
     compat_prefix,
 )
+from .judge.calibration import machine_fingerprint
 from .judge.compile_cache import cache_limit_bytes
 from .judge.core import judge, run_python
+from .judge.formats.kattis import judge_kattis
 from .registry import get_sandbox
 from .results import Limits
 from .submission import PROGRAM_CHECKERS
@@ -161,8 +163,6 @@ def _judge_request(request: JudgeRequest, backend: str) -> dict:
 def _judge_package_request(request: PackageJudgeRequest, backend: str) -> dict:
     """Unpack the package into a private folder (the tar's ``data`` filter refuses links out, absolute paths and
     devices) and judge it there with this server's backend."""
-    from .judge.formats.kattis import judge_kattis
-
     archive = _b64decode(request.archive_b64, "archive_b64")
     with tempfile.TemporaryDirectory(prefix="agentgspo-package-") as tmp:
         try:
@@ -279,8 +279,6 @@ def create_app(
         raise ValueError(f"max_concurrency (--max-concurrency) must be >= 1, got {max_concurrency}")
     get_sandbox(backend)  # fail at start, with the fix, when the backend cannot run here
     cache_limit_bytes()  # a bad AGENTGSPO_COMPILE_CACHE_MB fails the start, not every request
-    from .judge.calibration import machine_fingerprint
-
     machine = machine_fingerprint(backend)
     app = FastAPI(title="agentgspo sandbox server")
     gate = asyncio.Semaphore(max_concurrency)

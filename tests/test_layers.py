@@ -113,7 +113,8 @@ def test_the_core_uses_no_torch():
 
 def import_graph() -> dict[str, set[str]]:
     """Module -> the modules of ours it imports (function-level imports included). ``from package import name``
-    counts as an import of ``package.name`` where that is a module, else of ``package``."""
+    counts as an import of ``package.name`` where that is a module, else of ``package``; an import of a module
+    counts as one of the packages above it too (their ``__init__`` runs first)."""
     modules = {package_of(path): path for folder in FOLDERS for path in sources(folder)}
 
     def module_of(name: str) -> str | None:
@@ -134,6 +135,15 @@ def import_graph() -> dict[str, set[str]]:
                 targets |= {module_of(f"{name}.{alias.name}" if f"{name}.{alias.name}" in modules else name)
                             for alias in node.names}  # fmt: skip
         graph[module] = {target for target in targets if target and target != module}
+    # Importing a.b.c runs the package a.b's __init__ first: an edge to each package on the way that is not the
+    # importer's own (being imported already) and not the root package (the package's face, imported before all).
+    for module, targets in graph.items():
+        for target in list(targets):
+            parts = target.split(".")
+            for n in range(2, len(parts)):
+                package = ".".join(parts[:n])
+                if package in modules and not module.startswith(package + "."):
+                    targets.add(package)
     return graph
 
 
@@ -185,6 +195,33 @@ def test_a_circle_is_found():
     """The check can fail: a three-module circle beside a chain, and a package importing its own submodule."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "p": {"p.x"}, "p.x": set()}
     assert circles(graph) == [["a", "b", "c"]]
+
+
+def test_a_circle_through_a_package_init_is_found(tmp_path, monkeypatch):
+    """``local`` imports ``judge.compile``, whose package ``judge/__init__`` imports ``judge.core``, which imports
+    ``registry``, which imports ``local``: a circle that only the package's ``__init__`` closes."""
+    files = {
+        "sandboxes/__init__.py": "",
+        "sandboxes/local.py": "from .judge.compile import host_pch_dir\n",
+        "sandboxes/registry.py": "from .local import LocalSandbox\n",
+        "sandboxes/judge/__init__.py": "from .core import judge\n",
+        "sandboxes/judge/core.py": "from ..registry import get_sandbox\n",
+        "sandboxes/judge/compile.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE_DIRS", {"agentgspo.sandboxes": "sandboxes"})
+    monkeypatch.setattr(__import__(__name__), "FOLDERS", ("sandboxes",))
+    assert circles(import_graph()) == [
+        [
+            "agentgspo.sandboxes.judge",
+            "agentgspo.sandboxes.judge.core",
+            "agentgspo.sandboxes.local",
+            "agentgspo.sandboxes.registry",
+        ]
+    ]
 
 
 def test_the_readme_states_the_same_levels():

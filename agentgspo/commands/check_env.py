@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from agentgspo.environments.env_checker import EnvContractError, check_env
+from agentgspo.environments.registry import UnknownEnvError, make, registered_ids
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `check-env`."""
@@ -14,9 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check each env; exit status 1 if any fails."""
     import gymnasium as gym
-
-    from agentgspo.environments.env_checker import EnvContractError, check_env
-    from agentgspo.environments.registry import UnknownEnvError, make, registered_ids
 
     ids = args.env_ids or registered_ids()
     failed = 0

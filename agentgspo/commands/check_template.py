@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from agentgspo.core.chat import check_template
+from agentgspo.models.tiny import tiny_policy_path
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `check-template`."""
@@ -18,12 +21,8 @@ def run(args: argparse.Namespace) -> int:
 
     from transformers import AutoTokenizer
 
-    from agentgspo.core.chat import check_template
-
     path = args.tokenizer
     if path == "tiny":
-        from agentgspo.models.tiny import tiny_policy_path
-
         path = tiny_policy_path()
     if not Path(path).is_dir():
         # ValueError: cli.main prints it on stderr (stdout is for the result, JSON with --json) and exits 2.

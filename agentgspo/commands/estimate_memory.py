@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from agentgspo.learning.memory import MODEL_PRESETS, SHARDINGS, estimate_memory, load_model_config
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `estimate-memory`."""
-    from agentgspo.learning.memory import MODEL_PRESETS, SHARDINGS
-
     parser.add_argument(
         "--model-config",
         required=True,
@@ -59,8 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the estimate; exit status 1 when ``--gpu-memory-gb`` is given and the run does not fit."""
-    from agentgspo.learning.memory import estimate_memory, load_model_config
-
     if args.gpus < 1:
         raise ValueError(f"--gpus: expected >= 1, got {args.gpus}")
     if args.micro_batch_tokens < 1:

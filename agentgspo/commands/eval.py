@@ -14,13 +14,23 @@ import os
 import sys
 from pathlib import Path
 
+from agentgspo.commands.rollout import add_time_limit_arguments, parse_env_kwargs, time_limits
+from agentgspo.core.sampling import SamplingParams
+from agentgspo.eval import EVAL_TIME_LIMITS
+from agentgspo.eval.agents import ChatEndpointAgent, ShippedSolutionAgent, load_renderer
+from agentgspo.eval.codeelo import codeelo_rating, load_standings
+from agentgspo.eval.passk import parse_ks
+from agentgspo.eval.report import write_report
+from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
+from agentgspo.eval.store import ResultsStore
+from agentgspo.policy.factory import add_backend_arguments, backend_options, close_backend, make_backend
+from agentgspo.policy.loading import model_folder
+from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
+from agentgspo.rollouts.rollout import RolloutConfig
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `eval`."""
-    from agentgspo.commands.rollout import add_time_limit_arguments
-    from agentgspo.eval import EVAL_TIME_LIMITS
-    from agentgspo.policy.factory import add_backend_arguments
-
     parser.add_argument(
         "--problems",
         default="builtin",
@@ -122,17 +132,6 @@ def problems_source(text: str) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, write the results and the report, print the headline numbers."""
-    from agentgspo.commands.rollout import parse_env_kwargs, time_limits
-    from agentgspo.eval.agents import ChatEndpointAgent, ShippedSolutionAgent, load_renderer
-    from agentgspo.eval.passk import parse_ks
-    from agentgspo.eval.report import write_report
-    from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
-    from agentgspo.eval.store import ResultsStore
-    from agentgspo.core.sampling import SamplingParams
-    from agentgspo.policy.factory import close_backend
-    from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
-    from agentgspo.rollouts.rollout import RolloutConfig
-
     if args.samples < 1:
         raise ValueError(f"--samples: expected >= 1, got {args.samples}")
     ks = parse_ks(args.k, args.samples)
@@ -152,8 +151,6 @@ def run(args: argparse.Namespace) -> int:
         env_kwargs["time_limit_scale"] = args.time_limit_scale
     trained = None
     if args.agent == "policy":
-        from agentgspo.policy.loading import model_folder
-
         trained = read_policy_settings(model_folder(args.policy))
     explicit = {
         name: getattr(args, name)
@@ -197,8 +194,6 @@ def run(args: argparse.Namespace) -> int:
         )
 
     if args.agent == "policy":
-        from agentgspo.policy.factory import backend_options, make_backend
-
         agent = make_backend(args.policy, args.backend, **backend_options(args))
         renderer = agent.renderer
     else:
@@ -254,8 +249,6 @@ def run(args: argparse.Namespace) -> int:
     summary["skipped_rows"] = skipped
     summary["dropped_duplicates"] = store.dropped_duplicates
     if args.standings:
-        from agentgspo.eval.codeelo import codeelo_rating, load_standings
-
         summary["codeelo"] = codeelo_rating(load_standings(args.standings), results)
     paths = write_report(args.out, summary, {**identity, "problems": args.problems}, results)
     headline = {k: v for k, v in summary.items() if k.startswith("pass@")}

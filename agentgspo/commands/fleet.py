@@ -20,6 +20,11 @@ import asyncio
 import json
 from pathlib import Path
 
+from agentgspo.core.fleet_manifest import manifest_path, read_manifest
+from agentgspo.fleet.control import fleet_down, fleet_status, fleet_up, prepare
+from agentgspo.fleet.job import fleet_run, fleet_submit, missing_command
+from agentgspo.fleet.supervisor import Supervisor
+
 ACTIONS = ("up", "status", "down", "run", "submit")
 #: Actions that take a command after `--`.
 WITH_COMMAND = ("run", "submit")
@@ -93,8 +98,6 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     args = parser.parse_args(argv)
     args.command = command
     if args.action in WITH_COMMAND and not command:
-        from agentgspo.fleet.job import missing_command
-
         parser.error(missing_command(args.action, args.file))
     if args.action not in WITH_COMMAND and command is not None:
         parser.error(f"fleet {args.action} takes no command after `--` (only run and submit do)")
@@ -103,13 +106,8 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 
 def run(args: argparse.Namespace) -> int:
     """Run one action; 0 on success (status: every part serving; run: the command's status), 1 otherwise."""
-    from agentgspo.fleet.control import fleet_down, fleet_status, fleet_up
-    from agentgspo.core.fleet_manifest import manifest_path, read_manifest
-
     timeout = 1800.0 if args.timeout is None else args.timeout
     if args.action == "submit":
-        from agentgspo.fleet.job import fleet_submit
-
         return fleet_submit(
             args.file,
             args.command,
@@ -123,13 +121,8 @@ def run(args: argparse.Namespace) -> int:
         )
     manifest = Path(args.manifest) if args.manifest else manifest_path(args.file)
     if args.action == "run":
-        from agentgspo.fleet.job import fleet_run
-
         return fleet_run(args.file, args.command, manifest, timeout_s=timeout, stray_grace_s=args.stray_grace)
     if args.action == "up" and args.foreground:
-        from agentgspo.fleet.control import prepare
-        from agentgspo.fleet.supervisor import Supervisor
-
         spec, manifest = prepare(args.file, manifest)
         return asyncio.run(Supervisor(spec, args.file, manifest).run())
     if args.action == "up":

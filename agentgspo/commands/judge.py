@@ -14,6 +14,12 @@ import logging
 import sys
 from pathlib import Path
 
+from agentgspo.sandboxes import Limits, judge, judge_problem, load_any_problem, read_tests_dir
+from agentgspo.sandboxes.judge.formats import FORMATS, format_of
+from agentgspo.sandboxes.judge.formats.polygon import polygon_submissions
+from agentgspo.sandboxes.judge.languages import LANGUAGES, normalize_language, submission_language
+from agentgspo.sandboxes.judge.problems import calibrate_problem
+
 DEFAULT_TIME_LIMIT_S = 2.0
 DEFAULT_MEMORY_LIMIT_MB = 256.0
 CALIBRATED_FORMATS = ("kattis", "polygon")  # formats whose packages ship accepted and too-slow submissions
@@ -21,8 +27,6 @@ CALIBRATED_FORMATS = ("kattis", "polygon")  # formats whose packages ship accept
 
 def _language(value: str) -> str:
     """``--lang``: a language the judge runs (its name), else argparse's error listing them."""
-    from agentgspo.sandboxes.judge.languages import normalize_language
-
     try:
         return normalize_language(value)
     except ValueError as exc:
@@ -31,8 +35,6 @@ def _language(value: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentgspo judge`."""
-    from agentgspo.sandboxes.judge.languages import LANGUAGES
-
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--problem",
@@ -118,16 +120,12 @@ def _tests_folder_error(folder: Path) -> str | None:
             f"{folder} is a problem folder: pass its tests as --tests {folder / 'tests'}, or the whole "
             f"problem as --problem {folder}"
         )
-    from agentgspo.sandboxes.judge.formats import format_of
-
     if format_of(folder) is not None:
         return f"{folder} is a problem package: pass it as --problem {folder}"
     return None
 
 
 def _judge_tests(args: argparse.Namespace, source: str, lang: str):
-    from agentgspo.sandboxes import Limits, judge, read_tests_dir
-
     if args.calibrate:
         raise ValueError("--calibrate goes with --problem: it times the package's own submissions")
     if args.tests.is_dir() and not any(args.tests.glob("*.in")) and (hint := _tests_folder_error(args.tests)):
@@ -160,9 +158,6 @@ def _judge_tests(args: argparse.Namespace, source: str, lang: str):
 
 def _judge_package(args: argparse.Namespace, source: str, lang: str):
     """Judge on a problem folder in any registered format (``agentgspo.sandboxes.judge.formats``)."""
-    from agentgspo.sandboxes import judge_problem, load_any_problem
-    from agentgspo.sandboxes.judge.formats import FORMATS, format_of
-
     if args.checker is not None or args.interactor is not None:
         raise ValueError("--checker and --interactor go with --tests; a --problem package names its own")
     header = {"testlib_h": args.testlib_h} if args.testlib_h is not None else {}
@@ -192,9 +187,6 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
     time_limit, scale = args.time_limit, 1.0
     source_of_limit = "given" if time_limit is not None else problem.metadata.get("time_limit_source", found.marker)
     if args.calibrate:  # a Polygon package (a Kattis one is judged whole above)
-        from agentgspo.sandboxes.judge.problems import calibrate_problem
-        from agentgspo.sandboxes.judge.formats.polygon import polygon_submissions
-
         calibration = calibrate_problem(args.problem, problem, *polygon_submissions(args.problem), args.backend)
         time_limit, scale = calibration.time_limit_s, calibration.scale
     overrides = {
@@ -216,8 +208,6 @@ def _judge_package(args: argparse.Namespace, source: str, lang: str):
 
 def run(args: argparse.Namespace) -> int:
     """Judge and print the result; 0 on AC."""
-    from agentgspo.sandboxes.judge.languages import submission_language
-
     _show_judge_progress()
     try:
         for name, value in (

@@ -11,6 +11,17 @@ import argparse
 import json
 import sys
 
+from agentgspo.core.chat import ChatRenderer
+from agentgspo.core.sampling import SamplingParams
+from agentgspo.core.trajectory import write_jsonl
+from agentgspo.environments.registry import make
+from agentgspo.models.tiny import tiny_policy_path
+from agentgspo.policy.base import ScriptedPolicy
+from agentgspo.policy.factory import add_backend_arguments, backend_options, close_backend, make_backend
+from agentgspo.policy.loading import model_folder
+from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
+from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
+
 # Stop reasons that mean an episode ran out of room, and the flag that gives it more.
 _OUT_OF_ROOM = {"max_tokens": "--max-new-tokens", "context_overflow": "--max-context"}
 
@@ -30,8 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="'tiny' (embedded tiny MoE), 'oracle' (the env's scripted expert) or a model folder, "
         "e.g. runs/quickstart/final",
     )
-    from agentgspo.policy.factory import add_backend_arguments
-
     add_backend_arguments(parser)  # --backend hf|vllm|server, --server-url, engine options
     parser.add_argument("--episodes", type=int, default=8, help="number of prompts (distinct seeds)")
     parser.add_argument("--group-size", type=int, default=4, help="samples per prompt")
@@ -184,14 +193,8 @@ def build_policy(name: str, env_id: str, env_kwargs: dict, backend: str = "hf", 
 
     ``oracle`` loads no model: the env's scripted expert, rendered with the tiny policy's tokenizer.
     """
-    from agentgspo.policy.base import ScriptedPolicy
-    from agentgspo.environments.registry import make
-
     if name == "oracle":
         from transformers import AutoTokenizer
-
-        from agentgspo.core.chat import ChatRenderer
-        from agentgspo.models.tiny import tiny_policy_path
 
         env = make(env_id, **env_kwargs)
         oracle = env.unwrapped.oracle
@@ -200,8 +203,6 @@ def build_policy(name: str, env_id: str, env_kwargs: dict, backend: str = "hf", 
             raise ValueError(f"{env_id} has no oracle policy; use --policy tiny or a model folder")  # stderr, 2
         renderer = ChatRenderer(AutoTokenizer.from_pretrained(tiny_policy_path()))
         return ScriptedPolicy(oracle, renderer), renderer
-    from agentgspo.policy.factory import make_backend
-
     policy = make_backend(name, backend, **options)
     return policy, policy.renderer
 
@@ -210,14 +211,6 @@ def run(args: argparse.Namespace) -> int:
     """Roll out, write the records, print a summary."""
     import time
     from pathlib import Path
-
-    from agentgspo.core.sampling import SamplingParams
-    from agentgspo.policy.factory import backend_options, close_backend
-    from agentgspo.policy.loading import model_folder
-    from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
-    from agentgspo.environments.registry import make
-    from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
-    from agentgspo.core.trajectory import write_jsonl
 
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     trained = None if args.policy == "oracle" else read_policy_settings(model_folder(args.policy))

@@ -21,6 +21,7 @@ import sys
 
 from agentgspo.cli import port_number
 from agentgspo.sandboxes.compat_apis import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TIME_LIMIT_S
+from agentgspo.sandboxes.server import create_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
     """Start the server; returns when it stops."""
     try:
         import uvicorn
-
-        from agentgspo.sandboxes.server import create_app
     except ImportError as exc:
         print(
             f"agentgspo sandbox-server needs the server extras ({exc}): pip install 'agentgspo[server]'",

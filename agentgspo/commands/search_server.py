@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 
 from agentgspo.cli import port_number
+from agentgspo.envs.datafiles import builtin_path
+from agentgspo.envs.search import BUILTIN_CORPUS
+from agentgspo.envs.search_server import create_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +33,6 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError as exc:
         raise ImportError(f"the search server needs uvicorn ({exc}): pip install 'agentgspo[server]'") from None
-
-    from agentgspo.envs.datafiles import builtin_path
-    from agentgspo.envs.search import BUILTIN_CORPUS
-    from agentgspo.envs.search_server import create_app
 
     import socket
 

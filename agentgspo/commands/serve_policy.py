@@ -19,11 +19,19 @@ import os
 import sys
 from pathlib import Path
 
+from agentgspo.cli import port_number
+from agentgspo.policy.loading import resolve_checkpoint
+from agentgspo.policy.vllm import (
+    CHUNKED_PREFILL,
+    LOGPROBS_MODE,
+    WEIGHT_SYNC_EXTENSION,
+    require_vllm,
+    set_cpu_defaults,
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `serve-policy`."""
-    from agentgspo.cli import port_number
-
     parser.add_argument("--policy", default="tiny", help="'tiny' (embedded tiny MoE) or a model folder")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on")
@@ -64,15 +72,6 @@ def server_command(
     extra: list[str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start vLLM's OpenAI server for ``policy`` (a folder or "tiny")."""
-    from agentgspo.policy.loading import resolve_checkpoint
-    from agentgspo.policy.vllm import (
-        CHUNKED_PREFILL,
-        LOGPROBS_MODE,
-        WEIGHT_SYNC_EXTENSION,
-        require_vllm,
-        set_cpu_defaults,
-    )
-
     require_vllm("serve-policy")
     path = resolve_checkpoint(policy)
     command = [

@@ -67,6 +67,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from agentgspo.envs.problemset import (
+    ProblemFolderError,
+    load_set_problem,
+    problem_folders,
+    read_problem_folder,
+    run_generator,
+)
+from agentgspo.sandboxes import Verdict, judge_problem
+from agentgspo.sandboxes.judge.core import usable_cpus
+
 # The reference machine, its calibration seconds and the calibration programs live with the judge's calibration
 # (sandboxes/judge/calibration.py, which scales a package's limit by the same slowdown); re-exported here.
 from agentgspo.sandboxes.judge.calibration import (
@@ -286,8 +296,6 @@ def check_statement(report: ProblemReport, info) -> None:
 def check_generator(report: ProblemReport, info, item) -> None:
     """gen.py run again, with another hash seed, writes the inputs it wrote when ``item``'s hidden tests were
     materialised (PYTHONHASHSEED 0: two runs, one of them the materialising run), at least MIN_HIDDEN_TESTS of them."""
-    from agentgspo.envs.problemset import ProblemFolderError, run_generator
-
     materialised = [(case.name.removeprefix("hidden/"), case.input) for case in item.hidden_tests]
     with tempfile.TemporaryDirectory(prefix="agentgspo-gen-") as tmp:
         try:
@@ -320,8 +328,6 @@ def check_references(
     quiet calibration) reads as work it did not do, while a reference that does too much work fails every attempt.
     A spike during a calibration reads the other way, so the best of three can be low by that much: far less than
     the 1/3 margin."""
-    from agentgspo.sandboxes import Verdict, judge_problem
-
     limit = item.problem.time_limit_s
     for lang, source in item.references.items():
         best = None
@@ -365,8 +371,6 @@ def check_wrong_solutions(
 ) -> None:
     """Each wrong solution is rejected with a verdict its kind allows; a judge error is never a rejection. A
     too-slow one is judged under ``too_slow_ratio`` times the limit (1: only its verdict, at the limit)."""
-    from agentgspo.sandboxes import Verdict, judge_problem
-
     for wrong in item.wrong:
         too_slow = wrong.kind == "tle"
         result = judge_problem(
@@ -398,8 +402,6 @@ def check_wrong_solutions(
 
 def check_jury_rejects_empty(report: ProblemReport, item, backend, speed: MachineSpeed) -> None:
     """The checker or interactor rejects a solution that prints nothing (WA or PE; never AC, never JE)."""
-    from agentgspo.sandboxes import Verdict, judge_problem
-
     result = judge_problem(
         item.problem,
         EMPTY_SOLUTION,
@@ -426,8 +428,6 @@ def validate_problem(
     ``too_slow_ratio``: the multiple of the limit a wrong_tle solution must still exceed (TOO_SLOW_RATIO; 1 checks
     only its verdict at the limit, which costs a third of the time: the suite's check of the shipped set, whose
     3x margin `agentgspo validate-problems` certifies)."""
-    from agentgspo.envs.problemset import ProblemFolderError, load_set_problem, read_problem_folder
-
     report = ProblemReport(folder.name)
     try:
         info = read_problem_folder(folder)
@@ -465,9 +465,6 @@ def validate_problemset(
     """Validate every problem of a set (``jobs`` problems at once), in folder order; ``on_done(report, done, total)``
     is called as each problem finishes. ``speed`` and ``too_slow_ratio``: as ``validate_problem``'s (default:
     measured for each problem; TOO_SLOW_RATIO)."""
-    from agentgspo.envs.problemset import problem_folders
-    from agentgspo.sandboxes.judge.core import usable_cpus
-
     folders = problem_folders(directory, only)
     if jobs is not None and jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")

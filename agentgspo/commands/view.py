@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agentgspo.eval.viewer import view_page
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `view`."""
@@ -20,8 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the page and print its path."""
-    from agentgspo.eval.viewer import view_page
-
     source = Path(args.path)
     page = view_page(source, args.tokenizer)
     out = Path(args.out) if args.out else (source / "view.html" if source.is_dir() else source.with_suffix(".html"))

@@ -26,8 +26,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from agentgspo.core.chat import ChatRenderer
 from agentgspo.core.sampling import PolicyConfigurationError, SampledTurn, SampleRequest
 from agentgspo.policy.base import is_context_overflow
+from agentgspo.policy.loading import model_folder
 from agentgspo.environments.tool_calls import ToolCall, parse_tool_calls
 
 __all__ = ["load_renderer", "ShippedSolutionAgent", "openai_messages", "reply_text", "ChatEndpointAgent"]
@@ -41,9 +43,6 @@ def load_renderer(tokenizer_path: str = "tiny") -> Any:
     """A :class:`~agentgspo.core.chat.ChatRenderer` of a tokenizer folder (``"tiny"``: the embedded tiny
     policy's)."""
     from transformers import AutoTokenizer
-
-    from agentgspo.core.chat import ChatRenderer
-    from agentgspo.policy.loading import model_folder
 
     return ChatRenderer(AutoTokenizer.from_pretrained(model_folder(tokenizer_path)))
 

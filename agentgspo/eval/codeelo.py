@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from agentgspo.eval.rating import SEARCH_RANGE, expected_place, rating_for_place
+from agentgspo.core.trajectory import UNCOUNTED_STOPS
 
 __all__ = ["Contest", "Standings", "load_standings", "failed_before_accept", "contest_place", "codeelo_rating"]
 
@@ -136,8 +137,6 @@ def codeelo_rating(standings: Standings, results: list[dict[str, Any]]) -> dict[
     that sample (the others are ``dropped``). A place ahead of (behind) every rated participant has no finite rating
     (the expected place is always above 1 and below n + 1): the search bound stands in and the sample is counted
     as ``clamped``, so a reader knows that contest's rating is a bound."""
-    from agentgspo.core.trajectory import UNCOUNTED_STOPS
-
     attempts: dict[tuple[str, int], list[str]] = {
         (r["problem_id"], r["sample"]): r["verdicts"] for r in results if r.get("stop_reason") not in UNCOUNTED_STOPS
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.eval import html
+from agentgspo.core.trajectory import UNCOUNTED_STOPS
 
 __all__ = ["plots", "markdown", "attempts_html", "html_report", "write_report"]
 
@@ -81,8 +82,6 @@ def _headline(summary: dict[str, Any], config: dict[str, Any]) -> list[tuple[str
 
 def _shares(stop_frac: dict[str, float]) -> str:
     """``completed 62.5%, max_turns 25.0%, sampler_error 12.5%``: each ending's share, not-counted ones marked."""
-    from agentgspo.core.trajectory import UNCOUNTED_STOPS
-
     return (
         ", ".join(
             f"{reason}{' (not counted)' if reason in UNCOUNTED_STOPS else ''} {share:.1%}"

@@ -18,6 +18,8 @@ from typing import Any
 
 from agentgspo.eval.segments import segments
 from agentgspo.eval.store import ResultsStore
+from agentgspo.eval.summary import summarize
+from agentgspo.environments.registry import make
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 __all__ = [
@@ -174,8 +176,6 @@ def select_indices(tasks: Sequence[Any], only: str | Sequence[str] | None) -> li
 def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]], list[str]]:
     """The tasks and tool schemas of ``CodeForces-v0`` made with ``env_kwargs`` (through the registry), and the
     source's rows that cannot be judged here (each naming its row and why; skipped, never silently)."""
-    from agentgspo.environments.registry import make
-
     env = make(ENV_ID, **env_kwargs)
     try:
         problem_set = getattr(env.unwrapped, "problem_set", None)
@@ -208,9 +208,6 @@ def evaluate(
     (:class:`~agentgspo.policy.base.EventLoopConflict`), so an eval during asynchronous training passes the
     producer's ``run`` (``RolloutProducer.run``): the attempts then sample on the loop the rollouts use.
     """
-    from agentgspo.eval.summary import summarize
-    from agentgspo.environments.registry import make
-
     played = run(
         run_attempts(
             lambda: make(ENV_ID, **env_kwargs),

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from agentgspo.eval import html
+from agentgspo.eval.agents import load_renderer
 from agentgspo.eval.segments import segments
+from agentgspo.core.trajectory import read_jsonl
 
 __all__ = ["trajectory_items", "view_page"]
 
@@ -51,9 +53,6 @@ def trajectory_items(path: Path, tokenizer: str) -> list[tuple[str, dict[str, An
                     )
                 )
         return items
-    from agentgspo.eval.agents import load_renderer
-    from agentgspo.core.trajectory import read_jsonl
-
     decode = load_renderer(tokenizer).decode
     items = []
     for t in read_jsonl(path):

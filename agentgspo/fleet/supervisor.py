@@ -48,11 +48,13 @@ from agentgspo.core.fleet_manifest import (
     PartEntry,
     ProbeRecord,
     SupervisorEntry,
+    manifest_path,
     read_weights,
     run_folder,
     write_json_atomic,
 )
 from agentgspo.fleet.probes import ProbeResult, probe_env_server, probe_sampler, probe_sandbox
+from agentgspo.fleet.ray_launcher import RayLauncher
 from agentgspo.fleet.spec import FleetSpec, PartSpec, load_spec
 
 __all__ = ["Supervisor", "make_launcher", "main"]
@@ -63,8 +65,6 @@ SERVING = ("healthy", "needs_weights")
 def make_launcher(spec: FleetSpec, run_dir: Path, sandbox_token: str | None):
     """The launcher the fleet file names (``local`` or ``ray``)."""
     if spec.launcher == "ray":
-        from agentgspo.fleet.ray_launcher import RayLauncher
-
         return RayLauncher(spec, run_dir, sandbox_token)
     return LocalLauncher(spec, run_dir, sandbox_token)
 
@@ -373,8 +373,6 @@ class Supervisor:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m agentgspo.fleet.supervisor FLEET.yaml [--manifest PATH]``."""
-    from agentgspo.core.fleet_manifest import manifest_path
-
     parser = argparse.ArgumentParser(prog="python -m agentgspo.fleet.supervisor")
     parser.add_argument("spec")
     parser.add_argument("--manifest", default=None)

@@ -76,6 +76,7 @@ from agentgspo.models.routing_replay import (
     replay_routing,
     split_recorded,
 )
+from agentgspo.learning.memory import estimate_for_model
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.objective.split_turns import episode_advantages
 from agentgspo.core.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
@@ -696,8 +697,6 @@ class GSPOLearner:
 
     def _print_memory_estimate(self, base: Any) -> None:
         """Print :func:`agentgspo.learning.memory.estimate_memory` for this run on the main process."""
-        from agentgspo.learning.memory import estimate_for_model
-
         estimate = estimate_for_model(
             base,
             processes=self.accelerator.num_processes,

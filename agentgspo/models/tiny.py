@@ -13,6 +13,9 @@ import os
 import string
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
+from agentgspo.models.quiet import no_transformers_progress_bars
+
 TINY_VERSION = "v1"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Atomic but not special: they survive decode(skip_special_tokens=True) and are ordinary text to the template.
@@ -176,8 +179,6 @@ def build_tiny_policy(
     model.generation_config.eos_token_id = config.eos_token_id
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from agentgspo.models.quiet import no_transformers_progress_bars
-
     with no_transformers_progress_bars():
         model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -185,8 +186,8 @@ def build_tiny_policy(
 
 
 def cache_dir() -> Path:
-    """Where built artefacts are cached: ``$AGENTGSPO_CACHE`` or ``~/.cache/agentgspo``."""
-    return Path(os.environ.get("AGENTGSPO_CACHE", Path.home() / ".cache" / "agentgspo"))
+    """Where built artefacts are cached (``agentgspo.core.paths.cache_root``)."""
+    return cache_root()
 
 
 def tiny_policy_path() -> Path:

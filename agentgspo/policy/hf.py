@@ -21,6 +21,8 @@ from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
 from agentgspo.policy.base import LoopOwner, batch_seeds
 from agentgspo.policy.loading import load_model, load_tokenizer, resolve_checkpoint, stop_ids_of
 from agentgspo.core.chat import ChatRenderer
+from agentgspo.models.routing_replay import find_routers, sampled_routing
+from agentgspo.models.routing_replay import record_routing as record_router_calls  # record_routing: HFPolicy's flag
 
 __all__ = ["counter_uniform", "HFPolicy"]
 
@@ -96,8 +98,6 @@ class HFPolicy:
         self.logprob_semantics = "full"
         self.record_routing = record_routing
         if record_routing:
-            from agentgspo.models.routing_replay import find_routers
-
             find_routers(model)  # a clear error for a model without a supported MoE router
         self.end_of_turn_id = end_of_turn_id
         self.stop_ids = frozenset({end_of_turn_id, *stop_ids})
@@ -181,10 +181,8 @@ class HFPolicy:
             filled = [s if s is not None else hash((self.seed, self.calls, row)) for row, s in enumerate(seeds)]
             if not self.record_routing:
                 return self._generate(prompts, params, filled, version)
-            from agentgspo.models.routing_replay import record_routing, sampled_routing
-
             fed: list[list[int]] = []  # rows fed at each decode step
-            with record_routing(self.model) as calls:
+            with record_router_calls(self.model) as calls:
                 turns = self._generate(prompts, params, filled, version, fed)
             for turn, routing in zip(turns, sampled_routing(calls, prompts, turns, fed)):
                 turn.routed_experts = routing

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from agentgspo.environments.registry import env_budget
+
 __all__ = [
     "PolicySettings",
     "write_policy_settings",
@@ -110,8 +112,6 @@ def resolve_episode_settings(
 
     ``env_kwargs`` given on the command line update the policy's recorded ones (same env only).
     """
-    from agentgspo.environments.registry import env_budget
-
     if env_id is None:
         if policy is None:
             raise ValueError(

@@ -91,7 +91,9 @@ from typing import Any
 import httpx
 
 from agentgspo.core.errors import AgentGSPOError
+from agentgspo.core.fleet_manifest import acknowledge_weights, read_manifest
 from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.core.trajectory import LOGPROB_SEMANTICS
 from agentgspo.policy.base import LoopOwner, is_context_overflow
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights
@@ -202,8 +204,6 @@ class ServerPolicy:
         transfer_timeout_s: float = 120.0,
         run_id: str | None = None,
     ):
-        from agentgspo.core.trajectory import LOGPROB_SEMANTICS
-
         if not urls:
             raise ValueError("urls: expected at least one server URL, e.g. http://127.0.0.1:8000")
         fleets = [str(url) for url in urls if str(url).startswith("fleet:")]
@@ -319,8 +319,6 @@ class ServerPolicy:
         hold this client's weight version (:meth:`holds_current`). Returns whether the list changed."""
         if self.fleet_manifest is None:
             return False
-        from agentgspo.core.fleet_manifest import read_manifest
-
         with self._fleet_lock:
             now = time.monotonic()
             if not force and now - self._fleet_checked < 1.0:
@@ -582,8 +580,6 @@ class ServerPolicy:
         for server in updated:
             server.admitted = True
         if self.fleet_manifest is not None:
-            from agentgspo.core.fleet_manifest import acknowledge_weights
-
             acknowledge_weights(self.fleet_manifest, version, {s.part: s.incarnation for s in updated}, run=self.run_id)
 
     def _streams(self) -> bool:

@@ -51,7 +51,7 @@ from vllm.distributed.weight_transfer.base import (
 )
 
 from agentgspo.core.errors import AgentGSPOError
-from agentgspo.policy.weight_sync import unwrap
+from agentgspo.policy.weight_sync import repack_cpu_layers, unwrap
 
 __all__ = [
     "WeightTransferError",
@@ -252,8 +252,6 @@ class GlooWeightTransferEngine(WeightTransferEngine[GlooInitInfo, GlooUpdateInfo
     def finish_weight_update(self) -> None:
         """Finish the layerwise reload, then redo the CPU post-load steps it skips."""
         from vllm.model_executor.model_loader.reload import finalize_layerwise_reload
-
-        from agentgspo.policy.weight_sync import repack_cpu_layers
 
         finalize_layerwise_reload(self.model, self.model_config)
         repack_cpu_layers(self.model)

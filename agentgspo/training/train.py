@@ -52,6 +52,7 @@ from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list, gather_object, set_seed
 from transformers import get_scheduler
 
+from agentgspo.environments.held_out import check_final_eval, final_eval_kwargs, training_kwargs
 from agentgspo.environments.interop.openenv_client import is_remote_env_id
 from agentgspo.environments.registry import env_budget, make, resolve
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
@@ -363,8 +364,6 @@ class TrainConfig(LearnerConfig):
         if not isinstance(self.final_eval_env_kwargs, dict):
             raise ValueError(f"final_eval_env_kwargs: expected a JSON object, got {self.final_eval_env_kwargs!r}")
         if self.final_eval_episodes:  # a final evaluation of training tasks is refused before any work
-            from agentgspo.environments.held_out import check_final_eval
-
             check_final_eval(self.env_id, self.env_kwargs, self.final_eval_env_kwargs)
 
     def uncorrected_staleness(self) -> str:
@@ -384,8 +383,6 @@ class TrainConfig(LearnerConfig):
         """The keyword arguments of the env the policy trains on: ``env_kwargs``, plus ``split="train"`` for an env
         with a held-out split (unless ``env_kwargs`` names a split), so that no held-out task is ever trained on
         (:mod:`agentgspo.envs.splits`). The env's own default stays ``"all"`` for ``agentgspo eval`` and rollouts."""
-        from agentgspo.environments.held_out import training_kwargs
-
         return training_kwargs(self.env_id, self.env_kwargs)
 
     def eval_hook(self, out: Path, rollout: Any) -> Any | None:
@@ -791,8 +788,6 @@ class _Run:
         """Success of ``policy`` on ``seeds`` of the held-out env (a fresh runner, no training): the env of
         ``final_eval_env_kwargs``, by default the training env's held-out split (a procedural env: its own, the
         seeds being disjoint from training's). ``save_to``: rank 0 writes the episodes there (JSONL)."""
-        from agentgspo.environments.held_out import final_eval_kwargs
-
         config = self.config
         kwargs, _ = final_eval_kwargs(config.env_id, config.env_kwargs, config.final_eval_env_kwargs)
         env_id, kwargs = resolve(bare_env_id(config.env_id), kwargs)
@@ -1004,8 +999,6 @@ class _Run:
         model.eval()
         final_eval = None
         if config.final_eval_episodes:
-            from agentgspo.environments.held_out import final_eval_kwargs
-
             seeds = EVAL_SEEDS[: config.final_eval_episodes]
             kwargs, held_out_by = final_eval_kwargs(config.env_id, config.env_kwargs, config.final_eval_env_kwargs)
             sampled = self.evaluate(policy, seeds, temperature=1.0, save_to=out / "final_eval" / "sampled.jsonl")

@@ -54,10 +54,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
 from agentgspo.core.errors import AgentGSPOError
 
-from ..results import JudgeResult, Verdict
-from .core import usable_cpus
+from ..registry import get_sandbox
+from ..results import JudgeResult, Limits, Verdict
+from .core import judge, usable_cpus
+from .languages import get_language, submission_language
 from .time_limits import time_submissions
 
 __all__ = [
@@ -147,9 +150,6 @@ def time_calibration_programs(
     broken, and no time could be trusted."""
     import statistics
 
-    from ..results import Limits
-    from .core import judge
-
     seconds = {}
     for lang, count in (rounds or CALIBRATION_ROUNDS).items():
         result = judge(
@@ -172,8 +172,6 @@ def time_calibration_programs(
 def reference_language(lang: str) -> str:
     """The REFERENCE_CALIBRATION_S key whose calibration program stands for a ``lang`` submission: "python" for
     both Pythons (CPython's program stands for PyPy too, which has no reference time), "cpp" for C and C++."""
-    from .languages import get_language
-
     return "python" if get_language(lang).family == "python3" else "cpp"
 
 
@@ -252,8 +250,6 @@ def machine_fingerprint(backend="local") -> str:
     kind = _kind(backend)
     if kind == "remote":
         if isinstance(backend, str):
-            from ..registry import get_sandbox
-
             backend = get_sandbox("remote")
         return f"remote: {backend.machine_fingerprint()}"
     model = ""
@@ -280,8 +276,6 @@ def _slowest_test_s(result: JudgeResult) -> float:
 
 
 def _cache_path(content: str, machine: str, fixed_limit_s: float, margin: float) -> Path:
-    from .formats.kattis_package import cache_root
-
     reference = json.dumps(REFERENCE_CALIBRATION_S, sort_keys=True)  # a new reference machine: measured again
     key = hashlib.sha256(f"{CACHE_VERSION}\0{content}\0{machine}\0{fixed_limit_s!r}\0{margin!r}\0{reference}".encode())
     return cache_root() / "time-limit-calibration" / f"{key.hexdigest()[:32]}.json"
@@ -406,8 +400,6 @@ def calibrate(
 def folder_submissions(folder: Path, prefix: str) -> list[Submission]:
     """The Python and C++ submissions in ``folder`` (sorted; other languages left out, a missing folder none),
     named ``PREFIX/FILE``."""
-    from .languages import submission_language
-
     out = []
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
         if not path.is_file():

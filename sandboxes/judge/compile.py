@@ -16,6 +16,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
+
 from .languages import LANGUAGES, get_language
 from .languages import SUFFIXES, language_of, normalize_language  # noqa: F401 -- their old home re-exports them
 
@@ -69,13 +71,6 @@ def compile_command(lang: str, source_path: str, binary_path: str, pch_dir: str 
     return [*language.compiler, *language.flags, "-o", binary_path, source_path, "-lm"]
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo"
-    )
-    return Path(base)
-
-
 def _stdcpp_header() -> str | None:
     probe = subprocess.run(
         ["g++", *CPP_FLAGS, "-x", "c++", "-E", "-H", "-", "-o", os.devnull],
@@ -104,7 +99,7 @@ def host_pch_dir(build: bool = False) -> Path | None:
             return None
         version = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout
         key = hashlib.sha256((version + " ".join(CPP_FLAGS)).encode()).hexdigest()[:16]
-        target = _cache_root() / "pch" / key
+        target = cache_root() / "pch" / key
         gch = target / "bits" / "stdc++.h.gch"
         if not gch.exists():
             header = _stdcpp_header()

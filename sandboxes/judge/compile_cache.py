@@ -10,7 +10,7 @@ box binds this machine's ``/usr``): its resolved path, size, mtime and ``--versi
 precompiled header's directory), with the session's binary directory written ``{bin}``. The runner's version: a
 hash of ``sandboxes/runner.py``. An entry made by another compiler, image, flag set or runner is never used.
 
-Entries: ``$AGENTGSPO_CACHE/compile/entries/KEY`` (the base: ``compile._cache_root()``), each the program the
+Entries: ``$AGENTGSPO_CACHE/compile/entries/KEY`` (the base: ``core.paths.cache_root()``), each the program the
 compile step left (a C/C++ binary, PyPy's launcher), the compiler's output, and a SHA-256 over them and the key; a
 file that does not check is removed and read as a miss. Only what compiled (exit status 0) from a non-empty source
 is stored, up to half the cache's size and 64 MB: a compile error is never cached (it is compiled, and reported,
@@ -56,8 +56,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
+
 from ..protocol import RUNNER_PATH
-from .compile import _cache_root, build_once
+from .compile import build_once
 
 __all__ = [
     "SETTING",
@@ -304,7 +306,7 @@ def open_cache() -> CompileCache | None:
     """The cache of this process's settings (``$AGENTGSPO_CACHE/compile``, ``AGENTGSPO_COMPILE_CACHE_MB``), or None
     when turned off (0 MB)."""
     limit = cache_limit_bytes()
-    return CompileCache(_cache_root() / "compile", limit) if limit else None
+    return CompileCache(cache_root() / "compile", limit) if limit else None
 
 
 _identities: dict[tuple, str] = {}

@@ -27,6 +27,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
+
 from ..results import Verdict
 
 __all__ = ["is_cpp_source", "find_testlib_header", "compile_testlib_program", "read_points", "testlib_outcome"]
@@ -70,13 +72,6 @@ def find_testlib_header(source: str | os.PathLike, testlib_h: str | os.PathLike 
     raise ValueError(f"{str(source)!r} is a C++ jury program but no testlib.h was found for it: {GET_TESTLIB}")
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo"
-    )
-    return Path(base) / "testlib"
-
-
 def _compiler_version() -> str:
     if shutil.which("g++") is None:
         raise ValueError(
@@ -101,7 +96,7 @@ def _header_dir(header_text: bytes, version: str) -> Path:
     """A cache folder holding this testlib.h and, where g++ can build it, its precompiled form (testlib.h.gch: a
     jury program then compiles in a second or two instead of parsing testlib's ~6,000 lines each time)."""
     key = hashlib.sha256(b"\0".join([header_text, version.encode(), " ".join(TESTLIB_FLAGS).encode()])).hexdigest()
-    directory = _cache_root() / "headers" / key[:32]
+    directory = cache_root() / "testlib" / "headers" / key[:32]
     header, gch, ready = directory / "testlib.h", directory / "testlib.h.gch", directory / "ready"
 
     def build() -> None:
@@ -139,7 +134,7 @@ def compile_testlib_program(source: str | os.PathLike, testlib_h: str | os.PathL
     key = hashlib.sha256(
         b"\0".join([code, header_text, version.encode(), " ".join(TESTLIB_FLAGS).encode()])
     ).hexdigest()
-    target = _cache_root() / key[:32]
+    target = cache_root() / "testlib" / key[:32]
     binary = target / "program"
     if binary.exists():
         return binary

@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from .core import usable_cpus
+
 __all__ = ["parse_domjudge_ini", "package_time_limit", "polygon_time_limit", "timing_workers", "time_submissions"]
 
 logger = logging.getLogger(__name__)
@@ -153,8 +155,6 @@ def timing_workers(count: int, max_workers: int | None = None) -> int:
     Times are CPU times (``wait4`` per test), not wall times, and each submission's tests then share the CPUs
     among the submissions being judged (``core.batch_workers``), so no more test processes run than CPUs: on a
     2-core machine two submissions at once, one test each."""
-    from .core import usable_cpus
-
     return max(1, min(count, max_workers or usable_cpus()))
 
 

@@ -48,6 +48,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgspo.environments.env import AssistantTurnSpace, MessagesSpace
+from agentgspo.environments.interop import verifiers_host
 
 __all__ = ["VerifiersEnv", "env_config", "import_text_policy", "played_seat"]
 
@@ -215,8 +216,6 @@ class VerifiersEnv(gym.Env):
         oracle: str | None = None,
         wrong: str | None = None,
     ):
-        from agentgspo.environments.interop import verifiers_host
-
         if not isinstance(taskset, str) or not taskset:
             raise ValueError(f"taskset: expected a verifiers taskset id such as 'gsm8k', got {taskset!r}")
         if path is not None:
@@ -287,8 +286,6 @@ class VerifiersEnv(gym.Env):
         if self._closed:
             return
         self._closed = True
-        from agentgspo.environments.interop import verifiers_host
-
         try:
             self._end_episode()
         finally:

@@ -44,9 +44,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from ...registry import get_sandbox
 from ...results import JudgeResult, Limits, TestResult, Verdict
 from ...submission import TestCase
 from ..checkers import IcpcDefaultChecker
+from ..core import judge
 from .kattis_grading import FROM_KATTIS, grade, grade_group
 from .kattis_package import KattisGroup, KattisPackage, KattisTest, OutputValidator, cache_root, load_kattis_package
 from ..languages import kattis_language, submission_language
@@ -212,8 +214,6 @@ def _run_pass(
 ) -> JudgeResult:
     """One run of the submission on ``tests``, each on its current input: batch outputs checked by the validator,
     or interaction with it; every test keeps its own feedback folder."""
-    from ..core import judge
-
     flags = _flags_by_test(package)
     stop = _stops_at_first_failure(package)
     if not package.interactive:
@@ -428,8 +428,6 @@ def judge_kattis(
     (``judge/calibration.py``; cached; CalibrationError when the package's submissions refuse it). Never raises
     for a bad submission; ValueError for a bad package or arguments.
     """
-    from ...registry import get_sandbox
-
     lang = kattis_language(lang)  # as Kattis runs it (problemtools' languages.yaml): Python 3 under PyPy
     if not isinstance(package, KattisPackage):
         package = load_kattis_package(package)

@@ -30,6 +30,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
+
 from ...submission import TestCase
 from ..checkers import IcpcDefaultChecker
 from ..compile import build_once
@@ -287,14 +289,6 @@ def _validator_dir(directory: Path) -> Path | None:
         if (directory / name).is_dir():
             return directory / name
     return None
-
-
-def cache_root() -> Path:
-    """``$AGENTGSPO_CACHE``, else ``$XDG_CACHE_HOME/agentgspo`` (default ``~/.cache/agentgspo``)."""
-    base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agentgspo"
-    )
-    return Path(base)
 
 
 def _compile_validator(files: list[Path], lang: str, where: str) -> Path:

@@ -10,6 +10,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from agentgspo.core.paths import cache_root
+
 from ...submission import TestCase
 from ..testdata import Problem
 
@@ -17,8 +19,7 @@ __all__ = ["problem_from_codeforces_row"]
 
 
 def _checker_cache() -> Path:
-    base = os.environ.get("AGENTGSPO_CACHE") or os.path.join(os.path.expanduser("~/.cache"), "agentgspo")
-    return Path(base) / "openr1-checkers"
+    return cache_root() / "openr1-checkers"
 
 
 def problem_from_codeforces_row(row: dict, prefer_official: bool = True) -> Problem:
