@@ -14,10 +14,10 @@ SHARED_UNITS = {
     # vLLM engines and servers (~3 GB and both cores each) and the Ray cluster: one such module at a time, and the
     # fleet's two Ray modules on one cluster (tests/fleet/conftest.py starts it once per worker).
     "vllm-and-ray": (
-        "tests/test_policy_server.py",
-        "tests/test_async_faults.py",
-        "tests/test_vllm_engine.py",
-        "tests/test_weight_transfer.py",
+        "tests/policy/test_policy_server.py",
+        "tests/training/test_async_faults.py",
+        "tests/policy/test_vllm_engine.py",
+        "tests/policy/test_weight_transfer.py",
         "tests/eval/test_vllm_backends.py",
         "tests/fleet/test_ray.py",
         "tests/fleet/test_job.py",

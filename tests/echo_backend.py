@@ -1,4 +1,4 @@
-"""A policy backend in one module, for tests/test_vllm_factory.py: it answers every turn with one fixed text (its
+"""A policy backend in one module, for tests/policy/test_vllm_factory.py: it answers every turn with one fixed text (its
 ``--echo-text``), tokenized by the checkpoint's tokenizer. Registered with one line:
 ``register_backend("echo", "echo_backend:EchoPolicy")``."""
 

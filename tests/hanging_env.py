@@ -1,5 +1,5 @@
 """A test env whose step hangs for some seeds: the fault the rollout runner's ``env_call_timeout_s`` ends as
-``env_timeout`` (tests/test_async_faults.py).
+``env_timeout`` (tests/training/test_async_faults.py).
 
 Registered on import as ``tests/Hanging-v0`` (not in the agentgspo namespace: the suite's every-bundled-env tests
 enumerate that one); a recipe subprocess makes it with ``--env-id hanging_env:tests/Hanging-v0`` (tests/ is on its

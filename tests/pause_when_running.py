@@ -2,7 +2,7 @@
 (``POST /pause?mode=keep``) as soon as its ``/metrics`` count ``N`` requests admitted, at least one of them running
 (the others may wait a step: a request whose prompt prefix another is computing waits for it), and exits 0.
 
-The tests that freeze turns mid-decode (tests/test_policy_server.py) used to pause from the pytest process once a
+The tests that freeze turns mid-decode (tests/policy/test_policy_server.py) used to pause from the pytest process once a
 short turn sent after the long ones had finished. In full-suite runs that process was seen to stand still for 2-6 s
 at a time (its event loop and its threads alike, while the servers kept decoding), long enough for 700 ids to
 finish before its pause was even sent. This process is small (httpx only) and does nothing else: it prints

@@ -1,6 +1,6 @@
 """A custom environment in about 30 lines: reverse a word with a tool, then answer it.
 
-This file is the README's example, verbatim; tests/test_env.py runs it so the two never drift apart.
+This file is the README's example, verbatim; tests/environments/test_env.py runs it so the two never drift apart.
 """
 
 import gymnasium as gym

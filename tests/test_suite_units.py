@@ -24,6 +24,6 @@ def test_every_module_that_starts_vllm_or_ray_is_in_the_shared_unit():
 
 
 def test_other_modules_are_units_of_their_own_and_the_docs_one_unit():
-    assert unit_of_work("tests/test_loss.py::test_x[a-b]") == "tests/test_loss.py"
+    assert unit_of_work("tests/objective/test_loss.py::test_x[a-b]") == "tests/objective/test_loss.py"
     assert unit_of_work("tests/envs/test_code.py::test_y") == "tests/envs/test_code.py"
     assert unit_of_work("tests/docs/test_site.py::t") == unit_of_work("tests/docs/test_browser.py::t") == "docs"

@@ -1,6 +1,25 @@
-"""The token-exact check of a recorded episode, shared by the tests of every path that records one."""
+"""The token-exact check of a recorded episode, shared by the tests of every path that records one, and the
+multi-turn env their sampled episodes play (AgainCalculator)."""
 
 from __future__ import annotations
+
+from agentgspo.environments.env import Action
+from agentgspo.envs.calculator import CalculatorEnv
+
+
+class AgainCalculator(CalculatorEnv):
+    """Calculator-v0 that keeps the conversation going: an answer gets "Again." until the third answer."""
+
+    def reset(self, *, seed=None, options=None):
+        self.answers = 0
+        return super().reset(seed=seed, options=options)
+
+    def respond(self, action: Action):
+        self.answers += 1
+        messages, reward, terminated, truncated, info = super().respond(action)
+        if self.answers < 3:
+            return [{"role": "user", "content": "Again."}], 0.0, False, False, info
+        return messages, reward, terminated, truncated, info
 
 
 def rerender(trajectory, renderer, tools):

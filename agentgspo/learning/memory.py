@@ -34,7 +34,7 @@ the logits, their gradient (both b x T x V) and the chunked fp32 log-softmax scr
 stream stays fp32 and autocast keeps a bf16 copy of the weights (2P, counted with the parameters). The formulas count
 what autograd saves for the backward; allocator fragmentation, CUDA context and communication buffers are not counted
 (``overhead_gb`` adds a fixed margin). :func:`measure_saved_activation_bytes` measures the same quantity on a real model
-(``tests/test_memory.py`` checks the formula against it).
+(``tests/learning/test_memory.py`` checks the formula against it).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Semantics match :class:`~agentgspo.policy.hf.HFPolicy`:
   sampled id, which is HF's quantity when ``top_p == 1`` and ``top_k`` is off. With truncation vLLM renormalises
   over the top-k/top-p set first, so its log-prob is HF's minus log(kept mass) (>= HF's): ``logprob_semantics =
   "truncated"`` (HF's is ``"full"``); no vLLM mode returns the pre-truncation value without scoring the whole
-  vocabulary. tests/test_vllm_engine.py measures both cases.
+  vocabulary. tests/policy/test_vllm_engine.py measures both cases.
 - a prompt with no room left in the engine's ``max_model_len`` is a ``finish_reason="context"`` turn (nothing
   sampled), as the server backend returns for the server's context-length refusal; any engine failure raises
   ``RuntimeError("vLLM engine failed: ...")`` in every waiting ``sample``.

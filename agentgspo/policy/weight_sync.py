@@ -12,7 +12,7 @@ On GPU that reload is the whole job: vLLM re-runs each layer's post-load process
 0.32, measured) the reload returns quickly but leaves two layers stale: the fused-MoE experts, which the CPU
 kernel prepacks into its own layout at load time, and a tied ``lm_head``, whose packed GEMM weight was made from
 the embedding at load time. :func:`repack_cpu_layers` runs those two post-load steps again inside each worker;
-after it the engine's log-probs equal the learner's (tests/test_vllm_engine.py checks this before and after a
+after it the engine's log-probs equal the learner's (tests/policy/test_vllm_engine.py checks this before and after a
 GSPO step). A server reaches the same code through :class:`WeightSyncExtension`, which ``agentgspo serve-policy``
 passes to vLLM as ``--worker-extension-cls``. :func:`sync_weights` is the one call a training loop makes, whatever
 the backend.

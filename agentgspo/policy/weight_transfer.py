@@ -16,7 +16,7 @@ The trainer sends the *checkpoint* format vLLM's ``load_weights`` reads (:class:
 fuses MoE experts into 3-D tensors in memory and splits them back on save; the same reversal runs here, a layer at
 a time). The workers load them with vLLM's layerwise reload (as its NCCL engine does), then redo the CPU post-load
 steps a reload skips (:func:`~agentgspo.policy.weight_sync.repack_cpu_layers`), so the engine's log-probs equal
-the learner's after an update (tests/test_weight_transfer.py).
+the learner's after an update (tests/policy/test_weight_transfer.py).
 
 Per update, as peers found it must go (TRL issues 6797-7104, ../shared/ASYNC.md): the workers' ``update_weights``
 call runs on a thread while this thread broadcasts (both block in the same collectives), under a timeout; a failure

@@ -102,7 +102,7 @@ def test_a_final_eval_of_a_finite_env_without_a_split_is_refused():
 
 
 def test_the_codeforces_recipes_held_out_flag_is_the_envs_held_out_split():
-    from test_recipes import recipe_module  # tests/ is on the path
+    from recipe_support import recipe_module  # tests/recipe_support.py
 
     config = recipe_module("codeforces").CodeforcesConfig(env_kwargs={}, held_out=["9000C"], final_eval_episodes=2)
     assert config.train_env_kwargs() == {"held_out": ["9000C"], "split": "train"}

@@ -1,6 +1,6 @@
 """Weight updates with turns in flight against a server that lacks vLLM's ``/pause`` route (an older vLLM, or one
 started without ``VLLM_SERVER_DEV_MODE=1``): a fake server on 127.0.0.1, no vLLM needed. The real engine and
-server cases are in tests/test_vllm_engine.py and tests/test_policy_server.py."""
+server cases are in tests/policy/test_vllm_engine.py and tests/policy/test_policy_server.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_smoke_run_measures_and_profiles_our_experts(tmp_path):

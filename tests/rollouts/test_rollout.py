@@ -18,7 +18,7 @@ from agentgspo.core.chat import ChatRenderer
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 from agentgspo.core.trajectory import read_jsonl, write_jsonl
 from agentgspo.environments.wrappers import EnvBudget, MaxTurns, TimeBudget, TurnLimit
-from test_chat import counting_renders  # tests/test_chat.py
+from chat_support import counting_renders  # tests/chat_support.py
 
 
 def run(renderer, make_env, policy=calculator_oracle, seeds=(0,), **config):
@@ -374,7 +374,7 @@ def test_the_full_render_check_catches_ids_the_tokenizer_would_not_produce(rende
 
 
 def test_the_full_render_check_catches_a_template_that_rewrites_history(tokenizer):
-    from test_chat import THINK_STRIPPING_TEMPLATE  # drops earlier <think> blocks, as Qwen3's does
+    from chat_support import THINK_STRIPPING_TEMPLATE  # drops earlier <think> blocks, as Qwen3's does
 
     stripping = copy.deepcopy(tokenizer)
     stripping.chat_template = THINK_STRIPPING_TEMPLATE

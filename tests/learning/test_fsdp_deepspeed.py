@@ -35,7 +35,7 @@ SAVE_AFTER = 2
 def _launch(out: Path, mode: str, stage: int, processes: int = 1, timeout: int = 400) -> tuple[int, str]:
     env = {
         **os.environ,
-        "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+        "PYTHONPATH": f"{Path(__file__).resolve().parents[1]}:{os.environ.get('PYTHONPATH', '')}",
         "OMP_NUM_THREADS": "1",
     }
     command = [

@@ -131,7 +131,7 @@ def test_estimate_memory_command_for_qwen3_30b_a3b_on_8_gpus(capsys):
     plain = _cli(capsys, *base)
     assert plain.returncode == 1 and "does NOT fit in 80 GiB" in plain.stdout
     # The page shows the tool's own output, and quotes the run without checkpointing.
-    readme = (Path(__file__).resolve().parents[1] / "docs" / "tutorials" / "sharded.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "sharded.md").read_text()
     assert _cli(capsys, *base, "--activation-checkpointing").stdout.strip() in readme
     activations = next(line for line in plain.stdout.splitlines() if "activations" in line).split()[-2]
     total = next(line for line in plain.stdout.splitlines() if "total" in line).split()[1]

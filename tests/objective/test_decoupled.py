@@ -23,8 +23,8 @@ from agentgspo.objective.loss import (
     gspo_turn_loss,
 )
 
-from test_learner import _learner, _trajectories  # tests/test_learner.py: the tiny policy's learner and batches
-from test_loss import random_batch  # tests/test_loss.py: ragged float64 batches with an empty row
+from learner_support import _learner, _trajectories  # tests/learner_support.py: the tiny policy's learner, batches
+from test_loss import random_batch  # tests/objective/test_loss.py: ragged float64 batches with an empty row
 
 EPS = {"eps_low": 0.1, "eps_high": 0.1}  # a wide band, so that chosen ratios clip or not by hand
 

@@ -37,7 +37,8 @@ def test_make_backend_builds_the_hf_policy_with_a_renderer(tiny_path):
 
 def test_every_backend_says_what_its_log_probs_are(tiny_path, renderer):
     # The rollout records it per trajectory; the learner decides from it whether the sampler's log-probs are its
-    # old policy's (agentgspo.core.trajectory.sampler_logprobs_mismatch). The engine's: tests/test_vllm_engine.py.
+    # old policy's (agentgspo.core.trajectory.sampler_logprobs_mismatch). The engine's:
+    # tests/policy/test_vllm_engine.py.
     from agentgspo.eval.agents import ShippedSolutionAgent
     from agentgspo.policy.base import ScriptedPolicy
     from agentgspo.core.trajectory import LOGPROB_SEMANTICS

@@ -8,31 +8,15 @@ import pytest
 import torch
 
 from agentgspo.objective.batching import collate, score
-from agentgspo.environments.env import Action
 from agentgspo.envs.calculator import CalculatorEnv
 from agentgspo.core.sampling import SamplingParams
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-from token_exact import rerender  # tests/token_exact.py
+from token_exact import AgainCalculator, rerender  # tests/token_exact.py
 
 # HF sampling (left-padded batch, KV cache, one token at a time) and scoring (right-padded, full sequence) run
 # different kernels on the same fp32 weights; they agree to ~1e-5 per token.
 LOGPROB_ATOL = 1e-4
-
-
-class AgainCalculator(CalculatorEnv):
-    """Calculator-v0 that keeps the conversation going: an answer gets "Again." until the third answer."""
-
-    def reset(self, *, seed=None, options=None):
-        self.answers = 0
-        return super().reset(seed=seed, options=options)
-
-    def respond(self, action: Action):
-        self.answers += 1
-        messages, reward, terminated, truncated, info = super().respond(action)
-        if self.answers < 3:
-            return [{"role": "user", "content": "Again."}], 0.0, False, False, info
-        return messages, reward, terminated, truncated, info
 
 
 @pytest.fixture(scope="module")

@@ -136,7 +136,7 @@ def test_the_paper_s_clip_bands_are_written_once():
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     places = []
     for folder in ("agentgspo", "recipes", "envs", "benchmarks"):
         for path in sorted((root / folder).rglob("*.py")):

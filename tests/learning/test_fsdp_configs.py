@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 
-CONFIGS = Path(__file__).resolve().parent.parent / "recipes" / "accelerate"
+CONFIGS = Path(__file__).resolve().parents[2] / "recipes" / "accelerate"
 EXPECTED = {  # file -> (distributed setting, processes, machines)
     "1gpu.yaml": ("none", 1, 1),
     "fsdp2_8gpu.yaml": ("fsdp2", 8, 1),

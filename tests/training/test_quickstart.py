@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PARITY = ["--env-id", "parity_env:agentgspo/Parity-v0", "--env-kwargs", "{}"]
 SMALL = [
     "--warm-demos",
@@ -269,7 +269,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_keep_identical_parameters(tmp_path):
-    from test_fsdp import LAUNCH  # two gloo ranks under accelerate launch, on CPU
+    from launch_support import LAUNCH  # two gloo ranks under accelerate launch, on CPU
 
     _run(["--out", str(tmp_path), "--steps", "2", *PARITY, *SMALL], launcher=LAUNCH)
     summary = json.loads((tmp_path / "summary.json").read_text())

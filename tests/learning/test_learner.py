@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,8 @@ from agentgspo.objective.advantages import group_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig, routing_volatility
 from agentgspo.objective.loss import SEQUENCE, TOKEN, TURN, clips_per, gspo_loss
-from agentgspo.core.trajectory import Trajectory
 
+from learner_support import _learner, _trajectories  # tests/learner_support.py
 from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.py
 
 
@@ -30,32 +29,6 @@ def tiny():
     from agentgspo.models.tiny import tiny_policy_path
 
     return AutoModelForCausalLM.from_pretrained(tiny_policy_path())
-
-
-# What an HF sampler at temperature 1 records (its log-probs are the full distribution's, as the learner's).
-FULL_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "logprobs": "full"}
-
-
-def _trajectories(rewards, *, stop_reasons=None, group_size=4, seed=0):
-    rng = random.Random(seed)
-    out = []
-    for i, reward in enumerate(rewards):
-        t = Trajectory(group_id=i // group_size, sample_id=i % group_size, sampling=dict(FULL_SAMPLING))
-        t.append_forced([rng.randrange(3, 100) for _ in range(10)])
-        sampled = [rng.randrange(3, 100) for _ in range(rng.randrange(3, 12))]
-        t.append_sampled(sampled, [-4.0] * len(sampled))
-        t.reward = float(reward)
-        if stop_reasons:
-            t.stop_reason = stop_reasons[i]
-        out.append(t)
-    return out
-
-
-def _learner(model, *, optimizer=None, **config):
-    accelerator = Accelerator(cpu=True)
-    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3)
-    model, optimizer = accelerator.prepare(model, optimizer)
-    return GSPOLearner(model, optimizer, accelerator, pad_token_id=0, config=LearnerConfig(**config))
 
 
 def _paper_gradients(model, trajectories, *, aux_coef=0.0, aux_rows=None):
@@ -295,7 +268,7 @@ def test_other_architectures_train_with_router_loss_and_volatility(name):
 
 # ------------------------------------------------------------------------------------- two DDP ranks (gloo, CPU)
 
-from test_fsdp import LAUNCH as DDP_LAUNCH  # noqa: E402 -- two gloo ranks under accelerate launch, on CPU
+from launch_support import LAUNCH as DDP_LAUNCH  # noqa: E402 -- two gloo ranks under accelerate launch, on CPU
 
 
 def _ddp_worker(out_dir: str) -> None:
@@ -373,7 +346,7 @@ def ddp_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("ddp")
     env = {
         **os.environ,
-        "PYTHONPATH": f"{Path(__file__).parent}:{os.environ.get('PYTHONPATH', '')}",
+        "PYTHONPATH": f"{Path(__file__).resolve().parents[1]}:{os.environ.get('PYTHONPATH', '')}",
         "OMP_NUM_THREADS": "1",
     }
     launcher = subprocess.Popen(

@@ -82,7 +82,7 @@ def test_a_run_folder_written_before_the_modules_moved_is_the_same_run(tmp_path,
 
     from agentgspo.recipes.quickstart import main, reached_the_target
 
-    fixture = Path(__file__).parent / "fixtures" / "run_folder_0.2.0"
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "run_folder_0.2.0"
     shutil.copytree(fixture, tmp_path / "run")
     flags = ["--logp-old", "recompute", "--steps", "12", "--max-minutes", "100000", "--seed", "0"]
     summary = json.loads((fixture / "summary.json").read_text())

@@ -423,7 +423,7 @@ def test_the_vllm_engine_samples_ahead_of_the_learner_and_takes_updates_in_fligh
 
 class PartlyUpdatedServers:
     """A sampler whose weight update reached one server of two (what the server backend raises after its second
-    attempt; tests/test_policy_server.py fails real servers' transfers)."""
+    attempt; tests/policy/test_policy_server.py fails real servers' transfers)."""
 
     def update_weights(self, model, folder=None) -> int:
         from agentgspo.policy.server import WeightUpdateFailed

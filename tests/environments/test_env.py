@@ -216,7 +216,7 @@ def test_chat_env_rejects_bad_settings_at_construction():
 
 
 def test_readme_example_runs_and_its_env_passes_check_env_and_scores_one():
-    path = Path(__file__).with_name("readme_example.py")
+    path = Path(__file__).resolve().parents[1] / "readme_example.py"
     assert len(path.read_text().splitlines()) <= 50  # "a custom environment in about 30 lines" (+ docstring)
     namespace = runpy.run_path(str(path), run_name="readme_example")
     assert namespace["reward"] == 1.0 and namespace["terminated"] is True

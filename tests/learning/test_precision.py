@@ -125,7 +125,7 @@ def test_learner_never_materialises_an_fp32_logits_tensor(setting):
     """Forward, GSPO loss, backward and metrics of a micro-batch of > 512 tokens: no op makes an fp32 tensor with
     more than one log-prob chunk of vocabulary rows. accelerate's mixed precision wraps the forward in
     convert_outputs_to_fp32, which alone would copy the logits to fp32 ([B, T, V]); the learner removes that cast.
-    (FSDP2's bf16 MixedPrecisionPolicy is checked on 2 ranks in tests/test_fsdp.py.)"""
+    (FSDP2's bf16 MixedPrecisionPolicy is checked on 2 ranks in tests/learning/test_fsdp.py.)"""
     trajectories = long_trajectories()
     model = _policy()
     if setting == "bf16_weights":

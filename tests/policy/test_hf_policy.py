@@ -76,7 +76,7 @@ def full_logprobs(model, prompt: list[int], ids: list[int], temperature: float) 
 
 def test_logprobs_are_the_full_vocabularys_whatever_top_k_and_top_p_cut(warm_model, renderer, tokenizer):
     # logprob_semantics "full": what the learner computes, even when the draw came from a truncated distribution
-    # (the vLLM backends' are "truncated": tests/test_vllm_engine.py).
+    # (the vLLM backends' are "truncated": tests/policy/test_vllm_engine.py).
     policy = HFPolicy(warm_model, end_of_turn_id=renderer.end_of_turn_id, pad_token_id=tokenizer.pad_token_id)
     assert policy.logprob_semantics == "full"
     prompt = renderer.prompt_ids([{"role": "user", "content": "What is 12 * 7 + 3?"}])
