@@ -79,7 +79,7 @@ def load_by_path(name: str, path: Path):
 
 
 logprobs_module = load_by_path("agentgspo_logprobs", ROOT / "agentgspo" / "objective" / "logprobs.py")
-moe_module = load_by_path("agentgspo_moe", ROOT / "agentgspo" / "learning" / "moe.py")
+moe_module = load_by_path("agentgspo_moe", ROOT / "agentgspo" / "models" / "moe.py")
 loss_module = load_by_path("agentgspo_loss", ROOT / "agentgspo" / "objective" / "loss.py")
 token_logprobs, gspo_loss = logprobs_module.token_logprobs, loss_module.gspo_loss
 fused_logprobs = logprobs_module.fused_token_logprobs  # what LearnerConfig(compile=True) compiles
