@@ -111,29 +111,43 @@ def test_the_core_uses_no_torch():
     assert heavy == []
 
 
+def import_targets(node: ast.AST, package: str) -> list[str]:
+    """The dotted names an import statement in ``package`` loads: ``import a.b`` -> ``a.b``; ``from .x import y``
+    -> ``package.x.y`` for each name (a module, or a name defined in ``package.x``: see :func:`module_of`)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+        name = ".".join(part for part in (base, node.module or "") if part)
+        return [f"{name}.{alias.name}" for alias in node.names]
+    return []
+
+
+def package_of_module(module: str, path: Path) -> str:
+    """The package a module's relative imports start from."""
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def module_of(name: str, modules) -> str | None:
+    """The longest prefix of ``name`` that is one of ``modules`` (``a.b.f``, a function of ``a.b``, is ``a.b``)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the modules of ours it imports (function-level imports included). ``from package import name``
     counts as an import of ``package.name`` where that is a module, else of ``package``; an import of a module
     counts as one of the packages above it too (their ``__init__`` runs first)."""
     modules = {package_of(path): path for folder in FOLDERS for path in sources(folder)}
-
-    def module_of(name: str) -> str | None:
-        while name and name not in modules:
-            name = name.rpartition(".")[0]
-        return name or None
-
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                targets |= {module_of(alias.name) for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-                name = ".".join(part for part in (base, node.module or "") if part)
-                targets |= {module_of(f"{name}.{alias.name}" if f"{name}.{alias.name}" in modules else name)
-                            for alias in node.names}  # fmt: skip
+        package = package_of_module(module, path)
+        targets = {
+            module_of(name, modules)
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            for name in import_targets(node, package)
+        }
         graph[module] = {target for target in targets if target and target != module}
     # Importing a.b.c runs the package a.b's __init__ first: an edge to each package on the way that is not the
     # importer's own (being imported already) and not the root package (the package's face, imported before all).
@@ -249,8 +263,7 @@ OPTIONAL_DEPENDENCIES = {
 def _top_level_imports(path: Path) -> tuple[set[str], set[str]]:
     """(third-party top-level packages, modules of ours) imported when ``path`` is imported (outside functions)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    module = package_of(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    package = package_of_module(package_of(path), path)
     outside_functions = []
     todo = list(tree.body)
     while todo:
@@ -260,26 +273,21 @@ def _top_level_imports(path: Path) -> tuple[set[str], set[str]]:
         outside_functions.append(node)
         todo.extend(ast.iter_child_nodes(node))
     third, ours = set(), set()
-    for node in outside_functions:
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            name = ".".join(part for part in (base, node.module or "") if part)
-            names = [name, *(f"{name}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for name in names:
-            (ours if name.split(".")[0] == "agentgspo" else third).add(
-                name if name.startswith("agentgspo") else name.split(".")[0]
-            )
+    for name in (name for node in outside_functions for name in import_targets(node, package)):
+        (ours if name.split(".")[0] == "agentgspo" else third).add(
+            name if name.startswith("agentgspo") else name.split(".")[0]
+        )
     return third, ours
 
 
 def needing_an_optional_dependency() -> set[str]:
     """Our modules that import an optional dependency when imported (directly or through modules of ours)."""
     paths = {package_of(path): path for folder in FOLDERS for path in sources(folder)}
-    imports = {module: _top_level_imports(path) for module, path in paths.items()}
+    imports = {
+        module: (third, {module_of(name, paths) for name in ours})
+        for module, path in paths.items()
+        for third, ours in [_top_level_imports(path)]
+    }
     needing = {module for module, (third, _) in imports.items() if third & OPTIONAL_DEPENDENCIES}
     while True:
         more = {module for module, (_, ours) in imports.items() if module not in needing and ours & needing}
@@ -292,22 +300,16 @@ def function_level_imports_of_ours(folder: str) -> list[tuple[Path, int, str]]:
     """(file, line, module) of every import of a module of ours inside a function, in ``folder``."""
     found = []
     for path in sources(folder):
-        module = package_of(path)
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        package = package_of_module(package_of(path), path)
         for function in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for node in ast.walk(function):
-                if isinstance(node, ast.ImportFrom):
-                    base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-                    name = ".".join(part for part in (base, node.module or "") if part)
-                    names = [f"{name}.{alias.name}" for alias in node.names] if name else []
-                    names = names or [name]
-                elif isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                else:
-                    continue
-                found += [(path, node.lineno, name) for name in names if name.split(".")[0] == "agentgspo"]
+            found += [
+                (path, node.lineno, name)
+                for node in ast.walk(function)
+                for name in import_targets(node, package)
+                if name.split(".")[0] == "agentgspo"
+            ]
     return found
 
 
