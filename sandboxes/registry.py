@@ -7,8 +7,8 @@ backends would close a circle.
 
 from __future__ import annotations
 
-import importlib
 import threading
+from importlib.metadata import EntryPoint
 
 from .protocol import Sandbox
 
@@ -28,8 +28,7 @@ _registry_lock = threading.Lock()
 def _build(name: str, options: dict) -> Sandbox:
     if name not in ENTRY_POINTS:
         raise ValueError(f"unknown sandbox backend {name!r}; expected one of 'local', 'docker', 'remote'")
-    module, _, cls = ENTRY_POINTS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(**options)
+    return EntryPoint(name, ENTRY_POINTS[name], "agentgspo.sandboxes").load()(**options)
 
 
 def get_sandbox(name: "str | Sandbox" = "local", **options) -> Sandbox:

@@ -18,6 +18,7 @@ import difflib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint
 from typing import Any
 
 import gymnasium as gym
@@ -120,8 +121,7 @@ def id_resolver(env_id: str) -> EnvIdResolver | None:
     """The resolver of ``env_id``'s form (a server URL, ...), or ``None`` for a registered name."""
     for prefixes, entry_point in _ID_RESOLVERS.items():
         if env_id.startswith(prefixes):
-            module, _, attribute = entry_point.partition(":")
-            resolver = getattr(importlib.import_module(module), attribute)
+            resolver = EntryPoint("id_resolver", entry_point, "agentgspo.env_ids").load()
             if not isinstance(resolver, EnvIdResolver):
                 raise TypeError(f"env id resolver {entry_point!r} is a {type(resolver).__name__}, not an EnvIdResolver")
             return resolver
