@@ -48,11 +48,12 @@ MODELS = {
 
 def build_model(name: str) -> Path:
     """The folder of model ``name`` (see MODELS), built once into the cache."""
-    from agentgspo.models.tiny import build_tiny_policy, cache_dir, tiny_policy_path
+    from agentgspo.core.paths import cache_root
+    from agentgspo.models.tiny import build_tiny_policy, tiny_policy_path
 
     if name == "tiny":
         return tiny_policy_path()
-    folder = cache_dir() / ("bench-larger-moe-v1" if name == "larger" else f"bench-{name}-moe-v1")
+    folder = cache_root() / ("bench-larger-moe-v1" if name == "larger" else f"bench-{name}-moe-v1")
     if not (folder / "config.json").exists():
         build_tiny_policy(folder, **MODELS[name])
     return folder

@@ -185,18 +185,13 @@ def build_tiny_policy(
     return out
 
 
-def cache_dir() -> Path:
-    """Where built artefacts are cached (``agentgspo.core.paths.cache_root``)."""
-    return cache_root()
-
-
 def tiny_policy_path() -> Path:
     """The folder of the tiny policy, built on first use (atomically, so concurrent callers are safe)."""
     import hashlib
 
     # The folder name changes whenever what it is built from changes, so a stale build is never reused.
     recipe = repr((TINY_VERSION, SPECIAL_TOKENS, TAG_TOKENS, WORD_PIECES, CHAT_TEMPLATE, RESPONSE_TEMPLATE))
-    path = cache_dir() / f"tiny-moe-{TINY_VERSION}-{hashlib.sha256(recipe.encode()).hexdigest()[:10]}"
+    path = cache_root() / f"tiny-moe-{TINY_VERSION}-{hashlib.sha256(recipe.encode()).hexdigest()[:10]}"
     if (path / "config.json").exists() and (path / "tokenizer.json").exists():
         return path
     staging = path.with_name(f"{path.name}.tmp-{os.getpid()}")
