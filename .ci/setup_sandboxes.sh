@@ -41,15 +41,43 @@ mkdir -p "$CACHE"
 
 docker_ok() { DOCKER_HOST="$SOCK_URL" docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
+EXEC_ROOT=/run/agentgspo-docker-exec
+DOCKERD_PID=/run/agentgspo-docker.pid
+CONTAINERD_PID="$EXEC_ROOT/containerd/containerd.pid"
+
+# A daemon that ended without cleaning up (the machine restored, the session's processes killed) leaves its pid file
+# behind. Once that pid is reused by another process, dockerd believes its containerd "is still running", dials a
+# socket nobody serves and gives up ("timeout waiting for containerd to start"). Stop a daemon of ours that is really
+# there but does not answer, and drop pid files that name anything else.
+clear_stale_daemon() {  # $1: pid file, $2: the process name it should name
+    local pidfile=$1 name=$2 pid
+    [[ -f "$pidfile" ]] || return 0
+    pid="$(tr -dc 0-9 <"$pidfile")"
+    if [[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == "$name" ]]; then
+        log "stopping $name (pid $pid) left from an earlier start: it does not answer"
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            [[ -e "/proc/$pid" ]] || break
+            sleep 0.2
+        done
+        kill -9 "$pid" 2>/dev/null || true
+    elif [[ -n "$pid" ]]; then
+        log "removing $pidfile: pid $pid is no longer $name"
+    fi
+    rm -f "$pidfile"
+}
+
 if docker_ok; then
     log "dockerd already answers on $SOCK_URL"
 else
     log "starting dockerd on $SOCK_URL (data root $DATA_ROOT, log $LOG)"
+    clear_stale_daemon "$DOCKERD_PID" dockerd
+    clear_stale_daemon "$CONTAINERD_PID" containerd
     mkdir -p "$DATA_ROOT" "$(dirname "$SOCK")"
     rm -f "$SOCK"
     # No bridge and no iptables: every sandbox container runs with --network none anyway.
     nohup dockerd --data-root "$DATA_ROOT" -H "$SOCK_URL" \
-        --exec-root /run/agentgspo-docker-exec --pidfile /run/agentgspo-docker.pid \
+        --exec-root "$EXEC_ROOT" --pidfile "$DOCKERD_PID" \
         --bridge=none --iptables=false --ip-masq=false >"$LOG" 2>&1 </dev/null &
     for _ in $(seq 1 100); do
         docker_ok && break
