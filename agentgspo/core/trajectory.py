@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from agentgspo.core.routing import RoutingRecord
+
 __all__ = [
     "Ending",
     "ENDINGS",
@@ -177,7 +179,7 @@ class Trajectory:
     #: version or whose backend did not say where (a server). :meth:`token_versions` rebuilds per-token staleness.
     turn_version_boundaries: list[list[tuple[int, int]] | None] = field(default_factory=list)
     turn_rewards: list[float] = field(default_factory=list)  # the reward of the env step that consumed each turn
-    routed_experts: dict[str, Any] | None = None  # sampler's top-k experts per token and layer (routing_replay)
+    routed_experts: dict[str, Any] | None = None  # sampler's top-k experts per token and layer (core.routing)
     #: How the turns were sampled: ``temperature``, ``top_p``, ``top_k`` (0: off) and ``logprobs`` (the backend's
     #: log-prob semantics, :data:`LOGPROB_SEMANTICS`); ``None`` in records written before it was recorded.
     sampling: dict[str, Any] | None = None
@@ -307,9 +309,8 @@ class TrajectoryRecord(pydantic.BaseModel):
     #: The reward of the ``step`` that consumed each turn (0.0 for a turn no step consumed); records written before
     #: per-turn rewards existed read as [] (per-turn credit then refuses them).
     turn_rewards: list[float] = []
-    #: ``agentgspo.models.routing_replay.encode_routing`` of the sampler's expert choices ([T, L, k]); None when not
-    #: recorded.
-    routed_experts: dict[str, Any] | None = None
+    #: The sampler's expert choices ([T, L, k], :mod:`agentgspo.core.routing`); None when not recorded.
+    routed_experts: RoutingRecord | None = None
     #: See :attr:`Trajectory.sampling`; ``None`` in records written before it existed.
     sampling: dict[str, Any] | None = None
     messages: list[dict[str, Any]]
@@ -346,10 +347,9 @@ class TrajectoryRecord(pydantic.BaseModel):
             raise ValueError(
                 f"turn_rewards: expected one per turn span ({len(self.turn_spans)}), got {len(self.turn_rewards)}"
             )
-        if self.routed_experts is not None and not 0 <= self.routed_experts.get("shape", [-1])[0] <= n:
+        if self.routed_experts is not None and self.routed_experts.shape[0] > n:
             raise ValueError(
-                f"routed_experts: expected at most one row per token id ({n}), got shape "
-                f"{self.routed_experts.get('shape')}"
+                f"routed_experts: expected at most one row per token id ({n}), got shape {self.routed_experts.shape}"
             )
         return self
 
@@ -380,6 +380,8 @@ class TrajectoryRecord(pydantic.BaseModel):
         """Back to the in-memory form."""
         data = self.model_dump(exclude={"num_turns"})
         data["turn_spans"] = [tuple(span) for span in data["turn_spans"]]
+        if data["routed_experts"] is not None:
+            data["routed_experts"]["shape"] = list(data["routed_experts"]["shape"])  # as encode_routing writes it
         data["turn_version_boundaries"] = [
             None if turn is None else [tuple(b) for b in turn] for turn in data["turn_version_boundaries"]
         ]

@@ -41,6 +41,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from agentgspo.core.routing import NOT_RECORDED, STORAGE, UINT8_NOT_RECORDED
+
 __all__ = [
     "find_routers",
     "record_routing",
@@ -63,7 +65,6 @@ ROUTERS = {
     "MixtralTopKRouter": True,
 }
 REPLAY_SOURCES = ("off", "rollout", "old_policy")
-NOT_RECORDED = -1
 
 
 def find_routers(model: Any) -> list[torch.nn.Module]:
@@ -185,26 +186,29 @@ def replay_routing(model: Any, replay: torch.Tensor) -> Iterator[None]:
 
 
 def encode_routing(ids: torch.Tensor | np.ndarray) -> dict[str, Any]:
-    """``[T, L, k]`` expert ids (``-1``: not recorded) as a JSON-able record: uint8 (255 = not recorded) when
-    every id fits, else int16; base64 of the little-endian bytes, with the shape."""
+    """``[T, L, k]`` expert ids (``-1``: not recorded) as a JSON-able record (:mod:`agentgspo.core.routing`): uint8
+    (255 = not recorded) when every id fits, else int16; base64 of the little-endian bytes, with the shape."""
     array = np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids, dtype=np.int64)
     if array.ndim != 3:
         raise ValueError(f"routed experts: expected [tokens, layers, k], got shape {array.shape}")
-    if array.size and array.max() < 255:
-        data, dtype = np.where(array < 0, 255, array).astype("<u1"), "uint8"
+    if array.size and array.min() < NOT_RECORDED:
+        raise ValueError(f"routed experts: expert ids are >= 0, or {NOT_RECORDED} for not recorded; got {array.min()}")
+    if array.size and array.max() < UINT8_NOT_RECORDED:
+        dtype, stored = "uint8", np.where(array == NOT_RECORDED, UINT8_NOT_RECORDED, array)
     else:
-        data, dtype = array.astype("<i2"), "int16"
-    return {"shape": list(array.shape), "dtype": dtype, "data": base64.b64encode(data.tobytes()).decode("ascii")}
+        dtype, stored = "int16", array
+    data = stored.astype(STORAGE[dtype][0]).tobytes()
+    return {"shape": list(array.shape), "dtype": dtype, "data": base64.b64encode(data).decode("ascii")}
 
 
 def decode_routing(record: dict[str, Any]) -> torch.Tensor:
     """:func:`encode_routing`'s record back to ``[T, L, k]`` int64 ids (``-1``: not recorded)."""
-    dtype = {"uint8": "<u1", "int16": "<i2"}.get(record.get("dtype"))
-    if dtype is None:
-        raise ValueError(f"routed experts: unknown dtype {record.get('dtype')!r}; expected 'uint8' or 'int16'")
-    array = np.frombuffer(base64.b64decode(record["data"]), dtype=dtype).astype(np.int64).reshape(record["shape"])
-    if dtype == "<u1":
-        array = np.where(array == 255, NOT_RECORDED, array)
+    if record.get("dtype") not in STORAGE:
+        raise ValueError(f"routed experts: unknown dtype {record.get('dtype')!r}; expected one of {sorted(STORAGE)}")
+    stored = np.frombuffer(base64.b64decode(record["data"]), dtype=STORAGE[record["dtype"]][0])
+    array = stored.astype(np.int64).reshape(record["shape"])
+    if record["dtype"] == "uint8":
+        array = np.where(array == UINT8_NOT_RECORDED, NOT_RECORDED, array)
     return torch.from_numpy(array)
 
 

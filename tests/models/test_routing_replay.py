@@ -311,6 +311,8 @@ def test_routing_record_is_compact_and_round_trips(tmp_path):
     assert torch.equal(decode_routing(record), ids)
     wide = encode_routing(torch.tensor([[[300, 2]]]))
     assert wide["dtype"] == "int16" and torch.equal(decode_routing(wide), torch.tensor([[[300, 2]]]))
+    with pytest.raises(ValueError, match="expert ids are >= 0, or -1 for not recorded; got -2"):
+        encode_routing(torch.tensor([[[-2, 0]]]))  # once stored as 254, a real expert id
     trajectories = _sampled_trajectories(build_tiny("olmoe"), count=2)
     write_jsonl(trajectories, tmp_path / "t.jsonl")
     back = read_jsonl(tmp_path / "t.jsonl")
