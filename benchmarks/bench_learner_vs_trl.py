@@ -51,7 +51,7 @@ from pathlib import Path
 
 import torch
 
-from agentgspo.objective.loss import GSPO_EPS
+from agentgspo.objective.terms import GSPO_EPS
 
 GROUPS, GROUP_SIZE, MINIBATCHES = 8, 8, 4
 LR = 1e-5

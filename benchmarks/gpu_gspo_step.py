@@ -5,7 +5,7 @@
 
 The step is what ``GSPOLearner._micro_step`` does for one micro-batch, without the Python bookkeeping: forward,
 fp32 log-probs of the sampled tokens (``agentgspo/objective/logprobs.py: token_logprobs``), ``gspo_loss``
-(``agentgspo/objective/loss.py``; eps 3e-4 / 4e-4, per-sequence mean), backward, ``AdamW(fused=True)`` step. No gradient
+(``agentgspo/objective/gspo.py``; eps 3e-4 / 4e-4, per-sequence mean), backward, ``AdamW(fused=True)`` step. No gradient
 clipping, no router aux loss, no log_p_old pass (log_p_old is scored once per variant, untimed). The two files are
 loaded by path, so the package's own imports (gymnasium, pydantic: absent on the H200 image) are not needed.
 

@@ -106,7 +106,7 @@ def test_wheel_ships_the_mapped_packages_and_imports_without_the_source_tree(tmp
     )
     code = (
         "import agentgspo, agentgspo.envs.calculator, agentgspo.sandboxes, gymnasium, pathlib;"
-        "import agentgspo.environments.env, agentgspo.rollouts.rollout, agentgspo.objective.loss;"
+        "import agentgspo.environments.env, agentgspo.rollouts.rollout, agentgspo.objective.gspo;"
         "import agentgspo.learning.learner, agentgspo.training.train, agentgspo.models.tiny;"
         "print(pathlib.Path(agentgspo.envs.calculator.__file__).resolve());"
         "env = gymnasium.make('agentgspo/Calculator-v0'); env.reset(seed=0)"

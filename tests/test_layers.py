@@ -85,14 +85,14 @@ def test_a_wrong_import_is_caught():
     """The rule can fail: up a level (the objective importing the learner, inside a function), sideways on one level
     (the policy importing the rollout runner), and from the core to anything."""
     graph = {
-        "agentgspo.objective.loss": {"agentgspo.learning.learner", "agentgspo.core.trajectory"},
+        "agentgspo.objective.gspo": {"agentgspo.learning.learner", "agentgspo.core.trajectory"},
         "agentgspo.policy.hf": {"agentgspo.rollouts.rollout", "agentgspo.models.moe"},
         "agentgspo.core.chat": {"agentgspo.environments.env"},
         "agentgspo.training.train": {"agentgspo.policy.hf", "agentgspo.core.chat"},
     }
     assert level_violations(graph) == [
         "agentgspo.core.chat imports agentgspo.environments.env (core -> environments)",
-        "agentgspo.objective.loss imports agentgspo.learning.learner (objective -> learning)",
+        "agentgspo.objective.gspo imports agentgspo.learning.learner (objective -> learning)",
         "agentgspo.policy.hf imports agentgspo.rollouts.rollout (policy -> rollouts)",
     ]
 

@@ -8,7 +8,7 @@
          (under ``behaviour_correction`` the recompute is pi_prox, and the sampler's log-probs weigh each unit)
       -> per minibatch: per micro-batch forward -> loss (+ MoE aux, KL) -> backward, gradients accumulated
            -> clip grad norm -> AdamW step -> LR schedule
-      -> metrics over ranks (each clip fraction weighted by the unit the loss declares it clips, ``loss.clip_unit``)
+      -> metrics over ranks (each diagnostic combined as the objective declares, ``objective.diagnostics``)
 
 Distributed work goes through an ``accelerate.Accelerator``: DDP, FSDP2 (accelerate's, or ``fully_shard`` applied
 by :func:`agentgspo.learning.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank
@@ -47,25 +47,11 @@ import torch
 from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective.loss import (
-    BEHAVIOUR_FRACTIONS,
-    BEHAVIOUR_MASK,
-    BEHAVIOUR_NONFINITE,
-    BEHAVIOUR_TIS_CAP,
-    GRPO_EPS,
-    GSPO_EPS,
-    TOKEN,
-    TURN,
-    decoupled_gspo_loss,
-    decoupled_gspo_token_loss,
-    decoupled_gspo_turn_loss,
-    decoupled_grpo_loss,
-    grpo_loss,
-    gspo_loss,
-    gspo_token_loss,
-    gspo_turn_loss,
-    kl_k3,
-)
+from agentgspo.objective import OBJECTIVES, decoupled, load_objective
+from agentgspo.objective.correction import BEHAVIOUR_FRACTIONS, BEHAVIOUR_MASK, BEHAVIOUR_TIS_CAP, behaviour_diagnostics
+from agentgspo.objective.kl import kl_k3
+from agentgspo.objective.registry import Objective, ObjectiveError
+from agentgspo.objective.terms import SEQUENCE, TOKEN, TURN
 from agentgspo.models.routing_replay import (
     REPLAY_SOURCES,
     batch_replay,
@@ -92,18 +78,6 @@ __all__ = [
     "GSPOLearner",
 ]
 
-OBJECTIVES = {"gspo": gspo_loss, "gspo_token": gspo_token_loss, "grpo": grpo_loss}
-# The loss of each (objective, unit) under a behaviour correction: the same objective, decoupled (clip against
-# pi_prox, each unit weighed by pi_prox / mu; agentgspo.objective.loss).
-DECOUPLED = {
-    ("gspo", "trajectory"): decoupled_gspo_loss,
-    ("gspo", "turn"): decoupled_gspo_turn_loss,
-    ("gspo_token", "trajectory"): decoupled_gspo_token_loss,
-    ("grpo", "trajectory"): decoupled_grpo_loss,
-}
-# Each objective's clip band (paper §5.1, agentgspo.objective.loss).
-DEFAULT_EPS = {"gspo": GSPO_EPS, "gspo_token": GSPO_EPS, "grpo": GRPO_EPS}
-
 
 def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
     """A documented field: its help text is what ``--help`` shows for it in every recipe
@@ -117,10 +91,11 @@ class LearnerConfig:
     once: the training config inherits these fields (:class:`agentgspo.training.train.TrainConfig`), so each is a
     flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back."""
 
-    objective: Literal["gspo", "gspo_token", "grpo"] = _setting(
+    objective: str = _setting(
         "gspo",
-        "'gspo' (sequence ratio, the paper), 'gspo_token' (Eq. 13-14) or 'grpo' (the token-ratio baseline, "
-        "with its own clip band 0.2 / 0.27)",
+        "'gspo' (sequence ratio, the paper), 'gspo_turn' (a ratio per assistant turn), 'gspo_token' (Eq. 13-14), "
+        "'grpo' (the token-ratio baseline, with its own clip band 0.2 / 0.27), or your own as "
+        "'package.module:name' (agentgspo.objective.registry); config.json records it and resume imports it again",
     )
     eps_low: float | None = _setting(
         None,
@@ -259,14 +234,15 @@ class LearnerConfig:
         for name in ("unit", "credit"):
             if getattr(self, name) not in ("trajectory", "turn"):
                 raise ValueError(f"{name}: expected 'trajectory' or 'turn', got {getattr(self, name)!r}")
-        if self.unit == "turn" and self.objective != "gspo":
+        if self.unit == "turn" and self.objective not in ("gspo", "gspo_turn"):
             raise ValueError(
-                f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has token "
-                "ratios already: use objective='gspo' or unit='trajectory'"
+                f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has its own unit: use "
+                "objective='gspo' (or 'gspo_turn') or unit='trajectory'"
             )
-        if self.credit == "turn" and self.objective == "gspo" and self.unit == "trajectory":
+        trained = objective_of(self)  # an unknown or unloadable objective is an error naming it here
+        if self.credit == "turn" and trained.unit is SEQUENCE:
             raise ValueError(
-                "credit='turn' with objective='gspo' and unit='trajectory': one trajectory ratio "
+                f"credit='turn' with objective={self.objective!r} and unit='trajectory': one trajectory ratio "
                 "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
                 "or credit='trajectory'"
             )
@@ -283,16 +259,12 @@ class LearnerConfig:
                 "routing_replay='old_policy' replays the routing of the logp_old recompute; set "
                 "logp_old='recompute' or use routing_replay='rollout'"
             )
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective: expected one of {sorted(OBJECTIVES)}, got {self.objective!r}")
         if self.first_logp_old not in ("forward", "recompute"):
             raise ValueError(f"first_logp_old: expected 'forward' or 'recompute', got {self.first_logp_old!r}")
         if self.logp_old not in ("recompute", "sampler"):
             raise ValueError(f"logp_old: expected 'auto', 'recompute' or 'sampler', got {self.logp_old!r}")
-        self._check_behaviour_correction()
-        low, high = DEFAULT_EPS[self.objective]  # the clip band used, so a run's config.json records it
-        self.eps_low = low if self.eps_low is None else float(self.eps_low)
-        self.eps_high = high if self.eps_high is None else float(self.eps_high)
+        self._check_behaviour_correction(trained)
+        self._resolve_clip_band(trained)
         self.exclude_stop_reasons = tuple(self.exclude_stop_reasons)  # a JSON or YAML list reads as a list
         if self.minibatches < 1 or self.micro_batch_tokens < 1:
             raise ValueError("minibatches and micro_batch_tokens must be >= 1")
@@ -302,7 +274,22 @@ class LearnerConfig:
                 f"{self.temperature}; for greedy rollouts train with T=1"
             )
 
-    def _check_behaviour_correction(self) -> None:
+    def _resolve_clip_band(self, trained: Objective) -> None:
+        """The clip band used, so a run's config.json records it: the objective's defaults where a setting is empty
+        (paper §5.1); a band given to an objective that has none is an error naming the objectives that do."""
+        fields = _fields(trained.hyper)
+        for name in ("eps_low", "eps_high"):
+            value = getattr(self, name)
+            if name in fields:
+                setattr(self, name, getattr(trained.hyper, name) if value is None else float(value))
+            elif value is not None:
+                takes = sorted(o for o, found in OBJECTIVES.items() if name in _fields(found.hyper))
+                raise ValueError(
+                    f"{name}: objective {self.objective!r} has no clip band ({name} is a hyperparameter of "
+                    f"{', '.join(takes)}); leave it empty or choose one of those objectives"
+                )
+
+    def _check_behaviour_correction(self, trained: Objective) -> None:
         """``behaviour_correction`` needs the recompute (it is pi_prox), a decoupled form of the objective and unit,
         and a cap or band that keeps on-policy units (w = 1) as they are."""
         if self.behaviour_correction == "auto":  # the training loop picks by its max_staleness; alone: none
@@ -321,11 +308,10 @@ class LearnerConfig:
                 "with logp_old='sampler' there is no pi_prox (pi_prox = mu: w = 1, and the clip is against the "
                 "stale sampler). Set logp_old='recompute' (--logp-old recompute) or behaviour_correction='none'"
             )
-        if (self.objective, self.unit) not in DECOUPLED:
-            raise ValueError(
-                f"behaviour_correction={correction!r}: no decoupled loss for objective {self.objective!r} with unit "
-                f"{self.unit!r}; expected one of {sorted(DECOUPLED)}"
-            )
+        try:
+            decoupled(trained)
+        except ObjectiveError as exc:
+            raise ValueError(f"behaviour_correction={correction!r}: {exc}") from exc
         if correction == "tis" and not self.behaviour_tis_cap >= 1.0:
             raise ValueError(
                 f"behaviour_tis_cap: expected >= 1 (a cap below 1 shrinks the weight of on-policy units, w = 1), "
@@ -338,12 +324,25 @@ class LearnerConfig:
             )
 
 
+def objective_of(config: LearnerConfig) -> Objective:
+    """The objective a config names (``gspo_turn`` for ``objective="gspo"`` with ``unit="turn"``), loaded by
+    :func:`agentgspo.objective.load_objective` (a built-in, ``package.module:name`` or an entry point)."""
+    name = "gspo_turn" if config.objective == "gspo" and config.unit == "turn" else config.objective
+    try:
+        return load_objective(name)
+    except ObjectiveError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 def loss_for(config: LearnerConfig) -> Any:
-    """The loss a config trains with: its objective (``gspo_turn_loss`` for ``unit="turn"``), or that objective's
-    decoupled form (``DECOUPLED``) under a ``behaviour_correction``."""
-    if config.behaviour_correction != "none":
-        return DECOUPLED[config.objective, config.unit]
-    return gspo_turn_loss if config.unit == "turn" else OBJECTIVES[config.objective]
+    """The loss a config trains with: its objective (:func:`objective_of`), or the objective with the asynchronous
+    correction composed onto it (:func:`agentgspo.objective.decoupled`) under a ``behaviour_correction``."""
+    trained = objective_of(config)
+    return decoupled(trained) if config.behaviour_correction != "none" else trained
+
+
+def _fields(hyper: Any) -> set[str]:
+    return {declared.name for declared in fields(hyper)}
 
 
 @dataclass
@@ -543,6 +542,18 @@ def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
     return torch.stack([logits[real].topk(k, dim=-1).indices.sort(-1).values for logits in out.router_logits])
 
 
+def _record_declared(
+    declared: tuple[tuple[str, str], ...], diagnostics: dict[str, torch.Tensor], means: _Means, prefix: str = ""
+) -> None:
+    """Diagnostics into ``means`` as an objective declares them: ``(name, count)`` is a share or mean weighted by
+    the diagnostic ``count``; ``(name, "min")`` / ``(name, "max")`` keeps the extreme."""
+    for name, how in declared:
+        if how in ("min", "max"):
+            means.extreme(prefix + name, float(diagnostics[name]), min if how == "min" else max)
+        else:
+            means.add(prefix + name, float(diagnostics[name]), float(diagnostics[how]))
+
+
 def _add_sampler_gap(gap: list[float], logprobs: torch.Tensor, batch: Batch) -> None:
     """Add ``sum |logp_old - sampler log-prob|`` over the batch's sampled tokens and their count to ``gap``."""
     difference = (logprobs - batch.sampler_logprobs).abs()  # [B, T]
@@ -585,11 +596,10 @@ class GSPOLearner:
         ref_model: frozen reference policy, needed when ``config.kl_coef > 0``.
         seed: seed of the minibatch shuffling generator (its state is part of :meth:`state_dict`).
 
-    ``loss_fn`` is the loss the config selects (:func:`loss_for`: ``OBJECTIVES[objective]``, ``gspo_turn_loss`` for
-    ``unit="turn"``, or their decoupled form under a ``behaviour_correction``); the unit it declares it clips per
-    (``loss_fn.clip_unit``, :func:`agentgspo.objective.loss.clips_per`) decides how its clip fractions, low/high split
-    and ratios are weighted across micro-batches and ranks, and a decoupled loss's ``behaviour_unit`` how its
-    behaviour weights are.
+    ``loss_fn`` is the objective the config selects (:func:`loss_for`: ``OBJECTIVES[objective]``, or the objective
+    with the asynchronous correction composed onto it under a ``behaviour_correction``); its ``unit`` decides the
+    shape of the advantages and turn ids it is given, its ``diagnostics`` how each diagnostic is combined across
+    micro-batches and ranks, and its ``weight_unit`` how the behaviour diagnostics are.
     """
 
     def __init__(
@@ -624,8 +634,11 @@ class GSPOLearner:
         )
         self.generator = torch.Generator().manual_seed(seed)
         self._replays: dict[int, torch.Tensor] = {}  # id(trajectory) -> [T, L, k] experts replayed in this step
-        # The loss this config trains with; what it clips per (loss.clip_unit) decides how its diagnostics are logged.
+        # The objective this config trains with; its declared diagnostics say how they are logged.
         self.loss_fn = loss_for(self.config)
+        # The objective's hyperparameters from the settings of the same names (eps_low, eps_high for the built-ins).
+        settings = _fields(self.config) & _fields(self.loss_fn.hyper)
+        self._hyperparameters = {name: getattr(self.config, name) for name in sorted(settings)}
         self._objective = (
             torch.compile(self._objective_from_logits, dynamic=True)
             if self.config.compile
@@ -1172,7 +1185,7 @@ class GSPOLearner:
             for r, i in enumerate(rows):
                 old_logprobs[r, : old[i].shape[0]] = old[i]
         adv = advantages[rows].to(device)  # [B], or [B, K] per turn (credit="turn")
-        clip_unit = self.loss_fn.clip_unit
+        clip_unit = self.loss_fn.unit
         if clip_unit is not TURN and adv.dim() == 1:
             return batch, old_logprobs, adv, None
         turn_ids = torch.full_like(batch.input_ids, -1)  # [B, T], each sampled token's turn index
@@ -1210,8 +1223,7 @@ class GSPOLearner:
             advantages,
             loss_mask,
             *turns,
-            eps_low=config.eps_low,
-            eps_high=config.eps_high,
+            **self._hyperparameters,
             num_sequences=num_sequences,
             **self._behaviour_arguments(behaviour_logprobs),
         )
@@ -1268,40 +1280,20 @@ class GSPOLearner:
         means: _Means,
         prefixes: tuple[str, ...],
     ) -> None:
-        """One micro-batch's diagnostics into ``means``. Each clip fraction the loss reports is weighted by the count
-        it is a share of; ``clip_frac_low``, ``clip_frac_high`` and ``ratio_mean`` by the count of the loss's own clip
-        unit (sequences for GSPO, turns for ``unit="turn"``, tokens for GSPO-token and GRPO: ``loss.clip_unit``)."""
-        unit_count = float(diagnostics[self.loss_fn.clip_unit.count])
+        """One micro-batch's diagnostics into ``means``, each combined as the objective declares
+        (``loss_fn.diagnostics``: weighted by the count it is a share or mean of, or its extreme kept), then the
+        behaviour correction's (not per prefix), the trained tokens and the policy's entropy."""
         for prefix in prefixes:
-            for share in self.loss_fn.clip_fractions:
-                means.add(prefix + share.fraction, float(diagnostics[share.fraction]), float(diagnostics[share.count]))
-            for name in ("clip_frac_low", "clip_frac_high", "ratio_mean"):
-                means.add(prefix + name, float(diagnostics[name]), unit_count)
-            means.extreme(prefix + "ratio_min", float(diagnostics["ratio_min"]), min)
-            means.extreme(prefix + "ratio_max", float(diagnostics["ratio_max"]), max)
-        self._record_behaviour(diagnostics, means)
-        tokens = float(diagnostics["num_tokens"])
+            _record_declared(self.loss_fn.diagnostics, diagnostics, means, prefix)
+        if self.config.behaviour_correction != "none":
+            declared = behaviour_diagnostics(self.loss_fn.weight_unit, self.config.behaviour_correction)
+            _record_declared(declared, diagnostics, means)
+        tokens = float(batch.loss_mask.sum())  # trained tokens (an objective need not report num_tokens)
         means.count("trained_tokens", tokens)
         entropy = token_entropy(
             logits[:, :-1].detach(), temperature=self.config.temperature, loss_mask=batch.loss_mask[:, 1:]
         )
         means.add("entropy", float(entropy), tokens)
-
-    def _record_behaviour(self, diagnostics: dict[str, torch.Tensor], means: _Means) -> None:
-        """A decoupled loss's behaviour diagnostics into ``means``: ``behaviour_kl`` weighted by trained tokens, the
-        weight's mean, its truncated or masked share and its non-finite share (units dropped for a NaN or infinite
-        sampler log-prob) by the count of the unit the loss weighs per (``loss.behaviour_unit``: sequences, turns,
-        or tokens for GRPO), the weight's extremes. Nothing otherwise."""
-        unit = getattr(self.loss_fn, "behaviour_unit", None)
-        if unit is None:
-            return
-        means.add("behaviour_kl", float(diagnostics["behaviour_kl"]), float(diagnostics["num_tokens"]))
-        count = float(diagnostics[unit.count])
-        shares = (BEHAVIOUR_FRACTIONS[self.config.behaviour_correction], BEHAVIOUR_NONFINITE)
-        for name in ("behaviour_weight_mean", *shares):
-            means.add(name, float(diagnostics[name]), count)
-        means.extreme("behaviour_weight_min", float(diagnostics["behaviour_weight_min"]), min)
-        means.extreme("behaviour_weight_max", float(diagnostics["behaviour_weight_max"]), max)
 
     @contextlib.contextmanager
     def _accumulating(self, sync: bool) -> Iterator[None]:
@@ -1468,14 +1460,11 @@ class GSPOLearner:
         means.count("excluded_sequences", len(trajectories) - len(credit.included))
         metrics = self._over_ranks(means).result()
         # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
-        for name in (
-            "loss",
-            "clip_frac_seq",
-            "clip_frac_token",
-            "clip_frac_low",
-            "clip_frac_high",
-            "zero_variance_frac",
-        ):
+        declared = {name for name, _ in self.loss_fn.diagnostics}
+        clipped = [
+            name for name in ("clip_frac_seq", "clip_frac_token", "clip_frac_low", "clip_frac_high") if name in declared
+        ]
+        for name in ("loss", *clipped, "zero_variance_frac"):
             metrics.setdefault(name, 0.0)
         metrics.update(
             optimizer_steps=optimizer_steps,

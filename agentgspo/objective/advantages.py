@@ -194,7 +194,7 @@ def token_advantages(turn_adv: torch.Tensor, turn_ids: torch.Tensor) -> torch.Te
     """Spread per-turn advantages ``[B, K]`` over tokens: ``A_it = A_{i, turn_ids[i, t]}``; 0 where ``turn_ids`` < 0.
 
     ``turn_ids`` is ``[B, T]`` with the assistant-turn index of each token (-1 for prompt, tool output and padding).
-    The result feeds ``gspo_token_loss`` (or ``grpo_loss``) as ``[B, T]`` advantages.
+    The result feeds the ``gspo_token`` (or ``grpo``) objective as ``[B, T]`` advantages.
     """
     if turn_adv.dim() != 2 or turn_ids.dim() != 2 or turn_adv.shape[0] != turn_ids.shape[0]:
         raise ValueError(

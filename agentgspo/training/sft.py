@@ -1,7 +1,7 @@
 """Supervised warm start: maximise the log-likelihood of the sampled (mask 1) tokens of demonstrations.
 
 Used by the quickstart to imitate a demonstrator before GSPO. Loss = mean over masked tokens of -log p (a token
-mean, the usual SFT convention; RL losses live in :mod:`agentgspo.objective.loss`).
+mean, the usual SFT convention; RL objectives live in :mod:`agentgspo.objective`).
 """
 
 from __future__ import annotations

@@ -106,10 +106,15 @@ def test_flags_and_yaml_read_every_kind_of_setting_alike(tmp_path):
     )
     assert load_config(TrainConfig, ["--config", str(yaml_file)]) == flags
     with pytest.raises(SystemExit):  # a Literal setting lists its choices
-        load_config(TrainConfig, ["--backend", "hf", "--objective", "ppo"])
-    yaml_file.write_text("backend: hf\nobjective: ppo\n")
-    with pytest.raises(ValueError, match="objective: expected one of gspo, gspo_token, grpo, got 'ppo'"):
+        load_config(TrainConfig, ["--backend", "hf", "--logp-old", "bogus"])
+    yaml_file.write_text("backend: hf\nlogp_old: bogus\n")
+    with pytest.raises(ValueError, match="logp_old: expected one of auto, recompute, sampler, got 'bogus'"):
         load_config(TrainConfig, ["--config", str(yaml_file)])
+    # the objective is a validated string (a built-in, or package.module:name): both ways name the registered ones
+    for argv in (["--backend", "hf", "--objective", "ppo"], ["--config", str(yaml_file)]):
+        yaml_file.write_text("backend: hf\nobjective: ppo\n")
+        with pytest.raises(ValueError, match=r"objective: unknown 'ppo'; expected one of \['grpo', 'gspo', "):
+            load_config(TrainConfig, argv)
 
 
 def test_a_bare_boolean_flag_means_true_and_a_value_still_reads():
@@ -131,7 +136,7 @@ def test_the_resume_command_leaves_out_testing_aids_and_keeps_what_differs():
 
 
 def test_the_paper_s_clip_bands_are_written_once():
-    """The clip values of paper §5.1 appear as numbers in one module (objective/loss.py); every default, the
+    """The clip values of paper §5.1 appear as numbers in one module (objective/terms.py); every default, the
     learner's and each recipe's, refers to them."""
     import ast
     from pathlib import Path
@@ -143,5 +148,5 @@ def test_the_paper_s_clip_bands_are_written_once():
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Constant) and node.value in (3e-4, 4e-4, 0.27) and type(node.value) is float:
                     places.append(f"{path.relative_to(root)}:{node.lineno}")
-    assert {place.split(":")[0] for place in places} == {"agentgspo/objective/loss.py"}, places
+    assert {place.split(":")[0] for place in places} == {"agentgspo/objective/terms.py"}, places
     assert len(places) == 3, places  # GSPO_EPS's two numbers and GRPO_EPS's upper one

@@ -74,10 +74,10 @@ def test_the_home_page_and_an_api_page_render_without_errors(page, base_url):
     assert page.locator("h1").first.inner_text().rstrip("¶") == "agentgspo"
     assert page.locator("img[src$='data-path.svg']").evaluate("img => img.complete && img.naturalWidth > 0")
     _screenshot(page, "home")
-    page.goto(base_url + "/api/agentgspo.objective.loss/")
+    page.goto(base_url + "/api/agentgspo.objective.gspo/")
     page.wait_for_load_state("networkidle")
-    heading = page.locator("[id='agentgspo.objective.loss.gspo_loss']")
-    assert heading.is_visible() and "gspo_loss" in heading.inner_text()
+    heading = page.locator("[id='agentgspo.objective.gspo.gspo']")
+    assert heading.is_visible() and "gspo" in heading.inner_text()
     assert "Eq. 5" in page.locator("body").inner_text()
     _screenshot(page, "api_loss")
     assert page.problems == []
@@ -95,8 +95,8 @@ def test_navigation_reaches_pages_through_the_sidebar(page, base_url):
     page.wait_for_url(base_url + "/concepts/gspo/")
     page.wait_for_load_state("networkidle")
     assert page.locator("math").count() >= 10
-    page.locator("a", has_text="gspo_loss").first.click()  # a cross-reference into the API reference
-    page.wait_for_url(base_url + "/api/agentgspo.objective.loss/#agentgspo.objective.loss.gspo_loss")
+    page.locator("a[href$='#agentgspo.objective.gspo.gspo']").first.click()  # a cross-reference into the API
+    page.wait_for_url(base_url + "/api/agentgspo.objective.gspo/#agentgspo.objective.gspo.gspo")
     page.wait_for_load_state("networkidle")
     assert page.problems == []
 

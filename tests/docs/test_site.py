@@ -116,8 +116,8 @@ def test_docstring_markup_becomes_markdown():
     plain = "Launch:\n    python run.py\nDeviations:\n- one\n- two"
     assert docs_hooks._plain_text_blocks(plain) == "Launch:\n\n    python run.py\n\nDeviations:\n\n- one\n- two"
     assert docs_hooks._plain_text_blocks("Args:\n    x: a.") == "Args:\n    x: a."  # a section stays a section
-    role = docs_hooks._roles_to_markdown(":func:`~agentgspo.objective.loss.gspo_loss`")
-    assert role == '<autoref identifier="agentgspo.objective.loss.gspo_loss" optional><code>gspo_loss</code></autoref>'
+    role = docs_hooks._roles_to_markdown(":func:`~agentgspo.objective.gspo.gspo`")
+    assert role == '<autoref identifier="agentgspo.objective.gspo.gspo" optional><code>gspo</code></autoref>'
     assert docs_hooks._doctests_to_fences(">>> 1 + 1\n2\n\nafter") == "```pycon\n>>> 1 + 1\n2\n```\n\nafter"
 
 

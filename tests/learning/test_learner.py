@@ -16,7 +16,9 @@ from accelerate import Accelerator
 from agentgspo.objective.advantages import group_advantages
 from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig, routing_volatility
-from agentgspo.objective.loss import SEQUENCE, TOKEN, TURN, clips_per, gspo_loss
+from agentgspo.objective import OBJECTIVES
+from agentgspo.objective.registry import Objective
+from agentgspo.objective.terms import GSPO_EPS, SEQUENCE, TOKEN, TURN, ClipBand, clip_diagnostics
 
 from learner_support import _learner, _trajectories  # tests/learner_support.py
 from tiny_models import FAMILIES, MOE_FAMILIES, build_tiny  # tests/tiny_models.py
@@ -191,14 +193,13 @@ STUB_DIAGNOSTICS = [
     ids=["sequence", "turn", "token"],
 )
 def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(unit, reports):
-    """The learner weighs clip_frac_low / clip_frac_high / ratio_mean by the count of the unit the loss declares it
-    clips per (``loss.clip_unit``), and logs the clip fractions the loss declares, not a guess from its name. The
+    """The learner weighs clip_frac_low / clip_frac_high / ratio_mean by the count of the unit the objective
+    declares (``objective.diagnostics``), and logs the clip fractions it declares, not a guess from its name. The
     same two micro-batches give a different mean under each declaration, so a learner that ignores it fails."""
     calls = []
 
-    @clips_per(unit, reports=reports)
     def declared_loss(logprobs, old_logprobs, advantages, loss_mask, *turn_ids, eps_low, eps_high, num_sequences):
-        loss, _ = gspo_loss(logprobs, old_logprobs, advantages, loss_mask, num_sequences=num_sequences)
+        loss, _ = OBJECTIVES["gspo"](logprobs, old_logprobs, advantages, loss_mask, num_sequences=num_sequences)
         values = STUB_DIAGNOSTICS[len(calls)]
         calls.append(turn_ids)
         shares = {
@@ -211,8 +212,11 @@ def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(u
         return loss, {name: torch.tensor(value) for name, value in {**shares, **values}.items()}
 
     learner = _learner(build_tiny("dense_qwen3"), minibatches=2, memory_estimate=False)
-    learner.loss_fn = declared_loss
-    metrics = learner.step(_trajectories([1, 0, 1, 0, 1, 0, 1, 0]))  # every row trains: 2 minibatches, 1 call each
+    learner.loss_fn = Objective(
+        "declared", unit, ClipBand(*GSPO_EPS), whole=declared_loss, diagnostics=clip_diagnostics(unit, reports)
+    )
+    trajectories = _trajectories([1, 0, 1, 0, 1, 0, 1, 0])
+    metrics = learner.step(trajectories)  # every row trains: 2 minibatches, 1 call each
     assert len(calls) == 2 and all((len(turns) == 1) == (unit is TURN) for turns in calls)  # turn_ids: turn unit
     # Means weighted by the declared unit's count: sequences 1 and 3, turns 2 and 3, tokens 10 and 2.
     expected = {
@@ -225,7 +229,8 @@ def test_the_clip_unit_a_loss_declares_weighs_its_logged_clip_split_and_ratios(u
     assert metrics["clip_frac_high"] == pytest.approx(high)
     assert metrics["ratio_mean"] == pytest.approx(ratio)
     assert ("clip_frac_turn" in metrics) == (TURN in reports)
-    assert metrics["mb0_clip_frac_low"] == 1.0 and metrics["trained_tokens"] == 12.0
+    assert metrics["mb0_clip_frac_low"] == 1.0  # the first minibatch's alone
+    assert metrics["trained_tokens"] == sum(t.num_sampled_tokens for t in trajectories)  # the batch's, not reported
 
 
 @pytest.mark.slow

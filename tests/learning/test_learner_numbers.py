@@ -21,7 +21,7 @@ from agentgspo.learning.learner import (
     routing_volatility,
     sample_weights,
 )
-from agentgspo.objective.loss import kl_k3
+from agentgspo.objective.kl import kl_k3
 from agentgspo.training.metrics import rollout_metrics_over_ranks
 from agentgspo.core.trajectory import Trajectory
 

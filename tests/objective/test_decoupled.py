@@ -1,5 +1,5 @@
-"""The decoupled objectives for a stale sampler (agentgspo.objective.loss, ``shared/ASYNC.md``): the formula by hand,
-w = 1 as the paper's losses bit for bit, truncation and mask, the token and turn forms, the learner's settings and
+"""The decoupled objectives for a stale sampler (agentgspo.objective.correction, ``shared/ASYNC.md``): the formula by
+hand, w = 1 as the paper's losses bit for bit, truncation and mask, the token and turn forms, the learner's settings and
 a learner step on a batch whose sampler log-probs are shifted off the policy's."""
 
 import math
@@ -7,24 +7,21 @@ import math
 import pytest
 import torch
 
-from agentgspo.learning.learner import DECOUPLED, LearnerConfig, loss_for
+from agentgspo.learning.learner import LearnerConfig, loss_for
 from agentgspo.objective.batching import collate, score
-from agentgspo.objective.loss import (
-    SEQUENCE,
-    TOKEN,
-    TURN,
-    decoupled_gspo_loss,
-    decoupled_gspo_token_loss,
-    decoupled_gspo_turn_loss,
-    decoupled_grpo_loss,
-    grpo_loss,
-    gspo_loss,
-    gspo_token_loss,
-    gspo_turn_loss,
-)
+from agentgspo.objective import OBJECTIVES, decoupled
+from agentgspo.objective.correction import Decoupled
+from agentgspo.objective.terms import SEQUENCE, TOKEN, TURN
 
 from learner_support import _learner, _trajectories  # tests/learner_support.py: the tiny policy's learner, batches
 from test_loss import random_batch  # tests/objective/test_loss.py: ragged float64 batches with an empty row
+
+gspo_loss, gspo_turn_loss, gspo_token_loss, grpo_loss = (
+    OBJECTIVES[name] for name in ("gspo", "gspo_turn", "gspo_token", "grpo")
+)
+decoupled_gspo_loss, decoupled_gspo_turn_loss, decoupled_gspo_token_loss, decoupled_grpo_loss = (
+    decoupled(objective) for objective in (gspo_loss, gspo_turn_loss, gspo_token_loss, grpo_loss)
+)
 
 EPS = {"eps_low": 0.1, "eps_high": 0.1}  # a wide band, so that chosen ratios clip or not by hand
 
@@ -107,7 +104,7 @@ PAIRS = [
 
 @pytest.mark.parametrize("correction", ["tis", "mask"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("paper, decoupled", PAIRS, ids=[p.__name__ for p, _ in PAIRS])
+@pytest.mark.parametrize("paper, decoupled", PAIRS, ids=[p.name for p, _ in PAIRS])
 def test_mu_equal_to_pi_prox_is_the_paper_loss_bit_for_bit(paper, decoupled, dtype, correction):
     """w = 1 (mu == pi_prox): loss, gradient and the shared diagnostics are torch.equal to the loss it extends, with
     some ratios clipped (scale 0.3 against a 0.05 band)."""
@@ -211,11 +208,11 @@ DROPPED_POSITIONS = {  # where random_batch's row 1 (3 trained tokens) loses its
 
 @pytest.mark.parametrize("bad", NON_FINITE)
 @pytest.mark.parametrize("correction", ["tis", "mask"])
-@pytest.mark.parametrize("decoupled", list(DROPPED_POSITIONS), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("decoupled", list(DROPPED_POSITIONS), ids=lambda f: f.name)
 def test_every_decoupled_loss_drops_only_the_unit_with_a_non_finite_weight(decoupled, correction, bad):
     """With mu == pi_prox (w = 1) except one broken log-prob, the loss and gradient are finite, the gradient is the
     clean batch's everywhere but on the broken weight's unit (0 there), and ``behaviour_nonfinite_frac`` is one unit
-    of the loss's weight unit (``loss.behaviour_unit.count``)."""
+    of the loss's weight unit (``loss.weight_unit.count``)."""
     logp, prox, advantages, mask = random_batch(scale=0.3)
     turns = (torch.where(mask, (torch.arange(7) >= 2).long(), -1),) if decoupled is decoupled_gspo_turn_loss else ()
     grads = []
@@ -235,7 +232,7 @@ def test_every_decoupled_loss_drops_only_the_unit_with_a_non_finite_weight(decou
         expected[position] = 0.0
     assert clean[1].abs().sum() > 0  # the dropped unit had a gradient to lose
     torch.testing.assert_close(dirty, expected, rtol=0, atol=0)
-    units = diagnostics[decoupled.behaviour_unit.count].item()
+    units = diagnostics[decoupled.weight_unit.count].item()
     assert diagnostics["behaviour_nonfinite_frac"].item() == pytest.approx(1 / units)
 
 
@@ -312,11 +309,10 @@ def test_the_turn_unit_weighs_each_turn_from_its_own_tokens():
 def test_each_decoupled_loss_declares_its_clip_and_weight_units():
     """The clip unit is the loss it extends; the weight's unit is the sequence for GSPO-token (its w_i), the turn
     for the turn unit and the token for GRPO."""
-    for paper, decoupled in PAIRS:
-        assert (decoupled.clip_unit, decoupled.clip_fractions) == (paper.clip_unit, paper.clip_fractions)
-    units = [decoupled.behaviour_unit for _, decoupled in PAIRS]
+    for paper, corrected in PAIRS:
+        assert (corrected.unit, corrected.diagnostics) == (paper.unit, paper.diagnostics)
+    units = [corrected.weight_unit for _, corrected in PAIRS]
     assert units == [SEQUENCE, SEQUENCE, TOKEN, TURN]
-    assert not hasattr(gspo_loss, "behaviour_unit")  # the paper's losses log no behaviour metrics
 
 
 def test_an_unknown_correction_and_misshapen_behaviour_logprobs_are_refused():
@@ -331,13 +327,18 @@ def test_an_unknown_correction_and_misshapen_behaviour_logprobs_are_refused():
 
 
 def test_config_selects_the_decoupled_loss_for_every_objective_and_unit():
-    combinations = [("gspo", "trajectory"), ("gspo", "turn"), ("gspo_token", "trajectory"), ("grpo", "trajectory")]
-    assert sorted(DECOUPLED) == sorted(combinations)
-    for objective, unit in combinations:
+    combinations = {
+        ("gspo", "trajectory"): "gspo",
+        ("gspo", "turn"): "gspo_turn",
+        ("gspo_turn", "trajectory"): "gspo_turn",
+        ("gspo_token", "trajectory"): "gspo_token",
+        ("grpo", "trajectory"): "grpo",
+    }
+    for (objective, unit), trained in combinations.items():
         paper = loss_for(LearnerConfig(objective=objective, unit=unit))
-        decoupled = loss_for(LearnerConfig(objective=objective, unit=unit, behaviour_correction="mask"))
-        assert not hasattr(paper, "behaviour_unit") and decoupled.clip_unit is paper.clip_unit
-        assert decoupled is DECOUPLED[objective, unit]
+        corrected = loss_for(LearnerConfig(objective=objective, unit=unit, behaviour_correction="mask"))
+        assert paper is OBJECTIVES[trained] and not isinstance(paper, Decoupled)  # no behaviour metrics logged
+        assert isinstance(corrected, Decoupled) and corrected.objective is paper
     config = LearnerConfig(behaviour_correction="tis")
     assert (config.behaviour_tis_cap, config.behaviour_mask_low, config.behaviour_mask_high) == (5.0, 0.99, 1.01)
 

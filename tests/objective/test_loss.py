@@ -6,16 +6,12 @@ import math
 import pytest
 import torch
 
-from agentgspo.objective.loss import (
-    SEQUENCE,
-    TOKEN,
-    TURN,
-    clips_per,
-    gspo_loss,
-    gspo_token_loss,
-    gspo_turn_loss,
-    grpo_loss,
-    kl_k3,
+from agentgspo.objective import OBJECTIVES
+from agentgspo.objective.kl import kl_k3
+from agentgspo.objective.terms import SEQUENCE, TOKEN, TURN, clip_diagnostics
+
+gspo_loss, gspo_turn_loss, gspo_token_loss, grpo_loss = (
+    OBJECTIVES[name] for name in ("gspo", "gspo_turn", "gspo_token", "grpo")
 )
 
 DIAGNOSTIC_KEYS = {
@@ -145,7 +141,7 @@ def test_per_trajectory_weighting_lengths_1_and_3():
     for loss_fn in LOSSES:
         loss, grad, _ = loss_and_grad(loss_fn, logp, logp.detach(), adv, mask)
         expected = torch.tensor([[-0.5, 0.0, 0.0], [1 / 6, 1 / 6, 1 / 6]], dtype=torch.float64)  # not -0.25 / +0.25
-        torch.testing.assert_close(grad, expected, rtol=0, atol=1e-15, msg=loss_fn.__name__)
+        torch.testing.assert_close(grad, expected, rtol=0, atol=1e-15, msg=loss_fn.name)
         assert loss.item() == 0.0  # -(1/2)(1 * 1 + 1 * (-1))
 
 
@@ -269,27 +265,30 @@ def test_shape_errors_say_what_was_expected():
 @pytest.mark.parametrize(
     "loss_fn, unit",
     [(gspo_loss, SEQUENCE), (gspo_turn_loss, TURN), (gspo_token_loss, TOKEN), (grpo_loss, TOKEN)],
-    ids=lambda x: getattr(x, "__name__", None),
+    ids=["gspo", "gspo_turn", "gspo_token", "grpo"],
 )
 def test_each_loss_declares_the_unit_its_clip_split_and_ratios_are_over(loss_fn, unit):
-    """``loss.clip_unit`` is what a trainer weighs clip_frac_low/high and ratio_mean by: it must be the unit the loss
-    really clips. low + high is the declared unit's clipped share, and the batch tells the units apart (its sequence,
-    turn and token shares differ), so a wrong declaration fails here."""
+    """An objective's declared diagnostics say what a trainer weighs clip_frac_low/high and ratio_mean by: the count
+    of the unit it really clips. low + high is the declared unit's clipped share, and the batch tells the units apart
+    (its sequence, turn and token shares differ), so a wrong declaration fails here."""
     logp, old, adv, mask = random_batch(seed=3, scale=0.05)  # large log-ratios: many units clip
     turn_ids = torch.where(mask, (torch.arange(mask.shape[1])[None] >= 2).long(), -1)  # [B, T], two turns per row
     turns = (turn_ids,) if loss_fn is gspo_turn_loss else ()
     band = {"eps_low": 0.02, "eps_high": 0.02} if loss_fn is grpo_loss else {}
     _, diag = loss_fn(logp, old, adv, mask, *turns, **band)
-    assert loss_fn.clip_unit is unit and unit in loss_fn.clip_fractions
+    declared = dict(loss_fn.diagnostics)
+    assert loss_fn.unit is unit and declared[unit.fraction] == unit.count
+    assert declared["clip_frac_low"] == declared["clip_frac_high"] == declared["ratio_mean"] == unit.count
     split = (diag["clip_frac_low"] + diag["clip_frac_high"]).item()
     assert split == pytest.approx(diag[unit.fraction].item(), abs=1e-12)
-    others = [u for u in loss_fn.clip_fractions if u is not unit]
+    others = [u for u in (SEQUENCE, TURN, TOKEN) if u.fraction in declared and u is not unit]
     assert all(diag[u.fraction].item() != pytest.approx(split) for u in others), "the batch must tell units apart"
-    for reported in loss_fn.clip_fractions:  # every reported share comes with the count it is a share of
-        assert reported.fraction in diag and reported.count in diag
+    for name, how in loss_fn.diagnostics:  # every declared diagnostic is returned, with the count weighing it
+        assert name in diag and (how in ("min", "max") or how in diag)
     assert diag["num_sequences"].item() == 4 and diag["num_tokens"].item() == 16
 
 
 def test_a_clip_unit_must_be_among_the_reported_fractions():
     with pytest.raises(ValueError, match="clip unit 'turn' must be among the reported"):
-        clips_per(TURN)
+        clip_diagnostics(TURN, (SEQUENCE, TOKEN))
+    assert clip_diagnostics(TOKEN, ()) == ()  # an objective that does not clip reports no clip diagnostics

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agentgspo.objective.advantages import group_advantages, token_advantages, turn_advantages
-from agentgspo.objective.loss import gspo_loss, gspo_token_loss
+from agentgspo.objective import OBJECTIVES
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -50,9 +50,9 @@ def test_gspo_token_with_turn_credit_differs_from_gspo_exactly_where_turn_advant
     per_traj, _ = group_advantages(torch.tensor([1.0, 0.0]), 2, eps=0.0)
     a = SQRT_HALF
 
-    loss_tok, _ = gspo_token_loss(logp, old, token_advantages(per_turn.double(), turn_ids), mask)
+    loss_tok, _ = OBJECTIVES["gspo_token"](logp, old, token_advantages(per_turn.double(), turn_ids), mask)
     (g_tok,) = torch.autograd.grad(loss_tok, logp)
-    loss_seq, _ = gspo_loss(logp, old, per_traj.double(), mask)
+    loss_seq, _ = OBJECTIVES["gspo"](logp, old, per_traj.double(), mask)
     (g_seq,) = torch.autograd.grad(loss_seq, logp)
 
     want_seq = torch.tensor([[-a / 6, -a / 6, 0, -a / 6, 0], [a / 6, a / 6, 0, a / 6, 0]], dtype=torch.float64)

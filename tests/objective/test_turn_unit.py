@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
-from agentgspo.objective.loss import gspo_loss, gspo_turn_loss
+from agentgspo.objective import OBJECTIVES
+
+gspo_loss, gspo_turn_loss = OBJECTIVES["gspo"], OBJECTIVES["gspo_turn"]
 
 NAN = float("nan")
 

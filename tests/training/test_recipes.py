@@ -25,14 +25,35 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ("math", "code", "codeforces", "search")
 
 
-def run_recipe(name, *args, timeout=900):
+def run_recipe(name, *args, timeout=900, cwd=ROOT):
     return subprocess.run(
         [sys.executable, str(ROOT / "recipes" / f"gspo_{name}.py"), *map(str, args)],
-        cwd=ROOT,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+OBJECTIVE = "my_objectives:token_clip"
+USER_OBJECTIVE = """
+from dataclasses import dataclass
+
+from agentgspo.objective import objective
+from agentgspo.objective.terms import TOKEN, Inputs, Terms, clipped_surrogate, token_advantages
+
+
+@dataclass(frozen=True)
+class Band:
+    eps_low: float = 0.2
+    eps_high: float = 0.27
+
+
+@objective("token_clip", unit=TOKEN, hyper=Band())
+def token_clip(inputs: Inputs, advantages, hyper: Band) -> Terms:
+    adv = token_advantages(advantages, inputs)
+    return Terms(TOKEN, *clipped_surrogate(inputs.logp - inputs.old_logp, adv, hyper.eps_low, hyper.eps_high), inputs)
+"""
 
 
 @pytest.mark.parametrize("name", RECIPES)
@@ -90,14 +111,21 @@ def test_a_finished_run_is_reported_and_a_folder_with_other_settings_refused(tmp
     assert other.returncode == 2 and "--lr" in other.stderr
 
 
-def test_objective_grpo_from_a_recipe_trains_with_grpos_clip_band(tmp_path):
-    """The clip band follows the objective unless given (paper §5.1: GSPO 3e-4 / 4e-4, GRPO 0.2 / 0.27), and the
-    run's config.json records the band the learner got."""
-    out = tmp_path / "grpo"
-    result = run_recipe("math", "--smoke", "--out", out, "--steps", 1, "--objective", "grpo")
+def test_a_users_objective_from_its_module_trains_a_recipe_and_resume_imports_it_again(tmp_path):
+    """``--objective module:name`` imports a module from the working directory (an objective is one module): the
+    smoke trains with it, config.json records it with the clip band its defaults give (the band follows the
+    objective unless given), and a resume that cannot import it fails naming the module, before any step."""
+    (tmp_path / "my_objectives.py").write_text(USER_OBJECTIVE)
+    out = tmp_path / "user"
+    result = run_recipe("math", "--smoke", "--out", out, "--steps", 1, "--objective", OBJECTIVE, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
-    assert (config["objective"], config["eps_low"], config["eps_high"]) == ("grpo", 0.2, 0.27)
+    assert (config["objective"], config["eps_low"], config["eps_high"]) == (OBJECTIVE, 0.2, 0.27)
+    (metrics,) = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert metrics["clip_frac_token"] >= 0 and metrics["loss"] == metrics["loss"]  # its declared diagnostics, finite
+    elsewhere = run_recipe("math", "--smoke", "--out", out, "--steps", 2, "--objective", OBJECTIVE)  # cwd: the repo
+    assert elsewhere.returncode != 0 and "cannot import 'my_objectives'" in elsewhere.stderr, elsewhere.stderr[-2000:]
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 1  # nothing trained without its objective
     math = recipe_module("math")
     assert (load_config(math.MathConfig, []).eps_low, load_config(math.MathConfig, []).eps_high) == (3e-4, 4e-4)
     given = load_config(math.MathConfig, ["--objective", "grpo", "--eps-low", "0.1"])
