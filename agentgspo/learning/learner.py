@@ -38,7 +38,7 @@ import math
 from collections import Counter
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from types import MethodType
 from typing import Any, Literal
 
@@ -47,10 +47,10 @@ import torch
 from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective import OBJECTIVES, decoupled, load_objective
+from agentgspo.objective import decoupled, load_objective
 from agentgspo.objective.correction import BEHAVIOUR_FRACTIONS, BEHAVIOUR_MASK, BEHAVIOUR_TIS_CAP, behaviour_diagnostics
 from agentgspo.objective.kl import kl_k3
-from agentgspo.objective.registry import Objective, ObjectiveError
+from agentgspo.objective.registry import Objective, ObjectiveError, hyperparameters
 from agentgspo.objective.terms import SEQUENCE, TOKEN, TURN
 from agentgspo.models.routing_replay import (
     REPLAY_SOURCES,
@@ -85,28 +85,45 @@ def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
     return field(default=default, metadata={"help": help})
 
 
+def _objective_settings() -> type:
+    """The objective and one setting per hyperparameter name of the registered objectives (their union: one name,
+    one flag, e.g. ``--eps-low`` for every objective with a clip band), each empty by default: the chosen
+    objective's own default (config.json records the value used). A hyperparameter of an objective loaded by
+    ``package.module:name`` that no registered objective declares takes its default."""
+    settings = [
+        (
+            "objective",
+            str,
+            _setting(
+                "gspo",
+                "'gspo' (sequence ratio, the paper), 'gspo_turn' (a ratio per assistant turn), 'gspo_token' (Eq. "
+                "13-14), 'grpo' (the token-ratio baseline, with its own clip band 0.2 / 0.27), or your own as "
+                "'package.module:name' (agentgspo.objective.registry); config.json records it, resume imports it",
+            ),
+        )
+    ]
+    for name, declared in hyperparameters().items():
+        by_default: dict[Any, list[str]] = {}
+        for objective, default in declared.defaults.items():
+            by_default.setdefault(default, []).append(objective)
+        defaults = "; ".join(f"{value:g} for {' and '.join(names)}" for value, names in by_default.items())
+        help_text = f"{declared.help} (empty: the objective's, {defaults}); config.json records the value used"
+        settings.append((name, declared.kind | None, _setting(None, help_text)))
+    generated = make_dataclass("ObjectiveSettings", settings)
+    generated.__module__, generated.__qualname__ = __name__, "ObjectiveSettings"  # importable: configs pickle
+    return generated
+
+
+ObjectiveSettings = _objective_settings()
+
+
 @dataclass
-class LearnerConfig:
+class LearnerConfig(ObjectiveSettings):
     """Settings of :class:`GSPOLearner`, each documented (defaults cite the paper where it gives one). Declared
     once: the training config inherits these fields (:class:`agentgspo.training.train.TrainConfig`), so each is a
-    flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back."""
+    flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back. The first
+    ones, the objective and its hyperparameters, come from the registered objectives (:class:`ObjectiveSettings`)."""
 
-    objective: str = _setting(
-        "gspo",
-        "'gspo' (sequence ratio, the paper), 'gspo_turn' (a ratio per assistant turn), 'gspo_token' (Eq. 13-14), "
-        "'grpo' (the token-ratio baseline, with its own clip band 0.2 / 0.27), or your own as "
-        "'package.module:name' (agentgspo.objective.registry); config.json records it and resume imports it again",
-    )
-    eps_low: float | None = _setting(
-        None,
-        "lower clip range of the ratio (empty: the objective's, paper §5.1: 3e-4 for gspo and gspo_token, 0.2 "
-        "for grpo); config.json records the value used",
-    )
-    eps_high: float | None = _setting(
-        None,
-        "upper clip range of the ratio (empty: the objective's, paper §5.1: 4e-4 for gspo and gspo_token, "
-        "0.27 for grpo)",
-    )
     minibatches: int = _setting(4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)")
     micro_batch_tokens: int = _setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
     logp_old: Literal["auto", "recompute", "sampler"] = _setting(
@@ -264,7 +281,7 @@ class LearnerConfig:
         if self.logp_old not in ("recompute", "sampler"):
             raise ValueError(f"logp_old: expected 'auto', 'recompute' or 'sampler', got {self.logp_old!r}")
         self._check_behaviour_correction(trained)
-        self._resolve_clip_band(trained)
+        self._resolve_hyperparameters(trained)
         self.exclude_stop_reasons = tuple(self.exclude_stop_reasons)  # a JSON or YAML list reads as a list
         if self.minibatches < 1 or self.micro_batch_tokens < 1:
             raise ValueError("minibatches and micro_batch_tokens must be >= 1")
@@ -274,19 +291,21 @@ class LearnerConfig:
                 f"{self.temperature}; for greedy rollouts train with T=1"
             )
 
-    def _resolve_clip_band(self, trained: Objective) -> None:
-        """The clip band used, so a run's config.json records it: the objective's defaults where a setting is empty
-        (paper §5.1); a band given to an objective that has none is an error naming the objectives that do."""
-        fields = _fields(trained.hyper)
-        for name in ("eps_low", "eps_high"):
+    def _resolve_hyperparameters(self, trained: Objective) -> None:
+        """The hyperparameters used, so a run's config.json records them: the objective's defaults where a setting
+        is empty (paper §5.1 for the clip bands); a value given for a hyperparameter the objective does not declare
+        is an error naming the objectives that do."""
+        declared = _fields(trained.hyper)
+        for name, hyperparameter in hyperparameters().items():
             value = getattr(self, name)
-            if name in fields:
-                setattr(self, name, getattr(trained.hyper, name) if value is None else float(value))
+            if name in declared:
+                if value is None:
+                    value = getattr(trained.hyper, name)
+                setattr(self, name, float(value) if hyperparameter.kind is float else value)  # a YAML 1 is 1.0
             elif value is not None:
-                takes = sorted(o for o, found in OBJECTIVES.items() if name in _fields(found.hyper))
                 raise ValueError(
-                    f"{name}: objective {self.objective!r} has no clip band ({name} is a hyperparameter of "
-                    f"{', '.join(takes)}); leave it empty or choose one of those objectives"
+                    f"{name}: objective {self.objective!r} does not take it ({name} is a hyperparameter of "
+                    f"{', '.join(sorted(hyperparameter.defaults))}); leave it empty or choose one of those objectives"
                 )
 
     def _check_behaviour_correction(self, trained: Objective) -> None:

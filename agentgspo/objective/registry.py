@@ -30,7 +30,8 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -50,6 +51,8 @@ __all__ = [
     "objective",
     "register",
     "load_objective",
+    "Hyperparameter",
+    "hyperparameters",
 ]
 
 ENTRY_POINT_GROUP = "agentgspo.objectives"
@@ -220,6 +223,39 @@ def objective(
         )
 
     return declare
+
+
+@dataclass(frozen=True)
+class Hyperparameter:
+    """One hyperparameter name across the objectives that declare it: its type, its help (the field's ``help``
+    metadata) and each objective's default. A trainer makes it one setting (``--eps-low``)."""
+
+    name: str
+    kind: Any
+    help: str
+    defaults: dict[str, Any]
+
+
+def hyperparameters(objectives: Iterable[Objective] | None = None) -> dict[str, Hyperparameter]:
+    """The union of the hyperparameters of ``objectives`` (default: every registered one), by name; one name
+    declared with two types is an error naming both objectives."""
+    found: dict[str, Hyperparameter] = {}
+    for candidate in OBJECTIVES.values() if objectives is None else objectives:
+        kinds = typing.get_type_hints(type(candidate.hyper))
+        for declared in dataclasses.fields(candidate.hyper):
+            default = getattr(candidate.hyper, declared.name)
+            known = found.get(declared.name)
+            if known is None:
+                help_text = declared.metadata.get("help", "")
+                found[declared.name] = Hyperparameter(declared.name, kinds[declared.name], help_text, {})
+            elif known.kind != kinds[declared.name]:
+                first = next(iter(known.defaults))
+                raise ObjectiveError(
+                    f"hyperparameter {declared.name!r} is {known.kind} in objective {first!r} but "
+                    f"{kinds[declared.name]} in {candidate.name!r}: one name is one setting; rename one of them"
+                )
+            found[declared.name].defaults[candidate.name] = default
+    return found
 
 
 def load_objective(name: str) -> Objective:

@@ -39,7 +39,7 @@ Conventions every objective here keeps (``shared/GSPO.md``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
@@ -86,10 +86,11 @@ TOKEN = ClipUnit("token", fraction="clip_frac_token", count="num_tokens")  # s_i
 
 @dataclass(frozen=True)
 class ClipBand:
-    """The hyperparameters of a clipped objective: the ratio is clipped to ``[1 - eps_low, 1 + eps_high]``."""
+    """The hyperparameters of a clipped objective: the ratio is clipped to ``[1 - eps_low, 1 + eps_high]``. Each
+    field's help is its setting's (``--eps-low``, ``--eps-high``: one flag for every objective that declares it)."""
 
-    eps_low: float
-    eps_high: float
+    eps_low: float = field(metadata={"help": "lower clip range of the ratio (clipped below at 1 - eps_low)"})
+    eps_high: float = field(metadata={"help": "upper clip range of the ratio (clipped above at 1 + eps_high)"})
 
 
 # The clip bands of paper §5.1 (v2), (eps_low, eps_high), written here once: GSPO's on the sequence ratio (and

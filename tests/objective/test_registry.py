@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import math
 import sys
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 
 from agentgspo.learning.learner import LearnerConfig, loss_for
 from agentgspo.objective import OBJECTIVES, decoupled, load_objective, objective
-from agentgspo.objective.registry import Objective, ObjectiveError
+from agentgspo.objective.registry import Objective, ObjectiveError, hyperparameters
 from agentgspo.objective.terms import TOKEN, Inputs, Terms, clipped_surrogate, token_advantages
 
 from learner_support import _learner, _trajectories  # tests/learner_support.py: the tiny policy's learner, batches
@@ -22,6 +23,7 @@ from tiny_models import build_tiny  # tests/tiny_models.py
 
 # A user's objective, as a file in their working directory: a token-level clipped objective with its own band.
 USER_MODULE = '''
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -113,7 +115,10 @@ def test_a_plain_function_is_a_sequence_objective_with_no_diagnostics(user_modul
         decoupled(plain)
     with pytest.raises(ValueError, match="behaviour_correction='tis': objective .*plain.* has no per-unit terms"):
         LearnerConfig(objective=f"{module}:plain", behaviour_correction="tis")
-    with pytest.raises(ValueError, match="eps_low: objective .*plain.* has no clip band .*gspo, gspo_token"):
+    with pytest.raises(
+        ValueError,
+        match=r"eps_low: objective .*plain' does not take it \(eps_low is a hyperparameter of grpo, gspo, gspo_token",
+    ):
         LearnerConfig(objective=f"{module}:plain", eps_low=0.1)
 
 
@@ -174,3 +179,42 @@ def test_the_former_function_names_import_with_a_warning_and_are_the_registered_
         loss = importlib.import_module("agentgspo.objective.loss")
     assert loss.gspo_loss is OBJECTIVES["gspo"] and loss.grpo_loss is OBJECTIVES["grpo"]
     assert loss.decoupled_gspo_turn_loss.objective is OBJECTIVES["gspo_turn"]
+
+
+def test_the_settings_are_the_union_of_the_registered_objectives_hyperparameters():
+    """One setting per hyperparameter name across the registered objectives, empty by default (each objective's
+    own), its help listing the defaults; a registered objective with a new hyperparameter gets its flag, and one
+    name with two types is refused."""
+    from agentgspo.learning import learner
+
+    assert [spec.name for spec in dataclasses.fields(learner.ObjectiveSettings)] == ["objective", "eps_low", "eps_high"]
+
+    @dataclass(frozen=True)
+    class Temperatures:
+        tau_pos: float = dataclasses.field(default=1.0, metadata={"help": "gate temperature for A > 0"})
+
+    @objective("gated_for_test", unit=TOKEN, hyper=Temperatures())
+    def gated(inputs: Inputs, advantages: torch.Tensor, hyper: Temperatures) -> Terms:
+        adv = token_advantages(advantages, inputs)
+        return Terms(TOKEN, *clipped_surrogate(inputs.logp - inputs.old_logp, adv, 0.2, 0.2), inputs)
+
+    try:
+        settings = {spec.name: spec for spec in dataclasses.fields(learner._objective_settings())}
+        assert list(settings) == ["objective", "eps_low", "eps_high", "tau_pos"] and settings["tau_pos"].default is None
+        assert (
+            settings["tau_pos"]
+            .metadata["help"]
+            .startswith("gate temperature for A > 0 (empty: the objective's, 1 for gated_for_test)")
+        )
+
+        @dataclass(frozen=True)
+        class Clash:
+            tau_pos: int = 1
+
+        with pytest.raises(
+            ObjectiveError,
+            match="hyperparameter 'tau_pos' is <class 'float'> in objective 'gated_for_test' but <class 'int'>",
+        ):
+            hyperparameters([gated, Objective("clash", TOKEN, Clash())])
+    finally:
+        del OBJECTIVES["gated_for_test"]
