@@ -14,11 +14,13 @@ class EchoPolicy:
     """Answers ``text`` every turn; log-probs 0.0 (semantics ``"none"``); no weights of its own."""
 
     summary = "a fixed answer (a test backend)"
+    samples_with_learner_module = False
     logprob_semantics = "none"
 
     def __init__(self, renderer: Any, text: str):
         self.renderer, self.text, self.version = renderer, text, 0
         self.end_of_turn_id = renderer.end_of_turn_id
+        self.stop_ids = frozenset({self.end_of_turn_id})
 
     @staticmethod
     def add_arguments(group: Any) -> None:
@@ -31,7 +33,7 @@ class EchoPolicy:
         return {"text": args.echo_text}
 
     @staticmethod
-    def run_options(*, seed: int, server_urls: list[str]) -> dict[str, Any]:
+    def run_options(*, seed: int, server_urls: list[str], weight_transfer: str = "auto") -> dict[str, Any]:
         """Nothing from a training run."""
         return {}
 
@@ -50,3 +52,6 @@ class EchoPolicy:
         """``text`` and the end-of-turn id."""
         ids = [*self.renderer.encode(self.text), self.end_of_turn_id][: request.params.max_new_tokens]
         return SampledTurn(ids, [0.0] * len(ids), "stop" if ids[-1] == self.end_of_turn_id else "length")
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -12,7 +12,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from agentgspo.core.errors import AgentGSPOError
 
-__all__ = ["Message", "SamplingParams", "SampleRequest", "SampledTurn", "PolicyConfigurationError", "PolicyBackend"]
+__all__ = [
+    "Message",
+    "SamplingParams",
+    "SampleRequest",
+    "SampledTurn",
+    "PolicyConfigurationError",
+    "WeightUpdateFailed",
+    "PolicyBackend",
+    "PolicyBackendClass",
+]
 
 Message = dict[str, Any]
 
@@ -109,12 +118,46 @@ class PolicyConfigurationError(ValueError, AgentGSPOError):
     rollout raises it instead of recording each episode as a ``sampler_error``. The message names the fix."""
 
 
+class WeightUpdateFailed(RuntimeError, AgentGSPOError):
+    """A backend's weight update failed on some of its samplers (servers, here), which it retired: the one
+    exception a training loop catches from :meth:`PolicyBackend.update_weights`. What the loop needs to decide
+    whether to go on with fewer samplers or to stop naming them:
+
+    - ``version``: the version the update was to;
+    - ``updated``: URLs of the servers that took it (their own transfer completed): they serve ``version`` now;
+    - ``retired``: URLs of the servers this update retired (no turn goes to them again; a turn they answer after
+      it is a ``sampler_error``);
+    - ``errors``: each retired server's URL -> why;
+    - ``serving``: how many servers still serve (all with the new weights; ``len(updated)`` outside a fleet).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        serving: int,
+        *,
+        version: int | None = None,
+        updated: Sequence[str] = (),
+        retired: Sequence[str] = (),
+        errors: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.serving = serving
+        self.version = version
+        self.updated = list(updated)
+        self.retired = list(retired)
+        self.errors = dict(errors or {})
+
+
 @runtime_checkable
 class PolicyBackend(Protocol):
     """Samples assistant turns. ``sample`` is called concurrently by many episodes; backends batch them.
 
-    Backends built by :func:`agentgspo.policy.factory.make_backend` also have ``renderer`` (the chat renderer of
-    their tokenizer), ``stop_ids`` (every id that ends a turn) and ``version`` (the policy version sampling now).
+    Every member a caller may use is listed below, and every backend has each of them: ``renderer`` (the chat
+    renderer of its tokenizer), ``end_of_turn_id`` and ``stop_ids`` (every id that ends a turn), ``version`` (the
+    policy version sampling now), ``logprob_semantics``, ``sample``, ``update_weights`` (which raises
+    :class:`WeightUpdateFailed` and nothing else for samplers that did not take the weights) and ``close``. A
+    backend's class has the factory's members too (:class:`PolicyBackendClass`).
 
     ``logprob_semantics`` says what ``SampledTurn.logprobs`` are, one of
     :data:`agentgspo.core.trajectory.LOGPROB_SEMANTICS`: ``"full"`` (log_softmax(logits / T) over the whole
@@ -132,7 +175,9 @@ class PolicyBackend(Protocol):
     takes over once the old one's are done.
     """
 
+    renderer: Any  # agentgspo.core.chat.ChatRenderer of the backend's tokenizer
     end_of_turn_id: int
+    stop_ids: frozenset[int]
     logprob_semantics: str
     version: int
 
@@ -149,4 +194,41 @@ class PolicyBackend(Protocol):
         reset the prefix cache (no later turn reuses KV of the old weights) and resume, so a turn in flight
         finishes on the new weights and records both versions (``SampledTurn.policy_version_end``); the HF backend
         finishes the batch in progress on the old weights and loads the new ones before the next."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend started (engine processes, connections); a backend that started nothing does
+        nothing. Safe to call twice."""
+        ...
+
+
+@runtime_checkable
+class PolicyBackendClass(Protocol):
+    """What ``--backend NAME`` needs of a backend's class (:mod:`agentgspo.policy.factory`): one module holding it
+    and one registration line make a backend.
+
+    ``samples_with_learner_module``: a synchronous training run samples with the learner's own module (no weight
+    copy; the HF backend), instead of a backend loaded from the weights the learner writes."""
+
+    summary: str
+    samples_with_learner_module: bool
+
+    @staticmethod
+    def add_arguments(group: Any) -> None:
+        """Its own command-line options, added to an ``argparse`` argument group."""
+        ...
+
+    @staticmethod
+    def options(args: Any) -> dict[str, Any]:
+        """Its keyword options for ``from_pretrained`` from the parsed command line."""
+        ...
+
+    @staticmethod
+    def run_options(*, seed: int, server_urls: list[str], weight_transfer: str) -> dict[str, Any]:
+        """Its keyword options for ``from_pretrained`` in a training run."""
+        ...
+
+    @classmethod
+    def from_pretrained(cls, policy: str | Path, **options: Any) -> PolicyBackend:
+        """The backend for a checkpoint (``"tiny"``, a ``save_pretrained`` folder or a cached hub id)."""
         ...

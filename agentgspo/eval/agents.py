@@ -110,6 +110,9 @@ class ShippedSolutionAgent:
         """One scripted turn for this agent's sample index."""
         return _text_turn(self.renderer, self.turn_text(request.messages, self.sample_index), request)
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 # ----------------------------------------------------------------------------------------------- chat endpoint
 
@@ -224,6 +227,9 @@ class ChatEndpointAgent:
         self.timeout_s, self.retries = timeout_s, retries
         self._limit = max_concurrency
         self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    def close(self) -> None:
+        """Nothing to release: each turn's HTTP client closes with it."""
 
     def request_body(self, request: SampleRequest) -> dict[str, Any]:
         """The JSON body for one turn."""

@@ -123,6 +123,9 @@ class ScriptedPolicy:
         """A scripted policy has no weights: its version stays."""
         return self.version
 
+    def close(self) -> None:
+        """Nothing to release."""
+
     async def sample(self, request: SampleRequest) -> SampledTurn:
         """The text ``fn`` answers, tokenized, with the end-of-turn id (cut at ``max_new_tokens``)."""
         ids = self.renderer.encode(self.fn(list(request.messages)))

@@ -1,9 +1,11 @@
 """Policy backends by name: what ``--backend`` may say in every command and recipe, and how each is built.
 
-A backend is one module holding a class that implements :class:`~agentgspo.policy.base.PolicyBackend` plus
-four class members, and one line in :data:`BACKENDS` (or a :func:`register_backend` call):
+A backend is one module holding a class that implements :class:`~agentgspo.core.sampling.PolicyBackend` plus
+the class members of :class:`~agentgspo.core.sampling.PolicyBackendClass`, and one line in :data:`BACKENDS` (or a
+:func:`register_backend` call):
 
 - ``summary``: a few words for ``--help``;
+- ``samples_with_learner_module``: synchronous training samples with the learner's own module (the HF backend);
 - ``add_arguments(group)``: its own command-line options (an ``argparse`` argument group);
 - ``options(args)``: its keyword options from those parsed options;
 - ``run_options(seed=..., server_urls=..., weight_transfer=...)``: its keyword options in a training run;
@@ -19,6 +21,8 @@ import argparse
 import difflib
 import importlib
 from typing import Any
+
+from agentgspo.core.sampling import PolicyBackend, PolicyBackendClass
 
 __all__ = [
     "register_backend",
@@ -45,7 +49,7 @@ def register_backend(name: str, target: str) -> None:
     BACKENDS[name] = target
 
 
-def backend_class(name: str) -> Any:
+def backend_class(name: str) -> PolicyBackendClass:
     """The class registered as ``name``; a ValueError naming the backends (and a close one) otherwise."""
     if name not in BACKENDS:
         close = difflib.get_close_matches(name, list(BACKENDS), n=1)
@@ -86,11 +90,8 @@ def make_backend(policy: str, backend: str = "hf", **options: Any) -> Any:
     return backend_class(backend).from_pretrained(policy, **options)
 
 
-def close_backend(policy: Any) -> None:
-    """Shut down what ``policy`` started, if it started anything: the ``vllm`` backend's engine processes (about
-    2 GB each, alive until the Python process exits otherwise). The commands that make a backend close it when done,
-    so one called in-process (a notebook, a test) leaves nothing running. Backends that hold nothing have no
-    ``close``."""
-    close = getattr(policy, "close", None)
-    if callable(close):
-        close()
+def close_backend(policy: PolicyBackend) -> None:
+    """Shut down what ``policy`` started: the ``vllm`` backend's engine processes (about 2 GB each, alive until the
+    Python process exits otherwise), the server backend's transfer group. The commands that make a backend close it
+    when done, so one called in-process (a notebook, a test) leaves nothing running."""
+    policy.close()

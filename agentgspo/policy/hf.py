@@ -116,6 +116,7 @@ class HFPolicy:
         self._owner = LoopOwner("hf")  # which event loop the queue and flusher belong to
 
     summary = "transformers in this process, default"
+    samples_with_learner_module = True  # synchronous training samples with the learner's own module
 
     @staticmethod
     def add_arguments(group: Any) -> None:
@@ -272,6 +273,9 @@ class HFPolicy:
             )
             for row in range(batch)
         ]
+
+    def close(self) -> None:
+        """Nothing to release: the model is the caller's (the learner's, or one ``from_pretrained`` loaded)."""
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Sample with ``model``'s weights (after an optimizer step); returns the new version.

@@ -92,7 +92,7 @@ import httpx
 
 from agentgspo.core.errors import AgentGSPOError
 from agentgspo.core.fleet_manifest import acknowledge_weights, read_manifest
-from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams
+from agentgspo.core.sampling import SampledTurn, SampleRequest, SamplingParams, WeightUpdateFailed
 from agentgspo.core.trajectory import LOGPROB_SEMANTICS
 from agentgspo.policy.base import LoopOwner, is_context_overflow
 from agentgspo.policy.loading import load_renderer_and_stops, resolve_checkpoint
@@ -108,35 +108,6 @@ class ServerUnavailable(RuntimeError, AgentGSPOError):
     """No server answered a turn within the allowed attempts, or the server holding it failed during a weight
     update."""
 
-
-class WeightUpdateFailed(RuntimeError, AgentGSPOError):
-    """Some servers failed a weight update and were retired. What a training loop needs to decide whether to go on
-    with fewer samplers or to stop naming them:
-
-    - ``version``: the version the update was to;
-    - ``updated``: URLs of the servers that took it (their own transfer completed): they serve ``version`` now;
-    - ``retired``: URLs of the servers this update retired (no turn goes to them again; a turn they answer after
-      it is a ``sampler_error``);
-    - ``errors``: each retired server's URL -> why;
-    - ``serving``: how many servers still serve (all with the new weights; ``len(updated)`` outside a fleet).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        serving: int,
-        *,
-        version: int | None = None,
-        updated: Sequence[str] = (),
-        retired: Sequence[str] = (),
-        errors: dict[str, str] | None = None,
-    ):
-        super().__init__(message)
-        self.serving = serving
-        self.version = version
-        self.updated = list(updated)
-        self.retired = list(retired)
-        self.errors = dict(errors or {})
 
 
 @dataclass
@@ -263,6 +234,7 @@ class ServerPolicy:
         self.sync_fleet(force=True)
 
     summary = "running vLLM servers, see --server-url"
+    samples_with_learner_module = False
 
     @staticmethod
     def add_arguments(group: Any) -> None:
@@ -517,6 +489,12 @@ class ServerPolicy:
         raise ServerUnavailable(
             f"no server completed the turn in {self.max_attempts} attempts: " + "; ".join(errors[-4:])
         )
+
+    def close(self) -> None:
+        """Close the weight-transfer group this client opened (NCCL or its CPU stand-in) and forget the event
+        loop's HTTP client; the servers themselves are not this client's to stop."""
+        self._close_transfer()
+        self._client = None
 
     def update_weights(self, model: Any, folder: str | Path | None = None) -> int:
         """Load ``model``'s weights into every server; returns the new version. Safe with turns in flight.

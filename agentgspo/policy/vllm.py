@@ -224,6 +224,7 @@ class VLLMPolicy:
         self._driver.start()
 
     summary = "a vLLM engine in this process"
+    samples_with_learner_module = False
 
     @staticmethod
     def add_arguments(group: Any) -> None:

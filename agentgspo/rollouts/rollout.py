@@ -414,10 +414,8 @@ class RolloutRunner:
         if all(map(math.isfinite, turn.logprobs)):
             return
         bad = next(k for k, value in enumerate(turn.logprobs) if not math.isfinite(value))
-        backend = type(self.policy).__name__
-        summary = getattr(self.policy, "summary", None)
         raise SamplerFailed(
-            f"the sampler {backend}{f' ({summary})' if summary else ''} returned a non-finite log-prob "
+            f"the sampler {type(self.policy).__name__} returned a non-finite log-prob "
             f"{turn.logprobs[bad]!r} for sampled token {bad} (id {turn.token_ids[bad]}) of {len(turn.token_ids)}: "
             "a broken engine (vLLM returns NaN log-probs from broken kernels: check its dtype and attention "
             "backend); the turn is not recorded"
@@ -430,7 +428,7 @@ class RolloutRunner:
             "temperature": params.temperature,
             "top_p": params.top_p,
             "top_k": params.top_k,
-            "logprobs": getattr(self.policy, "logprob_semantics", "none"),
+            "logprobs": self.policy.logprob_semantics,
         }
 
     async def episode(
@@ -529,7 +527,7 @@ class RolloutRunner:
                 trajectory.append_sampled(
                     turn.token_ids, turn.logprobs, turn.policy_version, turn.policy_version_end, turn.version_boundaries
                 )
-                if getattr(turn, "routed_experts", None) is not None:  # routing replay (R3)
+                if turn.routed_experts is not None:  # routing replay (R3)
                     trajectory.routed_experts = merge_routing(trajectory.routed_experts, turn.routed_experts)
                 limit.count()
                 stopped = turn.finish_reason == "stop"

@@ -63,13 +63,12 @@ from agentgspo.learning.sharding import (
     load_sampler_weights,
     prepare_policy,
 )
-from agentgspo.core.sampling import SamplingParams
+from agentgspo.core.sampling import SamplingParams, WeightUpdateFailed
 from agentgspo.policy.factory import BACKENDS, backend_class, close_backend, make_backend, run_options
 from agentgspo.policy.hf import HFPolicy
 from agentgspo.policy.loading import resolve_checkpoint
 from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, PolicySettings, write_policy_settings
 from agentgspo.models.quiet import no_transformers_progress_bars
-from agentgspo.policy.server import WeightUpdateFailed
 from agentgspo.policy.weight_sync import WEIGHT_TRANSFERS, save_weights, sync_weights
 from agentgspo.rollouts.producer import RolloutProducer, to_ranges
 from agentgspo.rollouts.rollout import HISTORY_MODES, RolloutConfig, RolloutRunner, summarize
@@ -811,7 +810,7 @@ class _Run:
         """The backend ``--backend`` names: the HF policy itself (it samples with the learner's module), or another
         backend loaded from ``folder`` (the weights and tokenizer written there)."""
         config = self.config
-        if isinstance(policy, backend_class(config.backend)):
+        if backend_class(config.backend).samples_with_learner_module:
             # Synchronous, it samples with the learner's own module; ahead of the learner it needs its own copy
             # (loaded here, given the learner's weights at each update).
             return policy if config.max_staleness == 0 else self.load_policy()

@@ -33,6 +33,8 @@ def test_the_hook_evaluates_every_n_steps_and_logs_pass_at_1(tmp_path):
 class _Mixed:
     """Submits the reference on 9000A and a wrong program on everything else."""
 
+    logprob_semantics = "none"
+
     def __init__(self, tasks, renderer):
         self.renderer = renderer
         self.end_of_turn_id = renderer.end_of_turn_id

@@ -194,6 +194,8 @@ def test_an_episodes_turns_share_one_advantage_counted_once_in_its_group():
 class OracleThenModel:
     """Turn 1 from the env's oracle (a tool call), later turns sampled by the tiny random Qwen3-MoE."""
 
+    logprob_semantics = "none"  # turn 1's (the oracle's): the record cannot claim the model's for the whole episode
+
     def __init__(self, oracle, model):
         self.oracle, self.model, self.end_of_turn_id = oracle, model, model.end_of_turn_id
 

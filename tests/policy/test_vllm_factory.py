@@ -53,6 +53,29 @@ def test_every_backend_says_what_its_log_probs_are(tiny_path, renderer):
     assert set(semantics.values()) <= set(LOGPROB_SEMANTICS)
 
 
+def test_every_backend_has_every_member_the_protocol_lists(tiny_path, renderer):
+    """The sampling protocol lists what callers use (renderer, stop ids, version, close, ...), so the loop never
+    probes a backend: each registered class has the factory's members, each instance the backend's (vLLM's engine:
+    tests/policy/test_vllm_engine.py), and closing twice is safe."""
+    from agentgspo.core.sampling import PolicyBackend, PolicyBackendClass
+    from agentgspo.policy.base import ScriptedPolicy
+    from agentgspo.policy.factory import backend_class, close_backend
+
+    for name in BACKENDS:
+        assert isinstance(backend_class(name), PolicyBackendClass), name
+    assert [name for name in BACKENDS if backend_class(name).samples_with_learner_module] == ["hf"]
+    backends = [
+        make_backend(str(tiny_path)),
+        make_backend(str(tiny_path), "server", urls=["http://127.0.0.1:9"]),
+        ScriptedPolicy(lambda messages: "hi", renderer),
+    ]
+    for backend in backends:
+        assert isinstance(backend, PolicyBackend), type(backend).__name__
+        assert backend.end_of_turn_id in backend.stop_ids and backend.renderer is not None
+        close_backend(backend)
+        close_backend(backend)
+
+
 def test_bad_backend_choices_are_clear_errors(tiny_path):
     with pytest.raises(ValueError, match="backend 'sglang': expected one of hf, vllm, server"):
         make_backend(str(tiny_path), "sglang")

@@ -77,6 +77,8 @@ def test_oracle_episodes_are_token_exact_under_the_qwen3_template(env_id, qwen3_
 class OracleThenModel:
     """Turn 1 from the env's oracle (a tool call, so the episode goes on), later turns sampled by the model."""
 
+    logprob_semantics = "none"  # turn 1's (the oracle's): the record cannot claim the model's for the whole episode
+
     def __init__(self, oracle: ScriptedPolicy, model: HFPolicy):
         self.oracle, self.model = oracle, model
         self.end_of_turn_id = model.end_of_turn_id

@@ -217,6 +217,8 @@ def test_env_reply_that_does_not_fit_is_context_overflow(renderer):
 class _Refusing:
     """A backend that answers as an API does: no room for the prompt ("context"), or a refused setup."""
 
+    logprob_semantics = "none"
+
     def __init__(self, renderer, refusal):
         self.end_of_turn_id, self.refusal = renderer.end_of_turn_id, refusal
 
