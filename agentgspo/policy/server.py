@@ -109,7 +109,6 @@ class ServerUnavailable(RuntimeError, AgentGSPOError):
     update."""
 
 
-
 @dataclass
 class _Server:
     url: str
