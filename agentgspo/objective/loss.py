@@ -1,4 +1,4 @@
-"""The objectives under their former function names, kept importable for one release (CHANGELOG, 0.3.0); internal
+"""The objectives under their former function names, kept importable for one release (CHANGELOG, 0.2.0); internal
 (no ``__all__``, no API page).
 
 Each objective is its own module now (:mod:`agentgspo.objective.gspo`, ``gspo_turn``, ``gspo_token``, ``grpo``),
