@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # The pages expected to carry runnable blocks: a page that loses them (a fence rewritten without {.run}) fails here.
-PAGES_WITH_EXAMPLES = ("getting-started", "tutorials/custom-env", "concepts/gspo")
+PAGES_WITH_EXAMPLES = ("getting-started", "tutorials/custom-env", "concepts/gspo", "tutorials/objective")
 
 
 class _RunnableBlocks(HTMLParser):
