@@ -2,7 +2,7 @@
 
 A recipe's settings are one dataclass whose fields carry a default and a help text (:func:`setting`, or
 ``field(metadata={"help": ...})``); the training config inherits the learner's
-(:class:`agentgspo.learning.learner.LearnerConfig`), so each setting is declared once. This module turns such a class
+(:class:`agentgspo.learning.config.LearnerConfig`), so each setting is declared once. This module turns such a class
 into a command line and back:
 
 - :func:`add_settings`: ``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field (help text and default

@@ -34,26 +34,21 @@ forward, and over all the step's updates (one no-grad forward after the last).
 from __future__ import annotations
 
 import contextlib
-import math
 from collections import Counter
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields, make_dataclass
-from types import MethodType
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from agentgspo.objective.advantages import token_advantages, turn_advantages
 from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
 from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective import decoupled, load_objective
-from agentgspo.objective.correction import BEHAVIOUR_FRACTIONS, BEHAVIOUR_MASK, BEHAVIOUR_TIS_CAP, behaviour_diagnostics
+from agentgspo.objective.correction import behaviour_diagnostics
 from agentgspo.objective.kl import kl_k3
-from agentgspo.objective.registry import Objective, ObjectiveError, hyperparameters
-from agentgspo.objective.terms import SEQUENCE, TOKEN, TURN
+from agentgspo.objective.terms import TOKEN, TURN
 from agentgspo.models.routing_replay import (
-    REPLAY_SOURCES,
     batch_replay,
     decode_routing,
     find_routers,
@@ -62,14 +57,24 @@ from agentgspo.models.routing_replay import (
     replay_routing,
     split_recorded,
 )
+from agentgspo.learning.config import LearnerConfig, ObjectiveSettings, loss_for, objective_of, settings_of
+from agentgspo.learning.means import Means, record_declared
 from agentgspo.learning.memory import estimate_for_model
+from agentgspo.learning.preparation import (
+    compute_dtype_name,
+    disable_stochastic_layers,
+    enable_activation_checkpointing,
+    keep_compute_dtype_outputs,
+)
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
 from agentgspo.objective.split_turns import episode_advantages
-from agentgspo.core.trajectory import EXCLUDED_STOPS, STOP_REASONS, Trajectory, sampler_logprobs_mismatch
+from agentgspo.core.trajectory import Trajectory, sampler_logprobs_mismatch
 
 __all__ = [
     "LearnerConfig",
+    "ObjectiveSettings",
     "loss_for",
+    "objective_of",
     "keep_compute_dtype_outputs",
     "enable_activation_checkpointing",
     "disable_stochastic_layers",
@@ -77,291 +82,6 @@ __all__ = [
     "sample_weights",
     "GSPOLearner",
 ]
-
-
-def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
-    """A documented field: its help text is what ``--help`` shows for it in every recipe
-    (:mod:`agentgspo.core.settings` turns these fields into flags)."""
-    return field(default=default, metadata={"help": help})
-
-
-def _objective_settings() -> type:
-    """The objective and one setting per hyperparameter name of the registered objectives (their union: one name,
-    one flag, e.g. ``--eps-low`` for every objective with a clip band), each empty by default: the chosen
-    objective's own default (config.json records the value used). A hyperparameter of an objective loaded by
-    ``package.module:name`` that no registered objective declares takes its default."""
-    settings = [
-        (
-            "objective",
-            str,
-            _setting(
-                "gspo",
-                "'gspo' (sequence ratio, the paper), 'gspo_turn' (a ratio per assistant turn), 'gspo_token' (Eq. "
-                "13-14), 'grpo' (the token-ratio baseline, with its own clip band 0.2 / 0.27), or your own as "
-                "'package.module:name' (agentgspo.objective.registry); config.json records it, resume imports it",
-            ),
-        )
-    ]
-    for name, declared in hyperparameters().items():
-        by_default: dict[Any, list[str]] = {}
-        for objective, default in declared.defaults.items():
-            by_default.setdefault(default, []).append(objective)
-        defaults = "; ".join(f"{value:g} for {' and '.join(names)}" for value, names in by_default.items())
-        help_text = f"{declared.help} (empty: the objective's, {defaults}); config.json records the value used"
-        settings.append((name, declared.kind | None, _setting(None, help_text)))
-    generated = make_dataclass("ObjectiveSettings", settings)
-    generated.__module__, generated.__qualname__ = __name__, "ObjectiveSettings"  # importable: configs pickle
-    return generated
-
-
-ObjectiveSettings = _objective_settings()
-
-
-@dataclass
-class LearnerConfig(ObjectiveSettings):
-    """Settings of :class:`GSPOLearner`, each documented (defaults cite the paper where it gives one). Declared
-    once: the training config inherits these fields (:class:`agentgspo.training.train.TrainConfig`), so each is a
-    flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back. The first
-    ones, the objective and its hyperparameters, come from the registered objectives (:class:`ObjectiveSettings`)."""
-
-    minibatches: int = _setting(4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)")
-    micro_batch_tokens: int = _setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
-    logp_old: Literal["auto", "recompute", "sampler"] = _setting(
-        "auto",
-        "'recompute' (score the batch with the policy before updating), 'sampler' (reuse the sampler's log-probs, "
-        "paper §5.4; saves a forward pass) or 'auto' (recompute when the training loop's max_staleness > 0, else "
-        "its synchronous_logp_old; the learner alone: recompute); config.json records the value used",
-    )
-    behaviour_correction: Literal["auto", "none", "tis", "mask"] = _setting(
-        "auto",
-        "for a sampler some versions stale (asynchronous training): 'auto' ('tis' when the training loop's "
-        "max_staleness > 0, else 'none'), 'none' (the ratio against logp_old, the "
-        "paper's) or AReaL's decoupled objective: the ratio and its clip against pi_prox (the logp_old recompute: "
-        "the weights at the start of the step), each sequence (turn with unit turn, token with grpo) weighed by "
-        "w = pi_prox / mu (mu: the sampler's log-probs; a geometric mean over the unit's tokens), 'tis' truncating "
-        "w at behaviour_tis_cap or 'mask' dropping units whose w is outside [behaviour_mask_low, "
-        "behaviour_mask_high]; needs logp_old recompute",
-    )
-    behaviour_tis_cap: float = _setting(
-        BEHAVIOUR_TIS_CAP,
-        "behaviour_correction tis: the cap C of min(w, C) (5.0: SkyRL's sequence TIS, for the geometric-mean "
-        "weight of gspo, gspo_token and unit turn; grpo weighs each token, where SkyRL caps token TIS at 2.0)",
-    )
-    behaviour_mask_low: float = _setting(
-        BEHAVIOUR_MASK[0],
-        "behaviour_correction mask: units whose w = pi_prox / mu is below this are dropped (0.99: SkyRL's "
-        "geometric sequence mask; grpo's w is per token and needs a far wider band)",
-    )
-    behaviour_mask_high: float = _setting(
-        BEHAVIOUR_MASK[1], "behaviour_correction mask: units whose w is above this are dropped (1.01: SkyRL's)"
-    )
-    temperature: float = _setting(1.0, "sampling temperature; the learner scores softmax(logits / T)")
-    max_grad_norm: float | None = _setting(1.0, "gradient clipping norm (empty: off)")
-    kl_coef: float = _setting(
-        0.0, "weight of a k3 KL penalty to a frozen reference model (0: off, the paper's authors' advice)"
-    )
-    router_aux_loss_coef: float | None = _setting(
-        None, "MoE router load-balancing loss weight (empty: the model config's value; 0: off)"
-    )
-    volatility_rows: int = _setting(
-        16,
-        "MoE: trajectories of the routing-volatility metric (0: off); their expert choices before the first "
-        "update and after it are read during the logp_old recompute and the second minibatch's forward, and one "
-        "no-grad forward of them after the last update gives routing_volatility_step",
-    )
-    first_logp_old: Literal["forward", "recompute"] = _setting(
-        "forward",
-        "logp_old='recompute': the first update's logp_old is its own forward's log-probs, detached ('forward': "
-        "the weights are still the old policy's, so they are the recompute's values, bit for bit where the "
-        "forward is deterministic, and one scoring pass is saved; TRL does the same on-policy) or scored by the "
-        "recompute too ('recompute': its mb0_ratio_* then show any train/score drift); routing_replay='old_policy' "
-        "always recomputes (the recompute records the routing to replay)",
-    )
-    skip_zero_advantage: bool = _setting(
-        True, "do not forward trajectories with A = 0 (exact for the objective: they contribute nothing; saves compute)"
-    )
-    exclude_stop_reasons: tuple[str, ...] = _setting(
-        EXCLUDED_STOPS,
-        "stop reasons whose episodes carry no signal about the policy (a crashed env, a failed "
-        "verifier, a sampler failure): left out of the groups' advantages and of the loss (default: "
-        "those agentgspo.core.trajectory.ENDINGS marks untrained)",
-    )
-    split_turns_weight: Literal["episode", "turn"] = _setting(
-        "episode",
-        "--history split_turns: 'episode' (each episode weighs 1/N, its K turn samples 1/K each: the "
-        "paper's per-trajectory mean, Eq. 5) or 'turn' (each turn sample weighs 1/N: long episodes weigh "
-        "more)",
-    )
-    turn_baseline: Literal["episode", "turn"] = _setting(
-        "episode",
-        "--credit turn: 'episode' (each turn's return-to-go against the group's mean episode return, "
-        "scaled by its std: equals Eq. 6 when only the end is rewarded) or 'turn' (against the group's "
-        "returns-to-go at the same turn, over the episodes that reached it)",
-    )
-    compile: bool = _setting(
-        False,
-        "torch.compile the region from the logits to the loss, so the [B, T, V] fp32 "
-        "upcast is fused instead of stored (a GPU win; the model itself is compiled by "
-        "accelerate's dynamo_backend)",
-    )
-    activation_checkpointing: bool = _setting(
-        False,
-        "recompute each decoder layer in the backward (Hugging Face gradient_checkpointing_enable, "
-        "non-reentrant): less memory for about one more forward; long episodes need it at 30B",
-    )
-    sync_each_micro_batch: bool | None = _setting(
-        None,
-        "reduce gradients after every micro-batch (true) or only after a minibatch's last one (false); empty: "
-        "true when the policy is sharded (FSDP2, DeepSpeed), false under DDP",
-    )
-    allow_low_precision_params: bool = _setting(
-        False,
-        "train parameters stored in bf16/fp16 with a torch optimizer (AdamW on bf16 weights rounds away "
-        "updates below the weight's resolution: keep fp32 master weights and compute in bf16 instead)",
-    )
-    memory_estimate: bool = _setting(
-        True, "print the estimated memory per process when the learner is built (agentgspo.learning.memory)"
-    )
-    unit: Literal["trajectory", "turn"] = _setting(
-        "trajectory",
-        "what one GSPO ratio covers: 'trajectory' (every assistant token, tool outputs masked, Eq. 7) "
-        "or 'turn' (each assistant turn its own ratio and clip, weighing 1/K of its trajectory); "
-        "objective gspo only",
-    )
-    credit: Literal["trajectory", "turn"] = _setting(
-        "trajectory",
-        "'trajectory' (one advantage per episode, Eq. 6) or 'turn' (per-turn return-to-go advantages "
-        "from each step's reward; with gspo_token, grpo or --unit turn)",
-    )
-    routing_replay: Literal["off", "rollout", "old_policy"] = _setting(
-        "off",
-        "MoE: 'off', 'rollout' (R3: replay the sampler's expert choices; the hf backend records them) or "
-        "'old_policy' (the paper's Routing Replay: the logp_old recompute's); the replayed experts' weights "
-        "come from the live router",
-    )
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> LearnerConfig:
-        """The learner's settings out of a config that inherits them (a recipe's training config)."""
-        return cls(**{spec.name: getattr(settings, spec.name) for spec in fields(cls)})
-
-    def __post_init__(self) -> None:
-        if self.logp_old == "auto":  # the training loop resolves it by its max_staleness; alone: recompute
-            self.logp_old = "recompute"
-        for name in ("unit", "credit"):
-            if getattr(self, name) not in ("trajectory", "turn"):
-                raise ValueError(f"{name}: expected 'trajectory' or 'turn', got {getattr(self, name)!r}")
-        if self.unit == "turn" and self.objective not in ("gspo", "gspo_turn"):
-            raise ValueError(
-                f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has its own unit: use "
-                "objective='gspo' (or 'gspo_turn') or unit='trajectory'"
-            )
-        trained = objective_of(self)  # an unknown or unloadable objective is an error naming it here
-        if self.credit == "turn" and trained.unit is SEQUENCE:
-            raise ValueError(
-                f"credit='turn' with objective={self.objective!r} and unit='trajectory': one trajectory ratio "
-                "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
-                "or credit='trajectory'"
-            )
-        for name in ("split_turns_weight", "turn_baseline"):
-            if getattr(self, name) not in ("episode", "turn"):
-                raise ValueError(f"{name}: expected 'episode' or 'turn', got {getattr(self, name)!r}")
-        unknown = sorted(set(self.exclude_stop_reasons) - set(STOP_REASONS))
-        if unknown:
-            raise ValueError(f"exclude_stop_reasons: unknown stop reasons {unknown}; expected some of {STOP_REASONS}")
-        if self.routing_replay not in REPLAY_SOURCES:
-            raise ValueError(f"routing_replay: expected one of {REPLAY_SOURCES}, got {self.routing_replay!r}")
-        if self.routing_replay == "old_policy" and self.logp_old != "recompute":
-            raise ValueError(
-                "routing_replay='old_policy' replays the routing of the logp_old recompute; set "
-                "logp_old='recompute' or use routing_replay='rollout'"
-            )
-        if self.first_logp_old not in ("forward", "recompute"):
-            raise ValueError(f"first_logp_old: expected 'forward' or 'recompute', got {self.first_logp_old!r}")
-        if self.logp_old not in ("recompute", "sampler"):
-            raise ValueError(f"logp_old: expected 'auto', 'recompute' or 'sampler', got {self.logp_old!r}")
-        self._check_behaviour_correction(trained)
-        self._resolve_hyperparameters(trained)
-        self.exclude_stop_reasons = tuple(self.exclude_stop_reasons)  # a JSON or YAML list reads as a list
-        if self.minibatches < 1 or self.micro_batch_tokens < 1:
-            raise ValueError("minibatches and micro_batch_tokens must be >= 1")
-        if self.temperature <= 0:
-            raise ValueError(
-                f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "
-                f"{self.temperature}; for greedy rollouts train with T=1"
-            )
-
-    def _resolve_hyperparameters(self, trained: Objective) -> None:
-        """The hyperparameters used, so a run's config.json records them: the objective's defaults where a setting
-        is empty (paper §5.1 for the clip bands); a value given for a hyperparameter the objective does not declare
-        is an error naming the objectives that do."""
-        declared = _fields(trained.hyper)
-        for name, hyperparameter in hyperparameters().items():
-            value = getattr(self, name)
-            if name in declared:
-                if value is None:
-                    value = getattr(trained.hyper, name)
-                setattr(self, name, float(value) if hyperparameter.kind is float else value)  # a YAML 1 is 1.0
-            elif value is not None:
-                raise ValueError(
-                    f"{name}: objective {self.objective!r} does not take it ({name} is a hyperparameter of "
-                    f"{', '.join(sorted(hyperparameter.defaults))}); leave it empty or choose one of those objectives"
-                )
-
-    def _check_behaviour_correction(self, trained: Objective) -> None:
-        """``behaviour_correction`` needs the recompute (it is pi_prox), a decoupled form of the objective and unit,
-        and a cap or band that keeps on-policy units (w = 1) as they are."""
-        if self.behaviour_correction == "auto":  # the training loop picks by its max_staleness; alone: none
-            self.behaviour_correction = "none"
-        correction = self.behaviour_correction
-        if correction not in ("none", *BEHAVIOUR_FRACTIONS):
-            raise ValueError(
-                f"behaviour_correction: expected 'none' or one of {sorted(BEHAVIOUR_FRACTIONS)}, got {correction!r}"
-            )
-        if correction == "none":
-            return
-        if self.logp_old != "recompute":
-            raise ValueError(
-                f"behaviour_correction={correction!r} clips against pi_prox, the logp_old recompute (the learner's "
-                "weights at the start of the step), and weighs by pi_prox / mu with mu the sampler's log-probs; "
-                "with logp_old='sampler' there is no pi_prox (pi_prox = mu: w = 1, and the clip is against the "
-                "stale sampler). Set logp_old='recompute' (--logp-old recompute) or behaviour_correction='none'"
-            )
-        try:
-            decoupled(trained)
-        except ObjectiveError as exc:
-            raise ValueError(f"behaviour_correction={correction!r}: {exc}") from exc
-        if correction == "tis" and not self.behaviour_tis_cap >= 1.0:
-            raise ValueError(
-                f"behaviour_tis_cap: expected >= 1 (a cap below 1 shrinks the weight of on-policy units, w = 1), "
-                f"got {self.behaviour_tis_cap}"
-            )
-        if correction == "mask" and not 0.0 <= self.behaviour_mask_low <= 1.0 <= self.behaviour_mask_high:
-            raise ValueError(
-                "behaviour_mask_low / behaviour_mask_high: expected 0 <= low <= 1 <= high (a band without 1 drops "
-                f"on-policy units, w = 1), got [{self.behaviour_mask_low}, {self.behaviour_mask_high}]"
-            )
-
-
-def objective_of(config: LearnerConfig) -> Objective:
-    """The objective a config names (``gspo_turn`` for ``objective="gspo"`` with ``unit="turn"``), loaded by
-    :func:`agentgspo.objective.load_objective` (a built-in, ``package.module:name`` or an entry point)."""
-    name = "gspo_turn" if config.objective == "gspo" and config.unit == "turn" else config.objective
-    try:
-        return load_objective(name)
-    except ObjectiveError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def loss_for(config: LearnerConfig) -> Any:
-    """The loss a config trains with: its objective (:func:`objective_of`), or the objective with the asynchronous
-    correction composed onto it (:func:`agentgspo.objective.decoupled`) under a ``behaviour_correction``."""
-    trained = objective_of(config)
-    return decoupled(trained) if config.behaviour_correction != "none" else trained
-
-
-def _fields(hyper: Any) -> set[str]:
-    return {declared.name for declared in fields(hyper)}
 
 
 @dataclass
@@ -423,126 +143,6 @@ class _RoutingProbe:
     )
 
 
-class _Means:
-    """Weighted means, minima and maxima of metrics gathered over micro-batches (and merged over ranks)."""
-
-    def __init__(self) -> None:
-        self.sums: dict[str, float] = {}
-        self.weights: dict[str, float] = {}
-        self.extremes: dict[str, float] = {}
-        self.picks: dict[str, Any] = {}  # name -> min or max
-        self.counts: dict[str, float] = {}
-
-    def add(self, name: str, value: float, weight: float = 1.0) -> None:
-        if weight > 0 and not math.isnan(value):
-            self.sums[name] = self.sums.get(name, 0.0) + value * weight
-            self.weights[name] = self.weights.get(name, 0.0) + weight
-
-    def extreme(self, name: str, value: float, pick: Any) -> None:
-        if not math.isnan(value):
-            self.extremes[name] = pick(self.extremes.get(name, value), value)
-            self.picks[name] = pick
-
-    def count(self, name: str, value: float) -> None:
-        self.counts[name] = self.counts.get(name, 0.0) + value
-
-    def merge(self, other: _Means) -> None:
-        """Fold another rank's metrics into these (weighted sums add, extremes take their min/max, counts add)."""
-        for name, total in other.sums.items():
-            self.sums[name] = self.sums.get(name, 0.0) + total
-            self.weights[name] = self.weights.get(name, 0.0) + other.weights[name]
-        for name, value in other.extremes.items():
-            self.extreme(name, value, other.picks[name])
-        for name, value in other.counts.items():
-            self.count(name, value)
-
-    def result(self) -> dict[str, float]:
-        return {**{n: self.sums[n] / self.weights[n] for n in self.sums}, **self.extremes, **self.counts}
-
-
-def _compute_dtype_name(accelerator: Any, model: Any) -> str:
-    """``bf16`` when the policy computes in bf16 (autocast, FSDP2 mixed precision or bf16 weights), else ``no``."""
-    if (
-        str(getattr(accelerator, "mixed_precision", "no")) == "bf16"
-        or getattr(model, "agentgspo_mixed_precision", "no") == "bf16"
-    ):
-        return "bf16"
-    return "bf16" if next(model.parameters()).dtype == torch.bfloat16 else "no"
-
-
-def keep_compute_dtype_outputs(accelerator: Any, model: Any) -> None:
-    """Undo accelerate's fp32 cast of a mixed-precision model's outputs, keeping its autocast.
-
-    ``accelerator.prepare`` under ``mixed_precision="bf16"`` / ``"fp16"`` replaces ``model.forward`` by
-    ``convert_outputs_to_fp32(autocast(forward))`` (accelerate ``Accelerator.prepare_model``): every bf16 output,
-    the ``[B, T, V]`` logits included, is copied to fp32 (4 bytes x B x T x V: 20 GB for 8 x 4096 tokens at
-    Qwen3's 152k vocabulary). The log-probs only need fp32 chunk by chunk
-    (:func:`agentgspo.objective.logprobs.token_logprobs`), so the forward becomes ``autocast(forward)`` alone. A no-op
-    for a model accelerate did not wrap that way.
-    """
-    base = accelerator.unwrap_model(model)
-    original = getattr(base, "_original_forward", None)
-    function = getattr(original, "__func__", None)
-    if function is None:
-        return
-
-    def forward(module: Any, *args: Any, **kwargs: Any) -> Any:
-        with accelerator.autocast():
-            return function(module, *args, **kwargs)
-
-    forward.__wrapped__ = function  # accelerate's unwrap_model(keep_fp32_wrapper=False) follows __wrapped__
-    base.forward = MethodType(forward, base)
-
-
-def enable_activation_checkpointing(model: Any) -> None:
-    """Non-reentrant activation checkpointing of every decoder layer of a Hugging Face model.
-
-    Non-reentrant checkpointing recomputes a layer's forward (FSDP2 all-gathers included) inside the backward; it
-    works with DDP, FSDP2 and frozen inputs alike (PyTorch ``torch.utils.checkpoint`` docs). Hugging Face layers
-    checkpoint only in training mode (``from_pretrained`` returns the model in eval mode), so the model is put in
-    training mode.
-    """
-    if not getattr(model, "supports_gradient_checkpointing", False):
-        raise ValueError(
-            f"activation_checkpointing: {type(model).__name__} does not support gradient "
-            "checkpointing (supports_gradient_checkpointing is False); turn the setting off"
-        )
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()
-
-
-#: Float attributes of Hugging Face modules that make a training-mode forward random: attention and hidden dropout,
-#: Mixtral-style router jitter (``jitter_noise`` / ``router_jitter_noise``).
-STOCHASTIC_ATTRIBUTES = (
-    "attention_dropout",
-    "hidden_dropout",
-    "activation_dropout",
-    "dropout",
-    "jitter_noise",
-    "router_jitter_noise",
-)
-
-
-def disable_stochastic_layers(model: torch.nn.Module) -> list[str]:
-    """Set dropout and router jitter to 0 in every module of ``model``; returns what was changed (``module.attr``).
-
-    The learner forwards in training mode (Hugging Face checkpoints activations only then), where a checkpoint's
-    dropout or Mixtral's router jitter would make logp_old and logp independent random draws: the ratios would
-    measure noise, not the update. The sampler (eval mode) is unaffected.
-    """
-    changed = []
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
-            module.p = 0.0
-            changed.append(f"{name or type(model).__name__}.p")
-        for attribute in STOCHASTIC_ATTRIBUTES:
-            value = module.__dict__.get(attribute)  # plain attributes only (a Dropout submodule is handled above)
-            if isinstance(value, float) and value > 0:
-                setattr(module, attribute, 0.0)
-                changed.append(f"{name or type(model).__name__}.{attribute}")
-    return changed
-
-
 def _supported_routers(model: Any) -> list[torch.nn.Module] | None:
     """The model's top-k routers (:func:`agentgspo.models.routing_replay.find_routers`), or ``None`` for a model
     without a supported one."""
@@ -559,18 +159,6 @@ def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
     )
     real = batch.attention_mask.reshape(-1).bool()  # [B*T]
     return torch.stack([logits[real].topk(k, dim=-1).indices.sort(-1).values for logits in out.router_logits])
-
-
-def _record_declared(
-    declared: tuple[tuple[str, str], ...], diagnostics: dict[str, torch.Tensor], means: _Means, prefix: str = ""
-) -> None:
-    """Diagnostics into ``means`` as an objective declares them: ``(name, count)`` is a share or mean weighted by
-    the diagnostic ``count``; ``(name, "min")`` / ``(name, "max")`` keeps the extreme."""
-    for name, how in declared:
-        if how in ("min", "max"):
-            means.extreme(prefix + name, float(diagnostics[name]), min if how == "min" else max)
-        else:
-            means.add(prefix + name, float(diagnostics[name]), float(diagnostics[how]))
 
 
 def _add_sampler_gap(gap: list[float], logprobs: torch.Tensor, batch: Batch) -> None:
@@ -656,7 +244,7 @@ class GSPOLearner:
         # The objective this config trains with; its declared diagnostics say how they are logged.
         self.loss_fn = loss_for(self.config)
         # The objective's hyperparameters from the settings of the same names (eps_low, eps_high for the built-ins).
-        settings = _fields(self.config) & _fields(self.loss_fn.hyper)
+        settings = settings_of(self.config) & settings_of(self.loss_fn.hyper)
         self._hyperparameters = {name: getattr(self.config, name) for name in sorted(settings)}
         self._objective = (
             torch.compile(self._objective_from_logits, dynamic=True)
@@ -735,7 +323,7 @@ class GSPOLearner:
             sharded=self.sharded,
             micro_batch_tokens=self.config.micro_batch_tokens,
             activation_checkpointing=self.config.activation_checkpointing,
-            mixed_precision=_compute_dtype_name(self.accelerator, base),
+            mixed_precision=compute_dtype_name(self.accelerator, base),
         )
         self.accelerator.print(estimate.report())
 
@@ -797,7 +385,7 @@ class GSPOLearner:
         probe = self._routing_probe(trajectories, credit.keep, plan)  # MoE: which rows, where their routing is read
         old, gap = self._old_logprobs(trajectories, credit.keep, plan, probe)  # logp_old; routing to replay, probe's
 
-        means = _Means()
+        means = Means()
         optimizer_steps = 0
         for m in plan.trained:  # every rank agrees: the other minibatches have nothing to learn from
             minibatch = plan.minibatches[m]
@@ -1116,7 +704,7 @@ class GSPOLearner:
         trajectories = self._placeholder_rows(self.accelerator.device)[0]
         return collate(trajectories, self.pad_token_id).to(self.accelerator.device)
 
-    def _placeholder_step(self, sync: bool, means: _Means, prefixes: tuple[str, ...]) -> None:
+    def _placeholder_step(self, sync: bool, means: Means, prefixes: tuple[str, ...]) -> None:
         """A zero-weight micro-batch (a forward and a backward of ``0 * loss``) that a rank with nothing (more) to
         train runs so that its collectives pair with the other ranks' (FSDP2, DeepSpeed; DDP's one backward)."""
         self._micro_step(
@@ -1143,7 +731,7 @@ class GSPOLearner:
         forwarded: float,
         scale: float,
         sync: bool,
-        means: _Means,
+        means: Means,
         prefixes: tuple[str, ...] = ("",),
         probe: _RoutingProbe | None = None,
         updates: int = 0,
@@ -1176,7 +764,7 @@ class GSPOLearner:
                 weights[rows],
                 num_sequences=num_sequences,
                 share=len(rows) / forwarded,
-                means=means if scale else _Means(),
+                means=means if scale else Means(),
             )
             self.accelerator.backward(total * scale)
         if scale == 0.0:
@@ -1271,7 +859,7 @@ class GSPOLearner:
         *,
         num_sequences: float,
         share: float,
-        means: _Means,
+        means: Means,
     ) -> torch.Tensor:
         """``loss`` plus the MoE router load-balancing loss and the k3 KL penalty, each logged to ``means``.
 
@@ -1296,17 +884,17 @@ class GSPOLearner:
         diagnostics: dict[str, torch.Tensor],
         logits: torch.Tensor,
         batch: Batch,
-        means: _Means,
+        means: Means,
         prefixes: tuple[str, ...],
     ) -> None:
         """One micro-batch's diagnostics into ``means``, each combined as the objective declares
         (``loss_fn.diagnostics``: weighted by the count it is a share or mean of, or its extreme kept), then the
         behaviour correction's (not per prefix), the trained tokens and the policy's entropy."""
         for prefix in prefixes:
-            _record_declared(self.loss_fn.diagnostics, diagnostics, means, prefix)
+            record_declared(self.loss_fn.diagnostics, diagnostics, means, prefix)
         if self.config.behaviour_correction != "none":
             declared = behaviour_diagnostics(self.loss_fn.weight_unit, self.config.behaviour_correction)
-            _record_declared(declared, diagnostics, means)
+            record_declared(declared, diagnostics, means)
         tokens = float(batch.loss_mask.sum())  # trained tokens (an objective need not report num_tokens)
         means.count("trained_tokens", tokens)
         entropy = token_entropy(
@@ -1340,7 +928,7 @@ class GSPOLearner:
 
     # ----------------------------------------------------------------------------------------- the optimizer step
 
-    def _clip_and_step(self, means: _Means) -> None:
+    def _clip_and_step(self, means: Means) -> None:
         """Clip the gradient norm (``max_grad_norm``; DeepSpeed clips inside its engine, configured from the same
         setting), log it, take the optimizer and scheduler steps, zero the gradients."""
         config, accelerator = self.config, self.accelerator
@@ -1444,7 +1032,7 @@ class GSPOLearner:
                 forward(self._local_model(), probe.batch)
         return self._choices_by_row(logits, probe.batch, probe.rows, set(probe.rows)) if probe.rows else {}
 
-    def _routing_volatility(self, means: _Means, probe: _RoutingProbe | None, optimizer_steps: int) -> None:
+    def _routing_volatility(self, means: Means, probe: _RoutingProbe | None, optimizer_steps: int) -> None:
         """Log the share of the probe's expert choices that changed: per update (``routing_volatility``, the paper's
         figure, §4.3: the share the first update changes) and over the whole step's updates
         (``routing_volatility_step``; one more pass after the last update when there are several), each weighted by
@@ -1463,7 +1051,7 @@ class GSPOLearner:
 
     def _metrics(
         self,
-        means: _Means,
+        means: Means,
         trajectories: Sequence[Trajectory],
         credit: _Credit,
         gap: tuple[float, int],
@@ -1492,14 +1080,14 @@ class GSPOLearner:
         )
         return metrics
 
-    def _over_ranks(self, means: _Means) -> _Means:
+    def _over_ranks(self, means: Means) -> Means:
         """This step's metrics over all ranks (every rank gets the same), so what rank 0 logs describes the whole
         batch: weighted means, extremes and counts of every rank's micro-batches. One small collective per step."""
         if self.accelerator.num_processes == 1:
             return means
         from accelerate.utils import gather_object
 
-        merged = _Means()
+        merged = Means()
         for part in gather_object([means]):
             merged.merge(part)
         return merged

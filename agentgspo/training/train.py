@@ -19,7 +19,7 @@ A run, in order:
    it), with ``final_eval_episodes`` a sampled and a greedy evaluation on held-out prompts, ``DIR/reward.png`` and
    ``DIR/summary.json``.
 
-Settings: :class:`TrainConfig` (the learner's inherited from :class:`~agentgspo.learning.learner.LearnerConfig`),
+Settings: :class:`TrainConfig` (the learner's inherited from :class:`~agentgspo.learning.config.LearnerConfig`),
 read by :mod:`agentgspo.core.settings`: the recipe's defaults, then ``--smoke``, then ``--config FILE.yaml``,
 then flags.
 
@@ -55,7 +55,8 @@ from transformers import get_scheduler
 from agentgspo.environments.held_out import check_final_eval, final_eval_kwargs, training_kwargs
 from agentgspo.environments.interop.openenv_client import is_remote_env_id
 from agentgspo.environments.registry import env_budget, make, resolve
-from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.learning.config import LearnerConfig
+from agentgspo.learning.learner import GSPOLearner
 from agentgspo.learning.sharding import (
     MIXED_PRECISION,
     full_state_dict,
@@ -109,7 +110,7 @@ INTERRUPT_MARKER = "waiting-for-interrupt"  # written by --wait-for-interrupt-at
 @dataclass
 class TrainConfig(LearnerConfig):
     """Every setting of a GSPO run (saved to DIR/config.json; a rerun must match it to resume). The learner's
-    settings come first, inherited from :class:`~agentgspo.learning.learner.LearnerConfig`."""
+    settings come first, inherited from :class:`~agentgspo.learning.config.LearnerConfig`."""
 
     out: str = setting(
         "runs/gspo", "run folder: config, metrics, checkpoints and the trained policy go here", resumable=True

@@ -103,7 +103,7 @@ def test_all_equal_rewards_leave_the_policy_untouched(tiny):
 def test_a_placeholder_micro_batch_logs_no_router_loss_or_kl(tiny):
     """A rank with nothing to train runs zero-weight placeholder micro-batches so its collectives pair with the other
     ranks'; their router loss and KL are not the policy's and must not enter the logged means (they did, weight 1)."""
-    from agentgspo.learning.learner import _Means
+    from agentgspo.learning.means import Means
 
     accelerator = Accelerator(cpu=True)
     reference = copy.deepcopy(tiny).eval().requires_grad_(False)
@@ -118,7 +118,7 @@ def test_a_placeholder_micro_batch_logs_no_router_loss_or_kl(tiny):
         config=LearnerConfig(router_aux_loss_coef=0.01, kl_coef=0.1, memory_estimate=False),
     )
     learner.step(_trajectories([1, 0, 0, 1]))  # the placeholder rows come from a real step's
-    means = _Means()
+    means = Means()
     learner._placeholder_step(True, means, ("",))
     assert "aux_loss" not in means.sums and "kl" not in means.sums, means.sums
 

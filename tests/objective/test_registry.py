@@ -185,9 +185,9 @@ def test_the_settings_are_the_union_of_the_registered_objectives_hyperparameters
     """One setting per hyperparameter name across the registered objectives, empty by default (each objective's
     own), its help listing the defaults; a registered objective with a new hyperparameter gets its flag, and one
     name with two types is refused."""
-    from agentgspo.learning import learner
+    from agentgspo.learning import config
 
-    assert [spec.name for spec in dataclasses.fields(learner.ObjectiveSettings)] == ["objective", "eps_low", "eps_high"]
+    assert [spec.name for spec in dataclasses.fields(config.ObjectiveSettings)] == ["objective", "eps_low", "eps_high"]
 
     @dataclass(frozen=True)
     class Temperatures:
@@ -199,7 +199,7 @@ def test_the_settings_are_the_union_of_the_registered_objectives_hyperparameters
         return Terms(TOKEN, *clipped_surrogate(inputs.logp - inputs.old_logp, adv, 0.2, 0.2), inputs)
 
     try:
-        settings = {spec.name: spec for spec in dataclasses.fields(learner._objective_settings())}
+        settings = {spec.name: spec for spec in dataclasses.fields(config._objective_settings())}
         assert list(settings) == ["objective", "eps_low", "eps_high", "tau_pos"] and settings["tau_pos"].default is None
         assert (
             settings["tau_pos"]
