@@ -101,22 +101,24 @@ class CodeforcesConfig(TrainConfig):
             )
         return {**self.env_kwargs, "held_out": list(self.held_out)}
 
-    def eval_hook(self, out: Path, rollout: Any) -> Any | None:
-        """``agentgspo eval`` of the sampler on the held-out problems every ``eval_every`` steps (pass@1)."""
-        if not self.eval_every:
-            return None
-        other = {k: v for k, v in self.env_kwargs.items() if k not in ("data_files", "exclude", "held_out", "split")}
-        return EvalHook(
-            out,
-            problems=self.env_kwargs.get("data_files"),
-            held_out=self.held_out,
-            every=self.eval_every,
-            samples=self.eval_samples,
-            ks=(1,),
-            config=rollout,
-            env_kwargs=other,
-            seed=self.seed,
-        )
+
+def held_out_evaluation(config: CodeforcesConfig, out: Path, rollout: Any) -> Any | None:
+    """``agentgspo eval`` of the sampler on the held-out problems every ``eval_every`` steps (pass@1): this recipe's
+    evaluation (:data:`agentgspo.training.train.Evaluation`)."""
+    if not config.eval_every:
+        return None
+    other = {k: v for k, v in config.env_kwargs.items() if k not in ("data_files", "exclude", "held_out", "split")}
+    return EvalHook(
+        out,
+        problems=config.env_kwargs.get("data_files"),
+        held_out=config.held_out,
+        every=config.eval_every,
+        samples=config.eval_samples,
+        ks=(1,),
+        config=rollout,
+        env_kwargs=other,
+        seed=config.seed,
+    )
 
 
 # CodeForces-v0's keyword arguments: data_files ("builtin": the project's problem set), partial_credit.
@@ -139,5 +141,6 @@ if __name__ == "__main__":
             smoke=smoke,
             command="python recipes/gspo_codeforces.py",
             description=" ".join(__doc__.split("\n\n")[0].split()),
+            evaluation=held_out_evaluation,
         )
     )

@@ -11,7 +11,7 @@ A run, in order:
 3. per GSPO step: every rank plays its own prompts (``prompts_per_step`` x ``group_size`` episodes, disjoint seeds
    per rank and step, the same after a resume), the learner takes one GSPO step
    (:class:`agentgspo.learning.learner.GSPOLearner`), the sampler gets the new weights, one line goes to
-   ``DIR/metrics.jsonl`` (a recipe's :meth:`TrainConfig.eval_hook` may evaluate);
+   ``DIR/metrics.jsonl`` (a recipe's ``evaluation``, :data:`Evaluation`, may evaluate);
 4. it stops after ``steps`` steps, once the ``SMOOTHING``-step mean success reaches ``stop_success``, or past
    ``max_minutes``; SIGINT/SIGTERM stop it at a step boundary with a checkpoint (exit 130/143 and the command that
    resumes; resume is exact: state, data order, RNG streams);
@@ -93,7 +93,17 @@ from agentgspo.training.run_folder import RunInterrupted, StopSignals, check_run
 from agentgspo.core.settings import flags_of, load_config, resumable_settings, resume_command, setting
 from agentgspo.training.sft import WarmStartProgress, play_demonstrations, warm_start
 
-__all__ = ["TrainConfig", "SMOKE", "run_recipe", "run_config", "exit_process", "bare_env_id", "episode_limits", "train"]
+__all__ = [
+    "TrainConfig",
+    "SMOKE",
+    "Evaluation",
+    "run_recipe",
+    "run_config",
+    "exit_process",
+    "bare_env_id",
+    "episode_limits",
+    "train",
+]
 
 # Evaluations play env seeds from 0, training prompts from TRAIN_SEED_BASE. That holds out only a procedural env's
 # tasks (drawn from the seed); a dataset env poses seed % rows, so its evaluations play its held-out split instead
@@ -385,14 +395,6 @@ class TrainConfig(LearnerConfig):
         (:mod:`agentgspo.envs.splits`). The env's own default stays ``"all"`` for ``agentgspo eval`` and rollouts."""
         return training_kwargs(self.env_id, self.env_kwargs)
 
-    def eval_hook(self, out: Path, rollout: Any) -> Any | None:
-        """What evaluates the policy during training (called after each step with the step, the sampler, the
-        renderer and ``run=``, which runs a coroutine on the rollouts' event loop: sample through it, since a
-        backend serves one event loop at a time; returns metrics to log or ``None``), writing under ``out``;
-        ``rollout`` holds the episode limits. ``None``: no evaluation (recipes with a held-out set override this, e.g.
-        recipes/gspo_codeforces.py)."""
-        return None
-
 
 # The CPU size of every recipe's --smoke: the tiny policy, two steps of two prompts x two samples.
 SMOKE: dict[str, Any] = dict(
@@ -412,6 +414,14 @@ SMOKE: dict[str, Any] = dict(
 )
 
 
+#: What evaluates the policy during training, given by a recipe: ``evaluation(config, out, rollout)`` returns the
+#: hook called after each step with the step, the sampler, the renderer and ``run=`` (which runs a coroutine on the
+#: rollouts' event loop: sample through it, since a backend serves one event loop at a time; the hook returns
+#: metrics to log or ``None``), writing under ``out``; ``rollout`` holds the episode limits. ``None`` (or a factory
+#: returning ``None``): no evaluation. recipes/gspo_codeforces.py evaluates its held-out problems so.
+Evaluation = Callable[[TrainConfig, Path, RolloutConfig], Any]
+
+
 def run_recipe(
     config_class: type,
     argv: list[str] | None = None,
@@ -420,23 +430,30 @@ def run_recipe(
     command: str,
     description: str = "",
     succeeded: Callable[[dict[str, Any]], bool] | None = None,
+    evaluation: Evaluation | None = None,
 ) -> int:
     """A recipe's command line: its settings from ``argv`` (:func:`agentgspo.core.settings.load_config`), then
-    :func:`run_config`; bad settings give one line and exit status 2."""
+    :func:`run_config` (with the recipe's ``evaluation``, if any); bad settings give one line and exit status 2."""
     try:
         config = load_config(config_class, argv, smoke=smoke, description=description)
     except ValueError as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
-    return run_config(config, command=command, succeeded=succeeded)
+    return run_config(config, command=command, succeeded=succeeded, evaluation=evaluation)
 
 
-def run_config(config: TrainConfig, *, command: str, succeeded: Callable[[dict[str, Any]], bool] | None = None) -> int:
+def run_config(
+    config: TrainConfig,
+    *,
+    command: str,
+    succeeded: Callable[[dict[str, Any]], bool] | None = None,
+    evaluation: Evaluation | None = None,
+) -> int:
     """:func:`train` and its exit status: 0 done (and ``succeeded(summary)`` when given, else 1), 130/143
     interrupted after a checkpoint, 2 for bad input, with one line, not a traceback, for an interruption or bad
     input."""
     try:
-        summary = train(config, command=command)
+        summary = train(config, command=command, evaluation=evaluation)
     except RunInterrupted as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_status
@@ -477,10 +494,13 @@ def episode_limits(config: Any) -> dict[str, int]:
     }
 
 
-def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.train") -> dict[str, Any]:
-    """Run GSPO as ``config`` says (see the module docstring); returns the summary written to DIR/summary.json
-    (the same on every rank). Raises :class:`~agentgspo.training.run_folder.RunInterrupted` after a checkpoint on
-    SIGINT/SIGTERM and ``RunFolderMismatch`` for a folder holding a run with other settings."""
+def train(
+    config: TrainConfig, *, command: str = "python -m agentgspo.training.train", evaluation: Evaluation | None = None
+) -> dict[str, Any]:
+    """Run GSPO as ``config`` says (see the module docstring), evaluating during training with ``evaluation``
+    (:data:`Evaluation`) when given; returns the summary written to DIR/summary.json (the same on every rank).
+    Raises :class:`~agentgspo.training.run_folder.RunInterrupted` after a checkpoint on SIGINT/SIGTERM and
+    ``RunFolderMismatch`` for a folder holding a run with other settings."""
     started = time.perf_counter()
     out = Path(config.out)
     world = int(os.environ.get("WORLD_SIZE", "1"))  # set by `accelerate launch` (and torchrun) on every rank
@@ -514,7 +534,7 @@ def train(config: TrainConfig, *, command: str = "python -m agentgspo.training.t
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(hparams, indent=2, default=str))
     with StopSignals(announce=accelerator.is_main_process) as signals:
-        return _Run(config, accelerator, out, hparams, signals, started, command).run()
+        return _Run(config, accelerator, out, hparams, signals, started, command, evaluation).run()
 
 
 class _Run:
@@ -529,9 +549,10 @@ class _Run:
         signals: StopSignals,
         started: float,
         command: str,
+        evaluation: Evaluation | None = None,
     ):
         self.config, self.accelerator, self.out, self.hparams = config, accelerator, out, hparams
-        self.signals, self.started, self.command = signals, started, command
+        self.signals, self.started, self.command, self.evaluation = signals, started, command, evaluation
         self.rank, self.world = accelerator.process_index, accelerator.num_processes
         self.limits = episode_limits(config)
         self.warm_log: dict[str, Any] = {"demonstrator_success": None, "evals": []}
@@ -619,7 +640,8 @@ class _Run:
             ),
         )
         runner = RolloutRunner(self.make_env, sampler, renderer, rollout, env_id=config.env_id)
-        evaluation = config.eval_hook(out / "eval", rollout) if accelerator.is_main_process else None
+        evaluate = self.evaluation is not None and accelerator.is_main_process
+        evaluation = self.evaluation(config, out / "eval", rollout) if evaluate else None
         logger = MetricsLogger(out, self.hparams, resume_step=step, enabled=accelerator.is_main_process)
         success = [row["success"] for row in self.previous_metrics()[:step]]  # the stop rule's history
         rules = [f"after {config.steps} steps (--steps)"]
