@@ -27,3 +27,12 @@ def test_other_modules_are_units_of_their_own_and_the_docs_one_unit():
     assert unit_of_work("tests/objective/test_loss.py::test_x[a-b]") == "tests/objective/test_loss.py"
     assert unit_of_work("tests/envs/test_code.py::test_y") == "tests/envs/test_code.py"
     assert unit_of_work("tests/docs/test_site.py::t") == unit_of_work("tests/docs/test_browser.py::t") == "docs"
+
+
+def test_every_test_module_has_a_name_of_its_own():
+    """The test folders have no ``__init__.py``, so pytest imports each module by its file name: a second
+    ``test_registry.py`` in another wing fails collection ("import file mismatch")."""
+    names: dict[str, list[str]] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        names.setdefault(path.name, []).append(path.relative_to(TESTS).as_posix())
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
