@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import importlib
 import math
-import sys
 import dataclasses
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -19,42 +19,8 @@ from agentgspo.objective.registry import Objective, ObjectiveError, hyperparamet
 from agentgspo.objective.terms import TOKEN, Inputs, Terms, clipped_surrogate, token_advantages
 
 from learner_support import _learner, _trajectories  # tests/learner_support.py: the tiny policy's learner, batches
+from objective_support import USER_OBJECTIVES  # tests/objective_support.py: a user's objective module
 from tiny_models import build_tiny  # tests/tiny_models.py
-
-# A user's objective, as a file in their working directory: a token-level clipped objective with its own band.
-USER_MODULE = '''
-import dataclasses
-from dataclasses import dataclass
-
-import torch
-
-from agentgspo.objective import objective
-from agentgspo.objective.terms import TOKEN, Inputs, Terms, clipped_surrogate, token_advantages
-
-
-@dataclass(frozen=True)
-class Band:
-    eps_low: float = 0.2
-    eps_high: float = 0.27
-
-
-@objective("{name}", unit=TOKEN, hyper=Band())
-def token_clip(inputs: Inputs, advantages, hyper: Band) -> Terms:
-    adv = token_advantages(advantages, inputs)
-    return Terms(TOKEN, *clipped_surrogate(inputs.logp - inputs.old_logp, adv, hyper.eps_low, hyper.eps_high), inputs)
-
-
-def plain(logprobs, old_logprobs, advantages, loss_mask, *, num_sequences=None):
-    """REINFORCE on the sequence's mean log-prob: no ratio, no clip, no diagnostics."""
-    mask = loss_mask.bool()
-    mean = torch.where(mask, logprobs, 0.0).sum(-1) / mask.sum(-1).clamp(min=1)
-    return -(advantages * mean).sum() / (num_sequences or len(advantages))
-
-
-def no_count(logprobs, old_logprobs, advantages, loss_mask):
-    return logprobs.sum()
-
-'''
 
 
 @pytest.fixture
@@ -63,7 +29,7 @@ def user_module(tmp_path, monkeypatch, request):
     objective is named after the test, so tests do not collide in the registry."""
     name = f"user_{request.node.name}".replace("[", "_").replace("]", "_").replace("-", "_")
     module = f"my_objectives_{name}"
-    (tmp_path / f"{module}.py").write_text(USER_MODULE.format(name=name))
+    (tmp_path / f"{module}.py").write_text(USER_OBJECTIVES.format(name=name))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])  # restored after
     yield module, name

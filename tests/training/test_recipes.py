@@ -16,6 +16,7 @@ from agentgspo.core.settings import load_config
 from agentgspo.training.train import TrainConfig
 from agentgspo.core.trajectory import read_jsonl
 
+from objective_support import USER_OBJECTIVES  # tests/objective_support.py: a user's objective module
 from recipe_support import recipe_module  # tests/recipe_support.py
 
 # The whole module is slow: it starts vLLM, Ray, DeepSpeed or a training run (docs/contributing.md).
@@ -36,24 +37,6 @@ def run_recipe(name, *args, timeout=900, cwd=ROOT):
 
 
 OBJECTIVE = "my_objectives:token_clip"
-USER_OBJECTIVE = """
-from dataclasses import dataclass
-
-from agentgspo.objective import objective
-from agentgspo.objective.terms import TOKEN, Inputs, Terms, clipped_surrogate, token_advantages
-
-
-@dataclass(frozen=True)
-class Band:
-    eps_low: float = 0.2
-    eps_high: float = 0.27
-
-
-@objective("token_clip", unit=TOKEN, hyper=Band())
-def token_clip(inputs: Inputs, advantages, hyper: Band) -> Terms:
-    adv = token_advantages(advantages, inputs)
-    return Terms(TOKEN, *clipped_surrogate(inputs.logp - inputs.old_logp, adv, hyper.eps_low, hyper.eps_high), inputs)
-"""
 
 
 @pytest.mark.parametrize("name", RECIPES)
@@ -115,7 +98,7 @@ def test_a_users_objective_from_its_module_trains_a_recipe_and_resume_imports_it
     """``--objective module:name`` imports a module from the working directory (an objective is one module): the
     smoke trains with it, config.json records it with the clip band its defaults give (the band follows the
     objective unless given), and a resume that cannot import it fails naming the module, before any step."""
-    (tmp_path / "my_objectives.py").write_text(USER_OBJECTIVE)
+    (tmp_path / "my_objectives.py").write_text(USER_OBJECTIVES.format(name="token_clip"))
     out = tmp_path / "user"
     result = run_recipe("math", "--smoke", "--out", out, "--steps", 1, "--objective", OBJECTIVE, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
