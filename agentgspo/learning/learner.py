@@ -10,6 +10,12 @@
            -> clip grad norm -> AdamW step -> LR schedule
       -> metrics over ranks (each diagnostic combined as the objective declares, ``objective.diagnostics``)
 
+This module is the algorithm; the plumbing lives beside it, each in a module of its own: what the ranks and
+accelerate are owed (:mod:`agentgspo.learning.ranks`: counts agreed in one gather, zero-weight placeholder
+micro-batches, gradient accumulation switches), what is refused before training (:mod:`~agentgspo.learning.checks`),
+the policy's preparation (:mod:`~agentgspo.learning.preparation`), the metric means (:mod:`~agentgspo.learning.means`),
+MoE routing replay and volatility (:mod:`~agentgspo.learning.replay`, :mod:`~agentgspo.learning.volatility`).
+
 Distributed work goes through an ``accelerate.Accelerator``: DDP, FSDP2 (accelerate's, or ``fully_shard`` applied
 by :func:`agentgspo.learning.sharding.shard_policy`, which also runs on CPU under gloo) or DeepSpeed ZeRO. Each rank
 trains on its own trajectories; gradients are averaged over ranks, and each minibatch's loss is divided by the
@@ -26,39 +32,27 @@ autocast but drops that cast (the log-probs are upcast chunk by chunk, :mod:`age
 
 Trajectories whose advantage is 0 (all-equal groups) contribute exactly nothing to the GSPO objective, so they are
 not forwarded (they still count in the 1/N weighting). MoE policies get the router load-balancing loss and a
-routing-volatility metric: the share of (token, layer, slot) top-k expert choices of the same tokens that the first
-update changes (the paper reports ~10% for Qwen3-30B-A3B), read during the recompute and the second update's
-forward, and over all the step's updates (one no-grad forward after the last).
+routing-volatility metric (:mod:`agentgspo.learning.volatility`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.distributed.tensor import DTensor
 
-from agentgspo.objective.advantages import token_advantages, turn_advantages
-from agentgspo.objective.batching import Batch, collate, forward, length_buckets, logprobs_from_logits, score
-from agentgspo.objective.logprobs import token_entropy
-from agentgspo.objective.correction import behaviour_diagnostics
-from agentgspo.objective.kl import kl_k3
-from agentgspo.objective.terms import TOKEN, TURN
-from agentgspo.models.routing_replay import (
-    batch_replay,
-    decode_routing,
-    find_routers,
-    record_router_logits,
-    record_routing,
-    replay_routing,
-    split_recorded,
-)
+from agentgspo.core.trajectory import Trajectory
+from agentgspo.learning.checks import check_accumulation_and_clipping, check_parameter_precision, check_sampling
 from agentgspo.learning.config import LearnerConfig, ObjectiveSettings, loss_for, objective_of, settings_of
+from agentgspo.learning.credit import sample_weights, turn_credit
 from agentgspo.learning.means import Means, record_declared
+from agentgspo.learning.plan import Plan, plan_step
 from agentgspo.learning.memory import estimate_for_model
 from agentgspo.learning.preparation import (
     compute_dtype_name,
@@ -66,9 +60,27 @@ from agentgspo.learning.preparation import (
     enable_activation_checkpointing,
     keep_compute_dtype_outputs,
 )
+from agentgspo.learning.ranks import (
+    accumulating,
+    generator_state,
+    load_generator_state,
+    local_model,
+    over_ranks,
+    placeholder_batch,
+    placeholder_rows,
+    step_scheduler,
+)
+from agentgspo.learning.replay import StepReplays
 from agentgspo.learning.sharding import check_deepspeed_processes, is_deepspeed, is_sharded
+from agentgspo.learning.volatility import RoutingProbe, routing_volatility, start_probe, supported_routers
+from agentgspo.models.routing_replay import find_routers
+from agentgspo.objective.advantages import token_advantages
+from agentgspo.objective.batching import Batch, collate, forward, logprobs_from_logits, score
+from agentgspo.objective.correction import behaviour_diagnostics
+from agentgspo.objective.kl import kl_k3
+from agentgspo.objective.logprobs import token_entropy
 from agentgspo.objective.split_turns import episode_advantages
-from agentgspo.core.trajectory import Trajectory, sampler_logprobs_mismatch
+from agentgspo.objective.terms import TOKEN, TURN
 
 __all__ = [
     "LearnerConfig",
@@ -95,98 +107,17 @@ class _Credit:
     stats: dict[str, float]  # zero_variance_frac, num_groups
 
 
-@dataclass
-class _Agreed:
-    """Per-step counts agreed by all ranks: ``sums`` over ranks and ``most`` (the maximum of any rank)."""
+@dataclass(frozen=True)
+class _MicroBatch:
+    """One micro-batch's place in its minibatch: the rows, the counts its loss is weighted by, when it syncs."""
 
-    sums: list[float]
-    most: list[int]
-
-
-@dataclass
-class _Minibatch:
-    """One optimizer step's work on this rank, with the counts every rank agreed on."""
-
-    micro_batches: list[list[int]]  # this rank's forwarded rows, length-bucketed
-    trainable: float  # rows forwarded in this minibatch on all ranks (0: every rank skips it)
-    num_sequences: float  # the minibatch's sample weights on all ranks, / W: the paper's N for the 1/N mean
-    forwarded: float  # trainable / W: the denominator of the aux loss's row-weighted mean
-    passes: int  # micro-batch passes this rank runs; in lockstep the most of any rank, placeholders past its own
-
-
-@dataclass
-class _Plan:
-    """One step's layout: the minibatches, and the logp_old recompute's passes over the same micro-batches."""
-
-    minibatches: list[_Minibatch]
-    score_buckets: list[list[int]]  # the micro-batches the recompute scores, in order (all but `reused`'s)
-    score_passes: int  # scoring passes this rank runs (in lockstep with recompute: the most of any rank)
-    probe_routing: bool  # whether this rank runs the routing-volatility passes (MoE)
-    trained: list[int]  # the minibatches some rank trains on (agreed), in order: one optimizer step each
-    reused: int | None  # the minibatch whose logp_old is its own forward's (first_logp_old="forward"), if any
-
-
-@dataclass
-class _RoutingProbe:
-    """The routing-volatility probe: the top-k expert choices at the real tokens of fixed rows, before the step's
-    first update (``choices[0]``), after it (``choices[1]``) and after the last (``choices[2]``), each as
-    ``{row: [L, n_row, k]}``. Where the learner's own forwards see those rows at those weights (the logp_old
-    recompute or the first update's forward, then the second update's forward), the choices are read there;
-    ``*_pass`` says which are a no-grad forward of ``batch`` of the probe's alone."""
-
-    rows: list[int]  # the probed trajectories (indices), in order
-    batch: Batch  # their collated batch (a placeholder on a rank without any) for the probe's own passes
-    before_pass: bool  # choices[0] from a pass of its own (no forward of the old policy reads the rows)
-    first_pass: bool  # choices[1] from a pass of its own after the first update (the second does not read them)
-    choices: tuple[dict[int, torch.Tensor], dict[int, torch.Tensor], dict[int, torch.Tensor]] = field(
-        default_factory=lambda: ({}, {}, {})
-    )
-
-
-def _supported_routers(model: Any) -> list[torch.nn.Module] | None:
-    """The model's top-k routers (:func:`agentgspo.models.routing_replay.find_routers`), or ``None`` for a model
-    without a supported one."""
-    try:
-        return find_routers(model)
-    except ValueError:
-        return None
-
-
-def _expert_choices(model: Any, batch: Batch, k: int) -> torch.Tensor:
-    """Top-k expert ids per (layer, token) at the batch's real tokens: ``[L, N, k]``."""
-    out = model(
-        input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, output_router_logits=True
-    )
-    real = batch.attention_mask.reshape(-1).bool()  # [B*T]
-    return torch.stack([logits[real].topk(k, dim=-1).indices.sort(-1).values for logits in out.router_logits])
-
-
-def _add_sampler_gap(gap: list[float], logprobs: torch.Tensor, batch: Batch) -> None:
-    """Add ``sum |logp_old - sampler log-prob|`` over the batch's sampled tokens and their count to ``gap``."""
-    difference = (logprobs - batch.sampler_logprobs).abs()  # [B, T]
-    gap[0] += float(torch.where(batch.loss_mask, difference, torch.zeros_like(difference)).sum())
-    gap[1] += int(batch.loss_mask.sum())
-
-
-def routing_volatility(before: torch.Tensor, after: torch.Tensor) -> float:
-    """Share of expert choices in ``before`` (``[L, N, k]``) that are not among the same slot's ``after`` choices."""
-    kept = (before[..., :, None] == after[..., None, :]).any(-1)  # [L, N, k]
-    return 1.0 - kept.float().mean().item()
-
-
-def sample_weights(trajectories: Sequence[Trajectory], split_turns_weight: str = "episode") -> torch.Tensor:
-    """Each sample's weight in the per-trajectory mean (paper Eq. 5), ``[N]`` float64: 1 for whole episodes; for
-    the K samples of one ``split_turns`` episode 1/K each under ``"episode"`` (every episode weighs 1/N, as in the
-    paper), 1 under ``"turn"``.
-
-    >>> from agentgspo.core.trajectory import Trajectory
-    >>> turns = [Trajectory(metadata={"episode_turn": k, "episode_turns": 4}) for k in range(4)]
-    >>> sample_weights([Trajectory(), *turns]).tolist()
-    [1.0, 0.25, 0.25, 0.25, 0.25]
-    """
-    if split_turns_weight == "turn":
-        return torch.ones(len(trajectories), dtype=torch.float64)
-    return torch.tensor([1.0 / t.metadata.get("episode_turns", 1) for t in trajectories], dtype=torch.float64)
+    rows: list[int]  # the trajectories it forwards (indices into the step's batch)
+    num_sequences: float  # the minibatch's N over all ranks, / W (the 1/N mean)
+    forwarded: float  # the minibatch's forwarded rows over all ranks, / W (the aux loss's row-weighted mean)
+    sync: bool  # the minibatch's last on this rank: gradients are reduced after its backward
+    prefixes: tuple[str, ...] = ("",)  # its diagnostics are logged under each ("mb0_" too for the first update)
+    updates: int = 0  # optimizer steps taken before it in this step (the routing probe reads after 0 and 1)
+    scale: float = 1.0  # 0: a placeholder, whose backward joins the collectives and changes nothing
 
 
 class GSPOLearner:
@@ -224,42 +155,40 @@ class GSPOLearner:
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.accelerator = accelerator
         self.pad_token_id = pad_token_id
-        self.config = config or LearnerConfig()
-        if self.config.kl_coef > 0 and ref_model is None:
+        self.config = config = config or LearnerConfig()
+        if config.kl_coef > 0 and ref_model is None:
             raise ValueError("kl_coef > 0 needs ref_model (a frozen copy of the initial policy)")
         self.ref_model = ref_model
         base = accelerator.unwrap_model(model)
-        model_config = getattr(base, "config", None)
+        model_config = getattr(base, "config", None)  # a Hugging Face model's; MoE ones name their top-k
         self.is_moe = hasattr(model_config, "num_experts_per_tok")
-        if self.config.routing_replay != "off":
+        if config.routing_replay != "off":
             find_routers(base)  # a clear error for a model without a supported router
+        self._replays = StepReplays(base)
         # The routers whose outputs the routing-volatility probe reads during the learner's own forwards.
-        self._routers = _supported_routers(base) if self.is_moe else None
-        coef = self.config.router_aux_loss_coef
+        self._routers = supported_routers(base) if self.is_moe else None
+        coef = config.router_aux_loss_coef
         self.aux_coef = (
             (getattr(model_config, "router_aux_loss_coef", 0.0) if coef is None else coef) if self.is_moe else 0.0
         )
         self.generator = torch.Generator().manual_seed(seed)
-        self._replays: dict[int, torch.Tensor] = {}  # id(trajectory) -> [T, L, k] experts replayed in this step
         # The objective this config trains with; its declared diagnostics say how they are logged.
-        self.loss_fn = loss_for(self.config)
+        self.loss_fn = loss_for(config)
         # The objective's hyperparameters from the settings of the same names (eps_low, eps_high for the built-ins).
-        settings = settings_of(self.config) & settings_of(self.loss_fn.hyper)
-        self._hyperparameters = {name: getattr(self.config, name) for name in sorted(settings)}
+        settings = settings_of(config) & settings_of(self.loss_fn.hyper)
+        self._hyperparameters = {name: getattr(config, name) for name in sorted(settings)}
         self._objective = (
-            torch.compile(self._objective_from_logits, dynamic=True)
-            if self.config.compile
-            else self._objective_from_logits
+            torch.compile(self._objective_from_logits, dynamic=True) if config.compile else self._objective_from_logits
         )
         self.deepspeed = is_deepspeed(accelerator)
         check_deepspeed_processes(accelerator)
         self.sharded = is_sharded(model) or self.deepspeed
         # Under FSDP2 / DeepSpeed each forward and backward is a collective: every rank runs the same passes.
         self.lockstep = self.sharded and accelerator.num_processes > 1
-        sync_each = self.config.sync_each_micro_batch
+        sync_each = config.sync_each_micro_batch
         self.sync_each_micro_batch = self.sharded if sync_each is None else sync_each
-        self._check_parameter_precision()
-        self._check_accumulation_and_clipping()
+        check_parameter_precision(optimizer, config, deepspeed=self.deepspeed)
+        check_accumulation_and_clipping(accelerator, model, config, deepspeed=self.deepspeed)
         disabled = disable_stochastic_layers(base)
         if disabled:
             kinds = Counter(change.rsplit(".", 1)[1] for change in disabled)
@@ -268,106 +197,29 @@ class GSPOLearner:
                 f"function of the weights): {', '.join(f'{k} x{n}' for k, n in kinds.items())}"
             )
         keep_compute_dtype_outputs(accelerator, model)
-        if self.config.activation_checkpointing:
+        if config.activation_checkpointing:
             enable_activation_checkpointing(base)
-        if self.config.memory_estimate and model_config is not None:
-            self._print_memory_estimate(base)
-
-    def _check_parameter_precision(self) -> None:
-        """Refuse bf16/fp16 parameters under a torch optimizer (AdamW would round small updates away)."""
-        if self.config.allow_low_precision_params or self.deepspeed:  # DeepSpeed keeps its own fp32 master copy
-            return
-        low = {
-            p.dtype
-            for group in self.optimizer.param_groups
-            for p in group["params"]
-            if p.dtype in (torch.bfloat16, torch.float16)
-        }
-        if low:
-            raise ValueError(
-                f"the optimizer updates {sorted(map(str, low))} parameters: AdamW on bf16/fp16 weights rounds away "
-                "updates smaller than the weight's resolution (bf16 near 1.0: 2^-8), e.g. all of them at lr 1e-6. "
-                "Load the policy in float32 and compute in bf16 with Accelerator(mixed_precision='bf16') or "
-                "shard_policy(..., mixed_precision='bf16'); or set LearnerConfig(allow_low_precision_params=True)"
+        if config.memory_estimate and model_config is not None:
+            estimate = estimate_for_model(
+                base,
+                processes=accelerator.num_processes,
+                sharded=self.sharded,
+                micro_batch_tokens=config.micro_batch_tokens,
+                activation_checkpointing=config.activation_checkpointing,
+                mixed_precision=compute_dtype_name(accelerator, base),
             )
-
-    def _check_accumulation_and_clipping(self) -> None:
-        """Refuse accelerate's own gradient accumulation (``accelerator.backward`` would divide every loss by its
-        step count: a silent rescale of the learner's 1/N) and a DeepSpeed engine whose clipping is not
-        ``max_grad_norm`` (DeepSpeed clips inside its step and ignores ``clip_grad_norm_``)."""
-        steps = getattr(self.accelerator, "gradient_accumulation_steps", 1)
-        if steps != 1:
-            raise ValueError(
-                f"accelerate's gradient_accumulation_steps is {steps} (`accelerate launch "
-                "--gradient_accumulation_steps`, ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Accelerator(...)): "
-                "accelerator.backward would divide every loss by it, rescaling the paper's per-trajectory mean. "
-                "Set it to 1; the learner accumulates over its own micro-batches (lower "
-                "LearnerConfig.micro_batch_tokens for less memory per forward)"
-            )
-        if self.deepspeed:
-            clipping = float(self.model.gradient_clipping() or 0.0)
-            wanted = float(self.config.max_grad_norm or 0.0)
-            if clipping != wanted:
-                raise ValueError(
-                    f"DeepSpeed clips gradients at {clipping} (its config's gradient_clipping; 0 is off) "
-                    f"but max_grad_norm is {self.config.max_grad_norm}: DeepSpeed ignores "
-                    "clip_grad_norm_. Build the engine with shard_policy(..., max_grad_norm=...) or set "
-                    "gradient_clipping in the DeepSpeed config to the same value"
-                )
-
-    def _print_memory_estimate(self, base: Any) -> None:
-        """Print :func:`agentgspo.learning.memory.estimate_memory` for this run on the main process."""
-        estimate = estimate_for_model(
-            base,
-            processes=self.accelerator.num_processes,
-            sharded=self.sharded,
-            micro_batch_tokens=self.config.micro_batch_tokens,
-            activation_checkpointing=self.config.activation_checkpointing,
-            mixed_precision=compute_dtype_name(self.accelerator, base),
-        )
-        self.accelerator.print(estimate.report())
+            accelerator.print(estimate.report())
 
     def state_dict(self) -> dict[str, Any]:
-        """The learner's own state (the minibatch shuffling RNG); model/optimizer state is checkpointed apart.
-
-        With several processes it holds every rank's generator (gathered: call it on all ranks together, as
-        ``accelerator.save_state`` does), because accelerate writes a registered object's state from the main process
-        only, and each rank shuffles with its own stream.
-        """
-        state = self.generator.get_state()  # [S] uint8
-        if self.accelerator.num_processes == 1:
-            return {"generator": state}
-        gathered = self.accelerator.gather(state[None].to(self.accelerator.device)).cpu()  # [W, S]
-        return {"generator": state, "rank_generators": list(gathered)}
+        """The learner's own state (the minibatch shuffling RNG, every rank's: call it on all ranks together, as
+        ``accelerator.save_state`` does); model/optimizer state is checkpointed apart."""
+        return generator_state(self.generator, self.accelerator)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (each rank takes its own generator when the state holds every rank's)."""
-        per_rank = state.get("rank_generators")
-        if per_rank is None:
-            self.generator.set_state(state["generator"])
-            return
-        if len(per_rank) != self.accelerator.num_processes:
-            raise ValueError(
-                f"learner state saved by {len(per_rank)} processes cannot resume exactly on "
-                f"{self.accelerator.num_processes}; resume with the same number of processes"
-            )
-        self.generator.set_state(per_rank[self.accelerator.process_index].clone())
+        load_generator_state(self.generator, self.accelerator, state)
 
-    @torch.no_grad()
-    def _score_no_grad(self, model: Any, batch: Batch) -> torch.Tensor:
-        return score(model, batch, temperature=self.config.temperature)[0]
-
-    def _local_model(self) -> Any:
-        """The policy for the no-grad passes only some ranks run (logp_old, routing volatility).
-
-        A DDP module's forward is a collective: the first forward after a synced backward broadcasts the buffers
-        (e.g. rotary ``inv_freq``) from rank 0. Ranks score different numbers of batches (none where every group is
-        all-equal), so through DDP these broadcasts pair with another rank's gradient all-reduce and deadlock; the
-        wrapped module computes the same values without one.
-        """
-        model = self.model
-        inner = getattr(model, "_orig_mod", model)  # under torch.compile(DDP(...))
-        return inner.module if isinstance(inner, torch.nn.parallel.DistributedDataParallel) else model
+    # ================================================================================================ the algorithm
 
     def step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Train on one rollout batch (this rank's trajectories); returns metrics for logging.
@@ -381,7 +233,17 @@ class GSPOLearner:
         """
         started = time.perf_counter()
         credit = self._credit(trajectories)  # who trains, with which advantage (Eq. 6, or per turn)
-        plan = self._plan(trajectories, credit)  # minibatches of micro-batches, their counts agreed by all ranks
+        plan = plan_step(  # minibatches of micro-batches, their counts agreed by all ranks
+            trajectories,
+            credit.included,
+            credit.keep,
+            credit.weights,
+            config=self.config,
+            generator=self.generator,
+            accelerator=self.accelerator,
+            lockstep=self.lockstep,
+            wants_probe=bool(self.is_moe and self.config.volatility_rows and credit.keep),
+        )
         probe = self._routing_probe(trajectories, credit.keep, plan)  # MoE: which rows, where their routing is read
         old, gap = self._old_logprobs(trajectories, credit.keep, plan, probe)  # logp_old; routing to replay, probe's
 
@@ -393,33 +255,28 @@ class GSPOLearner:
             minibatch_loss = 0.0
             for p in range(minibatch.passes):
                 sync = p == minibatch.passes - 1  # gradients are reduced after the minibatch's last micro-batch
-                if p < len(minibatch.micro_batches):
-                    minibatch_loss += self._micro_step(
-                        trajectories,
-                        minibatch.micro_batches[p],
-                        old,
-                        credit.advantages,
-                        credit.weights,
-                        num_sequences=minibatch.num_sequences,
-                        forwarded=minibatch.forwarded,
-                        scale=1.0,
-                        sync=sync,
-                        means=means,
-                        prefixes=prefixes,
-                        probe=probe,
-                        updates=optimizer_steps,
-                        gap=gap if m == plan.reused else None,  # its logp_old is this forward's
-                    )
-                else:  # nothing (more) on this rank: a zero-weight placeholder joins the collectives
+                if p >= len(minibatch.micro_batches):  # nothing (more) here: a zero-weight placeholder joins in
                     self._placeholder_step(sync, means, prefixes)
+                    continue
+                micro = _MicroBatch(
+                    rows=minibatch.micro_batches[p],
+                    num_sequences=minibatch.num_sequences,
+                    forwarded=minibatch.forwarded,
+                    sync=sync,
+                    prefixes=prefixes,
+                    updates=optimizer_steps,
+                )
+                gap_of_forward = gap if m == plan.reused else None  # its logp_old is this forward's
+                minibatch_loss += self._micro_step(trajectories, micro, old, credit, means, probe, gap_of_forward)
             means.add("loss", minibatch_loss)
             self._clip_and_step(means)  # clip the gradient norm, optimizer step, LR schedule
             optimizer_steps += 1
-            if probe is not None and optimizer_steps == 1 and probe.first_pass:
-                probe.choices[1].update(self._probe_pass(probe))  # no later forward reads the probe's rows
+            if probe is not None and optimizer_steps == 1:
+                probe.after_first_update(local_model(self.model))  # unless the second update's forward reads it
 
-        self._routing_volatility(means, probe, optimizer_steps)
-        self._replays = {}
+        if probe is not None:
+            probe.record(means, optimizer_steps, local_model(self.model))
+        self._replays.end()
         return self._metrics(means, trajectories, credit, (gap[0], int(gap[1])), optimizer_steps, started)
 
     # ------------------------------------------------------------------------ credit: who trains, with which A
@@ -430,7 +287,7 @@ class GSPOLearner:
         the 1/N mean; rows whose advantage is 0 are not forwarded (``skip_zero_advantage``, unless KL is on)."""
         config = self.config
         included = [i for i, t in enumerate(trajectories) if t.stop_reason not in config.exclude_stop_reasons]
-        self._check_sampling([trajectories[i] for i in included])
+        check_sampling([trajectories[i] for i in included], config)
         weights = sample_weights(trajectories, config.split_turns_weight)  # [N] float64
         advantages, stats = self._advantages(trajectories, included)  # [N] or [N, K]
         n = len(trajectories)
@@ -440,47 +297,6 @@ class GSPOLearner:
         advantages = advantages * weights.reshape(n, *([1] * (advantages.dim() - 1))) if n else advantages
         keep = [i for i in included if signal[i] or not config.skip_zero_advantage or config.kl_coef > 0]
         return _Credit(included=included, keep=keep, weights=weights, advantages=advantages, stats=stats)
-
-    def _check_sampling(self, trajectories: Sequence[Trajectory]) -> None:
-        """Refuse trajectories sampled at another temperature than the learner scores, and sampler log-probs that
-        are not the learner's quantity under ``logp_old="sampler"`` or a ``behaviour_correction`` (the rule:
-        :func:`agentgspo.core.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
-        temperature = self.config.temperature
-        for t in trajectories:
-            where = f"trajectory (group {t.group_id}, sample {t.sample_id})"
-            if t.sampling is not None and t.sampling.get("temperature") != temperature:
-                raise ValueError(
-                    f"{where} was sampled at temperature {t.sampling.get('temperature')} but the learner "
-                    f"scores softmax(logits / {temperature}) (LearnerConfig.temperature): the ratios "
-                    "would compare two different policies. Sample and learn at one temperature "
-                    "(a recipe's --temperature sets both)"
-                )
-            if self.config.logp_old == "sampler":
-                why = sampler_logprobs_mismatch(t.sampling, temperature)
-                if why is not None:
-                    raise ValueError(
-                        f"logp_old='sampler': {where}: {why}. Its log-probs are not what the learner "
-                        "computes, so every sequence ratio would be off by that gap (with GSPO's 3e-4 "
-                        "band, clipping whole sequences silently). Use logp_old='recompute' "
-                        "(--logp-old recompute), or sample with top_p=1 and top_k=0"
-                    )
-            self._check_behaviour_logprobs(t, where)
-
-    def _check_behaviour_logprobs(self, trajectory: Trajectory, where: str) -> None:
-        """Under a ``behaviour_correction`` the sampler's log-probs are mu: refuse them where they are not the
-        learner's quantity (:func:`agentgspo.core.trajectory.sampler_logprobs_mismatch`)."""
-        correction = self.config.behaviour_correction
-        if correction == "none":
-            return
-        why = sampler_logprobs_mismatch(trajectory.sampling, self.config.temperature)
-        if why is not None:
-            raise ValueError(
-                f"behaviour_correction={correction!r}: {where}: {why}. Its log-probs are not the policy's "
-                "(log-probs renormalised over a top-p nucleus exceed the policy's, so w = pi_prox / mu < 1 for "
-                "every sequence), and the behaviour weights would measure that gap, not staleness. Sample with "
-                "top_p=1 and top_k=0 (full-vocabulary log-probs at the learner's temperature), or use "
-                "behaviour_correction='none'"
-            )
 
     def _advantages(
         self, trajectories: Sequence[Trajectory], included: list[int]
@@ -492,128 +308,15 @@ class GSPOLearner:
         if not included:
             return advantages, stats
         if self.config.credit == "turn":
-            return self._turn_credit(trajectories, included)  # [N, K]
+            return turn_credit(trajectories, included, baseline=self.config.turn_baseline)  # [N, K]
         # The samples of a split_turns episode share its advantage (agentgspo.objective.split_turns)
         advantages[included], stats = episode_advantages([trajectories[i] for i in included])
         return advantages, stats
 
-    def _turn_credit(
-        self, trajectories: Sequence[Trajectory], included: list[int]
-    ) -> tuple[torch.Tensor, dict[str, float]]:
-        """Per-turn advantages ``[N, K]`` (``credit="turn"``; rows not included are 0) from each episode's step
-        rewards; a clear error where they are missing or disagree with the episode's reward."""
-        seen = set()
-        for i in included:
-            t = trajectories[i]
-            if len(t.turn_rewards) != t.num_turns:
-                raise ValueError(
-                    f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has "
-                    f"{len(t.turn_rewards)} turn rewards for {t.num_turns} turns; it was recorded without "
-                    "per-turn rewards (an older rollout): sample again or use credit='trajectory'"
-                )
-            if abs(sum(t.turn_rewards) - t.reward) > 1e-6 * max(1.0, abs(t.reward)):
-                raise ValueError(
-                    f"credit='turn': trajectory (group {t.group_id}, sample {t.sample_id}) has reward "
-                    f"{t.reward} but its turn rewards sum to {sum(t.turn_rewards)} (a group reward "
-                    "function changed it?); per-turn credit would ignore that change: use "
-                    "credit='trajectory'"
-                )
-            if (t.group_id, t.sample_id) in seen:
-                raise ValueError(
-                    "credit='turn' needs whole episodes; these are split_turns samples (one turn each): "
-                    "use credit='trajectory' with history='split_turns'"
-                )
-            seen.add((t.group_id, t.sample_id))
-        per_turn, stats = turn_advantages(
-            [trajectories[i].turn_rewards for i in included],
-            torch.tensor([trajectories[i].group_id for i in included]),
-            baseline=self.config.turn_baseline,
-        )  # [n, K]
-        advantages = torch.zeros(len(trajectories), max(per_turn.shape[1], 1), dtype=torch.float64)  # [N, K]
-        advantages[included, : per_turn.shape[1]] = per_turn.to(torch.float64)
-        return advantages, stats
-
-    # ------------------------------------------------------------- the plan: minibatches agreed across ranks
-
-    def _plan(self, trajectories: Sequence[Trajectory], credit: _Credit) -> _Plan:
-        """Shuffle the batch into ``minibatches`` (one ``randperm`` of the learner's generator) and each minibatch's
-        forwarded rows into length-bucketed micro-batches. The logp_old recompute scores exactly those micro-batches
-        (same rows, same padding), so the first update's ratios are exactly 1 in fp32. All ranks agree on the counts
-        in one gather: sums for the 1/N weighting, maxima for the passes every rank runs in lockstep."""
-        config, ranks = self.config, self.accelerator.num_processes
-        order = torch.randperm(len(trajectories), generator=self.generator).tolist()
-        included, kept = set(credit.included), set(credit.keep)
-        chunks, bucketed = [], []  # per minibatch: its included rows, its forwarded rows in micro-batches
-        for m in range(config.minibatches):
-            chunk = [i for i in order[m :: config.minibatches] if i in included]
-            rows = [i for i in chunk if i in kept]
-            chunks.append(chunk)
-            bucketed.append(
-                [
-                    [rows[j] for j in bucket]
-                    for bucket in length_buckets(
-                        [len(trajectories[i].token_ids) for i in rows], config.micro_batch_tokens
-                    )
-                ]
-            )
-        all_buckets = sum(map(len, bucketed))
-        wants_probe = bool(self.is_moe and config.volatility_rows and credit.keep)
-        agreed = self._agree(
-            [all_buckets, int(wants_probe)]
-            + [
-                x
-                for chunk, buckets in zip(chunks, bucketed)
-                for x in (sum(map(len, buckets)), float(credit.weights[chunk].sum()) if chunk else 0.0, len(buckets))
-            ]
-            + [all_buckets - len(buckets) for buckets in bucketed]  # scoring passes when minibatch m is not scored
-        )
-        recompute = config.logp_old == "recompute"
-        trained = [m for m in range(config.minibatches) if agreed.sums[2 + 3 * m] > 0]
-        # The first update runs on the old policy's weights: its forward's log-probs are the recompute's, so that
-        # minibatch is not scored (unless the recompute must record its routing, routing_replay="old_policy").
-        reuse = recompute and config.first_logp_old == "forward" and config.routing_replay != "old_policy"
-        reused = trained[0] if reuse and trained else None
-        score_buckets = [bucket for m, buckets in enumerate(bucketed) if m != reused for bucket in buckets]
-        most_passes = agreed.most[0] if reused is None else agreed.most[2 + 3 * config.minibatches + reused]
-        minibatches = []
-        for m, buckets in enumerate(bucketed):
-            trainable, weight_sum, most_buckets = agreed.sums[2 + 3 * m], agreed.sums[3 + 3 * m], agreed.most[4 + 3 * m]
-            minibatches.append(
-                _Minibatch(
-                    micro_batches=buckets,
-                    trainable=trainable,
-                    # The ranks' gradients are averaged (divided by W): with N / W here the update is (1/N) sum over the
-                    # minibatch's N trajectories on all ranks, whatever each rank holds (paper Eq. 5); N counts weights.
-                    num_sequences=weight_sum / ranks,
-                    # The aux loss is a row-weighted mean over the rows forwarded on all ranks (averaged over W like the
-                    # gradients), so a rank holding fewer rows, or none, does not change its weight.
-                    forwarded=trainable / ranks,
-                    # DDP needs one backward per rank (its all-reduce is in the last); FSDP2 / DeepSpeed need all.
-                    passes=most_buckets if self.lockstep else max(len(buckets), 1),
-                )
-            )
-        return _Plan(
-            minibatches=minibatches,
-            score_buckets=score_buckets,
-            score_passes=most_passes if self.lockstep and recompute else len(score_buckets),
-            probe_routing=agreed.most[1] > 0 if self.lockstep else wants_probe,
-            trained=trained,
-            reused=reused,
-        )
-
-    def _agree(self, local: list[int]) -> _Agreed:
-        """Every rank's ``local`` counts, summed and maximised over the ranks (one gather; itself without ranks)."""
-        if self.accelerator.num_processes == 1:
-            return _Agreed(sums=[float(x) for x in local], most=list(local))
-        gathered = self.accelerator.gather(
-            torch.tensor([local], dtype=torch.float64, device=self.accelerator.device)
-        ).cpu()  # [W, K]
-        return _Agreed(sums=gathered.sum(0).tolist(), most=[int(x) for x in gathered.max(0).values.tolist()])
-
-    # ------------------------------------------------------------------- logp_old, routing replay, placeholders
+    # ------------------------------------------------------------------------ logp_old: the old policy's log-probs
 
     def _old_logprobs(
-        self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan, probe: _RoutingProbe | None
+        self, trajectories: Sequence[Trajectory], keep: list[int], plan: Plan, probe: RoutingProbe | None
     ) -> tuple[dict[int, torch.Tensor], list[float]]:
         """logp_old of every row the recompute scores (the policy that sampled, scored before any update of this
         batch; every kept row but those of ``plan.reused``, whose forward gives its own), and the summed
@@ -623,23 +326,23 @@ class GSPOLearner:
         passes."""
         config, device = self.config, self.accelerator.device
         old: dict[int, torch.Tensor] = {}
-        self._replays = self._rollout_routing(trajectories, keep) if config.routing_replay == "rollout" else {}
+        self._replays.start(trajectories, keep, config.routing_replay)
         gap = [0.0, 0]
         recompute = config.logp_old == "recompute"
         for p in range(plan.score_passes):
             if p >= len(plan.score_buckets):  # this rank has scored its own: a placeholder keeps the ranks in step
-                self._score_no_grad(self._local_model(), self._placeholder_batch())
+                self._score_no_grad(local_model(self.model), placeholder_batch(self.pad_token_id, device))
                 continue
             rows = plan.score_buckets[p]
-            batch = collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
-            if recompute and config.routing_replay == "old_policy":
-                logp = self._score_recording_routing(trajectories, rows, batch)
+            picked = [trajectories[i] for i in rows]
+            batch = collate(picked, self.pad_token_id).to(device)
+            if recompute and config.routing_replay == "old_policy":  # the paper's Routing Replay records here
+                logp = self._replays.recording(
+                    picked, batch, lambda: self._score_no_grad(local_model(self.model), batch)
+                )
             elif recompute:
-                with (
-                    self._replaying([trajectories[i] for i in rows], batch),
-                    self._reading_routing(probe, 0, rows, batch),
-                ):
-                    logp = self._score_no_grad(self._local_model(), batch)
+                with self._replays.replaying(picked, batch), self._reading_routing(probe, 0, rows, batch):
+                    logp = self._score_no_grad(local_model(self.model), batch)
                 _add_sampler_gap(gap, logp, batch)
             else:
                 logp = batch.sampler_logprobs
@@ -647,109 +350,42 @@ class GSPOLearner:
                 old[i] = logp[r, : len(trajectories[i].token_ids)]
         return old, gap
 
-    def _score_recording_routing(
-        self, trajectories: Sequence[Trajectory], rows: list[int], batch: Batch
-    ) -> torch.Tensor:
-        """The logp_old recompute of ``batch`` under ``routing_replay="old_policy"`` (the paper's Routing Replay):
-        each row's top-k expert choices are kept to replay in the training forwards."""
-        with record_routing(self.accelerator.unwrap_model(self.model)) as calls:
-            logp = self._score_no_grad(self._local_model(), batch)
-        recorded = split_recorded(calls, [len(trajectories[i].token_ids) for i in rows], batch.input_ids.shape[1])
-        self._replays.update(zip((id(trajectories[i]) for i in rows), recorded))
-        return logp
-
-    def _rollout_routing(self, trajectories: Sequence[Trajectory], rows: list[int]) -> dict[int, torch.Tensor]:
-        """Each trained trajectory's recorded ``[T, L, k]`` expert ids by ``id(trajectory)``
-        (``routing_replay="rollout"``)."""
-        routings = {}
-        for i in rows:
-            t = trajectories[i]
-            if t.routed_experts is None:
-                raise ValueError(
-                    f"routing_replay='rollout': trajectory (group {t.group_id}, sample {t.sample_id}) has "
-                    "no recorded routing; sample with HFPolicy(record_routing=True) (vLLM backends do "
-                    "not record it here: vLLM's routed-expert output needs its V2 runner with Triton), "
-                    "or use routing_replay='old_policy'"
-                )
-            routings[id(t)] = decode_routing(t.routed_experts)
-        return routings
-
-    def _replaying(self, batch_trajectories: Sequence[Trajectory], batch: Batch) -> Any:
-        """The routing-replay context of a forward over ``batch_trajectories`` (collated as ``batch``); a no-op when
-        replay is off and for placeholder micro-batches (no recorded routing)."""
-        if not self._replays or any(id(t) not in self._replays for t in batch_trajectories):
-            return contextlib.nullcontext()
-        return replay_routing(
-            self.accelerator.unwrap_model(self.model),
-            batch_replay([self._replays[id(t)] for t in batch_trajectories], batch.input_ids.shape[1]),
-        )
-
-    def _placeholder_rows(
-        self, device: Any
-    ) -> tuple[list[Trajectory], list[int], dict[int, torch.Tensor], torch.Tensor, torch.Tensor]:
-        """(trajectories, rows, logp_old, advantages, weights) of a zero-weight micro-batch: two padding tokens,
-        A = 0."""
-        placeholder = Trajectory()
-        placeholder.append_forced([self.pad_token_id] * 2)
-        return (
-            [placeholder],
-            [0],
-            {0: torch.zeros(2, device=device)},
-            torch.zeros(1, dtype=torch.float64),
-            torch.ones(1, dtype=torch.float64),
-        )
-
-    def _placeholder_batch(self) -> Batch:
-        """A two-token batch for a no-grad pass a rank runs only to keep the collectives in step."""
-        trajectories = self._placeholder_rows(self.accelerator.device)[0]
-        return collate(trajectories, self.pad_token_id).to(self.accelerator.device)
-
-    def _placeholder_step(self, sync: bool, means: Means, prefixes: tuple[str, ...]) -> None:
-        """A zero-weight micro-batch (a forward and a backward of ``0 * loss``) that a rank with nothing (more) to
-        train runs so that its collectives pair with the other ranks' (FSDP2, DeepSpeed; DDP's one backward)."""
-        self._micro_step(
-            *self._placeholder_rows(self.accelerator.device),
-            num_sequences=1.0,
-            forwarded=1,
-            scale=0.0,
-            sync=sync,
-            means=means,
-            prefixes=prefixes,
-        )
+    @torch.no_grad()
+    def _score_no_grad(self, model: Any, batch: Batch) -> torch.Tensor:
+        return score(model, batch, temperature=self.config.temperature)[0]
 
     # -------------------------------------------------------------------- one micro-batch: forward, loss, backward
 
     def _micro_step(
         self,
         trajectories: Sequence[Trajectory],
-        rows: list[int],
+        micro: _MicroBatch,
         old: dict[int, torch.Tensor],
-        advantages: torch.Tensor,
-        weights: torch.Tensor,
-        *,
-        num_sequences: float,
-        forwarded: float,
-        scale: float,
-        sync: bool,
+        credit: _Credit,
         means: Means,
-        prefixes: tuple[str, ...] = ("",),
-        probe: _RoutingProbe | None = None,
-        updates: int = 0,
+        probe: RoutingProbe | None = None,
         gap: list[float] | None = None,
     ) -> float:
         """Forward, loss and backward of one micro-batch; returns its share of the minibatch loss. Its diagnostics go
-        to ``means`` under each of ``prefixes`` (``"mb0_"`` too for the first update's). Rows without a logp_old in
-        ``old`` (``plan.reused``: the first update, on the old policy's weights) take their forward's log-probs,
-        detached, and add their sampler gap to ``gap``. The probe's rows have their expert choices read after
-        ``updates`` optimizer steps (0 or 1)."""
-        batch, old_logprobs, adv, turn_ids = self._loss_inputs(trajectories, rows, old, advantages)
+        to ``means`` under each of ``micro.prefixes``. Rows without a logp_old in ``old`` (``plan.reused``: the first
+        update, on the old policy's weights) take their forward's log-probs, detached, and add their sampler gap to
+        ``gap``. The probe's rows have their expert choices read after ``micro.updates`` optimizer steps (0 or 1)."""
+        rows = micro.rows
+        batch, old_logprobs, adv, turn_ids = self._loss_inputs(trajectories, rows, old, credit.advantages)
         # A decoupled loss's mu: the sampler's log-probs (old_logprobs is then pi_prox, the recompute).
         behaviour = batch.sampler_logprobs if self.config.behaviour_correction != "none" else None  # [B, T]
-        with self._accumulating(sync), self._replaying([trajectories[i] for i in rows], batch):
-            with self._reading_routing(probe, updates, rows, batch):
+        accumulation = accumulating(
+            self.accelerator, self.model, micro.sync, sync_each_micro_batch=self.sync_each_micro_batch
+        )
+        with accumulation, self._replays.replaying([trajectories[i] for i in rows], batch):
+            with self._reading_routing(probe, micro.updates, rows, batch):
                 outputs = forward(self.model, batch, output_router_logits=self.aux_coef > 0)
             # Compiled, N is a tensor so that a new minibatch size does not recompile.
-            n = torch.tensor(float(num_sequences), device=adv.device) if self.config.compile else num_sequences
+            n = (
+                torch.tensor(float(micro.num_sequences), device=adv.device)
+                if self.config.compile
+                else micro.num_sequences
+            )
             loss, diagnostics, logprobs = self._objective(
                 outputs.logits, batch.input_ids, old_logprobs, adv, batch.loss_mask, n, turn_ids, behaviour
             )  # [], {...}, [B, T]
@@ -761,16 +397,18 @@ class GSPOLearner:
                 outputs,
                 logprobs,
                 batch,
-                weights[rows],
-                num_sequences=num_sequences,
-                share=len(rows) / forwarded,
-                means=means if scale else Means(),
+                credit.weights[rows],
+                num_sequences=micro.num_sequences,
+                share=len(rows) / micro.forwarded,
+                means=means if micro.scale else Means(),
             )
-            self.accelerator.backward(total * scale)
-        if scale == 0.0:
+            self.accelerator.backward(total * micro.scale)
+        if micro.scale == 0.0:
             return 0.0
-        self._record(diagnostics, outputs.logits, batch, means, prefixes)
+        self._record(diagnostics, outputs.logits, batch, means, micro.prefixes)
         return loss.detach().item()
+
+    # -------------------------------------------------------------------- the objective and its penalties
 
     def _loss_inputs(
         self,
@@ -902,30 +540,6 @@ class GSPOLearner:
         )
         means.add("entropy", float(entropy), tokens)
 
-    @contextlib.contextmanager
-    def _accumulating(self, sync: bool) -> Iterator[None]:
-        """Gradient accumulation through accelerate: ``sync_gradients`` is what ``accelerator.accumulate`` sets (a
-        DeepSpeed engine steps only when it is True), and ``no_sync`` skips the gradient reduction of the micro-batches
-        before the last, unless ``sync_each_micro_batch``. The sharded model of
-        :func:`agentgspo.learning.sharding.shard_policy` (not one accelerate prepared) gets FSDP2's own switch, as
-        accelerate's ``no_sync`` does for its FSDP2."""
-        accelerator = self.accelerator
-        accelerator.gradient_state._set_sync_gradients(sync)
-        try:
-            if sync or self.sync_each_micro_batch or accelerator.num_processes == 1:
-                yield
-            elif is_sharded(self.model) and not getattr(accelerator, "is_fsdp2", False):
-                self.model.set_requires_gradient_sync(False)
-                try:
-                    yield
-                finally:
-                    self.model.set_requires_gradient_sync(True)
-            else:
-                with accelerator.no_sync(self.model):
-                    yield
-        finally:
-            accelerator.gradient_state._set_sync_gradients(True)
-
     # ----------------------------------------------------------------------------------------- the optimizer step
 
     def _clip_and_step(self, means: Means) -> None:
@@ -941,113 +555,14 @@ class GSPOLearner:
             if config.max_grad_norm is not None:
                 grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
                 if grad_norm is not None:
-                    grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
+                    grad_norm = grad_norm.full_tensor() if isinstance(grad_norm, DTensor) else grad_norm
                     means.add("grad_norm", float(grad_norm))
             self.optimizer.step()
         if self.scheduler is not None:
-            self._step_scheduler()
+            step_scheduler(self.scheduler, self.optimizer)
         self.optimizer.zero_grad(set_to_none=True)
 
-    def _step_scheduler(self) -> None:
-        """One scheduler step per optimizer step. accelerate's prepared scheduler steps ``num_processes`` times per
-        call (it assumes a data loader whose global batch grew with the ranks), which would end a warm-up of 8
-        optimizer steps after 4 on 2 ranks; step the scheduler it wraps once, unless the optimizer skipped its step
-        (fp16 overflow), as accelerate does."""
-        from accelerate.scheduler import AcceleratedScheduler
-
-        if not isinstance(self.scheduler, AcceleratedScheduler):
-            self.scheduler.step()
-        elif not getattr(self.optimizer, "step_was_skipped", False):
-            self.scheduler.scheduler.step()
-
-    # ------------------------------------------------------------------------------------------ metrics, MoE probe
-
-    def _routing_probe(self, trajectories: Sequence[Trajectory], keep: list[int], plan: _Plan) -> _RoutingProbe | None:
-        """Routing volatility (MoE): which rows are probed and where their expert choices are read.
-
-        The rows: up to ``volatility_rows`` of the second trained minibatch's forwarded rows (of the only one when
-        there is one), in micro-batch order, so that the logp_old recompute (or the first update's own forward)
-        reads their choices before any update and the second update's forward reads them after the first: two
-        forwards fewer than probing apart. Where the routers' outputs cannot be read during those forwards (a
-        router :func:`~agentgspo.models.routing_replay.find_routers` does not know) or would not be the live
-        routing of the unreplayed model (``routing_replay`` on), the rows are the first ``volatility_rows`` kept
-        rows and every reading is a pass of its own. A rank without rows probes a placeholder (lockstep)."""
-        if not plan.probe_routing:
-            return None
-        config = self.config
-        if self._routers is not None and config.routing_replay == "off" and plan.trained:
-            source = plan.trained[1] if len(plan.trained) > 1 else plan.trained[0]
-            rows = [i for bucket in plan.minibatches[source].micro_batches for i in bucket][: config.volatility_rows]
-            # Before any update the recompute reads every minibatch but the reused one, which its own forward reads
-            # (first_logp_old="forward"); the sampler's logp_old reads none but the first update's forward.
-            before_pass = not (config.logp_old == "recompute" or source == plan.trained[0])
-            first_pass = source == plan.trained[0]
-        else:
-            rows, before_pass, first_pass = keep[: config.volatility_rows], True, True
-        picks = [trajectories[i] for i in rows]
-        batch = collate(picks, self.pad_token_id).to(self.accelerator.device) if picks else self._placeholder_batch()
-        probe = _RoutingProbe(rows=rows, batch=batch, before_pass=before_pass, first_pass=first_pass)
-        if before_pass:
-            probe.choices[0].update(self._probe_pass(probe))
-        return probe
-
-    @contextlib.contextmanager
-    def _reading_routing(
-        self, probe: _RoutingProbe | None, updates: int, rows: list[int], batch: Batch
-    ) -> Iterator[None]:
-        """Read the probe's rows' expert choices after ``updates`` optimizer steps (0: before any; 1: after the
-        first) during the forward inside the block, unless read already or taken by a pass of the probe's own."""
-        own_pass = probe is None or updates > 1 or (probe.before_pass, probe.first_pass)[updates]
-        wanted = set() if own_pass else {i for i in rows if i in probe.rows and i not in probe.choices[updates]}
-        if not wanted:
-            yield
-            return
-        with record_router_logits(self._routers) as logits:
-            yield
-        probe.choices[updates].update(self._choices_by_row(logits, batch, rows, wanted))
-
-    def _choices_by_row(
-        self, router_logits: Sequence[torch.Tensor], batch: Batch, rows: list[int], wanted: set[int]
-    ) -> dict[int, torch.Tensor]:
-        """Each wanted row's top-k expert ids ``[L, n, k]`` at its real tokens, from one forward's router logits
-        (``[B * T, E]`` per MoE layer, as the model flattens the batch), as :func:`_expert_choices` takes them."""
-        k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
-        width = batch.input_ids.shape[1]
-        real = batch.attention_mask.bool()  # [B, T]
-        top = torch.stack([z.detach() for z in router_logits]).topk(k, dim=-1).indices.sort(-1).values  # [L, B*T, k]
-        top = top.view(top.shape[0], len(rows), width, k)  # [L, B, T, k]
-        return {i: top[:, r, real[r]].cpu() for r, i in enumerate(rows) if i in wanted}  # each [L, n, k]
-
-    def _probe_pass(self, probe: _RoutingProbe) -> dict[int, torch.Tensor]:
-        """The probe rows' expert choices under the current weights from a no-grad forward of their own batch."""
-        with torch.no_grad():
-            if self._routers is None:  # the router logits the model returns (output_router_logits)
-                k = self.accelerator.unwrap_model(self.model).config.num_experts_per_tok
-                choices = _expert_choices(self._local_model(), probe.batch, k)  # [L, N, k]
-                if not probe.rows:  # a placeholder
-                    return {}
-                per_row = probe.batch.attention_mask.sum(1).tolist()
-                return dict(zip(probe.rows, (c.cpu() for c in choices.split(per_row, dim=1))))
-            with record_router_logits(self._routers) as logits:
-                forward(self._local_model(), probe.batch)
-        return self._choices_by_row(logits, probe.batch, probe.rows, set(probe.rows)) if probe.rows else {}
-
-    def _routing_volatility(self, means: Means, probe: _RoutingProbe | None, optimizer_steps: int) -> None:
-        """Log the share of the probe's expert choices that changed: per update (``routing_volatility``, the paper's
-        figure, §4.3: the share the first update changes) and over the whole step's updates
-        (``routing_volatility_step``; one more pass after the last update when there are several), each weighted by
-        the probe's (layer, token, slot) choices."""
-        if probe is None or optimizer_steps == 0:
-            return
-        before, first, last = probe.choices
-        if optimizer_steps > 1:
-            last.update(self._probe_pass(probe))
-        else:
-            last.update(first)
-        if probe.rows:
-            stacked = [torch.cat([choices[i] for i in probe.rows], dim=1) for choices in (before, first, last)]
-            means.add("routing_volatility", routing_volatility(stacked[0], stacked[1]), stacked[0].numel())
-            means.add("routing_volatility_step", routing_volatility(stacked[0], stacked[2]), stacked[0].numel())
+    # ---------------------------------------------------------------------------------------------- metrics
 
     def _metrics(
         self,
@@ -1065,7 +580,7 @@ class GSPOLearner:
         means.add("zero_variance_frac", credit.stats["zero_variance_frac"], credit.stats.get("num_groups", 0))
         means.count("trained_sequences", len(credit.keep))
         means.count("excluded_sequences", len(trajectories) - len(credit.included))
-        metrics = self._over_ranks(means).result()
+        metrics = over_ranks(self.accelerator, means).result()
         # With every advantage 0 nothing is forwarded, and these are exactly 0 (zero objective, nothing clipped).
         declared = {name for name, _ in self.loss_fn.diagnostics}
         clipped = [
@@ -1080,14 +595,47 @@ class GSPOLearner:
         )
         return metrics
 
-    def _over_ranks(self, means: Means) -> Means:
-        """This step's metrics over all ranks (every rank gets the same), so what rank 0 logs describes the whole
-        batch: weighted means, extremes and counts of every rank's micro-batches. One small collective per step."""
-        if self.accelerator.num_processes == 1:
-            return means
-        from accelerate.utils import gather_object
+    # ================================================================================================ plumbing
 
-        merged = Means()
-        for part in gather_object([means]):
-            merged.merge(part)
-        return merged
+    def _placeholder_step(self, sync: bool, means: Means, prefixes: tuple[str, ...]) -> None:
+        """A zero-weight micro-batch (a forward and a backward of ``0 * loss``) that a rank with nothing (more) to
+        train runs so that its collectives pair with the other ranks' (FSDP2, DeepSpeed; DDP's one backward)."""
+        trajectories, rows, old, advantages, weights = placeholder_rows(self.pad_token_id, self.accelerator.device)
+        credit = _Credit(included=rows, keep=rows, weights=weights, advantages=advantages, stats={})
+        micro = _MicroBatch(rows=rows, num_sequences=1.0, forwarded=1, sync=sync, prefixes=prefixes, scale=0.0)
+        self._micro_step(trajectories, micro, old, credit, means)
+
+    def _routing_probe(self, trajectories: Sequence[Trajectory], keep: list[int], plan: Plan) -> RoutingProbe | None:
+        """The step's routing-volatility probe (MoE; :func:`agentgspo.learning.volatility.start_probe`), or ``None``."""
+        if not plan.probe_routing:
+            return None
+        config, device = self.config, self.accelerator.device
+        trained_rows = [[i for bucket in plan.minibatches[m].micro_batches for i in bucket] for m in plan.trained]
+
+        def batch_of(rows: list[int]) -> Batch:
+            if not rows:  # a rank without rows probes a placeholder in lockstep
+                return placeholder_batch(self.pad_token_id, device)
+            return collate([trajectories[i] for i in rows], self.pad_token_id).to(device)
+
+        return start_probe(
+            keep,
+            trained_rows,
+            volatility_rows=config.volatility_rows,
+            routers=self._routers,
+            k=self.accelerator.unwrap_model(self.model).config.num_experts_per_tok,
+            recompute=config.logp_old == "recompute",
+            replay=config.routing_replay != "off",
+            batch_of=batch_of,
+            model=local_model(self.model),
+        )
+
+    def _reading_routing(self, probe: RoutingProbe | None, updates: int, rows: list[int], batch: Batch) -> Any:
+        """The probe's reading of ``rows``' expert choices during the forward inside (nothing without a probe)."""
+        return contextlib.nullcontext() if probe is None else probe.reading(updates, rows, batch)
+
+
+def _add_sampler_gap(gap: list[float], logprobs: torch.Tensor, batch: Batch) -> None:
+    """Add ``sum |logp_old - sampler log-prob|`` over the batch's sampled tokens and their count to ``gap``."""
+    difference = (logprobs - batch.sampler_logprobs).abs()  # [B, T]
+    gap[0] += float(torch.where(batch.loss_mask, difference, torch.zeros_like(difference)).sum())
+    gap[1] += int(batch.loss_mask.sum())

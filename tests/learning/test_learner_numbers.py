@@ -16,11 +16,11 @@ from agentgspo.objective.batching import collate, forward, logprobs_from_logits
 from agentgspo.learning.learner import (
     GSPOLearner,
     LearnerConfig,
-    _expert_choices,
     disable_stochastic_layers,
     routing_volatility,
     sample_weights,
 )
+from agentgspo.learning.volatility import expert_choices
 from agentgspo.objective.kl import kl_k3
 from agentgspo.training.metrics import rollout_metrics_over_ranks
 from agentgspo.core.trajectory import Trajectory
@@ -244,7 +244,7 @@ def _probe_as_before(model, trajectories, snapshots, rows):
     for state in snapshots:
         model.load_state_dict(state)
         with torch.no_grad():
-            choices.append(_expert_choices(model, batch, k))  # [L, N, k]
+            choices.append(expert_choices(model, batch, k))  # [L, N, k]
     return routing_volatility(choices[0], choices[1]), routing_volatility(choices[0], choices[-1])
 
 
