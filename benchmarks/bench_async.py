@@ -170,10 +170,10 @@ def start_pinned_server(policy: str, core: int, workdir: Path) -> tuple[str, obj
 def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server_url: str) -> dict[str, float]:
     """One training run at ``staleness``; its numbers."""
     slow = args.slow_group > 1
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.training.train import train
 
-    config = QuickstartConfig(
+    config = QUICKSTART.config(
         out=str(out / f"s{staleness}"), env_id="agentgspo/LatencyReplay-v0", env_kwargs={}, warm_demos=0,
         warm_steps=0, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group, max_turns=4,
         max_new_tokens=16, max_context=512, lr=1e-4, warmup_steps=0, logp_old="recompute", stop_success=None,
@@ -182,7 +182,7 @@ def run(staleness: int, args: argparse.Namespace, out: Path, policy: str, server
         backend=args.backend, server_url=server_url,
     )  # fmt: skip
     started = time.perf_counter()
-    train(config)
+    train(config, QUICKSTART)
     wall = time.perf_counter() - started
     rows = [json.loads(line) for line in (out / f"s{staleness}" / "metrics.jsonl").read_text().splitlines()]
     episodes = sum(r["trained_episodes"] for r in rows)

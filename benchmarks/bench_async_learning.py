@@ -35,26 +35,27 @@ VARIANTS = {  # name -> settings over the quickstart's
 
 def warm_policy(seed: int, args: argparse.Namespace, out: Path) -> str:
     """The quickstart's warm start for ``seed``, saved as a policy folder (run once, reused)."""
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.training.train import train
 
     folder = out / f"warm-s{seed}"
     if not (folder / "final").exists():
-        train(QuickstartConfig(out=str(folder), seed=seed, steps=1, lr=0.0, warmup_steps=0, stop_success=None,
-                               warm_steps=args.warm_steps, final_eval_episodes=0, max_minutes=0.0))  # fmt: skip
+        warm = QUICKSTART.config(out=str(folder), seed=seed, steps=1, lr=0.0, warmup_steps=0, stop_success=None,
+                                 warm_steps=args.warm_steps, final_eval_episodes=0, max_minutes=0.0)  # fmt: skip
+        train(warm, QUICKSTART)
     return str(folder / "final")
 
 
 def run(name: str, seed: int, policy: str, args: argparse.Namespace, out: Path) -> dict:
     """One GSPO run of ``name`` from the warm policy; its numbers."""
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.training.train import train
 
     folder = out / f"{name}-s{seed}"
-    summary = train(QuickstartConfig(
+    summary = train(QUICKSTART.config(
         out=str(folder), seed=seed, policy=policy, warm_demos=0, warm_steps=0, steps=args.steps, max_minutes=0.0,
         **{"logp_old": "recompute", **VARIANTS[name]},
-    ))  # fmt: skip
+    ), QUICKSTART)  # fmt: skip
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     return {
         "variant": name, "seed": seed, "stopped": summary["stopped"], "steps": summary["steps"],

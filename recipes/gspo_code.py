@@ -30,21 +30,19 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-from agentgspo.core.settings import with_defaults
-from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
+from agentgspo.training.train import Recipe, exit_process, run_recipe
 
-# TrainConfig's settings with the defaults of this recipe (Code-v0's keyword arguments: e.g. {"sandbox":
-# "docker"}); every other setting keeps TrainConfig's default.
-CodeConfig = with_defaults(
-    TrainConfig, out="runs/code", env_id="agentgspo/Code-v0", activation_checkpointing=True
-)  # long episodes at 30B
+CODE = Recipe(
+    command="python recipes/gspo_code.py",
+    # This recipe's defaults over TrainConfig's; every other setting keeps TrainConfig's default.
+    # --env-kwargs: Code-v0's keyword arguments: e.g. {"sandbox": "docker"}.
+    defaults=dict(
+        out="runs/code",
+        env_id="agentgspo/Code-v0",
+        activation_checkpointing=True,  # long episodes at 30B
+    ),
+    description=" ".join(__doc__.split("\n\n")[0].split()),
+)
 
 if __name__ == "__main__":
-    exit_process(
-        run_recipe(
-            CodeConfig,
-            smoke=SMOKE,
-            command="python recipes/gspo_code.py",
-            description=" ".join(__doc__.split("\n\n")[0].split()),
-        )
-    )
+    exit_process(run_recipe(CODE))

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgspo.core.settings import setting, with_defaults
+from agentgspo.core.settings import setting
 from agentgspo.eval.hook import EvalHook
-from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
+from agentgspo.training.train import SMOKE, Recipe, TrainConfig, exit_process, run_recipe
 
 # Held out of training and evaluated during it: one problem per rating band of the set, an interactive one among them.
 HELD_OUT = [
@@ -60,8 +60,8 @@ HELD_OUT = [
 
 @dataclass
 class CodeforcesConfig(TrainConfig):
-    """GSPO on CodeForces-v0: :class:`agentgspo.training.train.TrainConfig`'s settings, a held-out set evaluated
-    during training, and this recipe's defaults (below the class)."""
+    """GSPO on CodeForces-v0: :class:`agentgspo.training.train.TrainConfig`'s settings and a held-out set evaluated
+    during training (this recipe's defaults: :data:`CODEFORCES`)."""
 
     held_out: list = setting(
         HELD_OUT,
@@ -72,16 +72,15 @@ class CodeforcesConfig(TrainConfig):
         25,
         "GSPO steps between evaluations on the held-out problems: pass@1 goes to "
         "metrics.jsonl as eval/pass@1, each attempt to DIR/eval/step_N/ (0: none)",
+        at_least=0,
     )
-    eval_samples: int = setting(4, "attempts per held-out problem at each evaluation (pass@1 is their mean)")
+    eval_samples: int = setting(
+        4, "attempts per held-out problem at each evaluation (pass@1 is their mean)", at_least=1
+    )
 
     def __post_init__(self) -> None:
         self.env_kwargs = self.split_env_kwargs()  # before the base checks: they judge the final evaluation's split
         super().__post_init__()
-        if self.eval_every < 0 or self.eval_samples < 1:
-            raise ValueError(
-                f"eval_every >= 0 and eval_samples >= 1 expected, got {self.eval_every}, {self.eval_samples}"
-            )
         if self.eval_every and not self.held_out:
             raise ValueError(
                 "eval_every without held-out problems would evaluate on training problems: give "
@@ -121,26 +120,24 @@ def held_out_evaluation(config: CodeforcesConfig, out: Path, rollout: Any) -> An
     )
 
 
-# CodeForces-v0's keyword arguments: data_files ("builtin": the project's problem set), partial_credit.
-CodeforcesConfig = with_defaults(  # the same class, with this recipe's defaults
-    CodeforcesConfig,
-    out="runs/codeforces",
-    env_id="agentgspo/CodeForces-v0",
-    env_kwargs={"data_files": "builtin"},
-    max_turns=8,  # runs, sample checks, up to 3 submissions
-    max_context=32768,  # statements and verdicts are long
-    activation_checkpointing=True,
-)  # long episodes at 30B
+CODEFORCES = Recipe(
+    command="python recipes/gspo_codeforces.py",
+    config_class=CodeforcesConfig,
+    # This recipe's defaults over CodeforcesConfig's; --env-kwargs: CodeForces-v0's keyword arguments (data_files:
+    # "builtin" is the project's problem set; partial_credit).
+    defaults=dict(
+        out="runs/codeforces",
+        env_id="agentgspo/CodeForces-v0",
+        env_kwargs={"data_files": "builtin"},
+        max_turns=8,  # runs, sample checks, up to 3 submissions
+        max_context=32768,  # statements and verdicts are long
+        activation_checkpointing=True,  # long episodes at 30B
+    ),
+    # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
+    smoke={**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1},
+    description=" ".join(__doc__.split("\n\n")[0].split()),
+    evaluation=held_out_evaluation,
+)
 
 if __name__ == "__main__":
-    # --smoke plays the five starter problems (short statements), one held out and evaluated after each step.
-    smoke = {**SMOKE, "env_kwargs": {}, "held_out": ["9000C"], "eval_every": 1, "eval_samples": 1}
-    exit_process(
-        run_recipe(
-            CodeforcesConfig,
-            smoke=smoke,
-            command="python recipes/gspo_codeforces.py",
-            description=" ".join(__doc__.split("\n\n")[0].split()),
-            evaluation=held_out_evaluation,
-        )
-    )
+    exit_process(run_recipe(CODEFORCES))

@@ -34,25 +34,20 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-from agentgspo.core.settings import with_defaults
-from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
+from agentgspo.training.train import Recipe, exit_process, run_recipe
 
-# TrainConfig's settings with the defaults of this recipe (Math-v0's keyword arguments: e.g. {"data_files":
-# "problems.jsonl"}); every other setting keeps TrainConfig's default.
-MathConfig = with_defaults(
-    TrainConfig,
-    out="runs/math",
-    env_id="agentgspo/Math-v0",
-    max_turns=4,  # tool calls, then the answer
-    activation_checkpointing=True,
-)  # long episodes at 30B
+MATH = Recipe(
+    command="python recipes/gspo_math.py",
+    # This recipe's defaults over TrainConfig's; every other setting keeps TrainConfig's default.
+    # --env-kwargs: Math-v0's keyword arguments: e.g. {"data_files": "problems.jsonl"}.
+    defaults=dict(
+        out="runs/math",
+        env_id="agentgspo/Math-v0",
+        max_turns=4,  # tool calls, then the answer
+        activation_checkpointing=True,  # long episodes at 30B
+    ),
+    description=" ".join(__doc__.split("\n\n")[0].split()),
+)
 
 if __name__ == "__main__":
-    exit_process(
-        run_recipe(
-            MathConfig,
-            smoke=SMOKE,
-            command="python recipes/gspo_math.py",
-            description=" ".join(__doc__.split("\n\n")[0].split()),
-        )
-    )
+    exit_process(run_recipe(MATH))

@@ -30,26 +30,21 @@ DIR/tensorboard/.
 
 from __future__ import annotations
 
-from agentgspo.core.settings import with_defaults
-from agentgspo.training.train import SMOKE, TrainConfig, exit_process, run_recipe
+from agentgspo.training.train import Recipe, exit_process, run_recipe
 
-# TrainConfig's settings with the defaults of this recipe (Search-v0's keyword arguments: e.g. {"retriever":
-# "http://127.0.0.1:8001"}); every other setting keeps TrainConfig's default.
-SearchConfig = with_defaults(
-    TrainConfig,
-    out="runs/search",
-    env_id="agentgspo/Search-v0",
-    max_new_tokens=2048,
-    max_context=12288,  # Qwen3 thinks before it answers
-    activation_checkpointing=True,
-)  # long episodes at 30B
+SEARCH = Recipe(
+    command="python recipes/gspo_search.py",
+    # This recipe's defaults over TrainConfig's; every other setting keeps TrainConfig's default.
+    # --env-kwargs: Search-v0's keyword arguments: e.g. {"retriever": "http://127.0.0.1:8001"}.
+    defaults=dict(
+        out="runs/search",
+        env_id="agentgspo/Search-v0",
+        max_new_tokens=2048,
+        max_context=12288,  # Qwen3 thinks before it answers
+        activation_checkpointing=True,  # long episodes at 30B
+    ),
+    description=" ".join(__doc__.split("\n\n")[0].split()),
+)
 
 if __name__ == "__main__":
-    exit_process(
-        run_recipe(
-            SearchConfig,
-            smoke=SMOKE,
-            command="python recipes/gspo_search.py",
-            description=" ".join(__doc__.split("\n\n")[0].split()),
-        )
-    )
+    exit_process(run_recipe(SEARCH))

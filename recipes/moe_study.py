@@ -42,7 +42,9 @@ from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 from agentgspo.models.routing_replay import batch_replay, decode_routing, replay_routing
 from agentgspo.models.tiny import build_tiny_policy
 from agentgspo.training.metrics import read_metrics
-from agentgspo.training.train import TrainConfig, train
+from agentgspo.training.train import Recipe, TrainConfig, train
+
+STUDY = Recipe(command="python recipes/moe_study.py")  # its runs' resume command (each run's settings in full)
 
 VARIANTS: dict[str, dict[str, Any]] = {  # each objective with its own clip band (LearnerConfig's, paper §5.1)
     "gspo": dict(objective="gspo"),
@@ -274,7 +276,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         policy = warm_policy(args, out, seed)
         for variant in variants:
             folder = out / "runs" / f"{variant}-s{seed}"
-            train(_config(args, folder, policy, seed, **VARIANTS[variant]), command="python recipes/moe_study.py")
+            train(_config(args, folder, policy, seed, **VARIANTS[variant]), STUDY)
             runs[variant].append(read_metrics(folder / "metrics.jsonl"))
             shutil.rmtree(folder / "checkpoints", ignore_errors=True)  # the metrics and final/ are what the study keeps
         gaps.append({"seed": seed, **measure_gap(policy, args, seed)})

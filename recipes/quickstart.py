@@ -24,7 +24,7 @@ Deviations from the paper (arXiv 2507.18071), all for a 2-core CPU:
   policy records it (``final/agentgspo.json``), so `agentgspo rollout --policy DIR/final` plays it the same way.
 
 The loop is the library's, :func:`agentgspo.training.train.train`, the one every recipe runs; this file is the
-quickstart's settings (:class:`~agentgspo.training.train.TrainConfig` with other defaults) and one call.
+quickstart's settings (its defaults over :class:`~agentgspo.training.train.TrainConfig`'s, as data) and one call.
 
 Launch:
     CPU:          agentgspo quickstart --out runs/quickstart      (or: python recipes/quickstart.py --out ...)
@@ -47,13 +47,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgspo.core.settings import with_defaults
-from agentgspo.training.train import TrainConfig, exit_process, run_recipe
+from agentgspo.training.train import Recipe, exit_process, run_recipe
 
 COMMAND = "agentgspo quickstart"
 
-QuickstartConfig = with_defaults(
-    TrainConfig,
+# The quickstart's defaults over TrainConfig's (every other setting keeps TrainConfig's default).
+DEFAULTS: dict[str, Any] = dict(
     out="runs/quickstart",
     policy="tiny",
     backend="hf",
@@ -101,16 +100,18 @@ def reached_the_target(summary: dict[str, Any]) -> bool:
     return final is None or final["sampled"] >= 0.9
 
 
-def main(argv: list[str] | None = None, *, command: str = COMMAND) -> int:
+QUICKSTART = Recipe(
+    command=COMMAND,
+    defaults=DEFAULTS,
+    smoke=SMOKE,
+    description=__doc__.split("\n")[0],
+    succeeded=reached_the_target,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
     """Parse the flags (``argv``: the command line by default), train, and return the exit status."""
-    return run_recipe(
-        QuickstartConfig,
-        argv,
-        smoke=SMOKE,
-        command=command,
-        succeeded=reached_the_target,
-        description=__doc__.split("\n")[0],
-    )
+    return run_recipe(QUICKSTART, argv)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ into a command line and back:
   shown; ``X | None`` reads an empty value as ``None``; ``bool`` reads true/false, and a bare ``--flag`` as true;
   ``dict``, ``list`` and ``tuple`` read JSON; ``Literal`` lists its choices);
 - :func:`config_from_args` / :func:`load_config`: the values in layers, each over the one before: the class's
-  defaults, ``--smoke``'s, the YAML file's (unknown keys refused naming the closest setting), the flags given;
-- :func:`with_defaults`: a recipe changes defaults, not declarations (the same field, help and type);
+  defaults, the recipe's ``defaults``, ``--smoke``'s, the YAML file's (unknown keys refused naming the closest
+  setting), the flags given;
+- :func:`check_settings`: each value within what its setting declares (``choices``, a ``Literal``, ``at_least``);
+- a recipe's defaults are data (a mapping of setting names), layered over the class's, not a class of their own;
 - :func:`resume_command`: the command that continues a run (the settings that differ from the defaults, testing
   aids left out); :func:`resumable_settings`: those a rerun may change and still resume.
 
@@ -24,6 +26,7 @@ have in their scripts. argparse plus the ~100 lines below keep one syntax for fl
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import json
@@ -38,9 +41,11 @@ __all__ = [
     "flags_of",
     "resumable_settings",
     "default_of",
-    "with_defaults",
+    "choices_of",
+    "check_settings",
     "optional_inner",
     "add_settings",
+    "check_defaults",
     "config_from_args",
     "load_config",
     "read_yaml",
@@ -48,8 +53,17 @@ __all__ = [
 ]
 
 
-def setting(default: Any, help: str, *, resumable: bool = False, testing: bool = False) -> Any:  # noqa: A002
-    """A config field with its help text (shown by ``--help``).
+def setting(
+    default: Any,
+    help: str,  # noqa: A002
+    *,
+    resumable: bool = False,
+    testing: bool = False,
+    choices: typing.Sequence[Any] | None = None,
+    at_least: float | None = None,
+) -> Any:
+    """A config field with its help text (shown by ``--help``) and what it accepts, checked by
+    :func:`check_settings` (a ``Literal`` type's values are accepted as its choices without ``choices``).
 
     Args:
         default: the default (a dict or list is copied for each instance).
@@ -57,11 +71,43 @@ def setting(default: Any, help: str, *, resumable: bool = False, testing: bool =
         resumable: the setting does not change what a run computes (its folder, a time cap, how often it saves):
             a rerun may change it and still resume the run.
         testing: a testing aid: resumable, and left out of the command that resumes.
+        choices: the values it accepts (the flag lists them).
+        at_least: its smallest value (``None`` stays accepted for an ``X | None`` setting).
     """
     metadata = {"help": help, "resumable": resumable or testing, "testing": testing}
+    if choices is not None:
+        metadata["choices"] = tuple(choices)
+    if at_least is not None:
+        metadata["at_least"] = at_least
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda: json.loads(json.dumps(default)), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def choices_of(spec: dataclasses.Field, kind: Any) -> tuple[Any, ...] | None:
+    """The values setting ``spec`` (typed ``kind``) accepts: its declared ``choices``, its ``Literal``'s values, or
+    ``None`` (any value of its type)."""
+    inner = optional_inner(kind) or kind
+    if typing.get_origin(inner) is Literal:
+        return typing.get_args(inner)
+    return spec.metadata.get("choices")
+
+
+def check_settings(config: Any) -> None:
+    """Refuse a value outside what its setting declares (:func:`setting`'s ``choices``, a ``Literal``, ``at_least``),
+    naming the setting, what it accepts and the value: a dataclass builds from any keyword, and YAML or Python
+    callers skip the flags' checks."""
+    kinds = typing.get_type_hints(type(config))
+    for spec in dataclasses.fields(config):
+        value = getattr(config, spec.name)
+        if value is None and optional_inner(kinds[spec.name]) is not None:
+            continue
+        allowed = choices_of(spec, kinds[spec.name])
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"{spec.name}: expected one of {', '.join(map(str, allowed))}, got {value!r}")
+        least = spec.metadata.get("at_least")
+        if least is not None and not value >= least:
+            raise ValueError(f"{spec.name}: expected >= {least:g}, got {value}")
 
 
 def flag(name: str) -> str:
@@ -82,34 +128,6 @@ def resumable_settings(config_class: type) -> tuple[str, ...]:
 def default_of(spec: dataclasses.Field) -> Any:
     """A field's default value (a fresh copy for a ``default_factory``)."""
     return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
-
-
-def with_defaults(base: type, **defaults: Any) -> type:
-    """``base`` with other defaults for some of its settings: the same fields, help texts and types, so a recipe
-    declares no setting twice. The new class keeps ``base``'s name, methods and docstring.
-
-    >>> from dataclasses import dataclass
-    >>> @dataclass
-    ... class Run:
-    ...     steps: int = setting(10, "how many steps")
-    >>> Long = with_defaults(Run, steps=100)
-    >>> Long().steps, Long(steps=5).steps, Long.__name__
-    (100, 5, 'Run')
-    """
-    inherited = {spec.name: spec for spec in dataclasses.fields(base)}
-    unknown = [name for name in defaults if name not in inherited]
-    if unknown:
-        raise ValueError(f"{base.__name__} has no setting {unknown[0]!r}{_closest(unknown[0], inherited)}")
-    kinds = typing.get_type_hints(base)
-    changed = []
-    for name, value in defaults.items():
-        spec = inherited[name]
-        field = setting(value, spec.metadata.get("help", ""))
-        field.metadata = spec.metadata  # the declaration's help and flags, untouched
-        changed.append((name, kinds[name], field))
-    derived = dataclasses.make_dataclass(base.__name__, changed, bases=(base,))
-    derived.__module__, derived.__qualname__, derived.__doc__ = base.__module__, base.__qualname__, base.__doc__
-    return derived
 
 
 def _closest(name: str, names: typing.Iterable[str]) -> str:
@@ -190,9 +208,13 @@ def _argparse_type(kind: Any) -> Any:
     return parse
 
 
-def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
+def add_settings(
+    parser: argparse.ArgumentParser, config_class: type, defaults: typing.Mapping[str, Any] | None = None
+) -> None:
     """``--smoke``, ``--config FILE.yaml`` and one ``--flag`` per field of ``config_class`` (its help text, its
-    default shown). A flag not given stays out of the parsed namespace, so :func:`config_from_args` can layer."""
+    default shown: the recipe's ``defaults`` where they name it). A flag not given stays out of the parsed namespace,
+    so :func:`config_from_args` can layer."""
+    defaults = check_defaults(config_class, defaults)
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -205,9 +227,9 @@ def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
     )
     kinds = typing.get_type_hints(config_class)
     for spec in dataclasses.fields(config_class):
-        default = default_of(spec)
+        default = defaults[spec.name] if spec.name in defaults else default_of(spec)
         shown = json.dumps(default) if isinstance(default, (dict, list, tuple)) else default
-        choices = typing.get_args(kinds[spec.name]) if typing.get_origin(kinds[spec.name]) is Literal else None
+        choices = choices_of(spec, kinds[spec.name])
         switch = (optional_inner(kinds[spec.name]) or kinds[spec.name]) is bool  # a bare --flag means true
         parser.add_argument(
             flag(spec.name),
@@ -220,11 +242,28 @@ def add_settings(parser: argparse.ArgumentParser, config_class: type) -> None:
         )
 
 
-def config_from_args(config_class: type, args: dict[str, Any], *, smoke: dict[str, Any] | None = None) -> Any:
-    """The settings from a namespace :func:`add_settings` filled: the defaults, then ``smoke`` (with ``--smoke``),
-    then the YAML file of ``--config``, then the flags given."""
+def check_defaults(config_class: type, defaults: typing.Mapping[str, Any] | None) -> dict[str, Any]:
+    """A recipe's ``defaults`` (setting name -> value), each a setting of ``config_class`` (an unknown name is refused
+    naming the closest one)."""
+    defaults = dict(defaults or {})
+    names = flags_of(config_class)
+    for name in defaults:
+        if name not in names:
+            raise ValueError(f"{config_class.__name__} has no setting {name!r}{_closest(name, names)}")
+    return defaults
+
+
+def config_from_args(
+    config_class: type,
+    args: dict[str, Any],
+    *,
+    defaults: typing.Mapping[str, Any] | None = None,
+    smoke: dict[str, Any] | None = None,
+) -> Any:
+    """The settings from a namespace :func:`add_settings` filled: the class's defaults, then the recipe's
+    ``defaults``, then ``smoke`` (with ``--smoke``), then the YAML file of ``--config``, then the flags given."""
     args = dict(args)
-    values: dict[str, Any] = {}
+    values = copy.deepcopy(check_defaults(config_class, defaults))  # a run may change its dicts
     if args.pop("smoke", False):
         values.update(smoke or {})
     config_file = args.pop("config", None)
@@ -235,12 +274,17 @@ def config_from_args(config_class: type, args: dict[str, Any], *, smoke: dict[st
 
 
 def load_config(
-    config_class: type, argv: list[str] | None = None, *, smoke: dict[str, Any] | None = None, description: str = ""
+    config_class: type,
+    argv: list[str] | None = None,
+    *,
+    defaults: typing.Mapping[str, Any] | None = None,
+    smoke: dict[str, Any] | None = None,
+    description: str = "",
 ) -> Any:
     """Parse ``argv`` (the command line by default) into ``config_class`` (see :func:`config_from_args`)."""
     parser = argparse.ArgumentParser(description=description)
-    add_settings(parser, config_class)
-    return config_from_args(config_class, vars(parser.parse_args(argv)), smoke=smoke)
+    add_settings(parser, config_class, defaults)
+    return config_from_args(config_class, vars(parser.parse_args(argv)), defaults=defaults, smoke=smoke)
 
 
 def read_yaml(path: str | Path, config_class: type) -> dict[str, Any]:
@@ -267,13 +311,13 @@ def read_yaml(path: str | Path, config_class: type) -> dict[str, Any]:
     return values
 
 
-def resume_command(config: Any, command: str) -> str:
-    """The command that continues this run: ``command`` with ``--out`` and every setting that differs from the
-    config class's defaults (testing aids left out)."""
-    defaults = type(config)()
+def resume_command(config: Any, command: str, defaults: typing.Mapping[str, Any] | None = None) -> str:
+    """The command that continues this run: ``command`` with ``--out`` and every setting that differs from its
+    default (the recipe's ``defaults``, else the config class's; testing aids left out)."""
+    baseline = type(config)(**copy.deepcopy(check_defaults(type(config), defaults)))
     parts = [flag("out"), config.out]
     for spec in dataclasses.fields(config):
         value = getattr(config, spec.name)
-        if spec.name != "out" and not spec.metadata.get("testing") and value != getattr(defaults, spec.name):
+        if spec.name != "out" and not spec.metadata.get("testing") and value != getattr(baseline, spec.name):
             parts += [flag(spec.name), value if isinstance(value, str) else json.dumps(value)]
     return " ".join([command, *map(shlex.quote, parts)])

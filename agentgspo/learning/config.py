@@ -8,23 +8,17 @@ once, in ``__post_init__``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, fields, make_dataclass
 from typing import Any, Literal
 
+from agentgspo.core.settings import check_settings, setting
 from agentgspo.core.trajectory import EXCLUDED_STOPS, STOP_REASONS
-from agentgspo.models.routing_replay import REPLAY_SOURCES
 from agentgspo.objective import decoupled, load_objective
 from agentgspo.objective.correction import BEHAVIOUR_FRACTIONS, BEHAVIOUR_MASK, BEHAVIOUR_TIS_CAP
 from agentgspo.objective.registry import Objective, ObjectiveError, hyperparameters
 from agentgspo.objective.terms import SEQUENCE
 
 __all__ = ["ObjectiveSettings", "LearnerConfig", "objective_of", "loss_for"]
-
-
-def _setting(default: Any, help: str) -> Any:  # noqa: A002 -- argparse's name
-    """A documented field: its help text is what ``--help`` shows for it in every recipe
-    (:mod:`agentgspo.core.settings` turns these fields into flags)."""
-    return field(default=default, metadata={"help": help})
 
 
 def _objective_settings() -> type:
@@ -36,7 +30,7 @@ def _objective_settings() -> type:
         (
             "objective",
             str,
-            _setting(
+            setting(
                 "gspo",
                 "'gspo' (sequence ratio, the paper), 'gspo_turn' (a ratio per assistant turn), 'gspo_token' (Eq. "
                 "13-14), 'grpo' (the token-ratio baseline, with its own clip band 0.2 / 0.27), or your own as "
@@ -50,7 +44,7 @@ def _objective_settings() -> type:
             by_default.setdefault(default, []).append(objective)
         defaults = "; ".join(f"{value:g} for {' and '.join(names)}" for value, names in by_default.items())
         help_text = f"{declared.help} (empty: the objective's, {defaults}); config.json records the value used"
-        settings.append((name, declared.kind | None, _setting(None, help_text)))
+        settings.append((name, declared.kind | None, setting(None, help_text)))
     generated = make_dataclass("ObjectiveSettings", settings)
     generated.__module__, generated.__qualname__ = __name__, "ObjectiveSettings"  # importable: configs pickle
     return generated
@@ -66,15 +60,19 @@ class LearnerConfig(ObjectiveSettings):
     flag of every recipe (``--eps-low``, ``--kl-coef``, ...), and :meth:`from_settings` reads them back. The first
     ones, the objective and its hyperparameters, come from the registered objectives (:class:`ObjectiveSettings`)."""
 
-    minibatches: int = _setting(4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)")
-    micro_batch_tokens: int = _setting(8192, "padded tokens per forward (gradients accumulate over micro-batches)")
-    logp_old: Literal["auto", "recompute", "sampler"] = _setting(
+    minibatches: int = setting(
+        4, "optimizer steps per rollout batch (paper §5.1: 4; updates 2..4 are off-policy)", at_least=1
+    )
+    micro_batch_tokens: int = setting(
+        8192, "padded tokens per forward (gradients accumulate over micro-batches)", at_least=1
+    )
+    logp_old: Literal["auto", "recompute", "sampler"] = setting(
         "auto",
         "'recompute' (score the batch with the policy before updating), 'sampler' (reuse the sampler's log-probs, "
         "paper §5.4; saves a forward pass) or 'auto' (recompute when the training loop's max_staleness > 0, else "
         "its synchronous_logp_old; the learner alone: recompute); config.json records the value used",
     )
-    behaviour_correction: Literal["auto", "none", "tis", "mask"] = _setting(
+    behaviour_correction: Literal["auto", "none", "tis", "mask"] = setting(
         "auto",
         "for a sampler some versions stale (asynchronous training): 'auto' ('tis' when the training loop's "
         "max_staleness > 0, else 'none'), 'none' (the ratio against logp_old, the "
@@ -84,34 +82,34 @@ class LearnerConfig(ObjectiveSettings):
         "w at behaviour_tis_cap or 'mask' dropping units whose w is outside [behaviour_mask_low, "
         "behaviour_mask_high]; needs logp_old recompute",
     )
-    behaviour_tis_cap: float = _setting(
+    behaviour_tis_cap: float = setting(
         BEHAVIOUR_TIS_CAP,
         "behaviour_correction tis: the cap C of min(w, C) (5.0: SkyRL's sequence TIS, for the geometric-mean "
         "weight of gspo, gspo_token and unit turn; grpo weighs each token, where SkyRL caps token TIS at 2.0)",
     )
-    behaviour_mask_low: float = _setting(
+    behaviour_mask_low: float = setting(
         BEHAVIOUR_MASK[0],
         "behaviour_correction mask: units whose w = pi_prox / mu is below this are dropped (0.99: SkyRL's "
         "geometric sequence mask; grpo's w is per token and needs a far wider band)",
     )
-    behaviour_mask_high: float = _setting(
+    behaviour_mask_high: float = setting(
         BEHAVIOUR_MASK[1], "behaviour_correction mask: units whose w is above this are dropped (1.01: SkyRL's)"
     )
-    temperature: float = _setting(1.0, "sampling temperature; the learner scores softmax(logits / T)")
-    max_grad_norm: float | None = _setting(1.0, "gradient clipping norm (empty: off)")
-    kl_coef: float = _setting(
+    temperature: float = setting(1.0, "sampling temperature; the learner scores softmax(logits / T)")
+    max_grad_norm: float | None = setting(1.0, "gradient clipping norm (empty: off)")
+    kl_coef: float = setting(
         0.0, "weight of a k3 KL penalty to a frozen reference model (0: off, the paper's authors' advice)"
     )
-    router_aux_loss_coef: float | None = _setting(
+    router_aux_loss_coef: float | None = setting(
         None, "MoE router load-balancing loss weight (empty: the model config's value; 0: off)"
     )
-    volatility_rows: int = _setting(
+    volatility_rows: int = setting(
         16,
         "MoE: trajectories of the routing-volatility metric (0: off); their expert choices before the first "
         "update and after it are read during the logp_old recompute and the second minibatch's forward, and one "
         "no-grad forward of them after the last update gives routing_volatility_step",
     )
-    first_logp_old: Literal["forward", "recompute"] = _setting(
+    first_logp_old: Literal["forward", "recompute"] = setting(
         "forward",
         "logp_old='recompute': the first update's logp_old is its own forward's log-probs, detached ('forward': "
         "the weights are still the old policy's, so they are the recompute's values, bit for bit where the "
@@ -119,63 +117,63 @@ class LearnerConfig(ObjectiveSettings):
         "recompute too ('recompute': its mb0_ratio_* then show any train/score drift); routing_replay='old_policy' "
         "always recomputes (the recompute records the routing to replay)",
     )
-    skip_zero_advantage: bool = _setting(
+    skip_zero_advantage: bool = setting(
         True, "do not forward trajectories with A = 0 (exact for the objective: they contribute nothing; saves compute)"
     )
-    exclude_stop_reasons: tuple[str, ...] = _setting(
+    exclude_stop_reasons: tuple[str, ...] = setting(
         EXCLUDED_STOPS,
         "stop reasons whose episodes carry no signal about the policy (a crashed env, a failed "
         "verifier, a sampler failure): left out of the groups' advantages and of the loss (default: "
         "those agentgspo.core.trajectory.ENDINGS marks untrained)",
     )
-    split_turns_weight: Literal["episode", "turn"] = _setting(
+    split_turns_weight: Literal["episode", "turn"] = setting(
         "episode",
         "--history split_turns: 'episode' (each episode weighs 1/N, its K turn samples 1/K each: the "
         "paper's per-trajectory mean, Eq. 5) or 'turn' (each turn sample weighs 1/N: long episodes weigh "
         "more)",
     )
-    turn_baseline: Literal["episode", "turn"] = _setting(
+    turn_baseline: Literal["episode", "turn"] = setting(
         "episode",
         "--credit turn: 'episode' (each turn's return-to-go against the group's mean episode return, "
         "scaled by its std: equals Eq. 6 when only the end is rewarded) or 'turn' (against the group's "
         "returns-to-go at the same turn, over the episodes that reached it)",
     )
-    compile: bool = _setting(
+    compile: bool = setting(
         False,
         "torch.compile the region from the logits to the loss, so the [B, T, V] fp32 "
         "upcast is fused instead of stored (a GPU win; the model itself is compiled by "
         "accelerate's dynamo_backend)",
     )
-    activation_checkpointing: bool = _setting(
+    activation_checkpointing: bool = setting(
         False,
         "recompute each decoder layer in the backward (Hugging Face gradient_checkpointing_enable, "
         "non-reentrant): less memory for about one more forward; long episodes need it at 30B",
     )
-    sync_each_micro_batch: bool | None = _setting(
+    sync_each_micro_batch: bool | None = setting(
         None,
         "reduce gradients after every micro-batch (true) or only after a minibatch's last one (false); empty: "
         "true when the policy is sharded (FSDP2, DeepSpeed), false under DDP",
     )
-    allow_low_precision_params: bool = _setting(
+    allow_low_precision_params: bool = setting(
         False,
         "train parameters stored in bf16/fp16 with a torch optimizer (AdamW on bf16 weights rounds away "
         "updates below the weight's resolution: keep fp32 master weights and compute in bf16 instead)",
     )
-    memory_estimate: bool = _setting(
+    memory_estimate: bool = setting(
         True, "print the estimated memory per process when the learner is built (agentgspo.learning.memory)"
     )
-    unit: Literal["trajectory", "turn"] = _setting(
+    unit: Literal["trajectory", "turn"] = setting(
         "trajectory",
         "what one GSPO ratio covers: 'trajectory' (every assistant token, tool outputs masked, Eq. 7) "
         "or 'turn' (each assistant turn its own ratio and clip, weighing 1/K of its trajectory); "
         "objective gspo only",
     )
-    credit: Literal["trajectory", "turn"] = _setting(
+    credit: Literal["trajectory", "turn"] = setting(
         "trajectory",
         "'trajectory' (one advantage per episode, Eq. 6) or 'turn' (per-turn return-to-go advantages "
         "from each step's reward; with gspo_token, grpo or --unit turn)",
     )
-    routing_replay: Literal["off", "rollout", "old_policy"] = _setting(
+    routing_replay: Literal["off", "rollout", "old_policy"] = setting(
         "off",
         "MoE: 'off', 'rollout' (R3: replay the sampler's expert choices; the hf backend records them) or "
         "'old_policy' (the paper's Routing Replay: the logp_old recompute's); the replayed experts' weights "
@@ -190,9 +188,7 @@ class LearnerConfig(ObjectiveSettings):
     def __post_init__(self) -> None:
         if self.logp_old == "auto":  # the training loop resolves it by its max_staleness; alone: recompute
             self.logp_old = "recompute"
-        for name in ("unit", "credit"):
-            if getattr(self, name) not in ("trajectory", "turn"):
-                raise ValueError(f"{name}: expected 'trajectory' or 'turn', got {getattr(self, name)!r}")
+        check_settings(self)  # each value among its Literal's, or within its declared bounds
         if self.unit == "turn" and self.objective not in ("gspo", "gspo_turn"):
             raise ValueError(
                 f"unit='turn' is a GSPO sequence-ratio setting; objective {self.objective!r} has its own unit: use "
@@ -205,28 +201,17 @@ class LearnerConfig(ObjectiveSettings):
                 "cannot carry per-turn advantages; use objective='gspo_token' (Eq. 13-14), unit='turn' "
                 "or credit='trajectory'"
             )
-        for name in ("split_turns_weight", "turn_baseline"):
-            if getattr(self, name) not in ("episode", "turn"):
-                raise ValueError(f"{name}: expected 'episode' or 'turn', got {getattr(self, name)!r}")
         unknown = sorted(set(self.exclude_stop_reasons) - set(STOP_REASONS))
         if unknown:
             raise ValueError(f"exclude_stop_reasons: unknown stop reasons {unknown}; expected some of {STOP_REASONS}")
-        if self.routing_replay not in REPLAY_SOURCES:
-            raise ValueError(f"routing_replay: expected one of {REPLAY_SOURCES}, got {self.routing_replay!r}")
         if self.routing_replay == "old_policy" and self.logp_old != "recompute":
             raise ValueError(
                 "routing_replay='old_policy' replays the routing of the logp_old recompute; set "
                 "logp_old='recompute' or use routing_replay='rollout'"
             )
-        if self.first_logp_old not in ("forward", "recompute"):
-            raise ValueError(f"first_logp_old: expected 'forward' or 'recompute', got {self.first_logp_old!r}")
-        if self.logp_old not in ("recompute", "sampler"):
-            raise ValueError(f"logp_old: expected 'auto', 'recompute' or 'sampler', got {self.logp_old!r}")
         self._check_behaviour_correction(trained)
         self._resolve_hyperparameters(trained)
         self.exclude_stop_reasons = tuple(self.exclude_stop_reasons)  # a JSON or YAML list reads as a list
-        if self.minibatches < 1 or self.micro_batch_tokens < 1:
-            raise ValueError("minibatches and micro_batch_tokens must be >= 1")
         if self.temperature <= 0:
             raise ValueError(
                 f"temperature: expected > 0 (the learner scores softmax(logits / T)), got "

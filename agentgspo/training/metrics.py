@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MetricsLogger", "read_metrics", "moving_average", "plot_training", "rollout_metrics_over_ranks"]
+from agentgspo.rollouts.rollout import summarize
+
+__all__ = [
+    "MetricsLogger",
+    "read_metrics",
+    "moving_average",
+    "plot_training",
+    "rollout_metrics_over_ranks",
+    "step_metrics",
+]
 
 
 def _finite_numbers(metrics: dict[str, Any]) -> dict[str, float]:
@@ -204,4 +214,44 @@ def rollout_metrics_over_ranks(accelerator: Any, batch: dict[str, Any]) -> dict[
         "success": success_sum / trained_sum if trained_sum else 0.0,
         "trained_episodes": trained_sum,
         "excluded_frac": 1.0 - trained_sum / episodes if episodes else 0.0,
+    }
+
+
+def step_metrics(
+    trajectories: Sequence[Any], *, version: int, waits: dict[str, float], learner_seconds: float, wall: float
+) -> dict[str, Any]:
+    """This rank's metrics of one GSPO step's batch, trained at policy ``version`` in ``wall`` seconds (rollouts
+    included), beside the rollout metrics shared by all ranks.
+
+    Staleness, per trajectory: the learner's version minus the oldest version that sampled one of its turns
+    (``staleness_mean``, ``staleness_max``, and ``staleness_hist``: trajectories per value); ``version_span_max``:
+    the most any trajectory's newest turn version exceeds its oldest (> 0 when a weight update fell inside the
+    episode). Busy shares: of the step's wall time, the learner's and the sampler's (what overlapping removes is the
+    idle rest). ``waits``: the producer's account of the step
+    (:meth:`agentgspo.rollouts.producer.RolloutProducer.take`).
+
+    >>> from agentgspo.core.trajectory import Trajectory
+    >>> waits = {"rollout_wait_seconds": 1.0, "dropped_groups": 0, "trained_beyond_staleness": 0,
+    ...          "sampler_busy_seconds": 3.0}
+    >>> row = step_metrics([Trajectory()], version=2, waits=waits, learner_seconds=1.0, wall=4.0)
+    >>> row["staleness_max"], row["learner_busy_frac"], row["sampler_busy_frac"]
+    (0, 0.25, 0.75)
+    """
+    batch = summarize(trajectories)
+    spans = [(min(t.turn_versions), max(t.turn_version_ends)) for t in trajectories if t.turn_versions]
+    staleness = [version - oldest for oldest, _ in spans] or [0]
+    return {
+        "rollout_seconds": waits["rollout_wait_seconds"],
+        "tokens_mean": batch["tokens_mean"],
+        "samples": len(trajectories),
+        "stop_reasons": batch["stop_reasons"],
+        "staleness_mean": sum(staleness) / len(staleness),
+        "staleness_max": max(staleness),
+        "staleness_hist": dict(sorted(Counter(staleness).items())),
+        "version_span_max": max((newest - oldest for oldest, newest in spans), default=0),
+        "dropped_groups": waits["dropped_groups"],
+        "trained_beyond_staleness": waits["trained_beyond_staleness"],
+        "step_seconds": wall,
+        "learner_busy_frac": min(learner_seconds / wall, 1.0) if wall > 0 else 0.0,
+        "sampler_busy_frac": min(waits["sampler_busy_seconds"] / wall, 1.0) if wall > 0 else 0.0,
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -18,9 +19,9 @@ from agentgspo.objective.batching import collate, score
 from agentgspo.core.chat import ChatRenderer
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
-from agentgspo.core.trajectory import Trajectory
+from agentgspo.core.trajectory import Trajectory, read_jsonl, write_jsonl
 
-__all__ = ["play_demonstrations", "sft_loss", "WarmStartProgress", "warm_start"]
+__all__ = ["play_demonstrations", "cached_demonstrations", "sft_loss", "WarmStartProgress", "warm_start"]
 
 
 def play_demonstrations(
@@ -60,6 +61,22 @@ def play_demonstrations(
         )
         played.update(zip(mine, runner.run_sync(mine)))
     return [played[s] for s in seeds]
+
+
+def cached_demonstrations(path: Path, play: Callable[[], list[Trajectory]], *, count: int, write: bool) -> list:
+    """The ``count`` demonstrations kept at ``path`` (JSONL) when an interrupted run wrote them all (playing thousands
+    of episodes again costs minutes), else ``play()``'s, written there whole or not at all when ``write`` (one rank:
+    another rank, or a rerun, may read it)."""
+    if path.exists():
+        demos = read_jsonl(path)
+        if len(demos) == count:
+            return demos
+    demos = play()
+    if write:
+        staging = path.with_name(f".{path.name}.tmp")
+        write_jsonl(demos, staging)
+        staging.rename(path)
+    return demos
 
 
 def sft_loss(model: Any, trajectories: Sequence[Trajectory], pad_token_id: int) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""The settings vocabulary: each setting declared once, recipes changing defaults only, flags and YAML read alike."""
+"""The settings vocabulary: each setting declared once, recipes changing defaults only (as data), flags and YAML read
+alike, each value within what its setting declares."""
 
 from __future__ import annotations
 
@@ -8,21 +9,19 @@ import importlib
 import pytest
 
 from agentgspo.learning.learner import LearnerConfig, ObjectiveSettings
-from agentgspo.core.settings import load_config, resume_command, with_defaults
-from agentgspo.training.train import TrainConfig
+from agentgspo.core.settings import add_settings, check_settings, load_config, resume_command, setting
+from agentgspo.training.train import Recipe, TrainConfig
 
 RECIPES = ("quickstart", "gspo_math", "gspo_code", "gspo_codeforces", "gspo_search")
 
 
 def recipe_configs() -> dict[str, type]:
+    """Each recipe's config class (its module's one :class:`Recipe`'s)."""
     configs = {}
     for name in RECIPES:
         module = importlib.import_module(f"agentgspo.recipes.{name}")
-        configs[name] = next(
-            value
-            for key, value in vars(module).items()
-            if key.endswith("Config") and isinstance(value, type) and issubclass(value, TrainConfig)
-        )
+        (recipe,) = [value for value in vars(module).values() if isinstance(value, Recipe)]
+        configs[name] = recipe.config_class
     return configs
 
 
@@ -35,10 +34,10 @@ def declarations(config_class: type) -> dict[str, type]:
                 found[spec.name] = klass
             elif spec.name in vars(klass).get("__annotations__", {}):
                 declared = found[spec.name].__dataclass_fields__[spec.name]
-                # A redeclaration must reuse the declaration (with_defaults does): same help, same type.
+                # A redeclaration would be a second help text and type for one flag.
                 assert spec.metadata is declared.metadata, (
                     f"{klass.__qualname__}.{spec.name} declares the setting again (declared in "
-                    f"{found[spec.name].__qualname__}); change its default with settings.with_defaults instead"
+                    f"{found[spec.name].__qualname__}); change its default in the recipe's defaults instead"
                 )
     return found
 
@@ -57,9 +56,9 @@ def test_no_recipe_declares_a_setting_twice(name):
     config_class = recipe_configs()[name]
     declared = declarations(config_class)
     assert set(declared) == {spec.name for spec in dataclasses.fields(config_class)}
-    for setting, klass in declared.items():  # the core's settings are declared by the core only
-        if setting in {spec.name for spec in dataclasses.fields(TrainConfig)}:
-            assert klass in (TrainConfig, LearnerConfig, ObjectiveSettings), (setting, klass)
+    for name, klass in declared.items():  # the core's settings are declared by the core only
+        if name in {spec.name for spec in dataclasses.fields(TrainConfig)}:
+            assert klass in (TrainConfig, LearnerConfig, ObjectiveSettings), (name, klass)
 
 
 def test_a_redeclared_setting_is_caught():
@@ -69,16 +68,58 @@ def test_a_redeclared_setting_is_caught():
 
     with pytest.raises(AssertionError, match="declares the setting again"):
         declarations(Copied)
-    declarations(with_defaults(TrainConfig, lr=1e-3))  # the same declaration, another default: allowed
 
 
-def test_with_defaults_changes_defaults_only_and_refuses_unknown_names():
-    Fast = with_defaults(TrainConfig, lr=1e-3, backend="hf")
-    assert Fast().lr == 1e-3 and Fast(lr=2e-3).lr == 2e-3 and TrainConfig().lr == 1e-6
-    assert Fast.__dataclass_fields__["lr"].metadata["help"] == TrainConfig.__dataclass_fields__["lr"].metadata["help"]
-    assert [spec.name for spec in dataclasses.fields(Fast)] == [spec.name for spec in dataclasses.fields(TrainConfig)]
-    with pytest.raises(ValueError, match="no setting 'learning_rate'"):
-        with_defaults(TrainConfig, learning_rate=1e-3)
+def test_a_recipe_s_defaults_are_data_over_the_class_s_and_unknown_names_are_refused():
+    """A recipe changes defaults, not declarations: the same class, its flags' help showing the recipe's default,
+    the resume command naming only what differs from the recipe's defaults; a misspelt default fails at import."""
+    import argparse
+
+    fast = Recipe(command="python fast.py", defaults={"lr": 1e-3, "backend": "hf", "env_kwargs": {"a": 1}})
+    config = fast.config()
+    assert type(config) is TrainConfig and (config.lr, config.backend) == (1e-3, "hf") and TrainConfig().lr == 1e-6
+    assert fast.config(lr=2e-3).lr == 2e-3 and fast.load(["--lr", "0.002"]).lr == 2e-3
+    config.env_kwargs["a"] = 2  # a run's changes stay its own: the recipe's defaults are copied
+    assert fast.config().env_kwargs == {"a": 1}
+    parser = argparse.ArgumentParser()
+    add_settings(parser, TrainConfig, fast.defaults)
+    (lr,) = [action for action in parser._actions if action.dest == "lr"]
+    assert lr.help.endswith("(default: 0.001)"), lr.help
+    assert resume_command(fast.config(out="runs/f", seed=3), fast.command, fast.defaults) == (
+        "python fast.py --out runs/f --seed 3"
+    )
+    with pytest.raises(ValueError, match="TrainConfig has no setting 'learning_rate'"):
+        Recipe(command="python fast.py", defaults={"learning_rate": 1e-3})
+    with pytest.raises(ValueError, match="no setting 'stpes' .did you mean 'steps'"):
+        Recipe(command="python fast.py", smoke={"stpes": 1})
+
+
+def test_each_value_is_checked_against_its_declared_choices_and_bounds():
+    """A dataclass builds from any keyword (Python, YAML, a resumed config.json): a value outside its setting's
+    declared choices or below its bound is refused naming both; the flag lists the choices."""
+
+    @dataclasses.dataclass
+    class Settings:
+        mode: str = setting("a", "one of a few", choices=("a", "b"))
+        steps: int = setting(1, "at least one", at_least=1)
+        cap: float | None = setting(None, "empty or >= 0", at_least=0)
+
+        def __post_init__(self) -> None:
+            check_settings(self)
+
+    assert Settings(mode="b", steps=3, cap=None).mode == "b"
+    with pytest.raises(ValueError, match="mode: expected one of a, b, got 'c'"):
+        Settings(mode="c")
+    with pytest.raises(ValueError, match="steps: expected >= 1, got 0"):
+        Settings(steps=0)
+    with pytest.raises(ValueError, match="cap: expected >= 0, got -1"):
+        Settings(cap=-1.0)
+    with pytest.raises(SystemExit):
+        load_config(Settings, ["--mode", "c"])
+    with pytest.raises(ValueError, match="group_size: expected >= 1, got 0"):
+        TrainConfig(backend="hf", group_size=0)
+    with pytest.raises(ValueError, match="sharding: expected one of none, fsdp2, got 'fsdp'"):
+        TrainConfig(backend="hf", sharding="fsdp")
 
 
 def test_flags_and_yaml_read_every_kind_of_setting_alike(tmp_path):

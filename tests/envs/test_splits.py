@@ -104,10 +104,10 @@ def test_a_final_eval_of_a_finite_env_without_a_split_is_refused():
 def test_the_codeforces_recipes_held_out_flag_is_the_envs_held_out_split():
     from recipe_support import recipe_module  # tests/recipe_support.py
 
-    config = recipe_module("codeforces").CodeforcesConfig(env_kwargs={}, held_out=["9000C"], final_eval_episodes=2)
+    config = recipe_module("codeforces").CODEFORCES.config(env_kwargs={}, held_out=["9000C"], final_eval_episodes=2)
     assert config.train_env_kwargs() == {"held_out": ["9000C"], "split": "train"}
     with pytest.raises(ValueError, match="held_out: --held-out .* differ"):
-        recipe_module("codeforces").CodeforcesConfig(env_kwargs={"held_out": ["9000A"]}, held_out=["9000C"])
+        recipe_module("codeforces").CODEFORCES.config(env_kwargs={"held_out": ["9000A"]}, held_out=["9000C"])
 
 
 def _user_messages(path):

@@ -346,7 +346,7 @@ def test_config_selects_the_decoupled_loss_for_every_objective_and_unit():
 def test_config_errors_name_the_fix():
     with pytest.raises(ValueError, match=r"pi_prox, the logp_old recompute.*logp_old='recompute'"):
         LearnerConfig(behaviour_correction="tis", logp_old="sampler")
-    with pytest.raises(ValueError, match="behaviour_correction: expected 'none'"):
+    with pytest.raises(ValueError, match="behaviour_correction: expected one of auto, none, tis, mask, got 'icepop'"):
         LearnerConfig(behaviour_correction="icepop")
     with pytest.raises(ValueError, match="behaviour_tis_cap: expected >= 1"):
         LearnerConfig(behaviour_correction="tis", behaviour_tis_cap=0.5)

@@ -241,7 +241,7 @@ def test_a_group_that_cannot_be_played_fails_the_take_naming_its_cause(runner):
 
 
 def _train(tmp_path: Path, name: str, **overrides):
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.training.train import train
 
     register_env()
@@ -265,7 +265,7 @@ def _train(tmp_path: Path, name: str, **overrides):
         checkpoint_every=1,
         trajectories_every=1,
     )
-    return train(QuickstartConfig(**{**settings, **overrides})), tmp_path / name
+    return train(QUICKSTART.config(**{**settings, **overrides}), QUICKSTART), tmp_path / name
 
 
 def test_max_staleness_zero_is_the_synchronous_loop_bit_for_bit(tmp_path):
@@ -278,12 +278,11 @@ def test_max_staleness_zero_is_the_synchronous_loop_bit_for_bit(tmp_path):
     from agentgspo.learning.learner import GSPOLearner, LearnerConfig
     from agentgspo.policy.hf import HFPolicy
     from agentgspo.policy.weight_sync import sync_weights
-    from agentgspo.recipes.quickstart import QuickstartConfig
-    from agentgspo.training.train import TRAIN_SEED_BASE
+    from agentgspo.training.train import TRAIN_SEED_BASE, TrainConfig
 
     _, out = _train(tmp_path, "loop")
     saved = json.loads((out / "config.json").read_text())
-    config = QuickstartConfig(**{k: v for k, v in saved.items() if k not in ("recipe", "world_size")})
+    config = TrainConfig(**{k: v for k, v in saved.items() if k not in ("recipe", "world_size")})
 
     set_seed(config.seed)
     policy = HFPolicy.from_pretrained("tiny", seed=config.seed)
@@ -365,14 +364,14 @@ def test_an_interrupted_asynchronous_run_trains_every_prompt_once(tmp_path):
 def test_stale_rollouts_train_with_the_decoupled_objective_unless_told_otherwise():
     """--logp-old auto resolves to recompute at S > 0 (the decoupled objective), to the recipe's choice at S = 0;
     training stale without a correction needs the explicit opt-in, and the refusal never suggests it as the fix."""
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.training.train import TrainConfig
 
     synchronous = TrainConfig(backend="hf")
     assert (synchronous.logp_old, synchronous.behaviour_correction) == ("recompute", "none")  # the paper's
     stale = TrainConfig(backend="hf", max_staleness=2)
     assert (stale.logp_old, stale.behaviour_correction) == ("recompute", "tis")
-    quickstart, quickstart_stale = QuickstartConfig(), QuickstartConfig(max_staleness=2)
+    quickstart, quickstart_stale = QUICKSTART.config(), QUICKSTART.config(max_staleness=2)
     assert quickstart.logp_old == "sampler" and quickstart_stale.logp_old == "recompute"
     assert quickstart_stale.behaviour_correction == "tis"
     for uncorrected in (dict(logp_old="sampler"), dict(behaviour_correction="none")):
@@ -437,14 +436,21 @@ class PartlyUpdatedServers:
 def test_a_weight_update_that_failed_on_some_servers_stops_the_run_unless_fewer_samplers_are_allowed(capsys):
     """Two failed attempts on a server stop the loop with an error naming it and the flag; with
     ``allow_fewer_samplers`` the run trains on with the server that took the update, warning."""
-    from agentgspo.training.train import TrainConfig, _Run
+    from accelerate import Accelerator
 
-    def refresh(**settings) -> None:
-        run = object.__new__(_Run)  # only the settings and the rank are read
-        run.config, run.rank = TrainConfig(backend="hf", **settings), 0
-        run.refresh_sampler(PartlyUpdatedServers(), torch.nn.Linear(1, 1), None, Path("unused"))
+    from agentgspo.training.sampler import refresh_sampler
+
+    def refresh(allow_fewer_samplers: bool) -> None:
+        refresh_sampler(
+            PartlyUpdatedServers(),
+            torch.nn.Linear(1, 1),
+            None,
+            Path("unused"),
+            accelerator=Accelerator(cpu=True),
+            allow_fewer_samplers=allow_fewer_samplers,
+        )
 
     with pytest.raises(RuntimeError, match=r"failed twice on http://127.0.0.1:2.*--allow-fewer-samplers.*:1"):
-        refresh()
+        refresh(allow_fewer_samplers=False)
     refresh(allow_fewer_samplers=True)
     assert "--allow-fewer-samplers" in capsys.readouterr().err

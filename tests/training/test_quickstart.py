@@ -81,7 +81,7 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 
 def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.training import train
 
     plotted = {}
@@ -92,7 +92,7 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
 
     original = train.plot_training
     monkeypatch.setattr(train, "plot_training", plot_training)
-    config = QuickstartConfig(
+    config = QUICKSTART.config(
         out=str(tmp_path),
         warm_demos=16,
         warm_steps=3,
@@ -105,7 +105,7 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
         final_eval_episodes=4,
         checkpoint_every=1,
     )
-    summary = train.train(config)
+    summary = train.train(config, QUICKSTART)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     for field in ("step", "reward_mean", "success", "clip_frac_seq", "clip_frac_token", "lr", "elapsed_s"):
@@ -128,11 +128,11 @@ def test_smoke_run_writes_metrics_plot_and_checkpoint(tmp_path, monkeypatch):
 def test_every_flag_has_a_help_text_and_the_time_cap_is_one():
     import argparse
 
-    from agentgspo.recipes.quickstart import QuickstartConfig
+    from agentgspo.recipes.quickstart import QUICKSTART
     from agentgspo.core.settings import add_settings
 
     parser = argparse.ArgumentParser()
-    add_settings(parser, QuickstartConfig)
+    add_settings(parser, QUICKSTART.config_class, QUICKSTART.defaults)
     flags = [a for a in parser._actions if a.dest != "help"]
     assert len(flags) >= 27 and all(a.help and len(a.help) > 20 for a in flags), [a.dest for a in flags if not a.help]
     assert "time cap" in next(a.help for a in flags if a.dest == "max_minutes")

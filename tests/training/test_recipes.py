@@ -109,27 +109,27 @@ def test_a_users_objective_from_its_module_trains_a_recipe_and_resume_imports_it
     elsewhere = run_recipe("math", "--smoke", "--out", out, "--steps", 2, "--objective", OBJECTIVE)  # cwd: the repo
     assert elsewhere.returncode != 0 and "cannot import 'my_objectives'" in elsewhere.stderr, elsewhere.stderr[-2000:]
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 1  # nothing trained without its objective
-    math = recipe_module("math")
-    assert (load_config(math.MathConfig, []).eps_low, load_config(math.MathConfig, []).eps_high) == (3e-4, 4e-4)
-    given = load_config(math.MathConfig, ["--objective", "grpo", "--eps-low", "0.1"])
+    math = recipe_module("math").MATH
+    assert (math.load([]).eps_low, math.load([]).eps_high) == (3e-4, 4e-4)
+    given = math.load(["--objective", "grpo", "--eps-low", "0.1"])
     assert (given.eps_low, given.eps_high) == (0.1, 0.27)
     yaml_file = tmp_path / "band.yaml"
     yaml_file.write_text("objective: gspo_token\neps_high: null\n")
-    from_yaml = load_config(math.MathConfig, ["--config", str(yaml_file)])
+    from_yaml = math.load(["--config", str(yaml_file)])
     assert (from_yaml.eps_low, from_yaml.eps_high) == (3e-4, 4e-4)
 
 
 def test_settings_come_from_defaults_then_smoke_then_yaml_then_flags(tmp_path):
-    math = recipe_module("math")
-    real = load_config(math.MathConfig, [])
+    math = recipe_module("math").MATH
+    real = math.load([])
     assert real.policy == "Qwen/Qwen3-30B-A3B" and real.env_id == "agentgspo/Math-v0" and real.backend == "vllm"
     config_file = tmp_path / "run.yaml"
     config_file.write_text("steps: 7\nlr: 1e-3\nenv_kwargs: {sandbox: none}\ngroup-size: 4\n")
-    config = load_config(math.MathConfig, ["--smoke", "--config", str(config_file), "--lr", "0.002"], smoke=math.SMOKE)
+    config = math.load(["--smoke", "--config", str(config_file), "--lr", "0.002"])
     assert config.policy == "tiny" and config.max_new_tokens == 32  # --smoke over the defaults
     assert config.steps == 7 and config.group_size == 4 and config.env_kwargs == {"sandbox": "none"}  # YAML
     assert config.lr == 0.002  # a flag over the YAML
-    assert load_config(math.MathConfig, ["--config", str(config_file)]).lr == 1e-3  # YAML 1.1 reads 1e-3 as text
+    assert math.load(["--config", str(config_file)]).lr == 1e-3  # YAML 1.1 reads 1e-3 as text
 
 
 def test_bad_settings_are_refused_naming_the_setting(tmp_path):
@@ -140,19 +140,22 @@ def test_bad_settings_are_refused_naming_the_setting(tmp_path):
     config_file.write_text("steps: many\n")
     with pytest.raises(ValueError, match="steps: expected int, got 'many'"):
         load_config(TrainConfig, ["--config", str(config_file)])
-    with pytest.raises(ValueError, match="history: expected one of as_sampled, split_turns"):
-        load_config(TrainConfig, ["--history", "split"])
+    with pytest.raises(SystemExit):
+        load_config(TrainConfig, ["--history", "split"])  # argparse: "invalid choice: 'split'"
+    config_file.write_text("history: split\n")
+    with pytest.raises(ValueError, match="history: expected one of as_sampled, split_turns, got 'split'"):
+        load_config(TrainConfig, ["--config", str(config_file)])
     with pytest.raises(SystemExit):
         load_config(TrainConfig, ["--env-kwargs", "[1]"])  # argparse: "expected a JSON object"
-    codeforces = recipe_module("codeforces").CodeforcesConfig
-    assert load_config(codeforces, ["--held-out", '["9000A"]']).held_out == ["9000A"]
+    codeforces = recipe_module("codeforces").CODEFORCES
+    assert codeforces.load(["--held-out", '["9000A"]']).held_out == ["9000A"]
     with pytest.raises(SystemExit):
-        load_config(codeforces, ["--held-out", "9000A"])  # argparse: "expected a JSON list"
+        codeforces.load(["--held-out", "9000A"])  # argparse: "expected a JSON list"
     with pytest.raises(ValueError, match="would evaluate on training problems"):
-        load_config(codeforces, ["--held-out", "[]"])
+        codeforces.load(["--held-out", "[]"])
     from agentgspo.environments.registry import make
 
-    config = load_config(codeforces, ["--env-kwargs", "{}", "--held-out", '["9000A", "9000D"]'])
+    config = codeforces.load(["--env-kwargs", "{}", "--held-out", '["9000A", "9000D"]'])
     env = make(config.env_id, **config.train_env_kwargs())  # what the policy trains on: never a held-out problem
     posed = {env.reset(seed=seed)[1]["problem"] for seed in range(20)}
     held_out = {t.problem.name for t in env.unwrapped.problem_set.tasks if t.metadata["id"] in ("9000A", "9000D")}
