@@ -1,7 +1,8 @@
 """The `agentgspo` console command.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int`` (and, when its
-command line is more than argparse parses, ``parse(parser, argv) -> Namespace``: `fleet run FILE -- COMMAND`).
+command line is more than argparse parses, ``parse(parser, argv) -> Namespace``: `fleet run FILE -- COMMAND`; such a
+command is named in :data:`OWN_PARSERS`).
 Only the chosen subcommand's module is imported, so `agentgspo judge --help` does not import torch.
 """
 
@@ -42,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("agentgspo.commands.view", "render trajectories.jsonl or an eval's results as a self-contained HTML page"),
 }
 
+#: Subcommands whose module parses its own command line with ``parse(parser, argv) -> Namespace`` (what follows
+#: `fleet run FILE --` is the command to run, not options); every other one is ``parser.parse_args(argv)``.
+OWN_PARSERS: frozenset[str] = frozenset({"fleet"})
+
 
 def port_number(text: str) -> int:
     """argparse ``type`` of ``--port``: an int in [0, 65535] (0: any free port), else a usage error."""
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"agentgspo {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
-    args = module.parse(parser, rest) if hasattr(module, "parse") else parser.parse_args(rest)
+    args = module.parse(parser, rest) if name in OWN_PARSERS else parser.parse_args(rest)
     try:
         return int(module.run(args) or 0)
     except (ValueError, LookupError, FileNotFoundError, NotADirectoryError, ImportError) as exc:

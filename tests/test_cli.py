@@ -362,6 +362,16 @@ def test_every_flag_of_every_command_has_a_help_text():
         assert not missing, f"agentgspo {name}: flags without help: {missing}"
 
 
+def test_the_commands_that_parse_their_own_command_line_are_the_ones_named():
+    """``OWN_PARSERS`` is the contract: a module with a ``parse`` the CLI does not call would parse nothing."""
+    import importlib
+
+    from agentgspo.cli import COMMANDS, OWN_PARSERS
+
+    parsing = {name for name, (module, _) in COMMANDS.items() if hasattr(importlib.import_module(module), "parse")}
+    assert parsing == OWN_PARSERS
+
+
 def test_search_server_prints_where_it_listens_and_serves_there():
     """With --port 0 the line names the port the OS picked, and that URL answers."""
     import httpx

@@ -25,7 +25,7 @@ from agentgspo.eval.runner import ENV_ID, evaluate, load_tasks, select_indices
 from agentgspo.eval.store import ResultsStore
 from agentgspo.policy.factory import add_backend_arguments, backend_options, close_backend, make_backend
 from agentgspo.policy.loading import model_folder
-from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
+from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, read_policy_settings, resolve_episode_settings
 from agentgspo.rollouts.rollout import RolloutConfig
 
 
@@ -152,10 +152,7 @@ def run(args: argparse.Namespace) -> int:
     trained = None
     if args.agent == "policy":
         trained = read_policy_settings(model_folder(args.policy))
-    explicit = {
-        name: getattr(args, name)
-        for name in ("max_turns", "max_new_tokens", "max_context", "temperature", "top_p", "top_k")
-    }
+    explicit = {name: getattr(args, name) for name in LIMIT_DEFAULTS}  # the limit flags (None: not given)
     settings = resolve_episode_settings(ENV_ID, explicit, None, trained, policy_label=f"--policy {args.policy!r}")
     env_kwargs = {**{k: v for k, v in settings.env_kwargs.items() if k != "data_files"}, **env_kwargs}
     tasks, tool_schemas, skipped = load_tasks(env_kwargs)
@@ -164,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         "policy": f"policy {args.policy} ({args.backend})",
         "chat": f"chat {args.chat_url} model {args.chat_model}",
     }.get(args.agent, f"{args.agent} solutions")
-    limits = {name: getattr(settings, name) for name in settings.sources}
+    limits = settings.limits()
     identity = {
         "problems": args.problems if env_kwargs["data_files"] in (None, "builtin") else env_kwargs["data_files"],
         "agent": args.agent,

@@ -19,7 +19,7 @@ from agentgspo.models.tiny import tiny_policy_path
 from agentgspo.policy.base import ScriptedPolicy
 from agentgspo.policy.factory import add_backend_arguments, backend_options, close_backend, make_backend
 from agentgspo.policy.loading import model_folder
-from agentgspo.policy.policy_settings import read_policy_settings, resolve_episode_settings
+from agentgspo.policy.policy_settings import LIMIT_DEFAULTS, read_policy_settings, resolve_episode_settings
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner, summarize
 
 # Stop reasons that mean an episode ran out of room, and the flag that gives it more.
@@ -214,10 +214,7 @@ def run(args: argparse.Namespace) -> int:
 
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     trained = None if args.policy == "oracle" else read_policy_settings(model_folder(args.policy))
-    explicit = {
-        name: getattr(args, name)
-        for name in ("max_turns", "max_new_tokens", "max_context", "temperature", "top_p", "top_k")
-    }
+    explicit = {name: getattr(args, name) for name in LIMIT_DEFAULTS}  # the limit flags (None: not given)
     settings = resolve_episode_settings(
         args.env, explicit, env_kwargs, trained, policy_label=f"--policy {args.policy!r}"
     )
@@ -232,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
     policy, renderer = build_policy(
         args.policy, settings.env_id, settings.env_kwargs, args.backend, **backend_options(args)
     )
-    limits = ", ".join(f"{name} {getattr(settings, name)} ({source})" for name, source in settings.sources.items())
+    limits = ", ".join(f"{name} {value} ({settings.sources[name]})" for name, value in settings.limits().items())
     print(f"rollout: {settings.env_id} env_kwargs {json.dumps(settings.env_kwargs)}; {limits}", file=sys.stderr)
     config = RolloutConfig(
         group_size=args.group_size,
@@ -263,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         **summary,
         "seconds": round(elapsed, 3),
         "path": str(out / "trajectories.jsonl"),
-        "settings": {"env_kwargs": settings.env_kwargs, **{name: getattr(settings, name) for name in settings.sources}},
+        "settings": {"env_kwargs": settings.env_kwargs, **settings.limits()},
         **({"warnings": warnings} if warnings else {}),
     }
     print(json.dumps(summary, indent=2))

@@ -78,9 +78,9 @@ class ChatRenderer:
     """
 
     def __init__(self, tokenizer: Any, *, end_of_turn: str | None = None, caching: bool = True):
-        if not getattr(tokenizer, "chat_template", None):
+        if not tokenizer.chat_template:
             raise ValueError(
-                f"tokenizer {getattr(tokenizer, 'name_or_path', tokenizer)!r} has no chat_template; set "
+                f"tokenizer {tokenizer.name_or_path!r} has no chat_template; set "
                 "tokenizer.chat_template to a Jinja template (see agentgspo.models.tiny.CHAT_TEMPLATE for an example)"
             )
         self.tokenizer = tokenizer

@@ -25,6 +25,11 @@ Contract (checked by :func:`agentgspo.environments.env_checker.check_env`):
   (its own ending, paid once there), not again by the runner. It is not called when the env ends the episode
   itself, nor for endings that are not trained (an env error, a hung env call, a sampler failure), nor for an
   episode without a turn.
+- Optional members: an env that is a plain ``gymnasium.Env`` may leave out any of :data:`OPTIONAL_MEMBERS`:
+  ``tool_schemas`` (its tools' OpenAI-style JSON schemas), ``toolset`` (its tools as Python functions,
+  :class:`~agentgspo.environments.tools.ToolSet`), ``on_truncation`` (above), ``oracle`` and ``wrong`` (text policies
+  ``fn(messages) -> str`` that solve and fail its tasks). :class:`ChatEnv` declares each; whoever reads one reads it
+  from ``env.unwrapped`` through :func:`optional_member`.
 - ``info["stop_reason"]`` may name why an episode ended (``parse_error``, ...); ``info["tool_errors"]`` counts
   failed tool calls of the step by kind; ``info["mask_turn"]`` asks the learner not to train on this turn.
 
@@ -52,6 +57,8 @@ from agentgspo.environments.tools import ToolSet
 __all__ = [
     "Action",
     "as_action",
+    "OPTIONAL_MEMBERS",
+    "optional_member",
     "truncation_reward",
     "is_message",
     "MessagesSpace",
@@ -103,10 +110,25 @@ def as_action(action: Action | str) -> Action:
     raise TypeError(f"expected an Action or the assistant turn as str, got {type(action).__name__}")
 
 
+#: The members of the contract an env may leave out (the module docstring); :class:`ChatEnv` declares each.
+OPTIONAL_MEMBERS: tuple[str, ...] = ("tool_schemas", "toolset", "on_truncation", "oracle", "wrong")
+
+
+def optional_member(env: gym.Env, name: str) -> Any:
+    """``env.unwrapped.<name>`` for one of :data:`OPTIONAL_MEMBERS`, or ``None`` where the env leaves it out.
+
+    The one place that reads an env's optional members: a plain ``gymnasium.Env`` may not have them, an env
+    subclassing :class:`ChatEnv` always does. A name outside :data:`OPTIONAL_MEMBERS` is an error, not a silent
+    ``None``: the rest of the contract (``reset``, ``step``, ``close``) every env has."""
+    if name not in OPTIONAL_MEMBERS:
+        raise ValueError(f"optional env member: expected one of {OPTIONAL_MEMBERS}, got {name!r}")
+    return getattr(env.unwrapped, name, None)
+
+
 def truncation_reward(env: gym.Env, reason: str) -> float:
     """``env.unwrapped.on_truncation(reason)`` where the env has the hook, else 0.0; a reward that is not a finite
     number is an error (never a silent 0)."""
-    hook = getattr(env.unwrapped, "on_truncation", None)
+    hook = optional_member(env, "on_truncation")
     if hook is None:
         return 0.0
     reward = hook(reason)

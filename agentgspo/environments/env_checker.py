@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentgspo.core.errors import AgentGSPOError
-from agentgspo.environments.env import is_message
+from agentgspo.environments.env import is_message, optional_member
 
 __all__ = ["EnvContractError", "play", "check_env"]
 
@@ -93,7 +93,7 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
     again = _check_reset(env, seed)
     _expect(first == again, f"reset(seed={seed}) twice", "the same messages (seeded tasks)", (first, again))
 
-    if getattr(unwrapped, "tool_schemas", None):
+    if optional_member(env, "tool_schemas"):
         _check_reset(env, seed)
         messages, *_, info = _check_step(env, "<tool_call>{not json</tool_call>", "step(malformed tool call)")
         _expect(
@@ -127,18 +127,18 @@ def check_env(env: gym.Env, *, seed: int = 0, max_turns: int = 20) -> None:
     _check_reset(env, seed)
     _check_step(env, "I do not know.", "step(plain text)")
 
-    if getattr(unwrapped, "on_truncation", None) is not None:  # what a cut episode is paid (agentgspo.environments.env)
+    if optional_member(env, "on_truncation") is not None:  # what a cut episode is paid (agentgspo.environments.env)
         _check_reset(env, seed)
         _check_step(env, "I do not know yet.", "step(plain text)")
         cut = unwrapped.on_truncation("max_turns")
         is_number = isinstance(cut, numbers.Real) and not isinstance(cut, (bool, np.bool_))
         _expect(is_number and math.isfinite(cut), "on_truncation('max_turns')", "a finite float", cut)
 
-    oracle = getattr(unwrapped, "oracle", None)
+    oracle = optional_member(env, "oracle")
     if oracle is not None:
         gold, terminated, history = play(env, oracle, seed=seed, max_turns=max_turns)
         _expect(terminated, "the oracle's episode", f"terminated within {max_turns} turns", history[-3:])
-        wrong = getattr(unwrapped, "wrong", None)
+        wrong = optional_member(env, "wrong")
         if wrong is not None:
             bad, _, _ = play(env, wrong, seed=seed, max_turns=max_turns)
             _expect(gold > bad, "oracle vs wrong policy reward", f"oracle > wrong ({bad})", gold)

@@ -51,7 +51,8 @@ def _task_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     if names is None:
         return {k: v for k, v in kwargs.items() if k != "split"}
     parameters = inspect.signature(creator).parameters
-    chosen = {name: kwargs.get(name, getattr(parameters.get(name), "default", None)) for name in names}
+    defaults = {name: parameter.default for name, parameter in parameters.items()}
+    chosen = {name: kwargs.get(name, defaults.get(name)) for name in names}
     return {name: tuple(v) if isinstance(v, (list, tuple)) else v for name, v in chosen.items()}  # JSON lists
 
 

@@ -101,10 +101,10 @@ _MAX_SPECS = 1024
 
 def _spec_key(fn: Callable[..., Any], name: str) -> tuple | None:
     """A hashable description of ``fn``'s schema inputs that references no instance; None if there is none."""
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)  # a bound method's function's code
-    if code is None:
-        return None
-    return code, name, str(inspect.signature(fn)), inspect.getdoc(fn)
+    function = fn.__func__ if inspect.ismethod(fn) else fn  # a bound method's function
+    if not inspect.isfunction(function):
+        return None  # a builtin, a partial, a callable object: built each time, not cached
+    return function.__code__, name, str(inspect.signature(fn)), inspect.getdoc(fn)
 
 
 def _build_spec(fn: Callable[..., Any], name: str) -> _ToolSpec:
@@ -171,7 +171,7 @@ class Tool:
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             return ToolResult(f"Error: invalid arguments for {self.name}: {problems}", "invalid_arguments")
-        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        kwargs = dict(validated)  # the fields as validated (extra="forbid": no others), nested models kept as models
         try:
             value = self.fn(**kwargs)
             if self.is_async or inspect.isawaitable(value):

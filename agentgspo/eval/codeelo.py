@@ -61,8 +61,9 @@ class Contest(BaseModel):
     def _complete(self) -> Contest:
         if not self.problems or not self.participants:
             raise ValueError(f"contest {self.name!r}: needs at least one problem and one rated participant")
-        field = "score" if self.scoring == "points" else "solved"
-        missing = [i for i, p in enumerate(self.participants) if getattr(p, field) is None]
+        points = self.scoring == "points"
+        field = "score" if points else "solved"
+        missing = [i for i, p in enumerate(self.participants) if (p.score if points else p.solved) is None]
         if missing:
             raise ValueError(
                 f"contest {self.name!r} ({self.scoring} scoring): participants {missing[:5]} have no {field!r}"

@@ -14,8 +14,9 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from agentgspo.core.sampling import PolicyBackend
 from agentgspo.eval.segments import segments
 from agentgspo.eval.store import ResultsStore
 from agentgspo.eval.summary import summarize
@@ -23,6 +24,9 @@ from agentgspo.environments.registry import make
 from agentgspo.rollouts.rollout import RolloutConfig, RolloutRunner
 
 __all__ = [
+    "JudgedEnv",
+    "PerSampleAgent",
+    "ProblemSetRows",
     "final_verdict",
     "attempt_result",
     "pending_attempts",
@@ -36,6 +40,36 @@ ENV_ID = "agentgspo/CodeForces-v0"
 SEED_STRIDE = 1_000_003
 
 
+class ProblemSetRows(Protocol):
+    """The rows of an eval's problem source that cannot be judged here, each naming its row and why."""
+
+    skipped_rows: list[str]
+
+
+class JudgedEnv(Protocol):
+    """What an eval reads of its env, ``CodeForces-v0`` (``agentgspo.envs.codeforces.CodeforcesEnv``): the tasks,
+    the tools and the problem set before the attempts; each attempt's submissions (``{"verdict", "lang", ...}``
+    dicts), whether one was accepted and how many could not be judged after it."""
+
+    tasks: list[Any]
+    tool_schemas: list[dict[str, Any]]
+    problem_set: ProblemSetRows
+    submissions: list[dict[str, Any]]
+    accepted: bool
+    judge_errors: int
+
+
+@runtime_checkable
+class PerSampleAgent(Protocol):
+    """An agent that plays each sample of a problem differently (the ``wrong`` agent cycles through the shipped wrong
+    solutions): ``for_sample(sample)`` is the policy that plays sample ``sample``. Any other agent plays every sample
+    itself."""
+
+    def for_sample(self, sample: int) -> PolicyBackend:
+        """The policy that plays sample ``sample``."""
+        ...
+
+
 def final_verdict(accepted: bool, submissions: Sequence[dict[str, Any]], stop_reason: str) -> str:
     """``AC`` when accepted; else the last submission's verdict; else ``JE`` (judge error) or ``none``."""
     if accepted:
@@ -46,15 +80,24 @@ def final_verdict(accepted: bool, submissions: Sequence[dict[str, Any]], stop_re
 
 
 def attempt_result(
-    task: Any, index: int, sample: int, trajectory: Any, env: Any, renderer: Any, seconds: float, agent: str
+    task: Any,
+    index: int,
+    sample: int,
+    trajectory: Any,
+    env: JudgedEnv | None,
+    renderer: Any,
+    seconds: float,
+    agent: str,
 ) -> dict[str, Any]:
     """One results.jsonl line: the problem's metadata, the outcome, the trajectory and its decoded segments.
 
+    ``env``: the attempt's env (unwrapped), ``None`` when none was made (no submission, none accepted).
     ``language``: the language that judged the final verdict (the last submission's: ``python3``, ``pypy3``, ``cpp``
     or ``c``; a Kattis package's Python runs under PyPy), ``None`` without a submission; each of ``submissions``
     records its own as ``lang``."""
-    submissions = list(getattr(env, "submissions", None) or [])
-    accepted = bool(getattr(env, "accepted", False))
+    submissions = list(env.submissions) if env is not None else []
+    accepted = env is not None and bool(env.accepted)
+    judge_errors = int(env.judge_errors) if env is not None else 0
     record = trajectory.to_record().model_dump(mode="json")
     meta = task.metadata
     return {
@@ -72,7 +115,7 @@ def attempt_result(
         "verdicts": [str(s["verdict"]) for s in submissions],
         "language": submissions[-1].get("lang") if submissions else None,
         "submissions": submissions,
-        "judge_errors": int(getattr(env, "judge_errors", 0) or 0),
+        "judge_errors": judge_errors,
         "stop_reason": trajectory.stop_reason,
         "error": trajectory.metadata.get("error"),
         "turns": trajectory.num_turns,
@@ -125,7 +168,7 @@ async def run_attempts(
                 made.append(env)
                 return env
 
-            policy = agent.for_sample(sample) if hasattr(agent, "for_sample") else agent
+            policy = agent.for_sample(sample) if isinstance(agent, PerSampleAgent) else agent
             runner = RolloutRunner(make, policy, renderer, one, env_id=ENV_ID)
             started = time.perf_counter()
             trajectory = (await runner.run([index], sampling_seed=seed * SEED_STRIDE + sample))[0]
@@ -178,8 +221,8 @@ def load_tasks(env_kwargs: dict[str, Any]) -> tuple[list[Any], list[dict[str, An
     source's rows that cannot be judged here (each naming its row and why; skipped, never silently)."""
     env = make(ENV_ID, **env_kwargs)
     try:
-        problem_set = getattr(env.unwrapped, "problem_set", None)
-        return (list(env.unwrapped.tasks), env.unwrapped.tool_schemas, list(getattr(problem_set, "skipped_rows", [])))
+        judged: JudgedEnv = env.unwrapped
+        return list(judged.tasks), judged.tool_schemas, list(judged.problem_set.skipped_rows)
     finally:
         env.close()
 

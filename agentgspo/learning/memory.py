@@ -47,6 +47,8 @@ from typing import Any
 
 import torch
 
+from agentgspo.learning.sharding import decoder_layer_classes
+
 __all__ = [
     "MODEL_PRESETS",
     "SHARDINGS",
@@ -130,18 +132,16 @@ class MemoryEstimate:
 
     def as_dict(self) -> dict[str, Any]:
         """The estimate in GiB (and its inputs), for JSON output."""
-        gib = {
-            name: round(getattr(self, name) / GIB, 2)
-            for name in (
-                "parameter_bytes",
-                "gradient_bytes",
-                "optimizer_bytes",
-                "activation_bytes",
-                "logits_bytes",
-                "overhead_bytes",
-                "total_bytes",
-            )
+        sizes = {
+            "parameter_bytes": self.parameter_bytes,
+            "gradient_bytes": self.gradient_bytes,
+            "optimizer_bytes": self.optimizer_bytes,
+            "activation_bytes": self.activation_bytes,
+            "logits_bytes": self.logits_bytes,
+            "overhead_bytes": self.overhead_bytes,
+            "total_bytes": self.total_bytes,
         }
+        gib = {name: round(size / GIB, 2) for name, size in sizes.items()}
         return {
             "model": self.model,
             "parameters": self.parameters,
@@ -215,30 +215,48 @@ def _meta_model(config: Any) -> torch.nn.Module:
 def _parameter_counts(model: torch.nn.Module) -> tuple[int, int, int]:
     """(total, largest decoder layer, outside the decoder layers) parameter counts; shared tensors count once."""
     total = sum(p.numel() for p in model.parameters())
-    layer_classes = set(getattr(model, "_no_split_modules", None) or [])
+    layer_classes = decoder_layer_classes(model)
     layers = [m for m in model.modules() if type(m).__name__ in layer_classes]
     sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
     return total, max(sizes, default=0), total - sum(sizes)
 
 
+def _setting(config: Any, *names: str, default: Any) -> Any:
+    """The first of ``names`` that a Hugging Face config sets (to anything but ``None``, 0 or empty), else ``default``.
+
+    Architectures name these differently (``num_experts`` / ``num_local_experts``) or leave them out (a dense
+    model has no experts, an older one no ``head_dim``): the one place this module reads a config's optional
+    settings."""
+    for name in names:
+        value = getattr(config, name, None)
+        if value:
+            return value
+    return default
+
+
+def _text_config(config: Any) -> Any:
+    """The language model's config: a multimodal config's ``text_config``, else the config itself."""
+    return _setting(config, "text_config", default=config)
+
+
 def _activation_bytes_per_token(config: Any, compute_bytes: int) -> list[float]:
     """Bytes saved for the backward per token, for each decoder layer (module docstring's formulas)."""
     b = compute_bytes
-    text = getattr(config, "text_config", None) or config
+    text = _text_config(config)
     h = text.hidden_size
     q = text.num_attention_heads
-    kv = getattr(text, "num_key_value_heads", None) or q
-    d = getattr(text, "head_dim", None) or h // q
+    kv = _setting(text, "num_key_value_heads", default=q)
+    d = _setting(text, "head_dim", default=h // q)
     attention = 4 * h + 2 * b * h + b * (q + 2 * kv) * d + 4 * (q + kv) * d + b * (q + kv) * d + 2 * b * q * d + 4 * q
-    experts = getattr(text, "num_experts", None) or getattr(text, "num_local_experts", None) or 0
-    k = getattr(text, "num_experts_per_tok", None) or 0
-    expert_width = getattr(text, "moe_intermediate_size", None) or getattr(text, "intermediate_size", 0)
-    dense_width = getattr(text, "intermediate_size", 0)
+    experts = _setting(text, "num_experts", "num_local_experts", default=0)
+    k = _setting(text, "num_experts_per_tok", default=0)
+    expert_width = _setting(text, "moe_intermediate_size", "intermediate_size", default=0)
+    dense_width = _setting(text, "intermediate_size", default=0)
     moe = 4 * h + 2 * b * h + 4 * experts + k * (2 * b * h + 4 * b * expert_width + 32)
     dense = 4 * h + 2 * b * h + b * (h + 4 * dense_width)
     layers = text.num_hidden_layers
-    sparse_step = getattr(text, "decoder_sparse_step", 1) or 1
-    dense_layers = set(getattr(text, "mlp_only_layers", None) or [])
+    sparse_step = _setting(text, "decoder_sparse_step", default=1)
+    dense_layers = set(_setting(text, "mlp_only_layers", default=()))
     per_layer = []
     for i in range(layers):
         is_moe = experts > 0 and k > 0 and i not in dense_layers and (i + 1) % sparse_step == 0
@@ -321,7 +339,7 @@ def estimate_for_model(
         activation_checkpointing=activation_checkpointing,
         gpu_memory_gb=None,
         overhead_gb=0.0,
-        name=getattr(model.config, "_name_or_path", "") or type(model).__name__,
+        name=_setting(model.config, "_name_or_path", default=type(model).__name__),
     )
 
 
@@ -354,7 +372,7 @@ def _estimate(
     else:  # zero3
         params, grads, optimizer = 2 * total / w + 4 * total / w, 4 * total / w, 8 * total / w
     per_layer = _activation_bytes_per_token(config, b)
-    hidden = (getattr(config, "text_config", None) or config).hidden_size
+    hidden = _text_config(config).hidden_size
     head_input = 4 * hidden + 2 * b * hidden  # final norm (fp32 input) and the head's input
     recompute = max(per_layer) * micro_batch_tokens if activation_checkpointing else 0
     if activation_checkpointing:
@@ -363,7 +381,7 @@ def _estimate(
         per_token = sum(per_layer) + head_input
     if compute_dtype == "bf16" and sharding == "ddp":
         params += 2 * total  # autocast's cached bf16 casts of the weights, alive until the backward
-    vocab = (getattr(config, "text_config", None) or config).vocab_size
+    vocab = _text_config(config).vocab_size
     activations = per_token * micro_batch_tokens + recompute
     logits = 2 * b * vocab * micro_batch_tokens + 2 * 4 * LOGPROB_CHUNK_ROWS * vocab
     return MemoryEstimate(

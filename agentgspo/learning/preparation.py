@@ -4,10 +4,13 @@ same function."""
 
 from __future__ import annotations
 
+import inspect
 from types import MethodType
 from typing import Any
 
 import torch
+
+from agentgspo.learning.sharding import sharded_mixed_precision
 
 __all__ = [
     "compute_dtype_name",
@@ -19,10 +22,7 @@ __all__ = [
 
 def compute_dtype_name(accelerator: Any, model: Any) -> str:
     """``bf16`` when the policy computes in bf16 (autocast, FSDP2 mixed precision or bf16 weights), else ``no``."""
-    if (
-        str(getattr(accelerator, "mixed_precision", "no")) == "bf16"
-        or getattr(model, "agentgspo_mixed_precision", "no") == "bf16"
-    ):
+    if str(accelerator.mixed_precision) == "bf16" or sharded_mixed_precision(model) == "bf16":
         return "bf16"
     return "bf16" if next(model.parameters()).dtype == torch.bfloat16 else "no"
 
@@ -38,10 +38,10 @@ def keep_compute_dtype_outputs(accelerator: Any, model: Any) -> None:
     for a model accelerate did not wrap that way.
     """
     base = accelerator.unwrap_model(model)
-    original = getattr(base, "_original_forward", None)
-    function = getattr(original, "__func__", None)
-    if function is None:
+    original = getattr(base, "_original_forward", None)  # accelerate's private attribute, set only by that wrap
+    if not inspect.ismethod(original):
         return
+    function = original.__func__
 
     def forward(module: Any, *args: Any, **kwargs: Any) -> Any:
         with accelerator.autocast():

@@ -28,6 +28,7 @@ sets DeepSpeed up on GPU backends only: on CPU a single DeepSpeed process works,
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,9 @@ import torch
 
 __all__ = [
     "MIXED_PRECISION",
+    "accelerate_fsdp2",
     "check_deepspeed_processes",
+    "decoder_layer_classes",
     "full_state_dict",
     "is_deepspeed",
     "is_sharded",
@@ -45,22 +48,49 @@ __all__ = [
     "prepare_policy",
     "save_full_weights",
     "shard_policy",
+    "sharded_mixed_precision",
+    "uncompiled",
 ]
 
 MIXED_PRECISION = ("no", "bf16")
 _CHECKPOINT_DIR = "fsdp2_sharded"  # inside an accelerate save_state folder
+# The mixed precision of each model shard_policy sharded itself (FSDP2's policy, which the model does not expose).
+_SHARDED_PRECISION: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def is_sharded(model: Any) -> bool:
     """Whether ``model`` is an FSDP2 module (``fully_shard`` applied, by accelerate or by :func:`shard_policy`)."""
     from torch.distributed.fsdp import FSDPModule
 
-    return isinstance(getattr(model, "_orig_mod", model), FSDPModule)
+    return isinstance(uncompiled(model), FSDPModule)
+
+
+def uncompiled(model: Any) -> Any:
+    """The module inside ``torch.compile``'s wrapper (its ``_orig_mod``); ``model`` itself when it is not compiled."""
+    return getattr(model, "_orig_mod", model)
+
+
+def accelerate_fsdp2(accelerator: Any) -> bool:
+    """Whether accelerate itself runs FSDP2 (an FSDP2 launch config): ``accelerator.is_fsdp2``; ``False`` under an
+    accelerate too old to have it (before FSDP2 support)."""
+    return bool(getattr(accelerator, "is_fsdp2", False))
+
+
+def decoder_layer_classes(model: torch.nn.Module) -> set[str]:
+    """Class names of a Hugging Face model's decoder blocks (its ``_no_split_modules``); empty for a model that
+    names none (not every model is a Hugging Face one)."""
+    return set(getattr(model, "_no_split_modules", None) or [])
+
+
+def sharded_mixed_precision(model: torch.nn.Module) -> str:
+    """The ``mixed_precision`` (``no`` or ``bf16``) :func:`shard_policy` sharded ``model`` with itself; ``no`` for
+    any other model (unsharded, or sharded by accelerate, whose own ``mixed_precision`` says)."""
+    return _SHARDED_PRECISION.get(uncompiled(model), "no")
 
 
 def _layer_classes(model: torch.nn.Module) -> set[str]:
     """Class names of the blocks to shard one by one: Hugging Face models list them in ``_no_split_modules``."""
-    names = set(getattr(model, "_no_split_modules", None) or [])
+    names = decoder_layer_classes(model)
     if not names:
         raise ValueError(
             f"{type(model).__name__} names no decoder layer class (_no_split_modules is empty); pass "
@@ -104,7 +134,7 @@ def shard_policy(
     if is_deepspeed(accelerator):
         prepare_deepspeed(accelerator, max_grad_norm=max_grad_norm)
         return accelerator.prepare(model, make_optimizer(model.parameters()))
-    if getattr(accelerator, "is_fsdp2", False):
+    if accelerate_fsdp2(accelerator):
         model, optimizer = accelerator.prepare(model, make_optimizer(model.parameters()))
         return model, optimizer
     import torch.distributed as dist
@@ -138,7 +168,7 @@ def shard_policy(
     for layer in layers:
         fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
     fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
-    model.agentgspo_mixed_precision = mixed_precision  # read by the learner's memory estimate
+    _SHARDED_PRECISION[model] = mixed_precision  # read by the learner's memory estimate
     optimizer = make_optimizer(model.parameters())
     _register_checkpointing(accelerator, model, optimizer)
     return model, optimizer
@@ -161,7 +191,7 @@ def prepare_policy(
     across processes, DeepSpeed under its launch). ``mixed_precision="bf16"`` without FSDP2 needs accelerate's own
     mixed precision (``accelerate launch --mixed_precision bf16``): an error says so.
     """
-    if sharding == "fsdp2" or getattr(accelerator, "is_fsdp2", False):
+    if sharding == "fsdp2" or accelerate_fsdp2(accelerator):
         model, optimizer = shard_policy(
             accelerator, model, make_optimizer, mixed_precision=mixed_precision, max_grad_norm=max_grad_norm
         )
@@ -283,7 +313,7 @@ def full_state_dict(accelerator: Any, model: Any, *, all_ranks: bool = True) -> 
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         options = StateDictOptions(full_state_dict=True, cpu_offload=not all_ranks)
-        return get_model_state_dict(getattr(model, "_orig_mod", model), options=options)
+        return get_model_state_dict(uncompiled(model), options=options)
     if is_deepspeed(accelerator):
         return accelerator.get_state_dict(model)
     return accelerator.unwrap_model(model).state_dict()

@@ -91,16 +91,18 @@ def agentgspo_experts_forward(
     boundaries = torch.arange(1, self.num_experts + 1, device=expert_ids.device, dtype=expert_ids.dtype)
     offsets = torch.searchsorted(expert_ids, boundaries, out_int32=True)  # [E]: cumulative pairs per expert
 
-    def project(x: torch.Tensor, name: str) -> torch.Tensor:  # the experts' weight ``name`` (and its bias)
-        bias = getattr(self, f"{name}_bias", None) if self.has_bias else None
-        return _grouped_linear(x, getattr(self, name), offsets, bias, expert_ids, self.is_transposed)
+    def project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        return _grouped_linear(x, weight, offsets, bias, expert_ids, self.is_transposed)
 
+    # The biases exist only where the experts have them (``has_bias``), as transformers' own experts forwards read them
     x_sorted = _GatherRows.apply(hidden_states, perm // k, inverse, k)  # [S, H]
     if self.has_gate:
-        activated = self._apply_gate(project(x_sorted, "gate_up_proj"))  # [S, 2I] -> [S, I]
+        gate_up_bias = self.gate_up_proj_bias if self.has_bias else None
+        activated = self._apply_gate(project(x_sorted, self.gate_up_proj, gate_up_bias))  # [S, 2I] -> [S, I]
     else:
-        activated = self.act_fn(project(x_sorted, "up_proj"))  # [S, I]
-    y_sorted = project(activated, "down_proj")  # [S, H]
+        up_bias = self.up_proj_bias if self.has_bias else None
+        activated = self.act_fn(project(x_sorted, self.up_proj, up_bias))  # [S, I]
+    y_sorted = project(activated, self.down_proj, self.down_proj_bias if self.has_bias else None)  # [S, H]
     y = _GatherRows.apply(y_sorted, inverse, perm, 1).view(num_tokens, k, hidden)  # [T, k, H], token order
     combined = (y * top_k_weights.unsqueeze(-1)).sum(1)  # [T, H]: sum_j w[t, j] y[t, j]
     return combined.to(hidden_states.dtype)

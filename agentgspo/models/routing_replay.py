@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,11 +58,13 @@ __all__ = [
     "sampled_routing",
 ]
 
-ROUTERS = {
-    "Qwen3MoeTopKRouter": "norm_topk_prob",
-    "OlmoeTopKRouter": "norm_topk_prob",
-    "Qwen2MoeTopKRouter": "norm_topk_prob",
-    "MixtralTopKRouter": True,
+#: The supported routers (transformers 5 class names), each with whether a router of it renormalises its top-k
+#: weights to sum to 1: Mixtral's always, the others as their config's ``norm_topk_prob`` says.
+ROUTERS: dict[str, Callable[[torch.nn.Module], bool]] = {
+    "Qwen3MoeTopKRouter": lambda router: bool(router.norm_topk_prob),
+    "OlmoeTopKRouter": lambda router: bool(router.norm_topk_prob),
+    "Qwen2MoeTopKRouter": lambda router: bool(router.norm_topk_prob),
+    "MixtralTopKRouter": lambda router: True,
 }
 REPLAY_SOURCES = ("off", "rollout", "old_policy")
 
@@ -80,8 +82,7 @@ def find_routers(model: Any) -> list[torch.nn.Module]:
 
 
 def _normalises(router: torch.nn.Module) -> bool:
-    rule = ROUTERS[type(router).__name__]
-    return rule if isinstance(rule, bool) else bool(getattr(router, rule))
+    return ROUTERS[type(router).__name__](router)
 
 
 @contextlib.contextmanager

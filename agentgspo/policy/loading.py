@@ -215,9 +215,10 @@ def model_folder(policy: str | Path) -> Path:
 
 
 def stop_ids_of(tokenizer: Any, generation_config: Any = None) -> list[int]:
-    """Every id that ends a turn for this tokenizer: its eos token and the generation config's eos id(s)."""
+    """Every id that ends a turn for this tokenizer: its eos token and the generation config's eos id(s)
+    (``generation_config``: a ``transformers.GenerationConfig``, ``None`` where the model has none)."""
     ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-    eos = getattr(generation_config, "eos_token_id", None)
+    eos = None if generation_config is None else generation_config.eos_token_id
     ids.extend(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
     return sorted(set(ids))
 

@@ -17,6 +17,7 @@ from typing import Any
 from agentgspo.environments.registry import env_budget
 
 __all__ = [
+    "LIMIT_DEFAULTS",
     "PolicySettings",
     "write_policy_settings",
     "read_policy_settings",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 SETTINGS_FILE = "agentgspo.json"
-# The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollouts.rollout's).
+#: The rollout limits a run records and a player resolves, with the library's defaults (agentgspo.rollouts.rollout's).
 LIMIT_DEFAULTS: dict[str, Any] = {
     "max_turns": 8,
     "max_new_tokens": 128,
@@ -98,6 +99,11 @@ class EpisodeSettings:
     top_k: int
     sources: dict[str, str]
 
+    def limits(self) -> dict[str, Any]:
+        """Each limit's resolved value by name (the names of ``sources``, in :data:`LIMIT_DEFAULTS`' order)."""
+        values = asdict(self)
+        return {name: values[name] for name in LIMIT_DEFAULTS}
+
 
 def resolve_episode_settings(
     env_id: str | None,
@@ -122,15 +128,17 @@ def resolve_episode_settings(
     same_env = policy is not None and policy.env_id == env_id
     kwargs = {**(policy.env_kwargs if same_env else {}), **(env_kwargs or {})}
     budget = env_budget(env_id)
+    recorded = asdict(policy) if same_env else {}  # every limit
+    budgeted = asdict(budget) if budget is not None else {}  # the turn and context limits only
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name, default in LIMIT_DEFAULTS.items():
         if explicit.get(name) is not None:
             values[name], sources[name] = explicit[name], "flag"
-        elif same_env:
-            values[name], sources[name] = getattr(policy, name), "policy"
-        elif budget is not None and hasattr(budget, name):
-            values[name], sources[name] = getattr(budget, name), "env budget"
+        elif name in recorded:
+            values[name], sources[name] = recorded[name], "policy"
+        elif name in budgeted:
+            values[name], sources[name] = budgeted[name], "env budget"
         else:
             values[name], sources[name] = default, "default"
     return EpisodeSettings(env_id=env_id, env_kwargs=kwargs, sources=sources, **values)

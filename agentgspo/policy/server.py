@@ -660,8 +660,10 @@ class ServerPolicy:
                 self._transfer.send_weights()
                 return members
             except Exception as exc:  # noqa: BLE001 -- the group broke (a transfer error, a refused handshake, ...)
+                from agentgspo.policy.weight_transfer import failed_members  # imported by the transfer already
+
                 self._close_transfer()
-                named = dict(getattr(exc, "failed", None) or {})
+                named = failed_members(exc)
                 why = str(exc) if str(exc).startswith("weight transfer") else f"{type(exc).__name__}: {exc}"
                 suspects = named if len(named) < len(members) else {}
                 last = attempt == 1  # no third try: every member of a failed transfer is retired

@@ -63,6 +63,8 @@ __all__ = [
     "broadcast",
     "in_daemon_thread",
     "dtype_name",
+    "dtype_of",
+    "failed_members",
     "GlooWeightTransferEngine",
     "CheckpointSource",
     "GlooTrainerWeightTransferEngine",
@@ -89,6 +91,12 @@ class WeightTransferError(RuntimeError, AgentGSPOError):
     def __init__(self, message: str, failed: dict[str, str] | None = None):
         super().__init__(message)
         self.failed = failed or {}
+
+
+def failed_members(error: BaseException) -> dict[str, str]:
+    """The members ``error`` names as failed, each with its error: a :class:`WeightTransferError`'s ``failed``
+    (a copy); none for any other error."""
+    return dict(error.failed) if isinstance(error, WeightTransferError) else {}
 
 
 # -- what travels at the handshake and per update ------------------------------------------------------------------
@@ -136,15 +144,12 @@ class GlooUpdateInfo(WeightTransferUpdateInfo):
                 f"gloo update info: names, dtype_names and shapes must have one entry per parameter, got "
                 f"{len(self.names)}, {len(self.dtype_names)} and {len(self.shapes)}"
             )
-        for dtype in self.dtype_names:
-            if not isinstance(getattr(torch, dtype, None), torch.dtype):
-                raise ValueError(f"gloo update info: {dtype!r} is not a torch dtype name (e.g. 'bfloat16')")
+        for name in self.dtype_names:
+            dtype_of(name)  # a ValueError naming a name that is not a dtype's
 
     def buckets(self) -> list[range]:
         """The parameters of each broadcast (both ends cut the same buckets from this info)."""
-        sizes = [
-            math.prod(shape) * getattr(torch, dtype).itemsize for dtype, shape in zip(self.dtype_names, self.shapes)
-        ]
+        sizes = [math.prod(shape) * dtype_of(name).itemsize for name, shape in zip(self.dtype_names, self.shapes)]
         return buckets(sizes, self.bucket_bytes)
 
 
@@ -204,6 +209,15 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def dtype_of(name: str) -> torch.dtype:
+    """``"float32"`` -> ``torch.float32``, the inverse of :func:`dtype_name`; a ValueError for a name that is not a
+    torch dtype's."""
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"gloo update info: {name!r} is not a torch dtype name (e.g. 'bfloat16')")
+    return dtype
+
+
 # -- the worker's end, inside vLLM ---------------------------------------------------------------------------------
 class GlooWeightTransferEngine(WeightTransferEngine[GlooInitInfo, GlooUpdateInfo]):
     """Receives the trainer's broadcast in a vLLM worker and loads it with vLLM's layerwise reload."""
@@ -237,7 +251,7 @@ class GlooWeightTransferEngine(WeightTransferEngine[GlooInitInfo, GlooUpdateInfo
             raise RuntimeError("gloo weight transfer: update_weights before init_weight_transfer_engine")
         info = update_info
         for bucket in info.buckets():
-            dtypes = [getattr(torch, info.dtype_names[i]) for i in bucket]
+            dtypes = [dtype_of(info.dtype_names[i]) for i in bucket]
             sizes = [math.prod(info.shapes[i]) * dtype.itemsize for i, dtype in zip(bucket, dtypes)]
             packed = torch.empty(sum(sizes), dtype=torch.uint8)
             broadcast(self.group, packed)
@@ -384,14 +398,14 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
             # the failed broadcast's frame, kept by this traceback, still holds the group: clear it first.
             self.group = None
             traceback.clear_frames(exc.__traceback__)
-            failed = getattr(exc, "failed", None) or {}
+            failed = failed_members(exc)
             if received is not None and received is not exc:
                 try:
                     received.result(timeout=self.timeout_s)
                 except FutureTimeout:
                     pass
                 except Exception as member_error:  # noqa: BLE001 -- reported below
-                    failed = failed or getattr(member_error, "failed", None) or {}
+                    failed = failed or failed_members(member_error)
             if isinstance(exc, FutureTimeout):
                 exc = TimeoutError(f"update_weights did not return within {self.timeout_s:g} s after the broadcast")
             raise WeightTransferError(f"weight transfer failed: {exc}", failed) from exc

@@ -60,7 +60,7 @@ from agentgspo.core.errors import AgentGSPOError
 from agentgspo.core.chat import ChatRenderer
 from agentgspo.core.sampling import PolicyBackend, PolicyConfigurationError, SampleRequest, SamplingParams
 from agentgspo.models.routing_replay import merge_routing
-from agentgspo.environments.env import EnvInfrastructureError, truncation_reward
+from agentgspo.environments.env import EnvInfrastructureError, optional_member, truncation_reward
 from agentgspo.environments.registry import episode_capacity
 from agentgspo.environments.wrappers import TimeBudget, TurnLimit
 from agentgspo.core.trajectory import ENDINGS, STOP_REASONS, TRAINED_STOPS, Trajectory
@@ -493,7 +493,7 @@ class RolloutRunner:
 
         def reset() -> tuple[list[dict[str, Any]], Any]:
             messages, _ = env.reset(seed=seed)
-            return messages, getattr(env.unwrapped, "tool_schemas", None)  # one hand-off to the worker, not two
+            return messages, optional_member(env, "tool_schemas")  # one hand-off to the worker, not two
 
         try:
             env = await self._env_call(self.make_env, budget, late=lambda late_env: late_env.close())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +34,20 @@ _WARM_PREFIX = "warm-"
 _STATE = "run_state.json"
 _WARM_WEIGHTS = "model.safetensors"
 _WARM_TRAINER = "warm_start.pt"
+# The accelerators whose save_state already drops tied duplicates (the hook is registered once per accelerator).
+_TIES_HOOKED: weakref.WeakSet = weakref.WeakSet()
 
 
 def _drop_tied_duplicates(models: list, weights: list[dict[str, Any]], output_dir: str) -> None:
     """``save_state`` pre-hook: keep one name per shared storage, so tied weights are saved once and no
     'Removed shared tensor' warning is printed; ``load_state`` (safetensors' ``load_model``) re-ties them."""
+    import torch
+
     for state in weights:
         kept: set[tuple] = set()
         for name in sorted(state):
             tensor = state[name]
-            if not hasattr(tensor, "untyped_storage"):
+            if not isinstance(tensor, torch.Tensor):
                 continue
             view = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
             if view in kept:
@@ -73,9 +78,9 @@ def save_checkpoint(
     accelerator: Any, out_dir: str | Path, step: int, run_state: dict[str, Any], *, keep: int = 2
 ) -> Path:
     """Write GSPO checkpoint ``step`` under ``out_dir/checkpoints`` atomically; keep the newest ``keep``."""
-    if not getattr(accelerator, "_agentgspo_ties_hook", False):
+    if accelerator not in _TIES_HOOKED:
         accelerator.register_save_state_pre_hook(_drop_tied_duplicates)
-        accelerator._agentgspo_ties_hook = True
+        _TIES_HOOKED.add(accelerator)
 
     def write(staging: Path) -> None:
         accelerator.save_state(str(staging), safe_serialization=True)

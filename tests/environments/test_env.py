@@ -9,7 +9,14 @@ import gymnasium as gym
 import pytest
 
 import agentgspo
-from agentgspo.environments.env import Action, ChatEnv
+from agentgspo.environments.env import (
+    OPTIONAL_MEMBERS,
+    Action,
+    AssistantTurnSpace,
+    ChatEnv,
+    MessagesSpace,
+    optional_member,
+)
 from agentgspo.environments.env_checker import EnvContractError, check_env, play
 from agentgspo.environments.registry import UnknownEnvError, registered_ids
 
@@ -146,6 +153,35 @@ def test_check_env_names_what_it_expected_and_what_it_got(env_cls, expected):
     with pytest.raises(EnvContractError) as excinfo:
         check_env(env_cls())
     assert expected in str(excinfo.value)
+
+
+class _PlainGymEnv(gym.Env):
+    """A chat env that is a plain ``gymnasium.Env``: it leaves out every optional member."""
+
+    observation_space = MessagesSpace()
+    action_space = AssistantTurnSpace()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return [{"role": "user", "content": "say hi"}], {}
+
+    def step(self, action):
+        return [], 1.0, True, False, {}
+
+
+def test_chat_env_declares_every_optional_member_and_a_plain_env_leaves_them_out():
+    echo = _Echo()
+    assert all(name in dir(echo) for name in OPTIONAL_MEMBERS)  # ChatEnv declares each, with its default
+    assert optional_member(echo, "tool_schemas") == [] and optional_member(echo, "oracle") is None
+    assert optional_member(echo, "on_truncation")("max_turns") == 0.0
+    plain = gym.wrappers.TimeLimit(_PlainGymEnv(), max_episode_steps=5)  # read from env.unwrapped, through wrappers
+    assert {name: optional_member(plain, name) for name in OPTIONAL_MEMBERS} == dict.fromkeys(OPTIONAL_MEMBERS)
+    check_env(plain)
+
+
+def test_an_optional_member_outside_the_contract_is_an_error_not_a_silent_none():
+    with pytest.raises(ValueError, match=r"expected one of \('tool_schemas', .*\), got 'tools'"):
+        optional_member(_Echo(), "tools")
 
 
 def test_check_env_fails_an_oracle_that_does_not_beat_the_wrong_policy():

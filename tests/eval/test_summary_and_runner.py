@@ -72,6 +72,24 @@ def test_every_ending_the_table_does_not_count_is_out_of_pass_at_k_and_each_endi
     assert summary["rating_fit"]["problems"] == 2
 
 
+def test_the_eval_env_has_what_the_runner_reads_and_the_shipped_agents_play_per_sample():
+    """CodeForces-v0's env has every member of ``JudgedEnv`` (the runner reads them as declared, without probing);
+    the shipped-solution agents are ``PerSampleAgent``s, any other agent plays every sample itself."""
+    from agentgspo.environments.registry import make
+    from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
+    from agentgspo.eval.runner import ENV_ID, JudgedEnv, PerSampleAgent
+
+    env = make(ENV_ID, data_files=None)
+    try:
+        missing = [name for name in JudgedEnv.__annotations__ if not hasattr(env.unwrapped, name)]
+        assert not missing
+        assert isinstance(env.unwrapped.problem_set.skipped_rows, list)
+    finally:
+        env.close()
+    assert isinstance(ShippedSolutionAgent("wrong", [], load_renderer("tiny")), PerSampleAgent)
+    assert not isinstance(object(), PerSampleAgent)
+
+
 def test_attempts_run_at_most_concurrency_at_once(tmp_path):
     from agentgspo.eval.agents import ShippedSolutionAgent, load_renderer
     from agentgspo.eval.runner import evaluate, load_tasks

@@ -22,12 +22,14 @@ from accelerate import Accelerator
 
 from agentgspo.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgspo.learning.learner import GSPOLearner, LearnerConfig
+from agentgspo.learning.preparation import compute_dtype_name
 from agentgspo.learning.sharding import (
     full_state_dict,
     is_sharded,
     load_sampler_weights,
     save_full_weights,
     shard_policy,
+    sharded_mixed_precision,
 )
 from agentgspo.core.trajectory import Trajectory
 
@@ -150,6 +152,8 @@ def _worker(out_dir: str, mode: str) -> None:
             json.dumps(
                 {
                     "fp32_vocab_rows": recorder.rows,
+                    "compute_dtype": compute_dtype_name(accelerator, model),
+                    "unsharded_mixed_precision": sharded_mixed_precision(_policy()),
                     "optimizer_steps": metrics["optimizer_steps"],
                     "batch_rows": sum(len(t.token_ids) - 1 for t in long_trajectories(seed=rank)),
                     "master_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
@@ -278,6 +282,7 @@ def test_fsdp2_bf16_keeps_fp32_master_shards_and_no_fp32_logits(trained):
         result = json.loads(path.read_text())
         assert result["optimizer_steps"] == 1 and result["moved"] > 0
         assert result["master_dtypes"] == ["torch.float32"]
+        assert result["compute_dtype"] == "bf16" and result["unsharded_mixed_precision"] == "no"  # fp32 weights
         assert result["batch_rows"] > 2 * DEFAULT_CHUNK_SIZE
         assert result["fp32_vocab_rows"] <= DEFAULT_CHUNK_SIZE, result
 

@@ -23,7 +23,11 @@ from agentgspo.policy.weight_transfer import (  # noqa: E402
     BACKEND,
     CheckpointSource,
     GlooUpdateInfo,
+    WeightTransferError,
     buckets,
+    dtype_name,
+    dtype_of,
+    failed_members,
     register,
 )
 
@@ -60,6 +64,22 @@ def test_a_bad_update_info_is_refused_naming_what_is_wrong():
         GlooUpdateInfo(names=["a", "b"], dtype_names=["float32"], shapes=[[1], [2]])
     with pytest.raises(ValueError, match="'fp32' is not a torch dtype name"):
         GlooUpdateInfo(names=["a"], dtype_names=["fp32"], shapes=[[1]])
+
+
+def test_dtype_names_go_both_ways_and_a_wrong_one_is_named():
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int64):
+        assert dtype_of(dtype_name(dtype)) is dtype
+    for name in ("fp32", "Tensor", "nn"):  # not a name of torch's, or a torch name that is not a dtype's
+        with pytest.raises(ValueError, match=f"{name!r} is not a torch dtype name"):
+            dtype_of(name)
+
+
+def test_only_a_weight_transfer_error_names_failed_members():
+    error = WeightTransferError("weight transfer failed", {"http://a": "refused"})
+    named = failed_members(error)
+    assert named == {"http://a": "refused"} and named is not error.failed  # a copy: callers add to it
+    assert failed_members(WeightTransferError("the collective broke")) == {}
+    assert failed_members(RuntimeError("anything else")) == {}
 
 
 def test_the_gloo_engine_is_a_vllm_plugin_registered_in_both_registries():

@@ -35,7 +35,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, Field
 
-from agentgspo.environments.env import truncation_reward
+from agentgspo.environments.env import optional_member, truncation_reward
 from agentgspo.environments.registry import env_budget, make
 
 __all__ = ["ChatAction", "ChatObservation", "AgentGSPOEnvironment", "create_env_app"]
@@ -93,7 +93,7 @@ class AgentGSPOEnvironment(Environment[ChatAction, ChatObservation, State]):
         """``env.reset(seed=..., options=...)``: the opening messages and the tools."""
         messages, info = self.env.reset(seed=seed, options=options)
         self._state = State(episode_id=episode_id, step_count=0)
-        tools = getattr(self.env.unwrapped, "tool_schemas", None)
+        tools = optional_member(self.env, "tool_schemas")
         return ChatObservation(messages=messages, tools=tools or None, info=json_safe(info), reward=0.0)
 
     def step(self, action: ChatAction, timeout_s: float | None = None, **kwargs: Any) -> ChatObservation:
@@ -127,7 +127,7 @@ def create_env_app(env_id: str, env_kwargs: dict[str, Any] | None = None, *, max
     fails now, not at the first connection."""
     env_kwargs = dict(env_kwargs or {})
     probe = make(env_id, **env_kwargs)
-    demonstrators = {name: getattr(probe.unwrapped, name, None) for name in ("oracle", "wrong")}
+    demonstrators = {name: optional_member(probe, name) for name in ("oracle", "wrong")}
     probe.close()
     app = create_app(
         functools.partial(AgentGSPOEnvironment, env_id, env_kwargs),

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgspo.environments.env import Message, truncation_reward
+from agentgspo.environments.env import Message, optional_member, truncation_reward
 from agentgspo.environments.registry import make
 from agentgspo.environments.tool_calls import ToolCall
 from agentgspo.environments.tools import Tool
@@ -349,7 +349,8 @@ def trl_environment(env_id: str, **env_kwargs: Any) -> type[TRLEnvironment]:
     """
     env = make(env_id, **env_kwargs)
     try:
-        toolset = getattr(env.unwrapped, "toolset", None)
+        toolset = optional_member(env, "toolset")
+        # hasattr, not optional_member: a remote env declares tool_schemas as None until its first reset
         if toolset is None and hasattr(env.unwrapped, "tool_schemas"):
             raise ValueError(
                 f"trl_environment({env_id!r}): {type(env.unwrapped).__name__} has tool_schemas but no Python tools "

@@ -36,7 +36,7 @@ import verifiers.v1 as vf
 from pydantic import Field
 from verifiers.v1.runtimes import ProgramResult
 
-from agentgspo.environments.env import truncation_reward
+from agentgspo.environments.env import optional_member, truncation_reward
 from agentgspo.environments.interop.openai_chat import assistant_text, to_openai_replies
 from agentgspo.environments.interop.trl_env import SCORED_STOPS
 from agentgspo.environments.registry import env_budget, make
@@ -140,7 +140,7 @@ async def play_episode(client: Any, model: str, data: Any, max_turns: int | None
         limit = max_turns or (budget.max_turns if budget else DEFAULT_MAX_TURNS)
         messages, _ = await asyncio.to_thread(env.reset, seed=data.seed)
         wire = to_openai_replies(messages, [])
-        tools = env.unwrapped.tool_schemas if hasattr(env.unwrapped, "tool_schemas") else []
+        tools = optional_member(env, "tool_schemas") or []
         reward, turns, stop_reason = 0.0, 0, "max_turns"
         while turns < limit:
             try:
