@@ -314,10 +314,11 @@ def read_yaml(path: str | Path, config_class: type) -> dict[str, Any]:
 def resume_command(config: Any, command: str, defaults: typing.Mapping[str, Any] | None = None) -> str:
     """The command that continues this run: ``command`` with ``--out`` and every setting that differs from its
     default (the recipe's ``defaults``, else the config class's; testing aids left out)."""
-    baseline = type(config)(**copy.deepcopy(check_defaults(type(config), defaults)))
+    baseline = dataclasses.asdict(type(config)(**copy.deepcopy(check_defaults(type(config), defaults))))
+    values = dataclasses.asdict(config)
     parts = [flag("out"), config.out]
     for spec in dataclasses.fields(config):
-        value = getattr(config, spec.name)
-        if spec.name != "out" and not spec.metadata.get("testing") and value != getattr(baseline, spec.name):
+        value = values[spec.name]
+        if spec.name != "out" and not spec.metadata.get("testing") and value != baseline[spec.name]:
             parts += [flag(spec.name), value if isinstance(value, str) else json.dumps(value)]
     return " ".join([command, *map(shlex.quote, parts)])

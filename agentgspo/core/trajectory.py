@@ -335,11 +335,9 @@ class TrajectoryRecord(pydantic.BaseModel):
             self.turn_versions = [0] * len(self.turn_spans)
         if not self.turn_version_ends:
             self.turn_version_ends = list(self.turn_versions)
-        for name in ("turn_versions", "turn_version_ends"):
-            if len(getattr(self, name)) != len(self.turn_spans):
-                raise ValueError(
-                    f"{name}: expected one per turn span ({len(self.turn_spans)}), got {len(getattr(self, name))}"
-                )
+        for name, versions in (("turn_versions", self.turn_versions), ("turn_version_ends", self.turn_version_ends)):
+            if len(versions) != len(self.turn_spans):
+                raise ValueError(f"{name}: expected one per turn span ({len(self.turn_spans)}), got {len(versions)}")
         if any(end < start for start, end in zip(self.turn_versions, self.turn_version_ends)):
             raise ValueError("turn_version_ends: a turn cannot end on an older version than it started")
         self._check_version_boundaries()

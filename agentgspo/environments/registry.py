@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 from typing import Any
@@ -54,9 +55,9 @@ class EnvBudget:
     max_context: int
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "max_new_tokens", "max_context"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"EnvBudget.{name}: expected an int >= 1, got {getattr(self, name)!r}")
+        for name, value in dataclasses.asdict(self).items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"EnvBudget.{name}: expected an int >= 1, got {value!r}")
         if self.max_new_tokens >= self.max_context:
             raise ValueError(
                 f"EnvBudget: max_new_tokens ({self.max_new_tokens}) must be below max_context "

@@ -8,7 +8,7 @@ once, in ``__post_init__``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, make_dataclass
+from dataclasses import asdict, dataclass, fields, make_dataclass
 from typing import Any, Literal
 
 from agentgspo.core.settings import check_settings, setting
@@ -183,7 +183,8 @@ class LearnerConfig(ObjectiveSettings):
     @classmethod
     def from_settings(cls, settings: Any) -> LearnerConfig:
         """The learner's settings out of a config that inherits them (a recipe's training config)."""
-        return cls(**{spec.name: getattr(settings, spec.name) for spec in fields(cls)})
+        values = asdict(settings)
+        return cls(**{spec.name: values[spec.name] for spec in fields(cls)})
 
     def __post_init__(self) -> None:
         if self.logp_old == "auto":  # the training loop resolves it by its max_staleness; alone: recompute

@@ -24,7 +24,7 @@ import torch
 
 from agentgspo.core.trajectory import Trajectory
 from agentgspo.learning.means import Means
-from agentgspo.learning.sharding import is_sharded
+from agentgspo.learning.sharding import accelerate_fsdp2, is_sharded
 from agentgspo.objective.batching import Batch, collate
 
 __all__ = [
@@ -89,7 +89,7 @@ def accumulating(accelerator: Any, model: Any, sync: bool, *, sync_each_micro_ba
     try:
         if sync or sync_each_micro_batch or accelerator.num_processes == 1:
             yield
-        elif is_sharded(model) and not accelerator.is_fsdp2:
+        elif is_sharded(model) and not accelerate_fsdp2(accelerator):
             model.set_requires_gradient_sync(False)
             try:
                 yield

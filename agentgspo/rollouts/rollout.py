@@ -238,7 +238,6 @@ class _LoopInbox:
 
 
 HISTORY_MODES = ("as_sampled", "split_turns")
-_TIME_LIMITS = ("env_call_timeout_s", "env_budget_s", "sampler_timeout_s")
 
 
 class EnvCallTimeout(AgentGSPOError):
@@ -311,12 +310,21 @@ class RolloutConfig:
             raise ValueError(f"max_episodes_in_flight: expected >= 1 or None, got {self.max_episodes_in_flight}")
         if self.requeue_limit < 0:
             raise ValueError(f"requeue_limit: expected >= 0, got {self.requeue_limit}")
-        for name in ("group_size", "max_turns", "max_context", "env_workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
-        for name in _TIME_LIMITS:
-            if getattr(self, name) is not None and getattr(self, name) <= 0:
-                raise ValueError(f"{name}: expected > 0 or None (no limit), got {getattr(self, name)}")
+        counts = {"group_size": self.group_size, "max_turns": self.max_turns, "max_context": self.max_context}
+        for name, count in {**counts, "env_workers": self.env_workers}.items():
+            if count < 1:
+                raise ValueError(f"{name}: expected >= 1, got {count}")
+        for name, limit in self.time_limits().items():
+            if limit is not None and limit <= 0:
+                raise ValueError(f"{name}: expected > 0 or None (no limit), got {limit}")
+
+    def time_limits(self) -> dict[str, float | None]:
+        """The episode's three time limits by setting name (``None``: no limit)."""
+        return {
+            "env_call_timeout_s": self.env_call_timeout_s,
+            "env_budget_s": self.env_budget_s,
+            "sampler_timeout_s": self.sampler_timeout_s,
+        }
 
 
 class RolloutRunner:

@@ -7,6 +7,7 @@ recipe's CPU size.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -305,10 +306,9 @@ def episode_limits(config: Any) -> dict[str, int]:
     """``max_turns``, ``max_new_tokens``, ``max_context``: the config's, else the env's registered budget, else the
     library defaults."""
     budget = env_budget(bare_env_id(config.env_id))
-    return {
-        name: getattr(config, name) or (getattr(budget, name) if budget else LIMIT_DEFAULTS[name])
-        for name in ("max_turns", "max_new_tokens", "max_context")
-    }
+    registered = dataclasses.asdict(budget) if budget else LIMIT_DEFAULTS
+    given = {"max_turns": config.max_turns, "max_new_tokens": config.max_new_tokens, "max_context": config.max_context}
+    return {name: value or registered[name] for name, value in given.items()}
 
 
 # The CPU size of every recipe's --smoke: the tiny policy, two steps of two prompts x two samples.
