@@ -135,7 +135,8 @@ def test_the_final_evaluation_keeps_the_runs_env_call_limit(tmp_path):
 
     from agentgspo import ChatEnv
     from agentgspo.policy.hf import HFPolicy
-    from agentgspo.training.train import TrainConfig, _Run, episode_limits
+    from agentgspo.training.final import evaluate
+    from agentgspo.training.train import TrainConfig, episode_limits
 
     release = threading.Event()
 
@@ -155,10 +156,9 @@ def test_the_final_evaluation_keeps_the_runs_env_call_limit(tmp_path):
         gym.register("tests/Stalls-v0", entry_point=Stalls)
     config = TrainConfig(backend="hf", env_id="tests/Stalls-v0", env_call_timeout_s=1.0, max_turns=1,
                          max_new_tokens=4, max_context=256, out=str(tmp_path))  # fmt: skip
-    run = _Run.__new__(_Run)  # the evaluation needs the settings, not a whole run
-    run.config, run.limits = config, episode_limits(config)
+    policy, limits = HFPolicy.from_pretrained("tiny"), episode_limits(config)
     try:
-        evaluated = run.evaluate(HFPolicy.from_pretrained("tiny"), range(2), temperature=1.0)
+        evaluated = evaluate(policy, config, limits, range(2), temperature=1.0)
     finally:
         release.set()
     assert evaluated["stop_reasons"] == {"env_timeout": 2}, evaluated
