@@ -70,6 +70,7 @@ def check_sampling(trajectories: Sequence[Trajectory], config: LearnerConfig) ->
     the learner's quantity under ``logp_old="sampler"`` or a ``behaviour_correction`` (the rule:
     :func:`agentgspo.core.trajectory.sampler_logprobs_mismatch`). Either would bias every ratio silently."""
     temperature, correction = config.temperature, config.behaviour_correction
+    uses_sampler_logprobs = config.logp_old == "sampler" or correction != "none"  # else any log-probs will do
     for t in trajectories:
         where = f"trajectory (group {t.group_id}, sample {t.sample_id})"
         if t.sampling is not None and t.sampling.get("temperature") != temperature:
@@ -79,7 +80,7 @@ def check_sampling(trajectories: Sequence[Trajectory], config: LearnerConfig) ->
                 "would compare two different policies. Sample and learn at one temperature "
                 "(a recipe's --temperature sets both)"
             )
-        why = sampler_logprobs_mismatch(t.sampling, temperature)
+        why = sampler_logprobs_mismatch(t.sampling, temperature) if uses_sampler_logprobs else None
         if why is not None and config.logp_old == "sampler":
             raise ValueError(
                 f"logp_old='sampler': {where}: {why}. Its log-probs are not what the learner "

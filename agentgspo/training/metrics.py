@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgspo.rollouts.rollout import summarize
-
 __all__ = [
     "MetricsLogger",
     "read_metrics",
@@ -218,10 +216,17 @@ def rollout_metrics_over_ranks(accelerator: Any, batch: dict[str, Any]) -> dict[
 
 
 def step_metrics(
-    trajectories: Sequence[Any], *, version: int, waits: dict[str, float], learner_seconds: float, wall: float
+    trajectories: Sequence[Any],
+    batch: dict[str, Any],
+    *,
+    version: int,
+    waits: dict[str, float],
+    learner_seconds: float,
+    wall: float,
 ) -> dict[str, Any]:
-    """This rank's metrics of one GSPO step's batch, trained at policy ``version`` in ``wall`` seconds (rollouts
-    included), beside the rollout metrics shared by all ranks.
+    """This rank's metrics of one GSPO step's batch (``batch``: its :func:`agentgspo.rollouts.rollout.summarize`),
+    trained at policy ``version`` in ``wall`` seconds (rollouts included), beside the rollout metrics shared by all
+    ranks.
 
     Staleness, per trajectory: the learner's version minus the oldest version that sampled one of its turns
     (``staleness_mean``, ``staleness_max``, and ``staleness_hist``: trajectories per value); ``version_span_max``:
@@ -233,11 +238,12 @@ def step_metrics(
     >>> from agentgspo.core.trajectory import Trajectory
     >>> waits = {"rollout_wait_seconds": 1.0, "dropped_groups": 0, "trained_beyond_staleness": 0,
     ...          "sampler_busy_seconds": 3.0}
-    >>> row = step_metrics([Trajectory()], version=2, waits=waits, learner_seconds=1.0, wall=4.0)
+    >>> from agentgspo.rollouts.rollout import summarize
+    >>> batch = [Trajectory()]
+    >>> row = step_metrics(batch, summarize(batch), version=2, waits=waits, learner_seconds=1.0, wall=4.0)
     >>> row["staleness_max"], row["learner_busy_frac"], row["sampler_busy_frac"]
     (0, 0.25, 0.75)
     """
-    batch = summarize(trajectories)
     spans = [(min(t.turn_versions), max(t.turn_version_ends)) for t in trajectories if t.turn_versions]
     staleness = [version - oldest for oldest, _ in spans] or [0]
     return {

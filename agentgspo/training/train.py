@@ -527,14 +527,17 @@ class _Run:
     ) -> dict[str, float]:
         """One line of metrics.jsonl (and the console) for a step (:func:`agentgspo.training.metrics.step_metrics`:
         staleness, busy shares); returns the rollout metrics shared by all ranks."""
-        shared = rollout_metrics_over_ranks(self.accelerator, summarize(trajectories))  # all ranks' episodes
+        batch = summarize(trajectories)
+        shared = rollout_metrics_over_ranks(self.accelerator, batch)  # over the episodes trained on, all ranks
         now = time.perf_counter()
         wall, self.step_started = now - self.step_started, now  # this step's wall time, rollouts included
         evaluated = evaluated or {}
         row = {
             **shared,
             **stats,
-            **step_metrics(trajectories, version=version, waits=waits, learner_seconds=learner_seconds, wall=wall),
+            **step_metrics(
+                trajectories, batch, version=version, waits=waits, learner_seconds=learner_seconds, wall=wall
+            ),
             "elapsed_s": time.perf_counter() - self.started,
             **evaluated,
         }
